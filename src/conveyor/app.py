@@ -1,0 +1,210 @@
+"""``App``: a URL, a task registry and defaults. The entry point of every program.
+
+The backend is opened lazily on first use, so importing a module that defines an app
+touches no file and no network.
+
+Example:
+    >>> import conveyor
+    >>> app = conveyor.App("sqlite:///:memory:", queue="reports", max_attempts=2)
+    >>> @app.task
+    ... def build(day: str) -> str:
+    ...     return f"report for {day}"
+    >>> build.options.queue, build.options.max_attempts
+    ('reports', 2)
+    >>> build("monday")  # a plain call runs inline
+    'report for monday'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import os
+import sys
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
+
+from conveyor.codec import DEFAULT_MAX_PAYLOAD_BYTES
+from conveyor.errors import ConfigurationError
+from conveyor.retry import Backoff, RetryDelayHook
+from conveyor.task import Task, TaskOptions
+
+if TYPE_CHECKING:
+    from conveyor.backends.base import Backend
+    from conveyor.job import Job
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+DEFAULT_URL = "sqlite:///conveyor.db"
+
+#: URL scheme -> "module:Class"; imported only when an app uses that scheme.
+BACKENDS = {
+    "sqlite": "conveyor.backends.sqlite.backend:SQLiteBackend",
+    "redis": "conveyor.backends.redis.backend:RedisBackend",
+    "rediss": "conveyor.backends.redis.backend:RedisBackend",
+}
+
+_TASK_DEFAULTS = {f.name for f in dataclasses.fields(TaskOptions)} - {"name"}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AppSettings:
+    """App-wide settings (as opposed to per-task defaults)."""
+
+    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
+    max_rescues: int = 3
+    heartbeat_interval: float = 1.0
+    heartbeat_ttl: float = 30.0
+    rescue_interval: float = 2.0
+
+
+_SETTINGS = {f.name for f in dataclasses.fields(AppSettings)}
+
+
+def open_backend(url: str) -> Backend:
+    """Open the backend for ``url`` (importing its module only now)."""
+    scheme = url.split(":", 1)[0].lower()
+    target = BACKENDS.get(scheme)
+    if target is None:
+        raise ConfigurationError(
+            f"unsupported URL scheme {scheme!r} in {url!r}; use one of {sorted(BACKENDS)}"
+        )
+    module_name, _, attr = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"the {scheme} backend needs an extra: pip install 'conveyor[{scheme.rstrip('s')}]' ({exc})"
+        ) from None
+    backend: Backend = getattr(module, attr)(url)
+    return backend
+
+
+class App:
+    """A conveyor application: where jobs are stored and which tasks exist.
+
+    ``url`` defaults to ``$CONVEYOR_URL``, else ``sqlite:///conveyor.db``. Keyword
+    arguments are task defaults (``queue``, ``priority``, ``max_attempts``, ``timeout``,
+    ``retry``, ``retry_delay``, ``lease``) or app settings (``max_payload_bytes``,
+    ``max_rescues``, ``heartbeat_interval``, ``heartbeat_ttl``, ``rescue_interval``).
+    """
+
+    def __init__(self, url: str | None = None, **defaults: Any) -> None:
+        self.url = url or os.environ.get("CONVEYOR_URL") or DEFAULT_URL
+        unknown = set(defaults) - _TASK_DEFAULTS - _SETTINGS
+        if unknown:
+            raise TypeError(f"App() got unknown options: {sorted(unknown)}")
+        self.task_defaults = {k: v for k, v in defaults.items() if k in _TASK_DEFAULTS}
+        self.settings = AppSettings(**{k: v for k, v in defaults.items() if k in _SETTINGS})
+        TaskOptions(name="_check_defaults", **self.task_defaults)  # fail fast on bad defaults
+        self.tasks: dict[str, Task[Any, Any]] = {}
+        self._backend: Backend | None = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"<App {self.url} tasks={len(self.tasks)}>"
+
+    @property
+    def max_payload_bytes(self) -> int:
+        return self.settings.max_payload_bytes
+
+    @property
+    def backend(self) -> Backend:
+        """The storage backend, opened on first use."""
+        if self._backend is None:
+            with self._lock:
+                if self._backend is None:
+                    self._backend = open_backend(self.url)
+        return self._backend
+
+    def close(self) -> None:
+        """Close the backend (a later use opens it again)."""
+        with self._lock:
+            if self._backend is not None:
+                self._backend.close()
+                self._backend = None
+
+    # -- tasks ---------------------------------------------------------------------------
+
+    @overload
+    def task(self, fn: Callable[P, R], /) -> Task[P, R]: ...
+
+    @overload
+    def task(
+        self,
+        *,
+        name: str | None = None,
+        queue: str | None = None,
+        priority: int | None = None,
+        max_attempts: int | None = None,
+        timeout: float | None = None,
+        retry: Backoff | None = None,
+        retry_delay: RetryDelayHook | None = None,
+        lease: float | None = None,
+    ) -> Callable[[Callable[P, R]], Task[P, R]]: ...
+
+    def task(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
+        """Register a function (plain or ``async def``) as a task.
+
+        Use bare (``@app.task``) or with options (``@app.task(queue="mail")``). The
+        default name is ``module.qualname``; jobs refer to tasks by name only.
+        """
+        unknown = set(options) - _TASK_DEFAULTS - {"name"}
+        if unknown:
+            raise TypeError(f"task() got unknown options: {sorted(unknown)}")
+
+        def register(func: Callable[P, R]) -> Task[P, R]:
+            given = {k: v for k, v in options.items() if v is not None}
+            name = given.pop("name", None) or default_task_name(func)
+            task_options = TaskOptions(name=name, **{**self.task_defaults, **given})
+            existing = self.tasks.get(name)
+            if existing is not None and _qualified(existing.fn) != _qualified(func):
+                raise ConfigurationError(
+                    f"task name {name!r} is already registered for {_qualified(existing.fn)}"
+                )
+            task = Task(self, func, task_options)
+            self.tasks[name] = task
+            return task
+
+        return register(fn) if fn is not None else register
+
+    def job(self, job_id: str) -> Job[Any]:
+        """A handle on an existing job id."""
+        from conveyor.job import Job
+
+        return Job(self, job_id)
+
+
+def _qualified(fn: Callable[..., Any]) -> str:
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', '?')}"
+
+
+def default_task_name(fn: Callable[..., Any]) -> str:
+    """``module.qualname``; for ``__main__`` run with ``-m``, the real module name."""
+    module = getattr(fn, "__module__", None) or "__main__"
+    if module == "__main__":
+        spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+        if spec is not None and spec.name:
+            module = spec.name
+    return f"{module}.{fn.__qualname__}"
+
+
+def load_app(spec: str) -> App:
+    """Import ``module:attribute`` (the current directory is importable) and return it."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ConfigurationError(f"APP must look like module:attribute, got {spec!r}")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    module = importlib.import_module(module_name)
+    try:
+        found = getattr(module, attr)
+    except AttributeError:
+        raise ConfigurationError(f"module {module_name!r} has no attribute {attr!r}") from None
+    if callable(found) and not isinstance(found, App):
+        found = found()
+    if not isinstance(found, App):
+        raise ConfigurationError(f"{spec} is a {type(found).__name__}, not a conveyor.App")
+    return found

@@ -1,0 +1,306 @@
+"""The backend protocol: the one seam between conveyor and its storage engines.
+
+Internal API, not stable: users talk to :class:`conveyor.App`; backends talk to this.
+Shaped after River's ``riverdriver``: batch-first (singular calls are wrappers over the
+``_many`` ones), ``noun_verb`` names, one frozen params dataclass per method, methods in
+alphabetical order, preconditions in the name. Capabilities are attributes
+(``supports_sql``, ``name``), never ``isinstance`` checks.
+
+Every write that takes a job out of ``running`` is fenced by the claim ``token``: the
+backend applies it only when the job is still ``running`` under that token, and reports
+the ones it refused (a stale worker) instead of overwriting the newer attempt.
+
+Times are epoch seconds (float). A backend with its own clock (Redis ``TIME``) uses it for
+leases and due times; ``now`` fields in params are the caller's best guess for logging.
+
+Example (what a worker does, in short)::
+
+    backend.worker_heartbeat(WorkerHeartbeatParams(worker=me))
+    jobs = backend.job_claim(JobClaimParams(worker_id=me.id, queues=(("default", 8),), total=8))
+    backend.job_finish_many([JobFinishParams(id=j.id, token=j.token, kind=FinishKind.SUCCEEDED,
+                                             result="42", started_at=j.claimed_at)])
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Protocol
+
+from conveyor.states import FinishKind, JobState
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AttemptRecord:
+    """One attempt of a job: who ran it, when, and how it ended."""
+
+    job_id: str
+    attempt: int
+    token: int
+    worker_id: str | None
+    started_at: float | None
+    finished_at: float | None
+    #: succeeded, failed (retried), dead, cancelled, dropped, lost (worker died), released
+    outcome: str
+    error: str | None  # JSON {"type","message","traceback"} or None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ClaimedJob:
+    """What a claim hands the worker: just enough to run and finish one attempt."""
+
+    id: str
+    task: str
+    queue: str
+    payload: str
+    attempt: int  # 1-based number of this attempt (already counted by the claim)
+    max_attempts: int
+    token: int  # fencing token of this claim
+    timeout: float | None
+    lease: float
+    run_at: float  # when it became due (queue wait = claimed_at - run_at)
+    claimed_at: float
+    rescues: int
+    priority: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobRecord:
+    """The full stored row of a job, for handles, the CLI and tests."""
+
+    id: str
+    task: str
+    queue: str
+    state: JobState
+    priority: int
+    payload: str
+    attempt: int
+    max_attempts: int
+    rescues: int
+    token: int
+    run_at: float
+    created_at: float
+    timeout: float | None
+    lease: float
+    worker_id: str | None
+    lease_until: float | None
+    cancel_requested: bool
+    result: str | None
+    error: str | None
+    reason: str | None
+    started_at: float | None
+    finished_at: float | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class QueueStats:
+    """Counts of one queue by state, and how long its oldest ready job has waited."""
+
+    queue: str
+    counts: dict[str, int]
+    oldest_ready_age: float | None  # seconds, None when nothing is ready
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class WorkerInfo:
+    """A worker as it describes itself in its heartbeat."""
+
+    id: str
+    host: str
+    pid: int
+    pid_started: float | None  # the OS start time of the pid, to survive PID reuse
+    started_at: float
+    queues: tuple[str, ...]
+    concurrency: int
+    pool: str
+    heartbeat_at: float = 0.0
+    last_fetch_at: float | None = None
+    running: int = 0
+
+
+# -- params, one per method --------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobCancelParams:
+    ids: Sequence[str]
+    reason: str = "cancelled by user"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobClaimParams:
+    """Claim up to ``limit`` jobs from each queue in order, then top up to ``total`` from
+    the same queues in the same order. Due scheduled jobs are promoted first."""
+
+    worker_id: str
+    queues: Sequence[tuple[str, int]]
+    total: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobExtendLeasesParams:
+    worker_id: str
+    jobs: Sequence[tuple[str, int]]  # (id, token) of every job the worker still runs
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LeaseStatus:
+    """Answer of a lease extension for one job."""
+
+    id: str
+    held: bool  # False: the claim was lost (rescued or released); stop caring about it
+    cancel_requested: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobFinishParams:
+    """End one attempt. ``kind`` picks the target state; the write is fenced by token."""
+
+    id: str
+    token: int
+    kind: FinishKind
+    worker_id: str | None = None
+    attempt: int = 0
+    result: str | None = None  # JSON, for SUCCEEDED
+    error: str | None = None  # JSON {"type","message","traceback"}
+    reason: str | None = None
+    run_at: float | None = None  # for RETRY
+    started_at: float | None = None
+    finished_at: float | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobInsertParams:
+    id: str
+    task: str
+    queue: str
+    payload: str
+    priority: int = 0
+    run_at: float | None = None  # None: ready now; in the future: scheduled
+    max_attempts: int = 5
+    timeout: float | None = None
+    lease: float = 30.0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobListParams:
+    queue: str | None = None
+    state: JobState | None = None
+    task: str | None = None
+    after_id: str | None = None  # paging: ids strictly greater
+    limit: int = 100
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobReleaseParams:
+    """Give running jobs back to ``queued`` without counting an attempt (shutdown)."""
+
+    worker_id: str
+    jobs: Sequence[tuple[str, int]]  # (id, token)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobRescueParams:
+    """Rescue running jobs whose worker is gone.
+
+    ``dead_worker_ids``: workers the caller proved dead (same host, PID gone).
+    ``stale_before``: also every worker whose heartbeat is older than this (re-checked
+    inside the backend's transaction or script, so a live claim is never requeued).
+    Running jobs whose lease expired before ``stale_before`` are rescued too.
+    """
+
+    dead_worker_ids: Sequence[str]
+    stale_before: float
+    max_rescues: int = 3
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RescueResult:
+    job_id: str
+    worker_id: str | None
+    state: JobState  # queued (rescued) or dead (worker lost too often / attempts spent)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobRetryParams:
+    """Manual retry of finished jobs: dead/cancelled (or succeeded) -> queued."""
+
+    ids: Sequence[str]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobWaitParams:
+    id: str
+    timeout: float | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class WorkerHeartbeatParams:
+    worker: WorkerInfo
+    last_fetch_at: float | None = None
+    running: int = 0
+
+
+class Backend(Protocol):
+    """What every storage engine implements. Internal; see the module docstring."""
+
+    #: short engine name ("sqlite", "redis")
+    name: str
+    #: the store answers SQL (``conveyor jobs --where`` can use json_extract)
+    supports_sql: bool
+    #: the URL it was opened with, password removed
+    url: str
+
+    def close(self) -> None: ...
+
+    def job_attempts(self, job_id: str) -> list[AttemptRecord]: ...
+
+    def job_cancel_many(self, params: JobCancelParams) -> list[JobRecord]:
+        """Queued/scheduled -> cancelled at once; running -> cancel requested (the worker
+        ends it). Returns the rows after the change; unknown ids are skipped."""
+        ...
+
+    def job_claim(self, params: JobClaimParams) -> list[ClaimedJob]: ...
+
+    def job_delete_many(self, ids: Sequence[str]) -> int: ...
+
+    def job_extend_leases(self, params: JobExtendLeasesParams) -> list[LeaseStatus]: ...
+
+    def job_finish_many(self, params: Sequence[JobFinishParams]) -> list[str]:
+        """Apply each finish fenced by its token; return the ids that were refused."""
+        ...
+
+    def job_get_many(self, ids: Sequence[str]) -> list[JobRecord]: ...
+
+    def job_insert_many(self, params: Sequence[JobInsertParams]) -> None:
+        """All or nothing, in one transaction (or one script)."""
+        ...
+
+    def job_list(self, params: JobListParams) -> list[JobRecord]: ...
+
+    def job_promote_due(self) -> int: ...
+
+    def job_release_many(self, params: JobReleaseParams) -> list[str]:
+        """Running -> queued, attempt not counted; returns refused ids."""
+        ...
+
+    def job_rescue(self, params: JobRescueParams) -> list[RescueResult]: ...
+
+    def job_retry_many(self, params: JobRetryParams) -> list[JobRecord]: ...
+
+    def job_wait(self, params: JobWaitParams) -> JobRecord | None:
+        """Block until the job is finished; ``None`` on timeout. Raises JobNotFound."""
+        ...
+
+    def queue_stats(self) -> list[QueueStats]: ...
+
+    def work_wait(self, timeout: float) -> None:
+        """Block until new work may be ready (an insert, a release, a due time) or timeout.
+        Spurious wake-ups are allowed; missing a wake-up only costs ``timeout``."""
+        ...
+
+    def worker_deregister(self, worker_id: str) -> None: ...
+
+    def worker_heartbeat(self, params: WorkerHeartbeatParams) -> None: ...
+
+    def worker_list(self) -> list[WorkerInfo]: ...

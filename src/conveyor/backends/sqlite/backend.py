@@ -1,0 +1,458 @@
+"""The embedded backend: one SQLite file in WAL mode, no server.
+
+Every write is one ``BEGIN IMMEDIATE`` transaction on one connection per backend object,
+guarded by a lock (inside a process a lock hands the file over faster than SQLite's busy
+handler; across processes ``busy_timeout`` queues writers, so no "database is locked").
+Claims are one ``UPDATE ... RETURNING`` per queue over a partial index; completions of a
+batch share one transaction (group commit). SQL lives in ``queries/*.sql``.
+
+Weaker than Redis in one way: one machine only (the file must be local; SQLite over a
+network filesystem breaks WAL's locking). Stronger in another: every row is queryable
+with SQL (``supports_sql``).
+
+Example:
+    >>> from conveyor.backends.base import JobInsertParams
+    >>> b = SQLiteBackend("sqlite:///:memory:")
+    >>> b.job_insert_many([JobInsertParams(id="j1", task="t", queue="q", payload="{}")])
+    >>> b.job_get_many(["j1"])[0].state
+    <JobState.QUEUED: 'queued'>
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+from conveyor.backends.base import (
+    AttemptRecord,
+    ClaimedJob,
+    JobCancelParams,
+    JobClaimParams,
+    JobExtendLeasesParams,
+    JobFinishParams,
+    JobInsertParams,
+    JobListParams,
+    JobRecord,
+    JobReleaseParams,
+    JobRescueParams,
+    JobRetryParams,
+    JobWaitParams,
+    LeaseStatus,
+    QueueStats,
+    RescueResult,
+    WorkerHeartbeatParams,
+    WorkerInfo,
+)
+from conveyor.backends.sqlite import rows
+from conveyor.backends.sqlite.connection import (
+    load_query,
+    memory_key,
+    open_connection,
+    parse_sqlite_url,
+)
+from conveyor.backends.sqlite.notify import MAX_POLL, MIN_POLL, POLL_GROWTH, notifier_for
+from conveyor.errors import JobNotFound
+from conveyor.states import FinishKind, JobState
+
+_QUERY_NAMES = (
+    "attempt_insert",
+    "job_claim",
+    "job_extend_lease",
+    "job_finish_cancelled",
+    "job_finish_dead",
+    "job_finish_drop",
+    "job_finish_retry",
+    "job_finish_succeeded",
+    "job_insert",
+    "job_promote_due",
+    "job_release",
+    "job_rescue_candidates",
+    "worker_heartbeat",
+)
+_FINISH_QUERY = {
+    FinishKind.SUCCEEDED: "job_finish_succeeded",
+    FinishKind.RETRY: "job_finish_retry",
+    FinishKind.DEAD: "job_finish_dead",
+    FinishKind.CANCELLED: "job_finish_cancelled",
+    FinishKind.DROP: "job_finish_drop",
+}
+_ATTEMPT_OUTCOME = {
+    FinishKind.SUCCEEDED: "succeeded",
+    FinishKind.RETRY: "failed",
+    FinishKind.DEAD: "dead",
+    FinishKind.CANCELLED: "cancelled",
+    FinishKind.DROP: "dropped",
+}
+_WORKER_LOST = json.dumps(
+    {"type": "WorkerLost", "message": "the worker running this job died", "traceback": ""}
+)
+
+
+class SQLiteBackend:
+    """Backend on one SQLite file. Internal: use ``conveyor.App("sqlite:///file.db")``."""
+
+    name = "sqlite"
+    supports_sql = True
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.target = parse_sqlite_url(url)
+        self._conn = open_connection(self.target)
+        self._lock = threading.RLock()
+        key = memory_key() if self.target.is_memory else self.target.path
+        self._notifier = notifier_for(key)
+        self._sql = {name: load_query(name) for name in _QUERY_NAMES}
+        # Generation and data_version seen just before the last empty claim, so a write
+        # that lands between that claim and work_wait() is never missed.
+        self._claim_snapshot = (self._notifier.generation, self._data_version())
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The raw connection, for SQL queries by ops tools. Hold ``lock`` while using it."""
+        return self._conn
+
+    @property
+    def lock(self) -> threading.RLock:
+        return self._lock
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+        self._notifier.bump()
+
+    def _read(self, sql: str, args: Sequence[object] = ()) -> list[tuple[object, ...]]:
+        with self._lock:
+            return self._conn.execute(sql, args).fetchall()
+
+    def _data_version(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+
+    def _wait_change(self, snapshot: tuple[int, int], timeout: float) -> None:
+        """Return when this process or another commits after ``snapshot``, or at timeout."""
+        generation, version = snapshot
+        deadline = time.monotonic() + timeout
+        interval = MIN_POLL
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            if self._notifier.wait(generation, min(interval, remaining)) != generation:
+                return
+            if self._data_version() != version:
+                return
+            interval = min(interval * POLL_GROWTH, MAX_POLL)
+
+    def _snapshot(self) -> tuple[int, int]:
+        return (self._notifier.generation, self._data_version())
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # -- jobs ----------------------------------------------------------------------------
+
+    def job_attempts(self, job_id: str) -> list[AttemptRecord]:
+        found = self._read(
+            f"SELECT {rows.ATTEMPT_COLUMNS} FROM attempts WHERE job_id = ? ORDER BY token",
+            (job_id,),
+        )
+        return [rows.attempt_record(r) for r in found]
+
+    def job_cancel_many(self, params: JobCancelParams) -> list[JobRecord]:
+        now = time.time()
+        ids = list(params.ids)
+        with self._write() as conn:
+            for chunk in rows.chunks(ids):
+                marks = rows.placeholders(len(chunk))
+                conn.execute(
+                    "UPDATE jobs SET state = 'cancelled', reason = ?, finished_at = ? "
+                    f"WHERE id IN ({marks}) AND state IN ('queued', 'scheduled')",
+                    (params.reason, now, *chunk),
+                )
+                conn.execute(
+                    "UPDATE jobs SET cancel_requested = 1, reason = ? "
+                    f"WHERE id IN ({marks}) AND state = 'running'",
+                    (params.reason, *chunk),
+                )
+        return self.job_get_many(ids)
+
+    def job_claim(self, params: JobClaimParams) -> list[ClaimedJob]:
+        now = time.time()
+        claimed: list[ClaimedJob] = []
+        remaining = params.total
+        sql = self._sql["job_claim"]
+        with self._lock:
+            self._claim_snapshot = self._snapshot()
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                promoted = self._conn.execute(self._sql["job_promote_due"], {"now": now}).rowcount
+                empty: set[str] = set()
+                # First pass: each queue its weighted share; second: top up from any.
+                for pass_limits in (params.queues, [(q, params.total) for q, _ in params.queues]):
+                    for queue, limit in pass_limits:
+                        want = min(limit, remaining)
+                        if want <= 0 or queue in empty:
+                            continue
+                        got = self._conn.execute(
+                            sql,
+                            {"worker_id": params.worker_id, "now": now, "queue": queue,
+                             "limit": want},
+                        ).fetchall()
+                        if len(got) < want:
+                            empty.add(queue)
+                        remaining -= len(got)
+                        claimed.extend(ClaimedJob(*r) for r in got)
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+        if promoted:
+            self._notifier.bump()
+        claimed.sort(key=lambda j: (-j.priority, j.run_at, j.id))
+        return claimed
+
+    def job_delete_many(self, ids: Sequence[str]) -> int:
+        deleted = 0
+        with self._write() as conn:
+            for chunk in rows.chunks(list(ids)):
+                marks = rows.placeholders(len(chunk))
+                deleted += conn.execute(f"DELETE FROM jobs WHERE id IN ({marks})", chunk).rowcount
+                conn.execute(f"DELETE FROM attempts WHERE job_id IN ({marks})", chunk)
+        return deleted
+
+    def job_extend_leases(self, params: JobExtendLeasesParams) -> list[LeaseStatus]:
+        if not params.jobs:
+            return []
+        now = time.time()
+        tokens = dict(params.jobs)
+        with self._write() as conn:
+            conn.executemany(
+                self._sql["job_extend_lease"],
+                [{"id": i, "token": t, "now": now} for i, t in params.jobs],
+            )
+            found: list[tuple[object, ...]] = []
+            for chunk in rows.chunks(list(tokens)):
+                found += conn.execute(
+                    "SELECT id, token, state, cancel_requested FROM jobs "
+                    f"WHERE id IN ({rows.placeholders(len(chunk))})",
+                    chunk,
+                ).fetchall()
+        seen = {r[0]: r for r in found}
+        answer = []
+        for job_id, token in params.jobs:
+            row = seen.get(job_id)
+            held = row is not None and row[1] == token and row[2] == "running"
+            answer.append(LeaseStatus(job_id, held, bool(row and row[3])))
+        return answer
+
+    def job_finish_many(self, params: Sequence[JobFinishParams]) -> list[str]:
+        now = time.time()
+        stale: list[str] = []
+        attempts = []
+        with self._write() as conn:
+            for p in params:
+                finished = p.finished_at or now
+                args = {
+                    "id": p.id, "token": p.token, "result": p.result, "error": p.error,
+                    "reason": p.reason, "run_at": p.run_at or now, "finished_at": finished,
+                }
+                if conn.execute(self._sql[_FINISH_QUERY[p.kind]], args).rowcount != 1:
+                    stale.append(p.id)
+                    continue
+                if p.kind is FinishKind.DROP:
+                    conn.execute("DELETE FROM attempts WHERE job_id = ?", (p.id,))
+                    continue
+                attempts.append(
+                    {"id": p.id, "token": p.token, "attempt": p.attempt,
+                     "worker_id": p.worker_id, "started_at": p.started_at,
+                     "finished_at": finished, "outcome": _ATTEMPT_OUTCOME[p.kind],
+                     "error": p.error}
+                )
+            conn.executemany(self._sql["attempt_insert"], attempts)
+        return stale
+
+    def job_get_many(self, ids: Sequence[str]) -> list[JobRecord]:
+        found: dict[str, JobRecord] = {}
+        for chunk in rows.chunks(list(ids)):
+            sql = f"SELECT {rows.JOB_COLUMNS} FROM jobs WHERE id IN ({rows.placeholders(len(chunk))})"
+            for r in self._read(sql, chunk):
+                record = rows.job_record(r)
+                found[record.id] = record
+        return [found[i] for i in ids if i in found]
+
+    def job_insert_many(self, params: Sequence[JobInsertParams]) -> None:
+        now = time.time()
+        values = [
+            {
+                "id": p.id, "task": p.task, "queue": p.queue, "priority": p.priority,
+                "payload": p.payload, "max_attempts": p.max_attempts,
+                "run_at": now if p.run_at is None else p.run_at,
+                "state": "scheduled" if p.run_at is not None and p.run_at > now else "queued",
+                "created_at": now, "timeout": p.timeout, "lease": p.lease,
+            }
+            for p in params
+        ]
+        with self._write() as conn:
+            conn.executemany(self._sql["job_insert"], values)
+
+    def job_list(self, params: JobListParams) -> list[JobRecord]:
+        where, args = [], []
+        for column, value in (("queue", params.queue), ("state", params.state),
+                              ("task", params.task)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                args.append(str(value))
+        if params.after_id is not None:
+            where.append("id > ?")
+            args.append(params.after_id)
+        clause = f"WHERE {' AND '.join(where)}" if where else ""
+        sql = f"SELECT {rows.JOB_COLUMNS} FROM jobs {clause} ORDER BY id LIMIT ?"
+        return [rows.job_record(r) for r in self._read(sql, [*args, params.limit])]
+
+    def job_promote_due(self) -> int:
+        with self._write() as conn:
+            count: int = conn.execute(self._sql["job_promote_due"], {"now": time.time()}).rowcount
+        return count
+
+    def job_release_many(self, params: JobReleaseParams) -> list[str]:
+        now = time.time()
+        refused = []
+        with self._write() as conn:
+            for job_id, token in params.jobs:
+                row = conn.execute(self._sql["job_release"], {"id": job_id, "token": token}).fetchone()
+                if row is None:
+                    refused.append(job_id)
+                    continue
+                conn.execute(
+                    self._sql["attempt_insert"],
+                    {"id": job_id, "token": token, "attempt": row[0], "worker_id": params.worker_id,
+                     "started_at": row[1], "finished_at": now, "outcome": "released", "error": None},
+                )
+        return refused
+
+    def job_rescue(self, params: JobRescueParams) -> list[RescueResult]:
+        now = time.time()
+        results: list[RescueResult] = []
+        with self._write() as conn:
+            conn.execute("CREATE TEMP TABLE IF NOT EXISTS dead_workers (id TEXT PRIMARY KEY)")
+            conn.execute("DELETE FROM dead_workers")
+            conn.executemany("INSERT OR IGNORE INTO dead_workers VALUES (?)",
+                             [(w,) for w in params.dead_worker_ids])
+            candidates = conn.execute(
+                self._sql["job_rescue_candidates"], {"stale_before": params.stale_before}
+            ).fetchall()
+            for job_id, token, attempt, max_attempts, rescues, worker_id, started in candidates:
+                lost = rescues + 1 > params.max_rescues or attempt >= max_attempts
+                if lost:
+                    conn.execute(
+                        "UPDATE jobs SET state = 'dead', reason = 'worker lost', error = ?, "
+                        "finished_at = ?, worker_id = NULL, lease_until = NULL "
+                        "WHERE id = ? AND token = ? AND state = 'running'",
+                        (_WORKER_LOST, now, job_id, token),
+                    )
+                else:
+                    conn.execute(
+                        "UPDATE jobs SET state = 'queued', rescues = rescues + 1, "
+                        "worker_id = NULL, lease_until = NULL "
+                        "WHERE id = ? AND token = ? AND state = 'running'",
+                        (job_id, token),
+                    )
+                conn.execute(
+                    self._sql["attempt_insert"],
+                    {"id": job_id, "token": token, "attempt": attempt, "worker_id": worker_id,
+                     "started_at": started, "finished_at": now, "outcome": "lost",
+                     "error": _WORKER_LOST},
+                )
+                state = JobState.DEAD if lost else JobState.QUEUED
+                results.append(RescueResult(str(job_id), worker_id, state))
+            conn.execute(
+                "DELETE FROM workers WHERE (heartbeat_at < ? OR id IN (SELECT id FROM dead_workers)) "
+                "AND id NOT IN (SELECT worker_id FROM jobs WHERE state = 'running' "
+                "AND worker_id IS NOT NULL)",
+                (params.stale_before,),
+            )
+        return results
+
+    def job_retry_many(self, params: JobRetryParams) -> list[JobRecord]:
+        ids = list(params.ids)
+        now = time.time()
+        with self._write() as conn:
+            for chunk in rows.chunks(ids):
+                conn.execute(
+                    "UPDATE jobs SET state = 'queued', attempt = 0, rescues = 0, run_at = ?, "
+                    "cancel_requested = 0, finished_at = NULL, result = NULL, reason = NULL "
+                    f"WHERE id IN ({rows.placeholders(len(chunk))}) "
+                    "AND state IN ('dead', 'cancelled', 'succeeded')",
+                    (now, *chunk),
+                )
+        return self.job_get_many(ids)
+
+    def job_wait(self, params: JobWaitParams) -> JobRecord | None:
+        deadline = None if params.timeout is None else time.monotonic() + params.timeout
+        while True:
+            snapshot = self._snapshot()
+            found = self.job_get_many([params.id])
+            if not found:
+                raise JobNotFound(params.id)
+            if found[0].state.is_finished:
+                return found[0]
+            remaining = 1.0 if deadline is None else deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            self._wait_change(snapshot, min(remaining, 1.0))
+
+    # -- queues and workers --------------------------------------------------------------
+
+    def queue_stats(self) -> list[QueueStats]:
+        now = time.time()
+        counts: dict[str, dict[str, int]] = {}
+        for queue, state, count in self._read(
+            "SELECT queue, state, COUNT(*) FROM jobs GROUP BY queue, state"
+        ):
+            counts.setdefault(str(queue), {})[str(state)] = int(str(count))
+        oldest = {
+            str(q): now - float(str(t))
+            for q, t in self._read(
+                "SELECT queue, MIN(run_at) FROM jobs WHERE state = 'queued' GROUP BY queue"
+            )
+        }
+        return [QueueStats(q, counts[q], oldest.get(q)) for q in sorted(counts)]
+
+    def work_wait(self, timeout: float) -> None:
+        due = self._read("SELECT MIN(run_at) FROM jobs WHERE state = 'scheduled'")[0][0]
+        if due is not None:
+            timeout = min(timeout, max(0.0, float(str(due)) - time.time()))
+        self._wait_change(self._claim_snapshot, timeout)
+
+    def worker_deregister(self, worker_id: str) -> None:
+        with self._write() as conn:
+            conn.execute("DELETE FROM workers WHERE id = ?", (worker_id,))
+
+    def worker_heartbeat(self, params: WorkerHeartbeatParams) -> None:
+        w = params.worker
+        with self._write() as conn:
+            conn.execute(
+                self._sql["worker_heartbeat"],
+                {"id": w.id, "host": w.host, "pid": w.pid, "pid_started": w.pid_started,
+                 "started_at": w.started_at, "now": time.time(),
+                 "last_fetch_at": params.last_fetch_at, "queues": json.dumps(list(w.queues)),
+                 "concurrency": w.concurrency, "pool": w.pool, "running": params.running},
+            )
+
+    def worker_list(self) -> list[WorkerInfo]:
+        found = self._read(f"SELECT {rows.WORKER_COLUMNS} FROM workers ORDER BY started_at")
+        return [rows.worker_info(r) for r in found]

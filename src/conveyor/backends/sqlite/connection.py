@@ -1,0 +1,129 @@
+"""Opening a conveyor SQLite file: URL parsing, owner-only file, PRAGMAs, schema.
+
+``sqlite:///relative.db``, ``sqlite:////absolute/path.db`` and ``sqlite:///:memory:``
+(one process only). Query options: ``synchronous=NORMAL|FULL`` (default NORMAL: survives a
+process crash; a power cut can roll back the last commits; FULL survives that too, at a
+cost measured in BENCHMARKS.md) and ``busy_timeout`` in milliseconds (default 30000).
+
+Example:
+    >>> parse_sqlite_url("sqlite:///jobs.db?synchronous=FULL").synchronous
+    'FULL'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sqlite3
+import uuid
+from importlib import resources
+from urllib.parse import parse_qs, urlsplit
+
+from conveyor.errors import ConfigurationError
+
+SCHEMA_VERSION = 1
+_SYNC_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SQLiteTarget:
+    """Where and how to open the database."""
+
+    path: str  # absolute path, or ":memory:"
+    synchronous: str = "NORMAL"
+    busy_timeout_ms: int = 30_000
+
+    @property
+    def is_memory(self) -> bool:
+        return self.path == ":memory:"
+
+
+def parse_sqlite_url(url: str) -> SQLiteTarget:
+    """Turn a ``sqlite://`` URL into a :class:`SQLiteTarget`."""
+    parts = urlsplit(url)
+    if parts.scheme != "sqlite":
+        raise ConfigurationError(f"not a sqlite URL: {url!r}")
+    raw = parts.path[1:] if parts.path.startswith("/") else parts.path
+    if parts.netloc:
+        raise ConfigurationError(
+            f"sqlite URL {url!r} has a host; use sqlite:///relative.db or sqlite:////abs.db"
+        )
+    if not raw:
+        raise ConfigurationError(f"sqlite URL {url!r} names no file")
+    query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+    sync = query.pop("synchronous", "NORMAL").upper()
+    if sync not in _SYNC_MODES:
+        raise ConfigurationError(f"synchronous must be one of {_SYNC_MODES}, got {sync!r}")
+    try:
+        busy = int(query.pop("busy_timeout", "30000"))
+    except ValueError as exc:
+        raise ConfigurationError(f"busy_timeout must be milliseconds: {exc}") from None
+    if query:
+        raise ConfigurationError(f"unknown sqlite URL options: {sorted(query)}")
+    path = raw if raw == ":memory:" else os.path.abspath(raw)
+    return SQLiteTarget(path=path, synchronous=sync, busy_timeout_ms=busy)
+
+
+def open_connection(target: SQLiteTarget) -> sqlite3.Connection:
+    """Open, configure and migrate. The file is created readable by its owner only."""
+    if not target.is_memory:
+        _create_private_file(target.path)
+    conn = sqlite3.connect(
+        target.path,
+        isolation_level=None,  # we issue BEGIN IMMEDIATE ourselves
+        check_same_thread=False,  # guarded by the backend's lock
+        cached_statements=256,
+    )
+    conn.execute(f"PRAGMA busy_timeout = {int(target.busy_timeout_ms)}")
+    if not target.is_memory:
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise ConfigurationError(f"could not put {target.path} in WAL mode (got {mode})")
+    conn.execute(f"PRAGMA synchronous = {target.synchronous}")
+    conn.execute("PRAGMA temp_store = MEMORY")
+    _migrate(conn)
+    return conn
+
+
+def memory_key() -> str:
+    """A unique notifier key for an in-memory database (one per backend)."""
+    return f":memory:{uuid.uuid4().hex}"
+
+
+def _create_private_file(path: str) -> None:
+    directory = os.path.dirname(path)
+    if directory and not os.path.isdir(directory):
+        os.makedirs(directory, exist_ok=True)
+    # O_EXCL is not used: a second process creating the same file at once is fine.
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    os.close(fd)
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version >= SCHEMA_VERSION:
+        return
+    schema = resources.files(__package__).joinpath("schema.sql").read_text("utf-8")
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        # Re-read under the write lock: another process may have migrated meanwhile.
+        if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
+            for statement in _split(schema):
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _split(script: str) -> list[str]:
+    lines = [ln for ln in script.splitlines() if not ln.strip().startswith("--")]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+
+
+def load_query(name: str) -> str:
+    """The text of ``queries/<name>.sql`` beside this module."""
+    return (
+        resources.files(__package__).joinpath("queries").joinpath(f"{name}.sql").read_text("utf-8")
+    )

@@ -1,0 +1,63 @@
+"""Wake-ups for waiters on one SQLite file, without busy polling.
+
+Two paths. In the same process, every committed write bumps a generation counter and
+notifies a condition variable (qler's fix in seed 000: a waiter learns at once, no poll).
+Across processes, a waiter reads ``PRAGMA data_version``, which changes when another
+connection commits; it costs no disk read, so the waiter polls it on a short interval
+that grows while nothing happens (1 ms after activity, up to ``MAX_POLL`` when idle) —
+low latency under load, a few polls a second when idle.
+
+Example:
+    >>> n = notifier_for("/tmp/example.db")
+    >>> gen = n.generation
+    >>> n.bump()
+    >>> n.generation == gen + 1
+    True
+"""
+
+from __future__ import annotations
+
+import threading
+
+#: First poll interval after activity (seconds). Tuned for W2 round trips of ~1 ms.
+MIN_POLL = 0.0005
+#: Longest poll interval when idle: ~20 polls/s, well under 1% of a core.
+MAX_POLL = 0.05
+#: Growth factor of the interval per idle poll.
+POLL_GROWTH = 1.5
+
+
+class Notifier:
+    """A generation counter with a condition, shared by every backend on one file."""
+
+    __slots__ = ("_cond", "generation")
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self.generation = 0
+
+    def bump(self) -> None:
+        """Record a commit and wake every waiter in this process."""
+        with self._cond:
+            self.generation += 1
+            self._cond.notify_all()
+
+    def wait(self, seen: int, timeout: float) -> int:
+        """Wait until the generation moves past ``seen`` or ``timeout``; return it."""
+        with self._cond:
+            if self.generation == seen and timeout > 0:
+                self._cond.wait(timeout)
+            return self.generation
+
+
+_registry: dict[str, Notifier] = {}
+_registry_lock = threading.Lock()
+
+
+def notifier_for(key: str) -> Notifier:
+    """The process-wide notifier of one database (by absolute path or memory name)."""
+    with _registry_lock:
+        found = _registry.get(key)
+        if found is None:
+            found = _registry[key] = Notifier()
+        return found

@@ -1,0 +1,1 @@
+DELETE FROM jobs WHERE id = :id AND token = :token AND state = 'running'

@@ -1,0 +1,220 @@
+"""Arguments and results as plain JSON, and back to typed values by the task's signature.
+
+Encoding accepts what JSON does plus ``datetime``, ``date``, ``time`` (ISO 8601),
+``UUID`` and ``Decimal`` (strings), enums (their value), dataclasses (objects) and
+Pydantic models (``model_dump(mode="json")``). Anything else raises
+:class:`~conveyor.errors.EncodeError` naming the argument. The stored form stays plain
+JSON so every argument is queryable (``json_extract(payload, '$.kwargs.user_id')``).
+
+Decoding uses the task's type hints: a parameter annotated ``datetime`` gets a
+``datetime`` back, a dataclass or Pydantic model gets an instance, ``list[X]``,
+``dict[str, X]`` and ``X | None`` recurse. Unannotated parameters get the JSON value.
+
+Example:
+    >>> import datetime
+    >>> def f(when: datetime.date, n: int) -> None: ...
+    >>> payload = encode_payload((datetime.date(2026, 1, 2),), {"n": 3}, max_bytes=1024)
+    >>> payload
+    '{"args":["2026-01-02"],"kwargs":{"n":3}}'
+    >>> Decoder(f).arguments(payload)
+    ([datetime.date(2026, 1, 2)], {'n': 3})
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import decimal
+import enum
+import inspect
+import json
+import types
+import typing
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from conveyor.errors import DecodeError, EncodeError, PayloadTooLarge
+
+DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
+
+_encoder = json.JSONEncoder(separators=(",", ":"), default=lambda o: _default(o))
+
+
+def _default(value: object) -> object:
+    if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, (uuid.UUID, decimal.Decimal)):
+        return str(value)
+    if isinstance(value, enum.Enum):
+        return value.value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and hasattr(type(value), "model_fields"):
+        return dump(mode="json")
+    raise TypeError(f"object of type {type(value).__name__} is not JSON serializable")
+
+
+def encode(value: object) -> str:
+    """Encode one value (a result) as compact JSON."""
+    try:
+        return _encoder.encode(value)
+    except (TypeError, ValueError) as exc:
+        raise EncodeError(f"cannot encode result: {exc}") from None
+
+
+def encode_payload(
+    args: Sequence[object], kwargs: Mapping[str, object], *, max_bytes: int
+) -> str:
+    """Encode call arguments; raise naming the offending argument, or if too large."""
+    try:
+        text = _encoder.encode({"args": args, "kwargs": kwargs})
+    except (TypeError, ValueError) as exc:
+        raise EncodeError(_name_offender(args, kwargs, exc)) from None
+    # ensure_ascii is on, so characters are bytes.
+    if len(text) > max_bytes:
+        raise PayloadTooLarge(
+            f"encoded arguments are {len(text)} bytes, over the limit of {max_bytes} "
+            "(App(max_payload_bytes=...) raises it; large data belongs in storage, "
+            "pass a reference)"
+        )
+    return text
+
+
+def _name_offender(args: Sequence[object], kwargs: Mapping[str, object], exc: Exception) -> str:
+    for index, value in enumerate(args):
+        try:
+            _encoder.encode(value)
+        except (TypeError, ValueError) as inner:
+            return f"cannot encode positional argument {index}: {inner}"
+    for name, value in kwargs.items():
+        try:
+            _encoder.encode(value)
+        except (TypeError, ValueError) as inner:
+            return f"cannot encode argument {name!r}: {inner}"
+    return f"cannot encode arguments: {exc}"
+
+
+def decode(text: str | None) -> Any:
+    """Decode JSON text (``None`` stays ``None``)."""
+    return None if text is None else json.loads(text)
+
+
+# -- typed decoding ----------------------------------------------------------------------
+
+Converter = Callable[[Any], Any]
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def converter_for(hint: Any) -> Converter:
+    """A function turning the JSON form of ``hint`` back into ``hint``."""
+    if hint in (inspect.Parameter.empty, Any, object, None, type(None)):
+        return _identity
+    if hint is datetime.datetime:
+        return _maybe(datetime.datetime.fromisoformat, str)
+    if hint is datetime.date:
+        return _maybe(datetime.date.fromisoformat, str)
+    if hint is datetime.time:
+        return _maybe(datetime.time.fromisoformat, str)
+    if hint is uuid.UUID:
+        return _maybe(uuid.UUID, str)
+    if hint is decimal.Decimal:
+        return _maybe(decimal.Decimal, (str, int, float))
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        options = [a for a in typing.get_args(hint) if a is not type(None)]
+        if len(options) == 1:
+            inner = converter_for(options[0])
+            return lambda v: None if v is None else inner(v)
+        return _identity
+    if origin in (list, set, frozenset, tuple, Sequence) and typing.get_args(hint):
+        item = converter_for(typing.get_args(hint)[0])
+        build: Callable[[Any], Any] = origin if origin in (list, set, frozenset, tuple) else list
+        return lambda v: build(item(x) for x in v) if isinstance(v, list) else v
+    if origin in (dict, Mapping) and len(typing.get_args(hint)) == 2:
+        val = converter_for(typing.get_args(hint)[1])
+        return lambda v: {k: val(x) for k, x in v.items()} if isinstance(v, dict) else v
+    if isinstance(hint, type):
+        if issubclass(hint, enum.Enum):
+            return lambda v: v if isinstance(v, hint) else hint(v)
+        if dataclasses.is_dataclass(hint):
+            return _dataclass_converter(hint)
+        validate = getattr(hint, "model_validate", None)
+        if callable(validate):
+            return lambda v: v if isinstance(v, hint) else validate(v)
+    return _identity
+
+
+def _maybe(build: Callable[[Any], Any], accepts: type | tuple[type, ...]) -> Converter:
+    return lambda v: build(v) if isinstance(v, accepts) else v
+
+
+def _dataclass_converter(cls: type) -> Converter:
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # unresolvable forward references: fall back to plain values
+        hints = {}
+    fields = {f.name: converter_for(hints.get(f.name, Any)) for f in dataclasses.fields(cls)}
+
+    def build(value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value
+        return cls(**{k: fields[k](v) if k in fields else v for k, v in value.items()})
+
+    return build
+
+
+class Decoder:
+    """Decodes payloads and results for one function, by its signature and type hints."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.signature = inspect.signature(fn)
+        try:
+            hints = typing.get_type_hints(fn)
+        except Exception:  # forward references that do not resolve: decode untyped
+            hints = {}
+        self._positional: list[Converter] = []
+        self._var_positional: Converter | None = None
+        self._keyword: dict[str, Converter] = {}
+        self._var_keyword: Converter = _identity
+        for name, param in self.signature.parameters.items():
+            conv = converter_for(hints.get(name, inspect.Parameter.empty))
+            if param.kind is param.VAR_POSITIONAL:
+                self._var_positional = conv
+            elif param.kind is param.VAR_KEYWORD:
+                self._var_keyword = conv
+            else:
+                if param.kind is not param.KEYWORD_ONLY:
+                    self._positional.append(conv)
+                self._keyword[name] = conv
+        self._result = converter_for(hints.get("return", inspect.Parameter.empty))
+        self._typed = any(c is not _identity for c in [*self._positional, *self._keyword.values()])
+
+    def arguments(self, payload: str) -> tuple[list[Any], dict[str, Any]]:
+        """Decode a stored payload into call arguments; DecodeError if it is malformed."""
+        try:
+            data = json.loads(payload)
+            args, kwargs = data["args"], data["kwargs"]
+            if not isinstance(args, list) or not isinstance(kwargs, dict):
+                raise TypeError("args must be a list and kwargs an object")
+            if not self._typed:
+                return args, kwargs
+            out = []
+            for index, value in enumerate(args):
+                if index < len(self._positional):
+                    out.append(self._positional[index](value))
+                elif self._var_positional is not None:
+                    out.append(self._var_positional(value))
+                else:
+                    out.append(value)
+            return out, {k: self._keyword.get(k, self._var_keyword)(v) for k, v in kwargs.items()}
+        except Exception as exc:
+            raise DecodeError(f"cannot decode payload: {type(exc).__name__}: {exc}") from None
+
+    def result(self, text: str | None) -> Any:
+        """Decode a stored result by the return annotation."""
+        return self._result(decode(text))

@@ -1,0 +1,79 @@
+"""``conveyor.current_job()``: what a running task can know about its own job.
+
+Set by the worker around each call (a ``ContextVar``, so it is right in threads and in
+asyncio tasks alike). Outside a job it raises ``LookupError``.
+
+Example:
+    >>> import conveyor
+    >>> app = conveyor.App("sqlite:///:memory:")
+    >>> @app.task
+    ... def report() -> int:
+    ...     job = conveyor.current_job()
+    ...     if job.cancel_requested:
+    ...         raise conveyor.JobCancelled(job.id)
+    ...     return job.attempt
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+
+from conveyor.errors import JobCancelled
+
+
+class JobContext:
+    """The running job as seen from inside its task."""
+
+    __slots__ = ("_cancel", "attempt", "id", "max_attempts", "queue", "task")
+
+    def __init__(
+        self, id: str, task: str, queue: str, attempt: int, max_attempts: int
+    ) -> None:
+        self.id = id
+        self.task = task
+        self.queue = queue
+        self.attempt = attempt
+        self.max_attempts = max_attempts
+        self._cancel = threading.Event()
+
+    @property
+    def cancel_requested(self) -> bool:
+        """True once someone asked to cancel this job (``job.cancel()``) or the worker is
+        stopping it (timeout). Long sync tasks should check it and return or raise."""
+        return self._cancel.is_set()
+
+    def raise_if_cancelled(self) -> None:
+        """Raise :class:`conveyor.JobCancelled` when cancellation was requested."""
+        if self._cancel.is_set():
+            raise JobCancelled(self.id)
+
+    def wait_cancelled(self, timeout: float | None = None) -> bool:
+        """Sleep up to ``timeout`` seconds, waking early on a cancel request."""
+        return self._cancel.wait(timeout)
+
+    def request_cancel(self) -> None:
+        """Worker side: mark cancellation requested."""
+        self._cancel.set()
+
+    def __repr__(self) -> str:
+        return f"<JobContext {self.task} id={self.id} attempt={self.attempt}>"
+
+
+_current: contextvars.ContextVar[JobContext] = contextvars.ContextVar("conveyor_job")
+
+
+def current_job() -> JobContext:
+    """The job the calling code runs in. Raises ``LookupError`` outside a job."""
+    try:
+        return _current.get()
+    except LookupError:
+        raise LookupError("conveyor.current_job() called outside a running job") from None
+
+
+def set_current(ctx: JobContext) -> contextvars.Token[JobContext]:
+    return _current.set(ctx)
+
+
+def reset_current(token: contextvars.Token[JobContext]) -> None:
+    _current.reset(token)

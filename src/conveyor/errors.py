@@ -1,0 +1,73 @@
+"""Every exception conveyor raises on purpose.
+
+All derive from :class:`ConveyorError`, so ``except conveyor.ConveyorError`` catches
+conveyor's own failures and nothing else.
+
+Example:
+    >>> try:
+    ...     raise JobFailed("j1", "ValueError", "bad", "Traceback ...")
+    ... except ConveyorError as exc:
+    ...     exc.error_type
+    'ValueError'
+"""
+
+from __future__ import annotations
+
+
+class ConveyorError(Exception):
+    """Base class of conveyor's errors."""
+
+
+class ConfigurationError(ConveyorError, ValueError):
+    """A URL, option or argument that conveyor cannot work with."""
+
+
+class EncodeError(ConveyorError, TypeError):
+    """An argument or result that cannot be encoded as JSON; the message names it."""
+
+
+class DecodeError(ConveyorError, ValueError):
+    """A stored payload that cannot be decoded for the task's signature."""
+
+
+class PayloadTooLarge(ConveyorError, ValueError):
+    """The encoded arguments exceed the app's ``max_payload_bytes``."""
+
+
+class BackendUnavailable(ConveyorError):
+    """The storage backend cannot be reached (for example Redis is down)."""
+
+
+class JobNotFound(ConveyorError, LookupError):
+    """No job with that id (never enqueued, or already pruned or deleted)."""
+
+
+class JobFailed(ConveyorError):
+    """The job ended ``dead``: carries the remote error's type, message and traceback."""
+
+    def __init__(
+        self,
+        job_id: str,
+        error_type: str,
+        message: str,
+        traceback: str = "",
+        reason: str | None = None,
+    ) -> None:
+        self.job_id = job_id
+        self.error_type = error_type
+        self.message = message
+        self.traceback = traceback
+        self.reason = reason
+        detail = f"{error_type}: {message}" if error_type else message
+        if reason and reason != message:
+            detail = f"{detail} ({reason})"
+        super().__init__(f"job {job_id} failed: {detail}")
+
+
+class JobCancelled(ConveyorError):
+    """The job ended ``cancelled``. Raised by ``result()``; tasks may raise it to stop."""
+
+    def __init__(self, job_id: str = "", reason: str | None = None) -> None:
+        self.job_id = job_id
+        self.reason = reason
+        super().__init__(f"job {job_id} was cancelled" + (f": {reason}" if reason else ""))

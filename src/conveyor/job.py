@@ -1,0 +1,134 @@
+"""``Job``: a handle on one job id — status, wait, result, cancel, and asyncio twins.
+
+A handle holds no state of its own beyond the id: every call asks the backend, so a
+handle made in one process (``app.job(id)``) sees what a worker in another did.
+
+Example:
+    >>> import conveyor
+    >>> app = conveyor.App("sqlite:///:memory:")
+    >>> @app.task
+    ... def add(a: int, b: int) -> int:
+    ...     return a + b
+    >>> job = add.enqueue(1, 2)
+    >>> job.cancel().status
+    <JobState.CANCELLED: 'cancelled'>
+    >>> job.result(timeout=0)
+    Traceback (most recent call last):
+    conveyor.errors.JobCancelled: job ... was cancelled: cancelled by user
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from conveyor.backends.base import AttemptRecord, JobCancelParams, JobRecord, JobWaitParams
+from conveyor.errors import JobCancelled, JobFailed, JobNotFound
+from conveyor.states import JobState
+
+if TYPE_CHECKING:
+    from conveyor.app import App
+    from conveyor.task import Task
+
+R = TypeVar("R")
+
+
+class Job(Generic[R]):
+    """Handle on one enqueued job."""
+
+    __slots__ = ("_task", "app", "id")
+
+    def __init__(self, app: App, id: str, task: Task[Any, R] | None = None) -> None:
+        self.app = app
+        self.id = id
+        self._task = task
+
+    def __repr__(self) -> str:
+        return f"<Job {self.id}>"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Job) and other.id == self.id
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    # -- blocking ------------------------------------------------------------------------
+
+    def refresh(self) -> JobRecord:
+        """The job's stored record now. Raises JobNotFound when it no longer exists."""
+        found = self.app.backend.job_get_many([self.id])
+        if not found:
+            raise JobNotFound(self.id)
+        return found[0]
+
+    @property
+    def status(self) -> JobState:
+        """The job's current state (read from the store on every access)."""
+        return self.refresh().state
+
+    def attempts(self) -> list[AttemptRecord]:
+        """Every recorded attempt: worker, start, end, outcome, error."""
+        return self.app.backend.job_attempts(self.id)
+
+    def wait(self, timeout: float | None = None) -> JobRecord:
+        """Block until the job is finished; raise ``TimeoutError`` after ``timeout`` s."""
+        record = self.app.backend.job_wait(JobWaitParams(self.id, timeout))
+        if record is None:
+            raise TimeoutError(f"job {self.id} not finished after {timeout} s")
+        return record
+
+    def result(self, timeout: float | None = None) -> R:
+        """The return value. Raises JobFailed, JobCancelled or TimeoutError."""
+        return self._outcome(self.wait(timeout))
+
+    def cancel(self, reason: str = "cancelled by user") -> Job[R]:
+        """Cancel: a queued or scheduled job at once, a running one as soon as its worker
+        sees the request (async tasks are cancelled; sync tasks can check
+        ``current_job().cancel_requested``). Finished jobs are left as they are."""
+        found = self.app.backend.job_cancel_many(JobCancelParams([self.id], reason))
+        if not found:
+            raise JobNotFound(self.id)
+        return self
+
+    # -- asyncio twins -------------------------------------------------------------------
+
+    async def arefresh(self) -> JobRecord:
+        """Asyncio twin of :meth:`refresh`."""
+        return await asyncio.to_thread(self.refresh)
+
+    async def astatus(self) -> JobState:
+        """Asyncio twin of :attr:`status`."""
+        return (await self.arefresh()).state
+
+    async def await_(self, timeout: float | None = None) -> JobRecord:
+        """Asyncio twin of :meth:`wait` (``await`` is a keyword, hence the underscore)."""
+        return await asyncio.to_thread(self.wait, timeout)
+
+    async def aresult(self, timeout: float | None = None) -> R:
+        """Asyncio twin of :meth:`result`."""
+        return self._outcome(await self.await_(timeout))
+
+    async def acancel(self, reason: str = "cancelled by user") -> Job[R]:
+        """Asyncio twin of :meth:`cancel`."""
+        return await asyncio.to_thread(self.cancel, reason)
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _outcome(self, record: JobRecord) -> R:
+        if record.state is JobState.SUCCEEDED:
+            task = self._task or self.app.tasks.get(record.task)
+            if task is not None:
+                value: R = task.decoder.result(record.result)
+                return value
+            return json.loads(record.result) if record.result is not None else None  # type: ignore[no-any-return]
+        if record.state is JobState.CANCELLED:
+            raise JobCancelled(self.id, record.reason)
+        error = json.loads(record.error) if record.error else {}
+        raise JobFailed(
+            self.id,
+            str(error.get("type", "")),
+            str(error.get("message", record.reason or "")),
+            str(error.get("traceback", "")),
+            record.reason,
+        )

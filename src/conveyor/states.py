@@ -1,0 +1,71 @@
+"""Job states and the transitions between them.
+
+One enum for every backend. The diagram in ``docs/state-machine.md`` is the picture of
+this module; change both together.
+
+Example:
+    >>> JobState.QUEUED in ACTIVE_STATES
+    True
+    >>> JobState.SUCCEEDED.is_finished
+    True
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class JobState(enum.StrEnum):
+    """Where a job is in its life. Every job is in exactly one state until deleted."""
+
+    #: Waiting for its ``run_at`` time (a delay, a schedule or a retry backoff).
+    #: Moved to ``queued`` by the promoter once due.
+    SCHEDULED = "scheduled"
+    #: Ready to be claimed by any worker listening on its queue.
+    QUEUED = "queued"
+    #: Claimed by one worker, under a lease and a fencing token.
+    RUNNING = "running"
+    #: Finished: the task returned. Kept (with its result) until retention prunes it.
+    SUCCEEDED = "succeeded"
+    #: Finished: attempts exhausted, worker lost too often, unknown task, bad payload,
+    #: or a retry hook answered ``"archive"``. Kept with its error for inspection.
+    DEAD = "dead"
+    #: Finished: cancelled by a user before or while it ran. Never retried.
+    CANCELLED = "cancelled"
+
+    @property
+    def is_finished(self) -> bool:
+        """True for the three terminal states."""
+        return self in FINISHED_STATES
+
+
+FINISHED_STATES = frozenset({JobState.SUCCEEDED, JobState.DEAD, JobState.CANCELLED})
+ACTIVE_STATES = frozenset({JobState.SCHEDULED, JobState.QUEUED, JobState.RUNNING})
+
+
+class FinishKind(enum.StrEnum):
+    """How a worker ends one attempt of a running job (the completer's vocabulary)."""
+
+    SUCCEEDED = "succeeded"  # -> succeeded, result stored
+    RETRY = "retry"  # -> scheduled at run_at (backoff), error kept on the attempt
+    DEAD = "dead"  # -> dead, error and reason kept
+    CANCELLED = "cancelled"  # -> cancelled (cancel was requested while it ran)
+    DROP = "drop"  # -> deleted (a retry hook answered "drop")
+
+
+def target_state(kind: FinishKind) -> JobState | None:
+    """The state a job lands in for a finish kind; ``None`` means the row is deleted.
+
+    >>> target_state(FinishKind.RETRY)
+    <JobState.SCHEDULED: 'scheduled'>
+    """
+    return _TARGETS[kind]
+
+
+_TARGETS: dict[FinishKind, JobState | None] = {
+    FinishKind.SUCCEEDED: JobState.SUCCEEDED,
+    FinishKind.RETRY: JobState.SCHEDULED,
+    FinishKind.DEAD: JobState.DEAD,
+    FinishKind.CANCELLED: JobState.CANCELLED,
+    FinishKind.DROP: None,
+}

@@ -1,0 +1,238 @@
+"""Tasks: a registered function plus its options, and every way to enqueue it.
+
+Calling a task runs the function inline, unchanged. ``enqueue`` checks the arguments
+against the signature (``TypeError`` at once), encodes them (``EncodeError`` naming the
+argument, ``PayloadTooLarge``) and writes the job; on any error nothing is written.
+
+Example:
+    >>> import conveyor
+    >>> app = conveyor.App("sqlite:///:memory:")
+    >>> @app.task(queue="mail", max_attempts=3)
+    ... def send(to: str, subject: str = "hi") -> None: ...
+    >>> job = send.enqueue("a@example.com")
+    >>> job.status
+    <JobState.QUEUED: 'queued'>
+    >>> send.enqueue(1, 2, 3)
+    Traceback (most recent call last):
+    TypeError: send(): too many positional arguments
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime
+import inspect
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
+
+from conveyor.backends.base import JobInsertParams
+from conveyor.codec import Decoder, encode_payload
+from conveyor.errors import ConfigurationError
+from conveyor.ids import new_id
+from conveyor.retry import Backoff, RetryDelayHook
+
+if TYPE_CHECKING:
+    from conveyor.app import App
+    from conveyor.job import Job
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+Delay = float | int | datetime.timedelta
+When = datetime.datetime | float | int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TaskOptions:
+    """Options of a task; every job copies queue, priority, attempts, timeout and lease."""
+
+    name: str
+    queue: str = "default"
+    priority: int = 0
+    max_attempts: int = 5
+    timeout: float | None = None
+    retry: Backoff = Backoff()
+    retry_delay: RetryDelayHook | None = None
+    lease: float = 30.0
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ConfigurationError(f"max_attempts must be >= 1, got {self.max_attempts}")
+        if self.timeout is not None and self.timeout <= 0:
+            raise ConfigurationError(f"timeout must be > 0 seconds, got {self.timeout}")
+        if self.lease <= 0:
+            raise ConfigurationError(f"lease must be > 0 seconds, got {self.lease}")
+        if not self.queue:
+            raise ConfigurationError("queue name must not be empty")
+
+
+class Args:
+    """Arguments for one job of ``enqueue_many``: ``Args(1, 2, key="v")``.
+
+    Plain tuples/lists (positional) and dicts (keywords) work too.
+    """
+
+    __slots__ = ("args", "kwargs")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.args = args
+        self.kwargs = kwargs
+
+
+def _seconds(delay: Delay) -> float:
+    if isinstance(delay, datetime.timedelta):
+        return delay.total_seconds()
+    if isinstance(delay, (int, float)) and not isinstance(delay, bool):
+        return float(delay)
+    raise TypeError(f"delay must be seconds or a timedelta, got {type(delay).__name__}")
+
+
+def _epoch(when: When) -> float:
+    if isinstance(when, datetime.datetime):
+        if when.tzinfo is None:
+            raise ValueError("schedule_at needs an aware datetime (with tzinfo) or epoch seconds")
+        return when.timestamp()
+    if isinstance(when, (int, float)) and not isinstance(when, bool):
+        return float(when)
+    raise TypeError(f"when must be an aware datetime or epoch seconds, got {type(when).__name__}")
+
+
+class Enqueuer(Generic[P, R]):
+    """The enqueue methods, bound to a task and a set of per-call overrides."""
+
+    def __init__(self, task: Task[P, R], overrides: Mapping[str, Any]) -> None:
+        self._task = task
+        self._overrides = dict(overrides)
+
+    # -- building jobs -------------------------------------------------------------------
+
+    def _params(self, args: Sequence[Any], kwargs: Mapping[str, Any], run_at: float | None) -> JobInsertParams:
+        task = self._task
+        try:
+            task.decoder.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"{task.fn.__name__}(): {exc}") from None
+        payload = encode_payload(args, kwargs, max_bytes=task.app.max_payload_bytes)
+        o, opts = self._overrides, task.options
+        if run_at is None:
+            if o.get("at") is not None:
+                run_at = _epoch(o["at"])
+            elif o.get("delay") is not None:
+                run_at = time.time() + _seconds(o["delay"])
+        return JobInsertParams(
+            id=new_id(),
+            task=opts.name,
+            queue=o.get("queue") or opts.queue,
+            payload=payload,
+            priority=o.get("priority", opts.priority),
+            run_at=run_at,
+            max_attempts=o.get("max_attempts", opts.max_attempts),
+            timeout=o.get("timeout", opts.timeout),
+            lease=opts.lease,
+        )
+
+    def _insert(self, params: list[JobInsertParams]) -> list[Job[R]]:
+        from conveyor.job import Job
+
+        self._task.app.backend.job_insert_many(params)
+        return [Job(self._task.app, p.id, self._task) for p in params]
+
+    # -- blocking ------------------------------------------------------------------------
+
+    def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> Job[R]:
+        """Enqueue one job now (or per ``with_options(delay=, at=)``)."""
+        return self._insert([self._params(args, kwargs, None)])[0]
+
+    def enqueue_many(self, items: Iterable[Args | Sequence[Any] | Mapping[str, Any]]) -> list[Job[R]]:
+        """Enqueue many jobs in one transaction: all are written or none."""
+        params = []
+        for item in items:
+            if isinstance(item, Args):
+                params.append(self._params(item.args, item.kwargs, None))
+            elif isinstance(item, Mapping):
+                params.append(self._params((), item, None))
+            elif isinstance(item, (list, tuple)):
+                params.append(self._params(item, {}, None))
+            else:
+                raise TypeError(
+                    "enqueue_many items must be Args(...), a tuple/list of positional "
+                    f"arguments or a dict of keyword arguments, got {type(item).__name__}"
+                )
+        return self._insert(params) if params else []
+
+    def enqueue_after(self, delay: Delay, *args: P.args, **kwargs: P.kwargs) -> Job[R]:
+        """Enqueue to run after ``delay`` (seconds or a timedelta)."""
+        return self._insert([self._params(args, kwargs, time.time() + _seconds(delay))])[0]
+
+    def schedule_at(self, when: When, *args: P.args, **kwargs: P.kwargs) -> Job[R]:
+        """Enqueue to run at ``when`` (an aware datetime or epoch seconds)."""
+        return self._insert([self._params(args, kwargs, _epoch(when))])[0]
+
+    def with_options(
+        self,
+        *,
+        queue: str | None = None,
+        priority: int | None = None,
+        delay: Delay | None = None,
+        at: When | None = None,
+        max_attempts: int | None = None,
+        timeout: float | None = None,
+    ) -> Enqueuer[P, R]:
+        """The same enqueue methods with per-call options."""
+        given = {
+            "queue": queue, "priority": priority, "delay": delay, "at": at,
+            "max_attempts": max_attempts, "timeout": timeout,
+        }
+        if max_attempts is not None and max_attempts < 1:
+            raise ConfigurationError(f"max_attempts must be >= 1, got {max_attempts}")
+        merged = {**self._overrides, **{k: v for k, v in given.items() if v is not None}}
+        return Enqueuer(self._task, merged)
+
+    # -- asyncio twins (the store calls run in a thread, the loop never blocks) ----------
+
+    async def aenqueue(self, *args: P.args, **kwargs: P.kwargs) -> Job[R]:
+        """Asyncio twin of :meth:`enqueue`."""
+        params = self._params(args, kwargs, None)
+        return (await asyncio.to_thread(self._insert, [params]))[0]
+
+    async def aenqueue_many(self, items: Iterable[Args | Sequence[Any] | Mapping[str, Any]]) -> list[Job[R]]:
+        """Asyncio twin of :meth:`enqueue_many`."""
+        materialised = list(items)
+        return await asyncio.to_thread(self.enqueue_many, materialised)
+
+    async def aenqueue_after(self, delay: Delay, *args: P.args, **kwargs: P.kwargs) -> Job[R]:
+        """Asyncio twin of :meth:`enqueue_after`."""
+        params = self._params(args, kwargs, time.time() + _seconds(delay))
+        return (await asyncio.to_thread(self._insert, [params]))[0]
+
+    async def aschedule_at(self, when: When, *args: P.args, **kwargs: P.kwargs) -> Job[R]:
+        """Asyncio twin of :meth:`schedule_at`."""
+        params = self._params(args, kwargs, _epoch(when))
+        return (await asyncio.to_thread(self._insert, [params]))[0]
+
+
+class Task(Enqueuer[P, R]):
+    """A function registered with an app. Call it to run inline; enqueue it to run later."""
+
+    def __init__(self, app: App, fn: Callable[P, R], options: TaskOptions) -> None:
+        super().__init__(self, {})
+        self.app = app
+        self.fn = fn
+        self.options = options
+        self.name = options.name
+        self.is_async = inspect.iscoroutinefunction(fn)
+        self.decoder = Decoder(fn)
+        self.__doc__ = fn.__doc__
+        self.__name__ = getattr(fn, "__name__", options.name)
+        self.__wrapped__ = fn
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<Task {self.name} queue={self.options.queue}>"
+
+
+AsyncFn = Callable[..., Awaitable[Any]]
