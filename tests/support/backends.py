@@ -1,0 +1,17 @@
+"""Backends the contract suite runs against.
+
+Each entry makes a fresh, isolated URL for one test (a tmp_path file for SQLite; a
+unique key prefix on a test-owned redis-server for Redis). Adding a backend = one entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+# name -> (request, tmp_path) -> URL
+BACKEND_URLS: dict[str, Callable[[pytest.FixtureRequest, Path], str]] = {
+    "sqlite": lambda request, tmp_path: f"sqlite:///{tmp_path / 'jobs.db'}",
+}
