@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--iterations", type=int, default=None, help="override measured iterations")
     r.add_argument("--warmup", type=int, default=None, help="override warm-up iterations")
     r.add_argument("--scale", default=None,
-                   help="override sizes, e.g. W1=5000,W2=100,w3_s=3,W4_n=100")
+                   help="override sizes, e.g. W1=5000,E2=1000/10000,w3_s=3,W4_n=100")
     r.add_argument("--out", default=None, help="output directory")
     rep = sub.add_parser("report", help="regenerate BENCHMARKS.md from the latest full run")
     rep.add_argument("dir", nargs="?", default=None)
@@ -49,7 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     for kv in (args.scale or "").split(","):
         if "=" in kv:
             k, v = kv.split("=", 1)
-            overrides[k] = float(v) if "." in v else int(v)
+            values = [float(x) if "." in x else int(x) for x in v.split("/")]
+            # list-valued sizes (E1, E2, W3, W4_c) take "a/b/c"; others one number
+            overrides[k] = values if isinstance(runner.FULL.get(k), list) else values[0]
     runner.run(suites, chosen, args.quick, args.out, overrides)
     return 0
 

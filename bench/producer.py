@@ -37,7 +37,8 @@ def check(arm_cls: type[Arm], name: str) -> dict[str, Any]:
     reason = arm_cls.unavailable(variant)
     out: dict[str, Any] = {"available": reason is None, "reason": reason,
                            "config": variant.config, "storage": variant.storage,
-                           "unsupported": dict(variant.unsupported), "w4": variant.w4}
+                           "unsupported": {**dict(variant.unsupported),
+                                           **arm_cls.gaps(variant)}, "w4": variant.w4}
     if reason is None and variant.storage == "sqlite":
         arm = arm_cls(variant)
         arm.open()

@@ -86,13 +86,19 @@ def run(suites: list[str], arms: list[str], quick: bool, out: str | None,
     os.makedirs(outdir, exist_ok=True)
     workdir = tempfile.mkdtemp(prefix="bench-work-")
     redis_server = harness.RedisServer()
+    # Arms build their worker command in this process (e.g. RQ's --url): same URL for all.
+    os.environ["BENCH_REDIS_URL"] = redis_server.url
     ctx = sc.Ctx(redis=redis_server, workdir=workdir, scale=scale)
     rows: dict[str, list[dict[str, Any]]] = {}
     try:
         checks = {}
         for a in arms:
             env = ctx.fresh_env(a)
-            checks[a] = harness.run_producer({"arm": a, "action": "check"}, env, 120)
+            try:
+                checks[a] = harness.run_producer({"arm": a, "action": "check"}, env, 120)
+            except Exception as exc:  # e.g. the peer library fails to import
+                checks[a] = {"available": False, "reason": str(exc)[-300:], "config": "",
+                             "unsupported": {}, "w4": False}
         # W3 needs each arm's W1 capacity from this run: W1 always precedes W3.
         if "W3" in suites and "W1" not in suites:
             suites = ["W1", *suites]

@@ -48,9 +48,9 @@ class Ctx:
 
 
 def _worker(arm: str, env: dict[str, str], concurrency: int | None = None,
-            burst: bool = True) -> harness.Worker:
+            burst: bool = True, verbose: bool = False) -> harness.Worker:
     a = arms.make(arm)
-    cmd = a.worker_cmd(concurrency or a.variant.concurrency, burst)
+    cmd = a.worker_cmd(concurrency or a.variant.concurrency, burst, verbose)
     return harness.Worker(cmd, env, a.ready_marker)
 
 
@@ -205,7 +205,7 @@ def w5(ctx: Ctx, arm: str) -> dict[str, Any]:
     """Cold start: one job waiting; worker command to ready line, and to first job done."""
     env = ctx.fresh_env(arm)
     harness.run_producer({"arm": arm, "action": "fill", "n": 1}, env, 120)
-    worker = _worker(arm, env, burst=True)
+    worker = _worker(arm, env, burst=True, verbose=True)
     row = _finish(ctx, worker, 1, timeout=60)
     row.pop("cpu_at_done", None)
     t = harness.timings(ctx.redis.client)

@@ -51,6 +51,11 @@ class Arm:
         """``None`` when the system can run here, else the reason it cannot."""
         return None
 
+    @classmethod
+    def gaps(cls, variant: Variant) -> dict[str, str]:
+        """Scenarios this arm cannot do *here and now* (beyond ``variant.unsupported``)."""
+        return {}
+
     # -- producer side ---------------------------------------------------------------------
     def open(self) -> None:
         """Open connections / files; called before any timed window, for every arm alike."""
@@ -69,7 +74,9 @@ class Arm:
         """Release connections."""
 
     # -- worker side -----------------------------------------------------------------------
-    def worker_cmd(self, concurrency: int, burst: bool) -> list[str]:
+    def worker_cmd(self, concurrency: int, burst: bool, verbose: bool = False) -> list[str]:
+        """The worker command. ``verbose`` (W5 only) turns on the INFO log that carries the
+        ready line; elsewhere per-job log lines are off for every arm that writes them."""
         raise NotImplementedError
 
     #: a substring of the worker's log output that says "ready to take jobs"

@@ -46,8 +46,9 @@ class CeleryArm(Arm):
     def round_trip(self, item: Item, timeout: float) -> None:
         job.apply_async(item).get(timeout=timeout)
 
-    def worker_cmd(self, concurrency: int, burst: bool) -> list[str]:
-        cmd = [bin_path("celery"), "-A", "bench.arms.celery_arm", "worker", "-l", "INFO",
+    def worker_cmd(self, concurrency: int, burst: bool, verbose: bool = False) -> list[str]:
+        cmd = [bin_path("celery"), "-A", "bench.arms.celery_arm", "worker",
+               "-l", "INFO" if verbose else "WARNING",
                "--without-gossip", "--without-mingle", "--without-heartbeat",
                "-P", self.variant.pool, "-c", str(concurrency)]
         if not self.variant.name.endswith("-default"):

@@ -35,11 +35,16 @@ class ConveyorArm(Arm):
             importlib.import_module(module)
         except ImportError as exc:
             return f"{module} not importable ({exc}); the Redis backend is not merged yet"
+        return None
+
+    @classmethod
+    def gaps(cls, variant: Variant) -> dict[str, str]:
         try:
             importlib.import_module("conveyor.cli.main")
         except ImportError as exc:
-            return f"`conveyor worker` CLI not available yet ({exc})"
-        return None
+            reason = f"`conveyor worker` CLI not on this branch yet ({exc})"
+            return {s: reason for s in ("W1", "W2", "W3", "W4", "W5")}
+        return {}
 
     def open(self) -> None:
         # Opening the backend creates/migrates the SQLite file or connects to Redis:
@@ -58,7 +63,7 @@ class ConveyorArm(Arm):
     def close(self) -> None:
         app.close()
 
-    def worker_cmd(self, concurrency: int, burst: bool) -> list[str]:
+    def worker_cmd(self, concurrency: int, burst: bool, verbose: bool = False) -> list[str]:
         cmd = [bin_path("conveyor"), "worker", "bench.arms.conveyor_arm:app",
                "-c", str(concurrency), "--pool", "thread"]
         return [*cmd, "--burst"] if burst else cmd

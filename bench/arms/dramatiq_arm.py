@@ -23,7 +23,7 @@ if _results:
 dramatiq.set_broker(broker)
 
 
-@dramatiq.actor(max_retries=0, store_results=_results)
+@dramatiq.actor(max_retries=0, **({"store_results": True} if _results else {}))
 def job(i: int, t0: float, kind: str) -> int:
     return run_job(i, t0, kind)
 
@@ -44,7 +44,7 @@ class DramatiqArm(Arm):
     def round_trip(self, item: Item, timeout: float) -> None:
         job.send(*item).get_result(block=True, timeout=int(timeout * 1000))
 
-    def worker_cmd(self, concurrency: int, burst: bool) -> list[str]:
+    def worker_cmd(self, concurrency: int, burst: bool, verbose: bool = False) -> list[str]:
         threads = 8 if self.variant.name.endswith("t8") else 1
         return [bin_path("dramatiq"), "bench.arms.dramatiq_arm", "-p", str(concurrency),
                 "-t", str(threads)]

@@ -33,7 +33,8 @@ def _make() -> Any:
     variant = env("BENCH_VARIANT", "huey-sqlite-thread1")
     if "redis" in variant:
         return RedisHuey("bench", url=env("BENCH_REDIS_URL", "redis://127.0.0.1:6399") + "/0",
-                         results=env("BENCH_RESULTS") == "1")
+                         results=env("BENCH_RESULTS") == "1",
+                         notify_result=True)  # documented: BLPOP instead of polling results
     path = env("BENCH_SQLITE_PATH", "/tmp/bench-huey.db")
     if variant.endswith("-default"):
         return SqliteHuey("bench", filename=path, results=env("BENCH_RESULTS") == "1")
@@ -63,10 +64,12 @@ class HueyArm(Arm):
     def round_trip(self, item: Item, timeout: float) -> None:
         job(*item).get(blocking=True, timeout=timeout)
 
-    def worker_cmd(self, concurrency: int, burst: bool) -> list[str]:
+    def worker_cmd(self, concurrency: int, burst: bool, verbose: bool = False) -> list[str]:
         kind = "process" if self.variant.pool == "process" else "thread"
         cmd = [bin_path("huey_consumer"), "bench.arms.huey_arm.huey", "-w", str(concurrency),
                "-k", kind, "-n"]
+        if not verbose:
+            cmd.append("-q")  # Huey logs every job at INFO
         if self.variant.storage == "sqlite":
             # SqliteHuey polls: Huey's documented knobs (-d initial delay, -m max delay)
             # set so an idle consumer reacts within 10 ms instead of up to 10 s.
@@ -86,5 +89,5 @@ VARIANTS = [
             "huey_consumer -k thread -w 1 -n -d 0.001 -m 0.01; SqliteHuey default PRAGMAs "
             "(cache 8 MB, synchronous=FULL)"),
     Variant("huey-redis-thread1", "huey_arm", "redis", "thread", 1,
-            "huey_consumer -k thread -w 1 -n; RedisHuey (blocking BRPOP)"),
+            "huey_consumer -k thread -w 1 -n; RedisHuey (blocking BRPOP, notify_result=True)"),
 ]

@@ -40,8 +40,10 @@ class RQArm(Arm):
         if result is None:
             raise TimeoutError(handle.id)
 
-    def worker_cmd(self, concurrency: int, burst: bool) -> list[str]:
-        cmd = [bin_path("rq"), "worker", "--url", f"{_url}/0", "-q"]
+    def worker_cmd(self, concurrency: int, burst: bool, verbose: bool = False) -> list[str]:
+        cmd = [bin_path("rq"), "worker", "--url", f"{_url}/0"]
+        if not verbose:
+            cmd.append("-q")  # RQ logs every job at INFO
         if self.variant.pool == "simple":
             cmd += ["-w", "rq.worker.SimpleWorker"]
         return [*cmd, "--burst"] if burst else cmd
