@@ -81,7 +81,7 @@ ARM = HueyArm
 VARIANTS = [
     Variant("huey-sqlite-thread1", "huey_arm", "sqlite", "thread", 1,
             "huey_consumer -k thread -w 1 -n -d 0.001 -m 0.01; SqliteHuey, common PRAGMAs",
-            w4=False),
+            w4=True),
     Variant("huey-sqlite-process2", "huey_arm", "sqlite", "process", 2,
             "huey_consumer -k process -w 2 -n -d 0.001 -m 0.01; SqliteHuey, common PRAGMAs",
             w4=True),
