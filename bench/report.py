@@ -142,6 +142,9 @@ def body(meta: dict[str, Any], rows: dict[str, list[dict[str, Any]]], img: str) 
         lines.append(f"| {arm} | {c.get('config', '')} | {c.get('storage', '')} | "
                      f"{cannot or '-'} |")
     lines.append("")
+    from bench import targets  # late: targets imports this module
+
+    lines += ["## Targets from issue 4 (conveyor, this run)", "", *targets.check(rows), ""]
     for scen in ("E1", "E2", "W1", "W2", "W3", "W4", "W5"):
         if scen not in rows:
             continue

@@ -8,7 +8,9 @@ import datetime
 import json
 import os
 import shutil
+import signal
 import statistics
+import sys
 import tempfile
 import time
 import traceback
@@ -85,6 +87,8 @@ def run(suites: list[str], arms: list[str], quick: bool, out: str | None,
     outdir = out or os.path.join(harness.ROOT, "bench", "results", stamp)
     os.makedirs(outdir, exist_ok=True)
     workdir = tempfile.mkdtemp(prefix="bench-work-")
+    # SIGTERM -> SystemExit, so the finally below stops our redis-server and workers.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     redis_server = harness.RedisServer()
     # Arms build their worker command in this process (e.g. RQ's --url): same URL for all.
     os.environ["BENCH_REDIS_URL"] = redis_server.url
