@@ -1,0 +1,25 @@
+"""Entry point of the ``conveyor`` console script."""
+
+from __future__ import annotations
+
+import click
+
+from conveyor import __version__
+from conveyor.cli.demo import demo
+from conveyor.cli.status import status
+from conveyor.cli.worker import worker
+
+
+@click.group()
+@click.version_option(__version__, prog_name="conveyor")
+def cli() -> None:
+    """conveyor: background jobs for Python."""
+
+
+cli.add_command(worker)
+cli.add_command(status)
+cli.add_command(demo)
+
+
+def main() -> None:
+    cli()

@@ -1,0 +1,54 @@
+"""``conveyor status``: counts per queue and state, oldest ready age, live workers."""
+
+from __future__ import annotations
+
+import time
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from conveyor.cli.common import age, echo_json, open_app, since, store_options
+from conveyor.states import JobState
+
+STATES = [s.value for s in JobState]
+
+
+@click.command("status")
+@store_options
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def status(url: str | None, app_spec: str | None, as_json: bool) -> None:
+    """Queues, states and workers of a store."""
+    app = open_app(url, app_spec)
+    backend = app.backend
+    stats = backend.queue_stats()
+    workers = backend.worker_list()
+    now = time.time()
+    if as_json:
+        echo_json({
+            "url": backend.url,
+            "queues": [{"queue": s.queue, "counts": s.counts, "oldest_ready_age": s.oldest_ready_age}
+                       for s in stats],
+            "workers": [{"id": w.id, "host": w.host, "pid": w.pid, "pool": w.pool,
+                         "concurrency": w.concurrency, "queues": list(w.queues),
+                         "running": w.running, "heartbeat_age": now - w.heartbeat_at,
+                         "last_fetch_age": None if w.last_fetch_at is None else now - w.last_fetch_at}
+                        for w in workers],
+        })
+        return
+    console = Console()
+    table = Table(title=f"queues — {backend.url}")
+    table.add_column("queue")
+    for state in STATES:
+        table.add_column(state, justify="right")
+    table.add_column("oldest ready", justify="right")
+    for s in stats:
+        table.add_row(s.queue, *[str(s.counts.get(st, 0)) for st in STATES], age(s.oldest_ready_age))
+    console.print(table)
+    wt = Table(title="workers")
+    for col in ("id", "pool", "c", "running", "queues", "heartbeat", "last fetch"):
+        wt.add_column(col)
+    for w in workers:
+        wt.add_row(w.id, w.pool, str(w.concurrency), str(w.running), ",".join(w.queues),
+                   since(w.heartbeat_at) + " ago", since(w.last_fetch_at) + " ago")
+    console.print(wt)
