@@ -33,8 +33,8 @@ __version__ = "0.1.0"
 __all__ = [
     "App",
     "Args",
-    "Backoff",
     "BackendUnavailable",
+    "Backoff",
     "ConfigurationError",
     "ConveyorError",
     "DecodeError",

@@ -27,9 +27,7 @@ class JobContext:
 
     __slots__ = ("_cancel", "attempt", "id", "max_attempts", "queue", "task")
 
-    def __init__(
-        self, id: str, task: str, queue: str, attempt: int, max_attempts: int
-    ) -> None:
+    def __init__(self, id: str, task: str, queue: str, attempt: int, max_attempts: int) -> None:
         self.id = id
         self.task = task
         self.queue = queue

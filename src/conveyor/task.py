@@ -53,7 +53,7 @@ class TaskOptions:
     priority: int = 0
     max_attempts: int = 5
     timeout: float | None = None
-    retry: Backoff = Backoff()
+    retry: Backoff = dataclasses.field(default_factory=Backoff)
     retry_delay: RetryDelayHook | None = None
     lease: float = 30.0
 
@@ -108,7 +108,9 @@ class Enqueuer(Generic[P, R]):
 
     # -- building jobs -------------------------------------------------------------------
 
-    def _params(self, args: Sequence[Any], kwargs: Mapping[str, Any], run_at: float | None) -> JobInsertParams:
+    def _params(
+        self, args: Sequence[Any], kwargs: Mapping[str, Any], run_at: float | None
+    ) -> JobInsertParams:
         task = self._task
         try:
             task.decoder.signature.bind(*args, **kwargs)
@@ -145,7 +147,9 @@ class Enqueuer(Generic[P, R]):
         """Enqueue one job now (or per ``with_options(delay=, at=)``)."""
         return self._insert([self._params(args, kwargs, None)])[0]
 
-    def enqueue_many(self, items: Iterable[Args | Sequence[Any] | Mapping[str, Any]]) -> list[Job[R]]:
+    def enqueue_many(
+        self, items: Iterable[Args | Sequence[Any] | Mapping[str, Any]]
+    ) -> list[Job[R]]:
         """Enqueue many jobs in one transaction: all are written or none."""
         params = []
         for item in items:
@@ -182,8 +186,12 @@ class Enqueuer(Generic[P, R]):
     ) -> Enqueuer[P, R]:
         """The same enqueue methods with per-call options."""
         given = {
-            "queue": queue, "priority": priority, "delay": delay, "at": at,
-            "max_attempts": max_attempts, "timeout": timeout,
+            "queue": queue,
+            "priority": priority,
+            "delay": delay,
+            "at": at,
+            "max_attempts": max_attempts,
+            "timeout": timeout,
         }
         if max_attempts is not None and max_attempts < 1:
             raise ConfigurationError(f"max_attempts must be >= 1, got {max_attempts}")
@@ -197,7 +205,9 @@ class Enqueuer(Generic[P, R]):
         params = self._params(args, kwargs, None)
         return (await asyncio.to_thread(self._insert, [params]))[0]
 
-    async def aenqueue_many(self, items: Iterable[Args | Sequence[Any] | Mapping[str, Any]]) -> list[Job[R]]:
+    async def aenqueue_many(
+        self, items: Iterable[Args | Sequence[Any] | Mapping[str, Any]]
+    ) -> list[Job[R]]:
         """Asyncio twin of :meth:`enqueue_many`."""
         materialised = list(items)
         return await asyncio.to_thread(self.enqueue_many, materialised)

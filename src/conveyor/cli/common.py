@@ -26,8 +26,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def store_options(fn: F) -> F:
-    fn = click.option("--app", "app_spec", metavar="MODULE:ATTR", help="Take the URL from this app.")(fn)
-    fn = click.option("--url", envvar="CONVEYOR_URL", help="Store URL (default $CONVEYOR_URL or sqlite:///conveyor.db).")(fn)
+    fn = click.option(
+        "--app", "app_spec", metavar="MODULE:ATTR", help="Take the URL from this app."
+    )(fn)
+    fn = click.option(
+        "--url",
+        envvar="CONVEYOR_URL",
+        help="Store URL (default $CONVEYOR_URL or sqlite:///conveyor.db).",
+    )(fn)
     return fn
 
 

@@ -25,16 +25,31 @@ def status(url: str | None, app_spec: str | None, as_json: bool) -> None:
     workers = backend.worker_list()
     now = time.time()
     if as_json:
-        echo_json({
-            "url": backend.url,
-            "queues": [{"queue": s.queue, "counts": s.counts, "oldest_ready_age": s.oldest_ready_age}
-                       for s in stats],
-            "workers": [{"id": w.id, "host": w.host, "pid": w.pid, "pool": w.pool,
-                         "concurrency": w.concurrency, "queues": list(w.queues),
-                         "running": w.running, "heartbeat_age": now - w.heartbeat_at,
-                         "last_fetch_age": None if w.last_fetch_at is None else now - w.last_fetch_at}
-                        for w in workers],
-        })
+        echo_json(
+            {
+                "url": backend.url,
+                "queues": [
+                    {"queue": s.queue, "counts": s.counts, "oldest_ready_age": s.oldest_ready_age}
+                    for s in stats
+                ],
+                "workers": [
+                    {
+                        "id": w.id,
+                        "host": w.host,
+                        "pid": w.pid,
+                        "pool": w.pool,
+                        "concurrency": w.concurrency,
+                        "queues": list(w.queues),
+                        "running": w.running,
+                        "heartbeat_age": now - w.heartbeat_at,
+                        "last_fetch_age": None
+                        if w.last_fetch_at is None
+                        else now - w.last_fetch_at,
+                    }
+                    for w in workers
+                ],
+            }
+        )
         return
     console = Console()
     table = Table(title=f"queues — {backend.url}")
@@ -43,12 +58,21 @@ def status(url: str | None, app_spec: str | None, as_json: bool) -> None:
         table.add_column(state, justify="right")
     table.add_column("oldest ready", justify="right")
     for s in stats:
-        table.add_row(s.queue, *[str(s.counts.get(st, 0)) for st in STATES], age(s.oldest_ready_age))
+        table.add_row(
+            s.queue, *[str(s.counts.get(st, 0)) for st in STATES], age(s.oldest_ready_age)
+        )
     console.print(table)
     wt = Table(title="workers")
     for col in ("id", "pool", "c", "running", "queues", "heartbeat", "last fetch"):
         wt.add_column(col)
     for w in workers:
-        wt.add_row(w.id, w.pool, str(w.concurrency), str(w.running), ",".join(w.queues),
-                   since(w.heartbeat_at) + " ago", since(w.last_fetch_at) + " ago")
+        wt.add_row(
+            w.id,
+            w.pool,
+            str(w.concurrency),
+            str(w.running),
+            ",".join(w.queues),
+            since(w.heartbeat_at) + " ago",
+            since(w.last_fetch_at) + " ago",
+        )
     console.print(wt)

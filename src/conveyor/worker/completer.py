@@ -101,7 +101,8 @@ class Completer:
         for job_id in stale:
             log.warning(
                 "stale finish refused for job %s: it was rescued or released meanwhile; "
-                "the newer attempt is kept", job_id,
+                "the newer attempt is kept",
+                job_id,
             )
         self.stale_total += len(stale)
         with self._lock:

@@ -72,8 +72,10 @@ class Outcome:
     @classmethod
     def unrunnable(cls, reason: str, error: BaseException | None = None) -> Outcome:
         """The job can never run here (unknown task, undecodable payload): dead now."""
-        err = error_to_json(error) if error else json.dumps(
-            {"type": "Unrunnable", "message": reason, "traceback": ""}
+        err = (
+            error_to_json(error)
+            if error
+            else json.dumps({"type": "Unrunnable", "message": reason, "traceback": ""})
         )
         return cls(UNRUNNABLE, error=error, error_json=err, reason=reason)
 
@@ -95,8 +97,12 @@ def finish_params(
     """The finish write for an outcome: success, retry with backoff, dead, cancelled or
     dropped. A cancel request turns a failure into ``cancelled`` (never retried)."""
     common: dict[str, Any] = {
-        "id": job.id, "token": job.token, "worker_id": worker_id, "attempt": job.attempt,
-        "started_at": job.claimed_at, "finished_at": outcome.finished_at,
+        "id": job.id,
+        "token": job.token,
+        "worker_id": worker_id,
+        "attempt": job.attempt,
+        "started_at": job.claimed_at,
+        "finished_at": outcome.finished_at,
     }
     if outcome.status == OK:
         return JobFinishParams(kind=FinishKind.SUCCEEDED, result=outcome.result, **common)
@@ -104,21 +110,23 @@ def finish_params(
         return JobFinishParams(
             kind=FinishKind.DEAD, error=outcome.error_json, reason=outcome.reason, **common
         )
-    if (
-        outcome.status == CANCELLED
-        or cancel_requested
-        or isinstance(outcome.error, JobCancelled)
-    ):
+    if outcome.status == CANCELLED or cancel_requested or isinstance(outcome.error, JobCancelled):
         return JobFinishParams(
-            kind=FinishKind.CANCELLED, error=outcome.error_json,
-            reason=outcome.reason or "cancelled while running", **common,
+            kind=FinishKind.CANCELLED,
+            error=outcome.error_json,
+            reason=outcome.reason or "cancelled while running",
+            **common,
         )
     error = outcome.error or RemoteError("Error", "unknown error")
     backoff = task.options.retry if task else Backoff()
     hook = task.options.retry_delay if task else None
     kind, delay, reason = next_step(
-        attempt=job.attempt, max_attempts=job.max_attempts, error=error, job=job,
-        backoff=backoff, hook=hook,
+        attempt=job.attempt,
+        max_attempts=job.max_attempts,
+        error=error,
+        job=job,
+        backoff=backoff,
+        hook=hook,
     )
     run_at = outcome.finished_at + delay if delay is not None else None
     return JobFinishParams(

@@ -45,7 +45,9 @@ class QueueSelection:
             try:
                 parsed.append((name.strip(), int(weight) if weight else 1))
             except ValueError:
-                raise ConfigurationError(f"bad queue spec {spec!r}: use NAME or NAME:WEIGHT") from None
+                raise ConfigurationError(
+                    f"bad queue spec {spec!r}: use NAME or NAME:WEIGHT"
+                ) from None
         return cls(parsed)
 
     def allocate(self, free: int) -> list[tuple[str, int]]:

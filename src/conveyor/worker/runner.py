@@ -37,7 +37,9 @@ class JobTimeout(TimeoutError):
     """Raised inside a task that ran past its ``timeout``."""
 
 
-def prepare(app: App, job: ClaimedJob) -> tuple[Task[Any, Any], list[Any], dict[str, Any]] | Outcome:
+def prepare(
+    app: App, job: ClaimedJob
+) -> tuple[Task[Any, Any], list[Any], dict[str, Any]] | Outcome:
     """Find the task and decode its arguments, or the unrunnable outcome."""
     task = app.tasks.get(job.task)
     if task is None:
@@ -72,13 +74,17 @@ def run_sync(app: App, job: ClaimedJob, ctx: JobContext) -> Outcome:
     except BaseException as exc:  # the job's failure, whatever it is, is data
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
+        if isinstance(exc, JobTimeout) and not exc.args:  # raised by the thread watchdog
+            exc = JobTimeout(f"task {task.name} timed out after {job.timeout} s")
         return Outcome.failed(exc)
     finally:
         reset_current(token)
     return _success(value)
 
 
-async def _call_async(task: Task[Any, Any], args: list[Any], kwargs: dict[str, Any], timeout: float | None) -> Any:
+async def _call_async(
+    task: Task[Any, Any], args: list[Any], kwargs: dict[str, Any], timeout: float | None
+) -> Any:
     try:
         async with asyncio.timeout(timeout):
             return await task.fn(*args, **kwargs)

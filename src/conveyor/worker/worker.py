@@ -98,9 +98,14 @@ class Worker:
         pid = os.getpid()
         self.id = f"{host}:{pid}:{new_id()[-8:]}"
         self.info = WorkerInfo(
-            id=self.id, host=host, pid=pid, pid_started=process_start_time(pid),
-            started_at=time.time(), queues=self.selection.names,
-            concurrency=concurrency, pool=pool,
+            id=self.id,
+            host=host,
+            pid=pid,
+            pid_started=process_start_time(pid),
+            started_at=time.time(),
+            queues=self.selection.names,
+            concurrency=concurrency,
+            pool=pool,
         )
         self._lock = threading.Lock()
         self._slot_freed = threading.Condition(self._lock)
@@ -229,9 +234,7 @@ class Worker:
         if released or entry is None:
             return
         task = self.app.tasks.get(job.task)
-        self.completer.put(
-            finish_params(outcome, job, task, self.id, entry.ctx.cancel_requested)
-        )
+        self.completer.put(finish_params(outcome, job, task, self.id, entry.ctx.cancel_requested))
         next(self.processed)
 
     # -- internals -----------------------------------------------------------------------
@@ -248,8 +251,13 @@ class Worker:
         self.executor.start(self.on_outcome)
         for service in self._services:
             service.start()
-        log.info("worker %s ready: queues=%s pool=%s concurrency=%d",
-                 self.id, ",".join(self.selection.names), self.pool, self.concurrency)
+        log.info(
+            "worker %s ready: queues=%s pool=%s concurrency=%d",
+            self.id,
+            ",".join(self.selection.names),
+            self.pool,
+            self.concurrency,
+        )
 
     def _fetch_loop(self) -> None:
         backend = self.app.backend
@@ -300,8 +308,7 @@ class Worker:
 
     def _dispatch(self, jobs: list[ClaimedJob]) -> None:
         entries = [
-            _InFlight(j, JobContext(j.id, j.task, j.queue, j.attempt, j.max_attempts))
-            for j in jobs
+            _InFlight(j, JobContext(j.id, j.task, j.queue, j.attempt, j.max_attempts)) for j in jobs
         ]
         with self._lock:
             for entry in entries:

@@ -209,8 +209,12 @@ class SQLiteBackend:
                             continue
                         got = self._conn.execute(
                             sql,
-                            {"worker_id": params.worker_id, "now": now, "queue": queue,
-                             "limit": want},
+                            {
+                                "worker_id": params.worker_id,
+                                "now": now,
+                                "queue": queue,
+                                "limit": want,
+                            },
                         ).fetchall()
                         if len(got) < want:
                             empty.add(queue)
@@ -267,8 +271,13 @@ class SQLiteBackend:
             for p in params:
                 finished = p.finished_at or now
                 args = {
-                    "id": p.id, "token": p.token, "result": p.result, "error": p.error,
-                    "reason": p.reason, "run_at": p.run_at or now, "finished_at": finished,
+                    "id": p.id,
+                    "token": p.token,
+                    "result": p.result,
+                    "error": p.error,
+                    "reason": p.reason,
+                    "run_at": p.run_at or now,
+                    "finished_at": finished,
                 }
                 if conn.execute(self._sql[_FINISH_QUERY[p.kind]], args).rowcount != 1:
                     stale.append(p.id)
@@ -277,10 +286,16 @@ class SQLiteBackend:
                     conn.execute("DELETE FROM attempts WHERE job_id = ?", (p.id,))
                     continue
                 attempts.append(
-                    {"id": p.id, "token": p.token, "attempt": p.attempt,
-                     "worker_id": p.worker_id, "started_at": p.started_at,
-                     "finished_at": finished, "outcome": _ATTEMPT_OUTCOME[p.kind],
-                     "error": p.error}
+                    {
+                        "id": p.id,
+                        "token": p.token,
+                        "attempt": p.attempt,
+                        "worker_id": p.worker_id,
+                        "started_at": p.started_at,
+                        "finished_at": finished,
+                        "outcome": _ATTEMPT_OUTCOME[p.kind],
+                        "error": p.error,
+                    }
                 )
             conn.executemany(self._sql["attempt_insert"], attempts)
         return stale
@@ -288,7 +303,9 @@ class SQLiteBackend:
     def job_get_many(self, ids: Sequence[str]) -> list[JobRecord]:
         found: dict[str, JobRecord] = {}
         for chunk in rows.chunks(list(ids)):
-            sql = f"SELECT {rows.JOB_COLUMNS} FROM jobs WHERE id IN ({rows.placeholders(len(chunk))})"
+            sql = (
+                f"SELECT {rows.JOB_COLUMNS} FROM jobs WHERE id IN ({rows.placeholders(len(chunk))})"
+            )
             for r in self._read(sql, chunk):
                 record = rows.job_record(r)
                 found[record.id] = record
@@ -298,11 +315,17 @@ class SQLiteBackend:
         now = time.time()
         values = [
             {
-                "id": p.id, "task": p.task, "queue": p.queue, "priority": p.priority,
-                "payload": p.payload, "max_attempts": p.max_attempts,
+                "id": p.id,
+                "task": p.task,
+                "queue": p.queue,
+                "priority": p.priority,
+                "payload": p.payload,
+                "max_attempts": p.max_attempts,
                 "run_at": now if p.run_at is None else p.run_at,
                 "state": "scheduled" if p.run_at is not None and p.run_at > now else "queued",
-                "created_at": now, "timeout": p.timeout, "lease": p.lease,
+                "created_at": now,
+                "timeout": p.timeout,
+                "lease": p.lease,
             }
             for p in params
         ]
@@ -311,8 +334,11 @@ class SQLiteBackend:
 
     def job_list(self, params: JobListParams) -> list[JobRecord]:
         where, args = [], []
-        for column, value in (("queue", params.queue), ("state", params.state),
-                              ("task", params.task)):
+        for column, value in (
+            ("queue", params.queue),
+            ("state", params.state),
+            ("task", params.task),
+        ):
             if value is not None:
                 where.append(f"{column} = ?")
                 args.append(str(value))
@@ -333,14 +359,24 @@ class SQLiteBackend:
         refused = []
         with self._write() as conn:
             for job_id, token in params.jobs:
-                row = conn.execute(self._sql["job_release"], {"id": job_id, "token": token}).fetchone()
+                row = conn.execute(
+                    self._sql["job_release"], {"id": job_id, "token": token}
+                ).fetchone()
                 if row is None:
                     refused.append(job_id)
                     continue
                 conn.execute(
                     self._sql["attempt_insert"],
-                    {"id": job_id, "token": token, "attempt": row[0], "worker_id": params.worker_id,
-                     "started_at": row[1], "finished_at": now, "outcome": "released", "error": None},
+                    {
+                        "id": job_id,
+                        "token": token,
+                        "attempt": row[0],
+                        "worker_id": params.worker_id,
+                        "started_at": row[1],
+                        "finished_at": now,
+                        "outcome": "released",
+                        "error": None,
+                    },
                 )
         return refused
 
@@ -350,8 +386,10 @@ class SQLiteBackend:
         with self._write() as conn:
             conn.execute("CREATE TEMP TABLE IF NOT EXISTS dead_workers (id TEXT PRIMARY KEY)")
             conn.execute("DELETE FROM dead_workers")
-            conn.executemany("INSERT OR IGNORE INTO dead_workers VALUES (?)",
-                             [(w,) for w in params.dead_worker_ids])
+            conn.executemany(
+                "INSERT OR IGNORE INTO dead_workers VALUES (?)",
+                [(w,) for w in params.dead_worker_ids],
+            )
             candidates = conn.execute(
                 self._sql["job_rescue_candidates"], {"stale_before": params.stale_before}
             ).fetchall()
@@ -373,9 +411,16 @@ class SQLiteBackend:
                     )
                 conn.execute(
                     self._sql["attempt_insert"],
-                    {"id": job_id, "token": token, "attempt": attempt, "worker_id": worker_id,
-                     "started_at": started, "finished_at": now, "outcome": "lost",
-                     "error": _WORKER_LOST},
+                    {
+                        "id": job_id,
+                        "token": token,
+                        "attempt": attempt,
+                        "worker_id": worker_id,
+                        "started_at": started,
+                        "finished_at": now,
+                        "outcome": "lost",
+                        "error": _WORKER_LOST,
+                    },
                 )
                 state = JobState.DEAD if lost else JobState.QUEUED
                 results.append(RescueResult(str(job_id), worker_id, state))
@@ -447,10 +492,19 @@ class SQLiteBackend:
         with self._write() as conn:
             conn.execute(
                 self._sql["worker_heartbeat"],
-                {"id": w.id, "host": w.host, "pid": w.pid, "pid_started": w.pid_started,
-                 "started_at": w.started_at, "now": time.time(),
-                 "last_fetch_at": params.last_fetch_at, "queues": json.dumps(list(w.queues)),
-                 "concurrency": w.concurrency, "pool": w.pool, "running": params.running},
+                {
+                    "id": w.id,
+                    "host": w.host,
+                    "pid": w.pid,
+                    "pid_started": w.pid_started,
+                    "started_at": w.started_at,
+                    "now": time.time(),
+                    "last_fetch_at": params.last_fetch_at,
+                    "queues": json.dumps(list(w.queues)),
+                    "concurrency": w.concurrency,
+                    "pool": w.pool,
+                    "running": params.running,
+                },
             )
 
     def worker_list(self) -> list[WorkerInfo]:

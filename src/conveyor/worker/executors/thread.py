@@ -132,14 +132,17 @@ class ThreadExecutor:
                 return
             job, ctx = item
             outcome: Outcome | None = None
+            task = self._app.tasks.get(job.task)
+            # async tasks time out inside their own loop (asyncio.timeout), not here
+            watched = bool(job.timeout) and task is not None and not task.is_async
             try:
-                if job.timeout:
-                    self._watchdog.arm(job.id, job.timeout)
+                if watched:
+                    self._watchdog.arm(job.id, job.timeout or 0.0)
                 outcome = run_sync(self._app, job, ctx)
             except JobTimeout as exc:  # delivered just outside the task's own frames
                 outcome = outcome or Outcome.failed(exc)
             finally:
-                if job.timeout:
+                if watched:
                     self._disarm(job.id)
             self._done(job, outcome)
 

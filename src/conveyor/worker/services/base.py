@@ -35,7 +35,9 @@ class Looper:
         raise NotImplementedError
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name=f"conveyor-{self.name}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._loop, name=f"conveyor-{self.name}", daemon=True
+        )
         self._thread.start()
 
     def stop(self, timeout: float = 5.0) -> None:

@@ -42,7 +42,8 @@ class Rescuer(Looper):
         dead = [
             w.id
             for w in backend.worker_list()
-            if w.id != worker.id and w.host == worker.info.host
+            if w.id != worker.id
+            and w.host == worker.info.host
             and not pid_alive(w.pid, w.pid_started)
         ]
         rescued = backend.job_rescue(
@@ -54,6 +55,10 @@ class Rescuer(Looper):
         )
         for r in rescued:
             if r.state is JobState.DEAD:
-                log.warning("job %s lost its worker %s too often: dead (worker lost)", r.job_id, r.worker_id)
+                log.warning(
+                    "job %s lost its worker %s too often: dead (worker lost)", r.job_id, r.worker_id
+                )
             else:
-                log.warning("job %s rescued from dead worker %s: queued again", r.job_id, r.worker_id)
+                log.warning(
+                    "job %s rescued from dead worker %s: queued again", r.job_id, r.worker_id
+                )
