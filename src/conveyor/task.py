@@ -14,7 +14,7 @@ Example:
     <JobState.QUEUED: 'queued'>
     >>> send.enqueue(1, 2, 3)
     Traceback (most recent call last):
-    TypeError: send(): too many positional arguments
+    TypeError: send() takes from 1 to 2 positional arguments but 3 were given
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
+from conveyor.arity import arity_checker
 from conveyor.backends.base import JobInsertParams
 from conveyor.codec import Decoder, encode_payload
 from conveyor.errors import ConfigurationError
@@ -112,10 +113,7 @@ class Enqueuer(Generic[P, R]):
         self, args: Sequence[Any], kwargs: Mapping[str, Any], run_at: float | None
     ) -> JobInsertParams:
         task = self._task
-        try:
-            task.decoder.signature.bind(*args, **kwargs)
-        except TypeError as exc:
-            raise TypeError(f"{task.fn.__name__}(): {exc}") from None
+        task.check_arguments(*args, **kwargs)
         payload = encode_payload(args, kwargs, max_bytes=task.app.max_payload_bytes)
         o, opts = self._overrides, task.options
         if run_at is None:
@@ -234,6 +232,8 @@ class Task(Enqueuer[P, R]):
         self.name = options.name
         self.is_async = inspect.iscoroutinefunction(fn)
         self.decoder = Decoder(fn)
+        #: raises TypeError exactly when ``fn`` could not be called with the arguments
+        self.check_arguments = arity_checker(fn)
         self.__doc__ = fn.__doc__
         self.__name__ = getattr(fn, "__name__", options.name)
         self.__wrapped__ = fn

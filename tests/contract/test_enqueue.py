@@ -46,11 +46,11 @@ def test_wrong_arity_and_unknown_keyword_raise_and_write_nothing(app: conveyor.A
     @app.task
     def f(a: int, b: int = 0) -> None: ...
 
-    with pytest.raises(TypeError, match="too many positional"):
+    with pytest.raises(TypeError, match="takes from 1 to 2 positional arguments but 3"):
         f.enqueue(1, 2, 3)
-    with pytest.raises(TypeError, match="unexpected keyword"):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'c'"):
         f.enqueue(1, c=3)
-    with pytest.raises(TypeError, match="missing"):
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'a'"):
         f.enqueue()
     assert _count(app) == 0
 
