@@ -52,6 +52,9 @@ class Rescuer(Looper):
                 max_rescues=settings.max_rescues,
             )
         )
+        if rescued:
+            for observer in worker.observers:
+                observer.on_rescued(rescued)
         for r in rescued:
             if r.state is JobState.DEAD:
                 log.warning("job %s lost its worker %s too often: dead (worker lost)", r.job_id, r.worker_id)
