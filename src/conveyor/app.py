@@ -114,6 +114,8 @@ class App:
         self.settings = AppSettings(**{k: v for k, v in defaults.items() if k in _SETTINGS})
         TaskOptions(name="_check_defaults", **self.task_defaults)  # fail fast on bad defaults
         self.tasks: dict[str, Task[Any, Any]] = {}
+        #: Called with (queue, task name) for every job this process enqueues (metrics).
+        self.enqueue_hooks: list[Callable[[str, str], None]] = []
         self._backend: Backend | None = None
         self._lock = threading.Lock()
 
