@@ -121,7 +121,8 @@ class WorkerMetrics:
         for res in results:
             self.counters["rescued"].labels(str(res.state)).inc()
             if res.state is JobState.DEAD:
-                self.counters["dead"].labels("?", "?").inc()
+                # A rescue result names no queue or task; empty labels keep the total right.
+                self.counters["dead"].labels("", "").inc()
 
     def on_enqueued(self, queue: str, task: str) -> None:
         self.counters["enqueued"].labels(queue, task).inc()
