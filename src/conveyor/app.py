@@ -58,6 +58,18 @@ class AppSettings:
     heartbeat_interval: float = 1.0
     heartbeat_ttl: float = 30.0
     rescue_interval: float = 2.0
+    #: Finished jobs are kept this long (seconds), then pruned by the workers.
+    retention: float = 7 * 86400.0
+    #: How often each worker's pruner runs (seconds).
+    prune_interval: float = 60.0
+    #: Capture ``logging`` records emitted inside tasks and store them with the job.
+    capture_logs: bool = True
+    #: Lowest level captured ("DEBUG", "INFO", ...).
+    log_level: str = "INFO"
+    #: Records kept per job; the first one past it becomes a truncation marker.
+    log_max_per_job: int = 1000
+    #: On worker shutdown, seconds the log writer gets to drain its queue.
+    log_drain_timeout: float = 2.0
 
 
 _SETTINGS = {f.name for f in dataclasses.fields(AppSettings)}
@@ -88,7 +100,9 @@ class App:
     ``url`` defaults to ``$CONVEYOR_URL``, else ``sqlite:///conveyor.db``. Keyword
     arguments are task defaults (``queue``, ``priority``, ``max_attempts``, ``timeout``,
     ``retry``, ``retry_delay``, ``lease``) or app settings (``max_payload_bytes``,
-    ``max_rescues``, ``heartbeat_interval``, ``heartbeat_ttl``, ``rescue_interval``).
+    ``max_rescues``, ``heartbeat_interval``, ``heartbeat_ttl``, ``rescue_interval``,
+    ``retention``, ``prune_interval``, ``capture_logs``, ``log_level``,
+    ``log_max_per_job``, ``log_drain_timeout``).
     """
 
     def __init__(self, url: str | None = None, **defaults: Any) -> None:
@@ -100,6 +114,8 @@ class App:
         self.settings = AppSettings(**{k: v for k, v in defaults.items() if k in _SETTINGS})
         TaskOptions(name="_check_defaults", **self.task_defaults)  # fail fast on bad defaults
         self.tasks: dict[str, Task[Any, Any]] = {}
+        #: Called with (queue, task name) for every job this process enqueues (metrics).
+        self.enqueue_hooks: list[Callable[[str, str], None]] = []
         self._backend: Backend | None = None
         self._lock = threading.Lock()
 

@@ -82,6 +82,11 @@ def current_job() -> JobContext:
         raise LookupError("conveyor.current_job() called outside a running job") from None
 
 
+def current_or_none() -> JobContext | None:
+    """The running job, or ``None`` outside one (cheap: no exception; for log capture)."""
+    return _current.get(None)
+
+
 def set_current(ctx: JobContext) -> contextvars.Token[JobContext]:
     return _current.set(ctx)
 

@@ -136,7 +136,12 @@ class Enqueuer(Generic[P, R]):
     def _insert(self, params: list[JobInsertParams]) -> list[Job[R]]:
         from conveyor.job import Job
 
-        self._task.app.backend.job_insert_many(params)
+        app = self._task.app
+        app.backend.job_insert_many(params)
+        if app.enqueue_hooks:
+            for p in params:
+                for hook in app.enqueue_hooks:
+                    hook(p.queue, p.task)
         return [Job(self._task.app, p.id, self._task) for p in params]
 
     # -- blocking ------------------------------------------------------------------------

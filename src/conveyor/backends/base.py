@@ -93,6 +93,37 @@ class JobRecord:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class IntegrityProblem:
+    """One thing ``conveyor check`` found wrong (``kind`` is a short stable slug)."""
+
+    kind: str
+    job_id: str | None
+    detail: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobLogRecord:
+    """One log record a task emitted during one attempt of its job."""
+
+    job_id: str
+    attempt: int
+    ts: float
+    level: str
+    logger: str
+    message: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class QueueInfo:
+    """A queue as operators see it: paused flag, counts by state, oldest ready age."""
+
+    queue: str
+    paused: bool
+    counts: dict[str, int]
+    oldest_ready_age: float | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class QueueStats:
     """Counts of one queue by state, and how long its oldest ready job has waited."""
 
@@ -183,12 +214,75 @@ class JobInsertParams:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class WhereCondition:
+    """``<root>.<path> = value`` on a job's JSON: root is ``args``, ``kwargs`` or
+    ``result``; ``path`` holds object keys (identifiers) and list indexes (ints).
+    Build it with :func:`conveyor.query.parse_where`, which validates the path."""
+
+    root: str
+    path: tuple[str | int, ...]
+    value: object  # a decoded JSON value (str, int, float, bool, None, list, dict)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobFilter:
+    """Which jobs an ops command acts on; every field narrows (AND). Empty = all jobs."""
+
+    queue: str | None = None
+    states: tuple[JobState, ...] = ()
+    task: str | None = None
+    created_after: float | None = None
+    created_before: float | None = None
+    finished_after: float | None = None
+    finished_before: float | None = None
+    where: tuple[WhereCondition, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobCountParams:
+    filter: JobFilter
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class JobListParams:
+    """A page of jobs in id order. ``queue``/``state``/``task`` are kept for callers of
+    the first version; ``filter`` adds the rest (both apply)."""
+
     queue: str | None = None
     state: JobState | None = None
     task: str | None = None
     after_id: str | None = None  # paging: ids strictly greater
     limit: int = 100
+    filter: JobFilter | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobLogInsertParams:
+    """Store captured log records. At most ``max_per_job`` records are kept per job; the
+    first record past it is replaced by one truncation marker, the rest are skipped."""
+
+    records: Sequence[JobLogRecord]
+    max_per_job: int = 1000
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobLogListParams:
+    job_id: str
+    limit: int = 10_000
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobPurgeParams:
+    """Delete finished jobs (with their attempts and logs) finished before a time."""
+
+    finished_before: float
+    states: tuple[JobState, ...] = (JobState.SUCCEEDED, JobState.DEAD, JobState.CANCELLED)
+    limit: int = 1000  # per call, so one purge never holds the write lock for long
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class IntegrityCheckParams:
+    heartbeat_ttl: float  # a worker silent for longer than this is not live
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -229,6 +323,18 @@ class JobRetryParams:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class QueuePauseParams:
+    """Pause a queue: persisted; claims skip it until it is resumed."""
+
+    queue: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class QueueResumeParams:
+    queue: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class JobWaitParams:
     id: str
     timeout: float | None
@@ -253,6 +359,10 @@ class Backend(Protocol):
 
     def close(self) -> None: ...
 
+    def integrity_check(self, params: IntegrityCheckParams) -> list[IntegrityProblem]:
+        """Impossible states, claims without a live worker, orphaned rows. Read-only."""
+        ...
+
     def job_attempts(self, job_id: str) -> list[AttemptRecord]: ...
 
     def job_cancel_many(self, params: JobCancelParams) -> list[JobRecord]:
@@ -260,7 +370,12 @@ class Backend(Protocol):
         ends it). Returns the rows after the change; unknown ids are skipped."""
         ...
 
-    def job_claim(self, params: JobClaimParams) -> list[ClaimedJob]: ...
+    def job_claim(self, params: JobClaimParams) -> list[ClaimedJob]:
+        """Paused queues are skipped (checked inside the claim, so every worker obeys
+        the next time it claims)."""
+        ...
+
+    def job_count(self, params: JobCountParams) -> int: ...
 
     def job_delete_many(self, ids: Sequence[str]) -> int: ...
 
@@ -278,7 +393,19 @@ class Backend(Protocol):
 
     def job_list(self, params: JobListParams) -> list[JobRecord]: ...
 
+    def job_log_insert_many(self, params: JobLogInsertParams) -> int:
+        """Store records (bounded per job); returns how many were stored, marker excluded."""
+        ...
+
+    def job_log_list(self, params: JobLogListParams) -> list[JobLogRecord]:
+        """Records of one job in the order they were stored."""
+        ...
+
     def job_promote_due(self) -> int: ...
+
+    def job_purge(self, params: JobPurgeParams) -> int:
+        """Delete up to ``limit`` matching finished jobs; returns how many went."""
+        ...
 
     def job_release_many(self, params: JobReleaseParams) -> list[str]:
         """Running -> queued, attempt not counted; returns refused ids."""
@@ -291,6 +418,14 @@ class Backend(Protocol):
     def job_wait(self, params: JobWaitParams) -> JobRecord | None:
         """Block until the job is finished; ``None`` on timeout. Raises JobNotFound."""
         ...
+
+    def queue_list(self) -> list[QueueInfo]:
+        """Every queue that has jobs or a pause flag, by name."""
+        ...
+
+    def queue_pause(self, params: QueuePauseParams) -> None: ...
+
+    def queue_resume(self, params: QueueResumeParams) -> None: ...
 
     def queue_stats(self) -> list[QueueStats]: ...
 

@@ -5,7 +5,12 @@ from __future__ import annotations
 import click
 
 from conveyor import __version__
+from conveyor.cli.actions import cancel, delete, purge, retry
+from conveyor.cli.admin import backup, check
 from conveyor.cli.demo import demo
+from conveyor.cli.export import export
+from conveyor.cli.jobs import job, jobs
+from conveyor.cli.queues import queues
 from conveyor.cli.status import status
 from conveyor.cli.worker import worker
 
@@ -19,6 +24,8 @@ def cli() -> None:
 cli.add_command(worker)
 cli.add_command(status)
 cli.add_command(demo)
+for _command in (jobs, job, retry, cancel, delete, purge, export, backup, check, queues):
+    cli.add_command(_command)
 
 
 def main() -> None:

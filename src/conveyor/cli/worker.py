@@ -40,6 +40,18 @@ from conveyor.errors import ConfigurationError
 @click.option("--burst", is_flag=True, help="Exit 0 when no job is ready or running.")
 @click.option("--url", envvar="CONVEYOR_URL", help="Override the app's store URL.")
 @click.option("--log-level", default="INFO", show_default=True)
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(1, 65535),
+    default=None,
+    help="Serve Prometheus metrics on this port (needs conveyor[metrics]).",
+)
+@click.option(
+    "--metrics-host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address the metrics endpoint binds to.",
+)
 def worker(
     app_spec: str,
     concurrency: int,
@@ -49,6 +61,8 @@ def worker(
     burst: bool,
     url: str | None,
     log_level: str,
+    metrics_port: int | None,
+    metrics_host: str,
 ) -> None:
     """Run jobs of APP (module:attribute). TERM/INT stop gracefully, a second INT stops at
     once, TSTP stops fetching, TTIN prints every thread's stack."""
@@ -71,6 +85,10 @@ def worker(
             shutdown_timeout=shutdown_timeout,
             burst=burst,
         )
+        if metrics_port is not None:
+            from conveyor.metrics import WorkerMetrics  # imports prometheus_client
+
+            WorkerMetrics(w).serve(metrics_port, metrics_host)
     except ConfigurationError as exc:
         raise click.ClickException(str(exc)) from None
     w.run()

@@ -50,11 +50,14 @@ from conveyor.worker.outcome import Outcome, finish_params
 from conveyor.worker.procinfo import process_start_time
 from conveyor.worker.queues import QueueSelection
 from conveyor.worker.services.heartbeat import Heartbeat
+from conveyor.worker.services.pruner import Pruner
 from conveyor.worker.services.rescuer import Rescuer
 
 if TYPE_CHECKING:
     from conveyor.app import App
+    from conveyor.logs import LogCapture
     from conveyor.worker.executors.base import Executor
+    from conveyor.worker.observers import WorkerObserver
 
 log = logging.getLogger("conveyor.worker")
 
@@ -121,10 +124,29 @@ class Worker:
         self.completer = Completer(app.backend)
         self.processed = itertools.count()
         s = app.settings
-        self._services = [Heartbeat(self, s.heartbeat_interval), Rescuer(self, s.rescue_interval)]
+        self._services = [
+            Heartbeat(self, s.heartbeat_interval),
+            Rescuer(self, s.rescue_interval),
+            Pruner(self, s.prune_interval),
+        ]
+        #: Hooks called as jobs are claimed, finish or are rescued (metrics); see observers.py.
+        self.observers: list[WorkerObserver] = []
+        self.log_capture: LogCapture | None = self._make_log_capture() if s.capture_logs else None
 
     def __repr__(self) -> str:
         return f"<Worker {self.id} pool={self.pool} c={self.concurrency}>"
+
+    def _make_log_capture(self) -> LogCapture:
+        from conveyor.backends.base import JobLogInsertParams
+        from conveyor.logs import LogCapture
+
+        backend, limit = self.app.backend, self.app.settings.log_max_per_job
+        return LogCapture(
+            lambda records: backend.job_log_insert_many(JobLogInsertParams(records, limit)),
+            level=self.app.settings.log_level.upper(),
+            # Only this worker's jobs: two workers in one process must not both store a record.
+            owns=self._inflight.__contains__,
+        )
 
     # -- control -------------------------------------------------------------------------
 
@@ -234,7 +256,11 @@ class Worker:
         if released or entry is None:
             return
         task = self.app.tasks.get(job.task)
-        self.completer.put(finish_params(outcome, job, task, self.id, entry.ctx.cancel_requested))
+        params = finish_params(outcome, job, task, self.id, entry.ctx.cancel_requested)
+        self.completer.put(params)
+        if self.observers:
+            for observer in self.observers:
+                observer.on_finished(job, params)
         next(self.processed)
 
     # -- internals -----------------------------------------------------------------------
@@ -247,6 +273,9 @@ class Worker:
         # The heartbeat is written before the first claim: a rescuer can never take
         # this worker's claims for a dead worker's.
         self.beat()
+        if self.log_capture is not None:
+            self.log_capture.start()
+            self.log_capture.install()
         self.completer.start()
         self.executor.start(self.on_outcome)
         for service in self._services:
@@ -313,6 +342,9 @@ class Worker:
         with self._lock:
             for entry in entries:
                 self._inflight[entry.job.id] = entry
+        if self.observers:
+            for observer in self.observers:
+                observer.on_claimed(jobs)
         for entry in entries:
             self.executor.submit(entry.job, entry.ctx)
 
@@ -332,6 +364,9 @@ class Worker:
         for service in self._services:
             service.stop()
         self.executor.stop(timeout=0.5 if leftovers else 2.0)
+        if self.log_capture is not None:
+            self.log_capture.uninstall()
+            self.log_capture.stop(self.app.settings.log_drain_timeout)
         try:
             self.app.backend.worker_deregister(self.id)
         except BackendUnavailable as exc:

@@ -8,7 +8,8 @@ batch share one transaction (group commit). SQL lives in ``queries/*.sql``.
 
 Weaker than Redis in one way: one machine only (the file must be local; SQLite over a
 network filesystem breaks WAL's locking). Stronger in another: every row is queryable
-with SQL (``supports_sql``).
+with SQL (``supports_sql``), and it can be copied online (``backup``). Ops methods
+(filters, purge, pause, logs, audit) live in ``ops.py``.
 
 Example:
     >>> from conveyor.backends.base import JobInsertParams
@@ -35,7 +36,6 @@ from conveyor.backends.base import (
     JobExtendLeasesParams,
     JobFinishParams,
     JobInsertParams,
-    JobListParams,
     JobRecord,
     JobReleaseParams,
     JobRescueParams,
@@ -55,6 +55,7 @@ from conveyor.backends.sqlite.connection import (
     parse_sqlite_url,
 )
 from conveyor.backends.sqlite.notify import MAX_POLL, MIN_POLL, POLL_GROWTH, notifier_for
+from conveyor.backends.sqlite.ops import SQLiteOpsMixin, delete_jobs
 from conveyor.errors import JobNotFound
 from conveyor.states import FinishKind, JobState
 
@@ -67,10 +68,14 @@ _QUERY_NAMES = (
     "job_finish_drop",
     "job_finish_retry",
     "job_finish_succeeded",
+    "integrity_check",
     "job_insert",
+    "job_log_insert",
     "job_promote_due",
+    "job_purge",
     "job_release",
     "job_rescue_candidates",
+    "queue_pause",
     "worker_heartbeat",
 )
 _FINISH_QUERY = {
@@ -92,7 +97,7 @@ _WORKER_LOST = json.dumps(
 )
 
 
-class SQLiteBackend:
+class SQLiteBackend(SQLiteOpsMixin):
     """Backend on one SQLite file. Internal: use ``conveyor.App("sqlite:///file.db")``."""
 
     name = "sqlite"
@@ -230,13 +235,8 @@ class SQLiteBackend:
         return claimed
 
     def job_delete_many(self, ids: Sequence[str]) -> int:
-        deleted = 0
         with self._write() as conn:
-            for chunk in rows.chunks(list(ids)):
-                marks = rows.placeholders(len(chunk))
-                deleted += conn.execute(f"DELETE FROM jobs WHERE id IN ({marks})", chunk).rowcount
-                conn.execute(f"DELETE FROM attempts WHERE job_id IN ({marks})", chunk)
-        return deleted
+            return delete_jobs(conn, ids)
 
     def job_extend_leases(self, params: JobExtendLeasesParams) -> list[LeaseStatus]:
         if not params.jobs:
@@ -284,6 +284,7 @@ class SQLiteBackend:
                     continue
                 if p.kind is FinishKind.DROP:
                     conn.execute("DELETE FROM attempts WHERE job_id = ?", (p.id,))
+                    conn.execute("DELETE FROM job_logs WHERE job_id = ?", (p.id,))
                     continue
                 attempts.append(
                     {
@@ -331,23 +332,6 @@ class SQLiteBackend:
         ]
         with self._write() as conn:
             conn.executemany(self._sql["job_insert"], values)
-
-    def job_list(self, params: JobListParams) -> list[JobRecord]:
-        where, args = [], []
-        for column, value in (
-            ("queue", params.queue),
-            ("state", params.state),
-            ("task", params.task),
-        ):
-            if value is not None:
-                where.append(f"{column} = ?")
-                args.append(str(value))
-        if params.after_id is not None:
-            where.append("id > ?")
-            args.append(params.after_id)
-        clause = f"WHERE {' AND '.join(where)}" if where else ""
-        sql = f"SELECT {rows.JOB_COLUMNS} FROM jobs {clause} ORDER BY id LIMIT ?"
-        return [rows.job_record(r) for r in self._read(sql, [*args, params.limit])]
 
     def job_promote_due(self) -> int:
         with self._write() as conn:

@@ -21,7 +21,9 @@ from urllib.parse import parse_qs, urlsplit
 
 from conveyor.errors import ConfigurationError
 
-SCHEMA_VERSION = 1
+#: Version N is reached by applying SCHEMA_FILES[0..N-1] in order (each idempotent).
+SCHEMA_VERSION = 2
+SCHEMA_FILES = ("schema.sql", "schema_002.sql")
 _SYNC_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
 
 
@@ -103,13 +105,15 @@ def _migrate(conn: sqlite3.Connection) -> None:
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     if version >= SCHEMA_VERSION:
         return
-    schema = resources.files(__package__).joinpath("schema.sql").read_text("utf-8")
     conn.execute("BEGIN IMMEDIATE")
     try:
         # Re-read under the write lock: another process may have migrated meanwhile.
-        if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
-            for statement in _split(schema):
+        current = conn.execute("PRAGMA user_version").fetchone()[0]
+        for name in SCHEMA_FILES[current:SCHEMA_VERSION]:
+            script = resources.files(__package__).joinpath(name).read_text("utf-8")
+            for statement in _split(script):
                 conn.execute(statement)
+        if current < SCHEMA_VERSION:
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         conn.execute("COMMIT")
     except BaseException:

@@ -53,6 +53,9 @@ class Rescuer(Looper):
                 max_rescues=settings.max_rescues,
             )
         )
+        if rescued:
+            for observer in worker.observers:
+                observer.on_rescued(rescued)
         for r in rescued:
             if r.state is JobState.DEAD:
                 log.warning(
