@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from conveyor import __version__
+from conveyor.cli.dashboard import dashboard
 from conveyor.cli.demo import demo
 from conveyor.cli.status import status
 from conveyor.cli.worker import worker
@@ -19,6 +20,7 @@ def cli() -> None:
 cli.add_command(worker)
 cli.add_command(status)
 cli.add_command(demo)
+cli.add_command(dashboard)
 
 
 def main() -> None:

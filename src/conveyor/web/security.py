@@ -27,7 +27,7 @@ import hashlib
 import hmac
 import ipaddress
 import secrets
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
@@ -161,13 +161,25 @@ class SecurityMiddleware(BaseHTTPMiddleware):
             return None
         if not same_origin(request):
             return PlainTextResponse("403: cross-origin request refused", status_code=403)
-        form = await request.form()
-        submitted = form.get(CSRF_FIELD)
-        if not guard.csrf_ok(request, submitted if isinstance(submitted, str) else None):
+        submitted = (await form_fields(request)).get(CSRF_FIELD)
+        if not guard.csrf_ok(request, submitted):
             return PlainTextResponse(
                 "403: missing or invalid CSRF token (reload the page and try again)",
                 status_code=403)
         return None
+
+
+async def form_fields(request: Request) -> dict[str, str]:
+    """The fields of a urlencoded form post (the only kind the dashboard's pages send).
+
+    Parsed here rather than with ``request.form()``, which needs python-multipart for
+    every content type; other content types give no fields, so their CSRF check fails.
+    """
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type != "application/x-www-form-urlencoded":
+        return {}
+    body = await request.body()
+    return dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
 
 
 def _with_headers(response: Response) -> Response:

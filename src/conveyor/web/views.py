@@ -35,6 +35,7 @@ from conveyor.web.query import (
     paused_queues,
     set_paused,
 )
+from conveyor.web.security import form_fields
 from conveyor.web.state import DashboardState
 
 MAX_PAGE = 500
@@ -120,8 +121,7 @@ async def bulk_action(request: Request) -> Response:
     """Act on every job matching the submitted filters, if the count is still the one the
     user confirmed; otherwise show the confirmation again with the new count."""
     backend = dashboard(request).backend
-    form = await request.form()
-    fields = {k: v for k, v in form.items() if isinstance(v, str)}
+    fields = await form_fields(request)
     action = fields.get("action", "")
     if action not in ACTION_STATES:
         return PlainTextResponse(f"unknown action {action!r}", status_code=404)
