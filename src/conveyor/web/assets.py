@@ -41,6 +41,7 @@ pre { background:#0f172a; color:#e2e8f0; padding:12px; border-radius:6px; overfl
 form.inline { display:inline; margin:0 4px 0 0; }
 .btn { border:1px solid #d1d5db; background:#fff; border-radius:5px; padding:4px 10px; cursor:pointer;
   font-size:13px; }
+a.btn { text-decoration:none; display:inline-block; }
 .btn:hover { background:#f3f4f6; } .btn.danger { color:#b91c1c; border-color:#fca5a5; }
 .btn.primary { background:var(--accent); border-color:var(--accent); color:#fff; }
 .filters { display:flex; gap:8px; flex-wrap:wrap; align-items:end; margin-bottom:12px; background:#fff;
@@ -58,7 +59,9 @@ dl.fields dt { color:var(--muted); } dl.fields dd { margin:0; }
 .card .n { font-size:22px; font-weight:700; } .card .l { color:var(--muted); font-size:12px; }
 svg.spark polyline { fill:none; stroke:var(--accent); stroke-width:1.6; }
 svg.spark text { fill:var(--muted); font-size:11px; }
-.muted { color:var(--muted); }
+.muted { color:var(--muted); } h2 .muted { font-weight:400; font-size:13px; }
+details summary { cursor:pointer; color:var(--muted); font-size:12px; }
+a.card { color:inherit; text-decoration:none; } a.card:hover { border-color:#93c5fd; }
 """
 
 # Polling re-reads the page and swaps <main>, so the server stays the only renderer.

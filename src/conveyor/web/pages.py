@@ -132,8 +132,9 @@ def _pretty(text: str | None) -> str:
         return f"<pre>{esc(text)}</pre>"
 
 
-def _error(text: str | None) -> str:
-    """An error JSON {"type","message","traceback"} as a heading and a traceback block."""
+def _error(text: str | None, *, folded: bool = False) -> str:
+    """An error JSON {"type","message","traceback"} as a heading and a traceback block
+    (``folded``: behind a click, for attempt rows that repeat the job's last error)."""
     if not text:
         return '<span class="muted">none</span>'
     try:
@@ -142,7 +143,10 @@ def _error(text: str | None) -> str:
         return f"<pre>{esc(text)}</pre>"
     head = f'<div><strong>{esc(err.get("type"))}</strong>: {esc(err.get("message"))}</div>'
     tb = err.get("traceback")
-    return head + (f'<pre class="traceback">{esc(tb)}</pre>' if tb else "")
+    if not tb:
+        return head
+    block = f'<pre class="traceback">{esc(tb)}</pre>'
+    return head + (f"<details><summary>traceback</summary>{block}</details>" if folded else block)
 
 
 def job_actions(job: JobRecord, csrf: str) -> str:
@@ -173,7 +177,7 @@ def job_page(job: JobRecord, attempts: Sequence[AttemptRecord], logs: Sequence[A
     att_rows = [[
         str(a.attempt), f'<span class="mono">{esc(a.worker_id or "-")}</span>',
         utc(a.started_at), duration(a.started_at, a.finished_at), badge(a.outcome),
-        _error(a.error) if a.error else '<span class="muted">-</span>',
+        _error(a.error, folded=True) if a.error else '<span class="muted">-</span>',
     ] for a in attempts]
     html_logs = ""
     if logs is not None:
