@@ -7,6 +7,7 @@ import click
 from conveyor import __version__
 from conveyor.cli.actions import cancel, delete, purge, retry
 from conveyor.cli.admin import backup, check
+from conveyor.cli.dashboard import dashboard
 from conveyor.cli.demo import demo
 from conveyor.cli.export import export
 from conveyor.cli.jobs import job, jobs
@@ -26,6 +27,7 @@ cli.add_command(status)
 cli.add_command(demo)
 for _command in (jobs, job, retry, cancel, delete, purge, export, backup, check, queues):
     cli.add_command(_command)
+cli.add_command(dashboard)
 
 
 def main() -> None:
