@@ -22,6 +22,7 @@ from conveyor.errors import (
     JobFailed,
     JobNotFound,
     PayloadTooLarge,
+    Snooze,
 )
 from conveyor.job import Job
 from conveyor.retry import Backoff
@@ -33,8 +34,8 @@ __version__ = "0.1.0"
 __all__ = [
     "App",
     "Args",
-    "Backoff",
     "BackendUnavailable",
+    "Backoff",
     "ConfigurationError",
     "ConveyorError",
     "DecodeError",
@@ -46,6 +47,7 @@ __all__ = [
     "JobNotFound",
     "JobState",
     "PayloadTooLarge",
+    "Snooze",
     "Task",
     "current_job",
 ]
