@@ -33,6 +33,7 @@ from conveyor.task import Task, TaskOptions
 if TYPE_CHECKING:
     from conveyor.backends.base import Backend
     from conveyor.job import Job
+    from conveyor.periodic import Schedule
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -100,6 +101,8 @@ class App:
         self.settings = AppSettings(**{k: v for k, v in defaults.items() if k in _SETTINGS})
         TaskOptions(name="_check_defaults", **self.task_defaults)  # fail fast on bad defaults
         self.tasks: dict[str, Task[Any, Any]] = {}
+        #: periodic schedules by name (``@app.periodic``); run by every worker's scheduler
+        self.schedules: dict[str, Schedule] = {}
         self._backend: Backend | None = None
         self._lock = threading.Lock()
 

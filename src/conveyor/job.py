@@ -67,6 +67,19 @@ class Job(Generic[R]):
         """The job's current state (read from the store on every access)."""
         return self.refresh().state
 
+    def progress(self) -> tuple[float | None, str | None]:
+        """``(fraction, message)`` last reported by the task (``current_job().progress``);
+        ``(None, None)`` before any report. Stored a few times a second at most."""
+        record = self.refresh()
+        return record.progress, record.progress_message
+
+    def dependencies(self) -> list[Job[Any]]:
+        """The parents this job waits for (workflows), in order; empty for a plain job."""
+        from conveyor.backends.base import JobDependenciesParams
+
+        deps = self.app.backend.job_dependencies_many(JobDependenciesParams([self.id]))
+        return [Job(self.app, d.parent_id) for d in deps]
+
     def attempts(self) -> list[AttemptRecord]:
         """Every recorded attempt: worker, start, end, outcome, error."""
         return self.app.backend.job_attempts(self.id)

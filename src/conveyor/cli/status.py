@@ -8,6 +8,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from conveyor.backends.base import JobListParams
 from conveyor.cli.common import age, echo_json, open_app, since, store_options
 from conveyor.states import JobState
 
@@ -23,6 +24,7 @@ def status(url: str | None, app_spec: str | None, as_json: bool) -> None:
     backend = app.backend
     stats = backend.queue_stats()
     workers = backend.worker_list()
+    running = backend.job_list(JobListParams(state=JobState.RUNNING, limit=20))
     now = time.time()
     if as_json:
         echo_json({
@@ -34,6 +36,9 @@ def status(url: str | None, app_spec: str | None, as_json: bool) -> None:
                          "running": w.running, "heartbeat_age": now - w.heartbeat_at,
                          "last_fetch_age": None if w.last_fetch_at is None else now - w.last_fetch_at}
                         for w in workers],
+            "running": [{"id": j.id, "task": j.task, "worker_id": j.worker_id,
+                         "progress": j.progress, "progress_message": j.progress_message}
+                        for j in running],
         })
         return
     console = Console()
@@ -52,3 +57,16 @@ def status(url: str | None, app_spec: str | None, as_json: bool) -> None:
         wt.add_row(w.id, w.pool, str(w.concurrency), str(w.running), ",".join(w.queues),
                    since(w.heartbeat_at) + " ago", since(w.last_fetch_at) + " ago")
     console.print(wt)
+    if running:
+        rt = Table(title="running jobs (first 20)")
+        for col in ("id", "task", "worker", "progress", "message"):
+            rt.add_column(col)
+        for j in running:
+            rt.add_row(j.id, j.task, j.worker_id or "-", progress_text(j.progress),
+                       j.progress_message or "")
+        console.print(rt)
+
+
+def progress_text(fraction: float | None) -> str:
+    """'40%' or '-' (no progress reported)."""
+    return "-" if fraction is None else f"{fraction * 100:.0f}%"
