@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import importlib
 import os
 import sys
@@ -27,8 +28,10 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 from conveyor.codec import DEFAULT_MAX_PAYLOAD_BYTES
 from conveyor.errors import ConfigurationError
+from conveyor.limits import LimitKey
 from conveyor.retry import Backoff, RetryDelayHook
 from conveyor.task import Task, TaskOptions
+from conveyor.unique import UniqueKey
 
 if TYPE_CHECKING:
     from conveyor.backends.base import Backend
@@ -146,6 +149,12 @@ class App:
         retry: Backoff | None = None,
         retry_delay: RetryDelayHook | None = None,
         lease: float | None = None,
+        unique_key: UniqueKey = None,
+        unique_for: float | datetime.timedelta | None = None,
+        on_conflict: str | None = None,
+        concurrency: int | None = None,
+        rate: str | None = None,
+        limit_key: LimitKey = None,
     ) -> Callable[[Callable[P, R]], Task[P, R]]: ...
 
     def task(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:

@@ -27,7 +27,8 @@ def demo(total: int, concurrency: int, keep: bool) -> None:
     """Run sample jobs on a local SQLite file and show what happened."""
     if not keep and not os.environ.get("CONVEYOR_DEMO_URL"):
         shutil.rmtree(".conveyor-demo", ignore_errors=True)
-    from conveyor import Args, demo as sample
+    from conveyor import Args
+    from conveyor import demo as sample
     from conveyor.worker.worker import Worker
 
     console = Console()
