@@ -28,6 +28,7 @@ from conveyor.job import Job
 from conveyor.retry import Backoff
 from conveyor.states import JobState
 from conveyor.task import Args, Task
+from conveyor.workflow import Chain, Group, Signature, chain, group
 
 __version__ = "0.1.0"
 
@@ -36,10 +37,12 @@ __all__ = [
     "Args",
     "BackendUnavailable",
     "Backoff",
+    "Chain",
     "ConfigurationError",
     "ConveyorError",
     "DecodeError",
     "EncodeError",
+    "Group",
     "Job",
     "JobCancelled",
     "JobContext",
@@ -47,9 +50,12 @@ __all__ = [
     "JobNotFound",
     "JobState",
     "PayloadTooLarge",
+    "Signature",
     "Snooze",
     "Task",
+    "chain",
     "current_job",
+    "group",
 ]
 
 

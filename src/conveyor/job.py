@@ -80,6 +80,16 @@ class Job(Generic[R]):
         deps = self.app.backend.job_dependencies_many(JobDependenciesParams([self.id]))
         return [Job(self.app, d.parent_id) for d in deps]
 
+    def then(self, step: Any, **options: Any) -> Job[Any]:
+        """Enqueue ``step`` (a task or ``task.s(...)``) to run after this job succeeds,
+        with this job's result as its first argument. Returns the new job.
+
+        >>> # report.enqueue(day).then(mail.s(to="ops@example.com"))
+        """
+        from conveyor.workflow import then
+
+        return then(self, step, **options)
+
     def attempts(self) -> list[AttemptRecord]:
         """Every recorded attempt: worker, start, end, outcome, error."""
         return self.app.backend.job_attempts(self.id)

@@ -123,8 +123,10 @@ class Enqueuer(Generic[P, R]):
 
     def _params(self, args: Sequence[Any], kwargs: Mapping[str, Any], run_at: float | None) -> JobInsertParams:
         task = self._task
+        # A workflow step gets its parents' result(s) first: check with a stand-in.
+        piped = (None,) if self._overrides.get("pipe") else ()
         try:
-            task.decoder.signature.bind(*args, **kwargs)
+            task.decoder.signature.bind(*piped, *args, **kwargs)
         except TypeError as exc:
             raise TypeError(f"{task.fn.__name__}(): {exc}") from None
         payload = encode_payload(args, kwargs, max_bytes=task.app.max_payload_bytes)
