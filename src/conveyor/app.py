@@ -23,7 +23,7 @@ import importlib
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 from conveyor.codec import DEFAULT_MAX_PAYLOAD_BYTES
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
 
 DEFAULT_URL = "sqlite:///conveyor.db"
 
@@ -181,6 +182,27 @@ class App:
             return task
 
         return register(fn) if fn is not None else register
+
+    def periodic(
+        self,
+        *,
+        cron: str | None = None,
+        every: datetime.timedelta | float | None = None,
+        tz: str = "UTC",
+        catch_up: str = "latest",
+        name: str | None = None,
+        args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+    ) -> Callable[[T], T]:
+        """Run a task on a schedule: ``cron="*/5 * * * *"`` (with ``tz``) or
+        ``every=timedelta(...)``. Put it above ``@app.task`` (or on a plain function,
+        which is registered as a task). Every worker runs the scheduler; each slot is
+        enqueued exactly once. ``catch_up``: "latest", "all" or "none" (missed slots).
+        See :mod:`conveyor.periodic`."""
+        from conveyor.periodic import register
+
+        return register(self, cron=cron, every=every, tz=tz, catch_up=catch_up, name=name,
+                        args=args, kwargs=kwargs)
 
     def job(self, job_id: str) -> Job[Any]:
         """A handle on an existing job id."""
