@@ -158,7 +158,8 @@ class App:
         limit_key: LimitKey = None,
     ) -> Callable[[Callable[P, R]], Task[P, R]]: ...
 
-    def task(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
+    # mypy cannot match the keyword-only overload to **options (both forms are tested).
+    def task(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:  # type: ignore[misc]
         """Register a function (plain or ``async def``) as a task.
 
         Use bare (``@app.task``) or with options (``@app.task(queue="mail")``). The

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from conveyor.backends.base import AttemptRecord, JobCancelParams, JobRecord, JobWaitParams
 from conveyor.errors import JobCancelled, JobFailed, JobNotFound
@@ -144,7 +144,8 @@ class Job(Generic[R]):
             if task is not None:
                 value: R = task.decoder.result(record.result)
                 return value
-            return json.loads(record.result) if record.result is not None else None  # type: ignore[no-any-return]
+            raw = json.loads(record.result) if record.result is not None else None
+            return cast(R, raw)
         if record.state is JobState.CANCELLED:
             raise JobCancelled(self.id, record.reason)
         error = json.loads(record.error) if record.error else {}

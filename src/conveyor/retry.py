@@ -63,6 +63,7 @@ def next_step(
 ) -> tuple[FinishKind, float | None, str | None]:
     """Decide what a failed attempt becomes: (kind, delay seconds, reason)."""
     decision: RetryDecision = None
+    hook_error: str | None
     if hook is not None:
         try:
             decision = hook(attempt, error, job)

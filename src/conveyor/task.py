@@ -57,7 +57,7 @@ class TaskOptions:
     priority: int = 0
     max_attempts: int = 5
     timeout: float | None = None
-    retry: Backoff = Backoff()
+    retry: Backoff = dataclasses.field(default_factory=Backoff)
     retry_delay: RetryDelayHook | None = None
     lease: float = 30.0
     # -- flow control (see unique.py and limits.py) --
