@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 from conveyor import limits, unique
-from conveyor.backends.base import JobInsertParams
+from conveyor.backends.base import JobInsertParams, require_feature
 from conveyor.codec import Decoder, encode_payload
 from conveyor.errors import ConfigurationError
 from conveyor.ids import new_id
@@ -178,6 +178,13 @@ class Enqueuer(Generic[P, R]):
             backend.job_insert_many(params)
             ids = [p.id for p in params]
         else:
+            for p in params:
+                if p.unique_key is not None:
+                    require_feature(backend, "unique")
+                if p.depends_on:
+                    require_feature(backend, "workflows")
+                if p.limit is not None:
+                    require_feature(backend, "limits")
             ids = [r.id for r in backend.job_insert_flow_many(params)]
         return [Job(self._task.app, i, self._task) for i in ids]
 

@@ -37,7 +37,7 @@ import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from conveyor.backends.base import JobInsertParams
+from conveyor.backends.base import JobInsertParams, require_feature
 from conveyor.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -170,5 +170,6 @@ def _first_signature(steps: Sequence[Signature | Group]) -> Signature:
 def _insert(app: App, params: list[JobInsertParams]) -> list[Job[Any]]:
     from conveyor.job import Job
 
+    require_feature(app.backend, "workflows")
     results = app.backend.job_insert_flow_many(params)
     return [Job(app, r.id, app.tasks.get(p.task)) for r, p in zip(results, params, strict=True)]

@@ -114,3 +114,13 @@ def test_restart_resumes_a_chain(app: conveyor.App, backend: Backend, backend_ur
         assert app2.job(last.id).result(timeout=5) == 11
     finally:
         app2.close()
+
+
+def test_deleting_an_unfinished_parent_cancels_its_dependants(app: conveyor.App, backend: Backend) -> None:
+    needs(backend, "workflows")
+    t = _tasks(app)
+    a = t["fetch"].with_options(delay=60).enqueue(1)
+    b = a.then(t["add"])
+    assert backend.job_delete_many([a.id]) == 1
+    assert b.status is JobState.CANCELLED
+    assert b.dependencies() == []

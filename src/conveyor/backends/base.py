@@ -329,6 +329,20 @@ class WorkerHeartbeatParams:
     running: int = 0
 
 
+def require_feature(backend: object, feature: str) -> None:
+    """Raise ConfigurationError when ``backend`` does not implement a flow feature.
+
+    >>> require_feature(object(), "unique")
+    Traceback (most recent call last):
+    conveyor.errors.ConfigurationError: the ? backend does not support unique yet
+    """
+    if feature not in getattr(backend, "flow_features", frozenset()):
+        from conveyor.errors import ConfigurationError
+
+        name = getattr(backend, "name", "?")
+        raise ConfigurationError(f"the {name} backend does not support {feature} yet")
+
+
 class Backend(Protocol):
     """What every storage engine implements. Internal; see the module docstring."""
 

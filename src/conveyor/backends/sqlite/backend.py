@@ -242,11 +242,21 @@ class SQLiteBackend(FlowMixin):
 
     def job_delete_many(self, ids: Sequence[str]) -> int:
         deleted = 0
+        now = time.time()
         with self._write() as conn:
             for chunk in rows.chunks(list(ids)):
                 marks = rows.placeholders(len(chunk))
+                # A parent deleted before it succeeded can never release its dependants.
+                unfinished = conn.execute(
+                    f"SELECT id FROM jobs WHERE id IN ({marks}) AND state != 'succeeded'", chunk
+                ).fetchall()
+                workflow.settle(conn, (), {str(r[0]): "was deleted" for r in unfinished}, now)
                 deleted += conn.execute(f"DELETE FROM jobs WHERE id IN ({marks})", chunk).rowcount
                 conn.execute(f"DELETE FROM attempts WHERE job_id IN ({marks})", chunk)
+                conn.execute(
+                    f"DELETE FROM job_deps WHERE child_id IN ({marks}) OR parent_id IN ({marks})",
+                    (*chunk, *chunk),
+                )
         return deleted
 
     def job_extend_leases(self, params: JobExtendLeasesParams) -> list[LeaseStatus]:

@@ -30,6 +30,11 @@ from conveyor.backends.base import (
 )
 from conveyor.backends.sqlite import workflow
 
+#: Slot rows older than this before the oldest slot being fired are pruned (seconds).
+#: Only slots after the schedule's last fired one are ever fired again, so this is slack
+#: for a worker that stalls between reading the schedule and firing.
+SLOT_RETENTION = 86400.0
+
 FLOW_FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic"})
 
 
@@ -94,6 +99,11 @@ class FlowMixin:
                 "next_slot = excluded.next_slot",
                 (params.name, params.spec, params.next_slot),
             )
+            if fired:
+                conn.execute(
+                    "DELETE FROM periodic_slots WHERE name = ? AND slot < ?",
+                    (params.name, min(fired) - SLOT_RETENTION),
+                )
             if last is not None:
                 conn.execute(
                     "UPDATE periodic_schedules SET last_slot = ?, last_fired_at = ?, "

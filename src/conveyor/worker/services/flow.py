@@ -8,12 +8,15 @@ Example::
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from conveyor.worker.services.base import Looper
 
 if TYPE_CHECKING:
     from conveyor.worker.worker import Worker
+
+log = logging.getLogger("conveyor.worker")
 
 
 def flow_services(worker: Worker) -> list[Looper]:
@@ -23,6 +26,9 @@ def flow_services(worker: Worker) -> list[Looper]:
         from conveyor.worker.services.progress import ProgressWriter
 
         services.append(ProgressWriter(worker))
+    if worker.app.schedules and "periodic" not in features:
+        log.error("the %s backend does not support periodic jobs yet: %d schedule(s) "
+                  "will not fire", worker.app.backend.name, len(worker.app.schedules))
     if "periodic" in features and worker.app.schedules:
         from conveyor.worker.services.scheduler import Scheduler
 
