@@ -90,6 +90,14 @@ class Job(Generic[R]):
 
         return then(self, step, **options)
 
+    def on_failure(self, step: Any, **options: Any) -> Job[Any]:
+        """Enqueue ``step`` to run only if this job ends dead or cancelled, with
+        ``{"job_id", "state", "reason", "error"}`` as its first argument; it is cancelled
+        if this job succeeds. On a chain's last step it covers the whole chain."""
+        from conveyor.workflow import on_failure
+
+        return on_failure(self, step, **options)
+
     def attempts(self) -> list[AttemptRecord]:
         """Every recorded attempt: worker, start, end, outcome, error."""
         return self.app.backend.job_attempts(self.id)

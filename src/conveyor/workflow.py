@@ -14,6 +14,8 @@ API (``task.s(...)`` is a signature: a task and its arguments, not enqueued):
 - ``conveyor.group(a.s(1), a.s(2)).then(total.s()).enqueue()`` -> the callback's
   handle; ``total`` gets the list of results in the group's order.
 - ``job.then(b.s())`` -> chain one more step after an enqueued job.
+- ``job.on_failure(alert.s())`` -> runs only if ``job`` ends dead or cancelled (on the
+  last step of a chain: if any step fails), with what happened as first argument.
 - ``task.with_options(depends_on=[job1, job2]).enqueue(...)`` -> waits for both, and
   gets no results passed in.
 
@@ -46,7 +48,7 @@ if TYPE_CHECKING:
     from conveyor.task import Enqueuer
 
 #: How results reach a step: not at all, the one parent's result, the list of results.
-PIPE_NONE, PIPE_ONE, PIPE_ALL = 0, 1, 2
+PIPE_NONE, PIPE_ONE, PIPE_ALL, PIPE_FAILURE = 0, 1, 2, 3
 
 
 class Signature:
@@ -150,6 +152,14 @@ def then(job: Job[Any], step: Any, **options: Any) -> Job[Any]:
     """Enqueue ``step`` after ``job`` succeeds, with ``job``'s result first."""
     sig = _as_signature(step, options)
     return _insert(job.app, [sig.params((job.id,), PIPE_ONE)])[0]
+
+
+def on_failure(job: Job[Any], step: Any, **options: Any) -> Job[Any]:
+    """Enqueue ``step`` to run only if ``job`` ends dead or cancelled (a failure
+    anywhere earlier in its chain cancels it, so this covers the whole chain); it gets
+    ``{"job_id", "state", "reason", "error"}`` first. Cancelled if ``job`` succeeds."""
+    sig = _as_signature(step, options)
+    return _insert(job.app, [sig.params((job.id,), PIPE_FAILURE)])[0]
 
 
 def _as_signature(step: Any, options: dict[str, Any]) -> Signature:

@@ -124,3 +124,28 @@ def test_deleting_an_unfinished_parent_cancels_its_dependants(app: conveyor.App,
     assert backend.job_delete_many([a.id]) == 1
     assert b.status is JobState.CANCELLED
     assert b.dependencies() == []
+
+
+def test_on_failure_handler(app: conveyor.App, backend: Backend) -> None:
+    needs(backend, "workflows")
+    t = _tasks(app)
+    seen: list[dict[str, object]] = []
+
+    @app.task
+    def alert(info: dict[str, object]) -> str:
+        seen.append(info)
+        return "alerted"
+
+    last = conveyor.chain(t["boom"].s(), t["add"].s()).enqueue()
+    handler = last.on_failure(alert.s())
+    ok = t["fetch"].enqueue(1)
+    unneeded = ok.on_failure(alert.s())
+    assert handler.status is JobState.WAITING
+    drain(app)
+    assert handler.result(timeout=5) == "alerted"
+    assert seen[0]["job_id"] == last.id and seen[0]["state"] == "cancelled"
+    assert unneeded.status is JobState.CANCELLED
+    assert "not needed" in (unneeded.refresh().reason or "")
+    # A handler attached after the failure runs at once.
+    late = last.on_failure(alert.s())
+    assert late.status is JobState.QUEUED

@@ -208,7 +208,9 @@ class JobInsertParams:
     #: parent ids (earlier params of the same batch may be named); waits until all succeed
     depends_on: tuple[str, ...] = ()
     #: 0: parent results not passed; 1: the one parent's result is the first argument;
-    #: 2: the list of the parents' results (in depends_on order) is the first argument
+    #: 2: the list of the parents' results (in depends_on order) is the first argument;
+    #: 3: an on_failure handler of its one parent: ready when the parent ends dead /
+    #: cancelled (with {"job_id","state","reason","error"} first), cancelled if it succeeds
     pipe: int = 0
     limit: LimitSpec | None = None
 

@@ -23,7 +23,9 @@ from conveyor.backends.sqlite.connection import load_query
 from conveyor.errors import JobNotFound
 
 _INSERT = load_query("job_insert_flow")
-_FINISHED = ("succeeded", "dead", "cancelled")
+#: pipe value of an on_failure handler: runs only if its one parent fails.
+PIPE_FAILURE = 3
+_NOT_NEEDED = "dependency {} succeeded: failure handler not needed"
 
 
 def _ready_state(run_at: float, now: float) -> str:
@@ -40,6 +42,20 @@ def _piped_payload(conn: sqlite3.Connection, payload: str, parents: Sequence[str
     data = json.loads(payload)
     first = results[0] if pipe == 1 else results
     data["args"] = [first, *data.get("args", [])]
+    return json.dumps(data, separators=(",", ":"))
+
+
+def _failure_payload(conn: sqlite3.Connection, payload: str, parent: str, why: str) -> str:
+    """Put what happened to the failed parent first in a failure handler's arguments."""
+    row = conn.execute("SELECT state, reason, error FROM jobs WHERE id = ?", (parent,)).fetchone()
+    info = {
+        "job_id": parent,
+        "state": str(row[0]) if row else "deleted",
+        "reason": (row[1] if row and row[1] else why),
+        "error": json.loads(row[2]) if row and row[2] else None,
+    }
+    data = json.loads(payload)
+    data["args"] = [info, *data.get("args", [])]
     return json.dumps(data, separators=(",", ":"))
 
 
@@ -98,7 +114,16 @@ def insert_flow(
                 raise JobNotFound(missing[0])
             failed = [d for d in parents if found[d] in ("dead", "cancelled")]
             waiting = sum(1 for d in parents if found[d] != "succeeded")
-            if failed:
+            if p.pipe == PIPE_FAILURE:
+                if found[parents[0]] == "succeeded":
+                    state, waiting, finished_at = "cancelled", 0, now
+                    reason = _NOT_NEEDED.format(parents[0])
+                elif failed:
+                    waiting = 0
+                    payload = _failure_payload(conn, payload, parents[0], "failed")
+                else:
+                    state = "waiting"
+            elif failed:
                 state, waiting, finished_at = "cancelled", 0, now
                 reason = f"dependency {failed[0]} ended {found[failed[0]]}"
             elif waiting:
@@ -136,7 +161,10 @@ def settle(
 ) -> None:
     """Move the dependants of finished parents: one fewer parent to wait for (ready at
     zero), or cancelled with a reason when a parent ended dead, cancelled or dropped —
-    transitively, so a whole chain behind a failure is cancelled in one commit."""
+    transitively, so a whole chain behind a failure is cancelled in one commit. An
+    on_failure handler (pipe 3) is the other way round: ready when its parent fails,
+    cancelled when it succeeds."""
+    pending_cancel: dict[str, str] = {}
     for chunk in rows.chunks(list(succeeded)):
         edges = conn.execute(
             f"SELECT child_id FROM job_deps WHERE parent_id IN ({rows.placeholders(len(chunk))})",
@@ -145,10 +173,19 @@ def settle(
         for (child,) in edges:
             row = conn.execute(
                 "UPDATE jobs SET waiting_on = waiting_on - 1 WHERE id = ? AND state = 'waiting' "
-                "RETURNING waiting_on, pipe, payload, run_at",
+                f"AND pipe != {PIPE_FAILURE} RETURNING waiting_on, pipe, payload, run_at",
                 (child,),
             ).fetchone()
-            if row is None or row[0] > 0:
+            if row is None:
+                # A failure handler whose parent succeeded: not needed (nor its dependants).
+                if conn.execute(
+                    "UPDATE jobs SET state = 'cancelled', reason = ?, finished_at = ?, "
+                    f"waiting_on = 0 WHERE id = ? AND state = 'waiting' AND pipe = {PIPE_FAILURE}",
+                    (_NOT_NEEDED.format(chunk_parent(conn, child)), now, child),
+                ).rowcount:
+                    pending_cancel[str(child)] = "was cancelled"
+                continue
+            if row[0] > 0:
                 continue
             _, pipe, payload, run_at = row
             if pipe:
@@ -160,12 +197,23 @@ def settle(
                 "UPDATE jobs SET state = ?, payload = ? WHERE id = ? AND state = 'waiting'",
                 (_ready_state(float(run_at), now), payload, child),
             )
-    pending = dict(failed)
+    pending = {**failed, **pending_cancel}
     while pending:
         parent, why = pending.popitem()
         for (child,) in conn.execute(
             "SELECT child_id FROM job_deps WHERE parent_id = ?", (parent,)
         ).fetchall():
+            handler = conn.execute(
+                f"SELECT payload, run_at FROM jobs WHERE id = ? AND state = 'waiting' AND pipe = {PIPE_FAILURE}",
+                (child,),
+            ).fetchone()
+            if handler is not None:  # on_failure: this is what it waited for
+                conn.execute(
+                    "UPDATE jobs SET state = ?, payload = ?, waiting_on = 0 WHERE id = ?",
+                    (_ready_state(float(handler[1]), now),
+                     _failure_payload(conn, str(handler[0]), parent, why), child),
+                )
+                continue
             reason = f"dependency {parent} {why}"
             cancelled = conn.execute(
                 "UPDATE jobs SET state = 'cancelled', reason = ?, finished_at = ?, waiting_on = 0 "
@@ -174,6 +222,11 @@ def settle(
             ).rowcount
             if cancelled:
                 pending[str(child)] = "was cancelled"
+
+
+def chunk_parent(conn: sqlite3.Connection, child: str) -> str:
+    row = conn.execute("SELECT parent_id FROM job_deps WHERE child_id = ?", (child,)).fetchone()
+    return str(row[0]) if row else "?"
 
 
 def dependencies(conn: sqlite3.Connection, ids: Sequence[str]) -> list[Dependency]:
