@@ -18,24 +18,29 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import importlib
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 from conveyor.codec import DEFAULT_MAX_PAYLOAD_BYTES
 from conveyor.errors import ConfigurationError
+from conveyor.limits import LimitKey
 from conveyor.retry import Backoff, RetryDelayHook
 from conveyor.task import Task, TaskOptions
+from conveyor.unique import UniqueKey
 
 if TYPE_CHECKING:
     from conveyor.backends.base import Backend
     from conveyor.job import Job
+    from conveyor.periodic import Schedule
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
 
 DEFAULT_URL = "sqlite:///conveyor.db"
 
@@ -116,6 +121,8 @@ class App:
         self.tasks: dict[str, Task[Any, Any]] = {}
         #: Called with (queue, task name) for every job this process enqueues (metrics).
         self.enqueue_hooks: list[Callable[[str, str], None]] = []
+        #: periodic schedules by name (``@app.periodic``); run by every worker's scheduler
+        self.schedules: dict[str, Schedule] = {}
         self._backend: Backend | None = None
         self._lock = threading.Lock()
 
@@ -161,8 +168,15 @@ class App:
         retry: Backoff | None = None,
         retry_delay: RetryDelayHook | None = None,
         lease: float | None = None,
+        unique_key: UniqueKey = None,
+        unique_for: float | datetime.timedelta | None = None,
+        on_conflict: str | None = None,
+        concurrency: int | None = None,
+        rate: str | None = None,
+        limit_key: LimitKey = None,
     ) -> Callable[[Callable[P, R]], Task[P, R]]: ...
 
+    # mypy cannot match the keyword-only overload to **options (both forms are tested).
     def task(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
         """Register a function (plain or ``async def``) as a task.
 
@@ -187,6 +201,35 @@ class App:
             return task
 
         return register(fn) if fn is not None else register
+
+    def periodic(
+        self,
+        *,
+        cron: str | None = None,
+        every: datetime.timedelta | float | None = None,
+        tz: str = "UTC",
+        catch_up: str = "latest",
+        name: str | None = None,
+        args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+    ) -> Callable[[T], T]:
+        """Run a task on a schedule: ``cron="*/5 * * * *"`` (with ``tz``) or
+        ``every=timedelta(...)``. Put it above ``@app.task`` (or on a plain function,
+        which is registered as a task). Every worker runs the scheduler; each slot is
+        enqueued exactly once. ``catch_up``: "latest", "all" or "none" (missed slots).
+        See :mod:`conveyor.periodic`."""
+        from conveyor.periodic import register
+
+        return register(
+            self,
+            cron=cron,
+            every=every,
+            tz=tz,
+            catch_up=catch_up,
+            name=name,
+            args=args,
+            kwargs=kwargs,
+        )
 
     def job(self, job_id: str) -> Job[Any]:
         """A handle on an existing job id."""

@@ -25,7 +25,16 @@ from conveyor.errors import JobCancelled
 class JobContext:
     """The running job as seen from inside its task."""
 
-    __slots__ = ("_cancelled", "_event", "attempt", "id", "max_attempts", "queue", "task")
+    __slots__ = (
+        "_cancelled",
+        "_event",
+        "_progress",
+        "attempt",
+        "id",
+        "max_attempts",
+        "queue",
+        "task",
+    )
 
     def __init__(self, id: str, task: str, queue: str, attempt: int, max_attempts: int) -> None:
         self.id = id
@@ -37,6 +46,8 @@ class JobContext:
         # job cost ~5% of the worker's hot path in profiles.
         self._cancelled = False
         self._event: threading.Event | None = None
+        # Latest unsent progress; the worker's progress service takes it (throttled).
+        self._progress: tuple[float | None, str | None] | None = None
 
     @property
     def cancel_requested(self) -> bool:
@@ -58,6 +69,25 @@ class JobContext:
                     self._event.set()
             event = self._event
         return event.wait(timeout)
+
+    def progress(self, fraction: float | None, message: str | None = None) -> None:
+        """Report progress (``fraction`` in 0..1, an optional message). Never blocks:
+        the latest value is kept in memory and the worker stores it a few times a
+        second at most, so calling this in a tight loop is fine.
+
+        >>> ctx = JobContext("j", "t", "q", 1, 3)
+        >>> ctx.progress(0.4, "parsing")
+        >>> ctx.take_progress()
+        (0.4, 'parsing')
+        """
+        if fraction is not None:
+            fraction = min(1.0, max(0.0, float(fraction)))
+        self._progress = (fraction, message)  # one assignment: atomic under the GIL
+
+    def take_progress(self) -> tuple[float | None, str | None] | None:
+        """Worker side: the progress reported since the last call, or None."""
+        value, self._progress = self._progress, None
+        return value
 
     def request_cancel(self) -> None:
         """Worker side: mark cancellation requested."""

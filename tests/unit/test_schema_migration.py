@@ -1,4 +1,4 @@
-"""A version-1 file is migrated in place to version 2 (new tables/indexes only)."""
+"""SQLite schema migrations from version 1: additive, keep data, idempotent."""
 
 from __future__ import annotations
 
@@ -28,6 +28,40 @@ def test_v1_file_migrates_and_keeps_jobs(tmp_path: Path) -> None:
     assert [j.id for j in backend.job_get_many(["old", "new"])] == ["old", "new"]
     backend.close()
     again = SQLiteBackend(f"sqlite:///{path}")  # idempotent: opening twice changes nothing
-    assert again.connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+    assert again.connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
     assert again.queue_list()[0].paused
     again.close()
+
+
+def _v1_file(path: Path) -> None:
+    conn = sqlite3.connect(path)
+    schema = resources.files("conveyor.backends.sqlite").joinpath("schema.sql").read_text()
+    for statement in _split(schema):
+        conn.execute(statement)
+    conn.execute(
+        "INSERT INTO jobs (id, task, queue, state, payload, max_attempts, run_at, created_at, lease) "
+        "VALUES ('old', 't', 'default', 'queued', '{\"args\":[],\"kwargs\":{}}', 3, 0, 0, 30)"
+    )
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+
+
+def test_v1_file_is_migrated_and_keeps_its_jobs(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    _v1_file(path)
+    backend = SQLiteBackend(f"sqlite:///{path}")
+    record = backend.job_get_many(["old"])[0]
+    assert record.state.value == "queued" and record.progress is None and record.waiting_on == 0
+    assert backend.periodic_list() == []
+    backend.close()
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+    # Re-running the migration over an already migrated file is a no-op.
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    SQLiteBackend(f"sqlite:///{path}").close()
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+    conn.close()

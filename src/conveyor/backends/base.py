@@ -90,6 +90,11 @@ class JobRecord:
     reason: str | None
     started_at: float | None
     finished_at: float | None
+    # -- flow control (schema v2); defaults keep older backends constructing records --
+    progress: float | None = None
+    progress_message: str | None = None
+    unique_key: str | None = None
+    waiting_on: int = 0  # parents not yet succeeded (state ``waiting`` while > 0)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -201,7 +206,21 @@ class JobFinishParams:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class LimitSpec:
+    """A limit a job counts against while it runs: at most ``concurrency`` running jobs
+    with this ``key``, and at most ``rate_count`` starts per ``rate_period`` seconds."""
+
+    key: str
+    concurrency: int | None = None
+    rate_count: int | None = None
+    rate_period: float | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class JobInsertParams:
+    """One job to write. The fields after ``lease`` are flow control: a job that uses any
+    of them (``is_plain`` False) goes through ``job_insert_flow_many``."""
+
     id: str
     task: str
     queue: str
@@ -211,6 +230,77 @@ class JobInsertParams:
     max_attempts: int = 5
     timeout: float | None = None
     lease: float = 30.0
+    #: at most one job per (task, unique_key) while active, and until unique_until after
+    unique_key: str | None = None
+    unique_until: float | None = None
+    #: "keep": the existing job stands; "replace": its payload and run_at are replaced
+    #: (only while it is not running)
+    on_conflict: str = "keep"
+    #: parent ids (earlier params of the same batch may be named); waits until all succeed
+    depends_on: tuple[str, ...] = ()
+    #: 0: parent results not passed; 1: the one parent's result is the first argument;
+    #: 2: the list of the parents' results (in depends_on order) is the first argument;
+    #: 3: an on_failure handler of its one parent: ready when the parent ends dead /
+    #: cancelled (with {"job_id","state","reason","error"} first), cancelled if it succeeds
+    pipe: int = 0
+    limit: LimitSpec | None = None
+
+    @property
+    def is_plain(self) -> bool:
+        return self.unique_key is None and not self.depends_on and self.limit is None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class InsertResult:
+    """What ``job_insert_flow_many`` did with one job: ``id`` is the job that stands (the
+    existing one on a unique conflict)."""
+
+    id: str
+    inserted: bool
+    replaced: bool = False
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobDependenciesParams:
+    ids: Sequence[str]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Dependency:
+    child_id: str
+    parent_id: str
+    position: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobProgressParams:
+    """Progress of a running job, fenced by its claim token (a stale worker's is ignored)."""
+
+    id: str
+    token: int
+    fraction: float | None
+    message: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PeriodicFireParams:
+    """Fire ``slots`` of schedule ``name``: each (slot, job) is enqueued only if no worker
+    fired that slot before (exactly once per slot). ``next_slot`` is for status only."""
+
+    name: str
+    spec: str
+    slots: Sequence[tuple[float, JobInsertParams]]
+    next_slot: float | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PeriodicRecord:
+    name: str
+    spec: str
+    last_slot: float | None
+    last_fired_at: float | None
+    last_job_id: str | None
+    next_slot: float | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -347,6 +437,20 @@ class WorkerHeartbeatParams:
     running: int = 0
 
 
+def require_feature(backend: object, feature: str) -> None:
+    """Raise ConfigurationError when ``backend`` does not implement a flow feature.
+
+    >>> require_feature(object(), "unique")
+    Traceback (most recent call last):
+    conveyor.errors.ConfigurationError: the ? backend does not support unique yet
+    """
+    if feature not in getattr(backend, "flow_features", frozenset()):
+        from conveyor.errors import ConfigurationError
+
+        name = getattr(backend, "name", "?")
+        raise ConfigurationError(f"the {name} backend does not support {feature} yet")
+
+
 class Backend(Protocol):
     """What every storage engine implements. Internal; see the module docstring."""
 
@@ -356,6 +460,9 @@ class Backend(Protocol):
     supports_sql: bool
     #: the URL it was opened with, password removed
     url: str
+    #: flow-control features implemented: "snooze", "progress", "unique", "workflows",
+    #: "limits", "periodic" (the contract suite skips the others with this reason)
+    flow_features: frozenset[str]
 
     def close(self) -> None: ...
 
@@ -379,6 +486,10 @@ class Backend(Protocol):
 
     def job_delete_many(self, ids: Sequence[str]) -> int: ...
 
+    def job_dependencies_many(self, params: JobDependenciesParams) -> list[Dependency]:
+        """The parents of each job in ``ids`` (workflows)."""
+        ...
+
     def job_extend_leases(self, params: JobExtendLeasesParams) -> list[LeaseStatus]: ...
 
     def job_finish_many(self, params: Sequence[JobFinishParams]) -> list[str]:
@@ -391,6 +502,12 @@ class Backend(Protocol):
         """All or nothing, in one transaction (or one script)."""
         ...
 
+    def job_insert_flow_many(self, params: Sequence[JobInsertParams]) -> list[InsertResult]:
+        """Like ``job_insert_many`` (all or nothing) for jobs with unique keys, parents or
+        limits. Unique conflicts are settled atomically with the insert; a job whose
+        parent already ended dead/cancelled is inserted ``cancelled``."""
+        ...
+
     def job_list(self, params: JobListParams) -> list[JobRecord]: ...
 
     def job_log_insert_many(self, params: JobLogInsertParams) -> int:
@@ -399,6 +516,9 @@ class Backend(Protocol):
 
     def job_log_list(self, params: JobLogListParams) -> list[JobLogRecord]:
         """Records of one job in the order they were stored."""
+
+    def job_progress_many(self, params: Sequence[JobProgressParams]) -> list[str]:
+        """Store progress of running jobs; returns ids refused (not running under token)."""
         ...
 
     def job_promote_due(self) -> int: ...
@@ -426,6 +546,11 @@ class Backend(Protocol):
     def queue_pause(self, params: QueuePauseParams) -> None: ...
 
     def queue_resume(self, params: QueueResumeParams) -> None: ...
+    def periodic_fire(self, params: PeriodicFireParams) -> list[float]:
+        """Enqueue the slots nobody fired yet, in one transaction; returns those fired."""
+        ...
+
+    def periodic_list(self) -> list[PeriodicRecord]: ...
 
     def queue_stats(self) -> list[QueueStats]: ...
 

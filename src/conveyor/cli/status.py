@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import datetime
 import time
 
 import click
 from rich.console import Console
 from rich.table import Table
 
+from conveyor.backends.base import JobListParams
 from conveyor.cli.common import age, echo_json, open_app, since, store_options
 from conveyor.states import JobState
 
@@ -23,6 +25,9 @@ def status(url: str | None, app_spec: str | None, as_json: bool) -> None:
     backend = app.backend
     stats = backend.queue_stats()
     workers = backend.worker_list()
+    running = backend.job_list(JobListParams(state=JobState.RUNNING, limit=20))
+    features: frozenset[str] = getattr(backend, "flow_features", frozenset())
+    schedules = backend.periodic_list() if "periodic" in features else []
     now = time.time()
     if as_json:
         echo_json(
@@ -47,6 +52,27 @@ def status(url: str | None, app_spec: str | None, as_json: bool) -> None:
                         else now - w.last_fetch_at,
                     }
                     for w in workers
+                ],
+                "running": [
+                    {
+                        "id": j.id,
+                        "task": j.task,
+                        "worker_id": j.worker_id,
+                        "progress": j.progress,
+                        "progress_message": j.progress_message,
+                    }
+                    for j in running
+                ],
+                "periodic": [
+                    {
+                        "name": p.name,
+                        "spec": p.spec,
+                        "last_slot": p.last_slot,
+                        "last_fired_at": p.last_fired_at,
+                        "last_job_id": p.last_job_id,
+                        "next_slot": p.next_slot,
+                    }
+                    for p in schedules
                 ],
             }
         )
@@ -76,3 +102,42 @@ def status(url: str | None, app_spec: str | None, as_json: bool) -> None:
             since(w.last_fetch_at) + " ago",
         )
     console.print(wt)
+    if running:
+        rt = Table(title="running jobs (first 20)")
+        for col in ("id", "task", "worker", "progress", "message"):
+            rt.add_column(col)
+        for j in running:
+            rt.add_row(
+                j.id,
+                j.task,
+                j.worker_id or "-",
+                progress_text(j.progress),
+                j.progress_message or "",
+            )
+        console.print(rt)
+
+    if schedules:
+        pt = Table(title="periodic")
+        for col in ("schedule", "spec", "last fire", "last job", "next fire"):
+            pt.add_column(col)
+        for p in schedules:
+            last = (
+                "-" if p.last_slot is None else f"{clock(p.last_slot)} ({since(p.last_slot)} ago)"
+            )
+            nxt = (
+                "-"
+                if p.next_slot is None
+                else f"{clock(p.next_slot)} (in {age(max(0.0, p.next_slot - now))})"
+            )
+            pt.add_row(p.name, p.spec, last, p.last_job_id or "-", nxt)
+        console.print(pt)
+
+
+def progress_text(fraction: float | None) -> str:
+    """'40%' or '-' (no progress reported)."""
+    return "-" if fraction is None else f"{fraction * 100:.0f}%"
+
+
+def clock(ts: float) -> str:
+    """Local wall time of an epoch timestamp, to the second."""
+    return datetime.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")

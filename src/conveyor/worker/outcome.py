@@ -19,14 +19,14 @@ import traceback
 from typing import TYPE_CHECKING, Any
 
 from conveyor.backends.base import ClaimedJob, JobFinishParams
-from conveyor.errors import JobCancelled
+from conveyor.errors import JobCancelled, Snooze
 from conveyor.retry import Backoff, next_step
 from conveyor.states import FinishKind
 
 if TYPE_CHECKING:
     from conveyor.task import Task
 
-OK, ERROR, CANCELLED, UNRUNNABLE = "ok", "error", "cancelled", "unrunnable"
+OK, ERROR, CANCELLED, UNRUNNABLE, SNOOZED = "ok", "error", "cancelled", "unrunnable", "snoozed"
 
 
 class RemoteError(Exception):
@@ -40,7 +40,7 @@ class RemoteError(Exception):
 class Outcome:
     """The result of running one attempt (plain data: it can cross process boundaries)."""
 
-    __slots__ = ("error", "error_json", "finished_at", "reason", "result", "status")
+    __slots__ = ("error", "error_json", "finished_at", "reason", "result", "snooze", "status")
 
     def __init__(
         self,
@@ -49,7 +49,9 @@ class Outcome:
         error: BaseException | None = None,
         error_json: str | None = None,
         reason: str | None = None,
+        snooze: float | None = None,
     ) -> None:
+        self.snooze = snooze  # seconds, for SNOOZED
         self.status = status
         self.result = result
         self.error = error
@@ -68,6 +70,11 @@ class Outcome:
     @classmethod
     def cancelled(cls, reason: str = "cancelled while running") -> Outcome:
         return cls(CANCELLED, reason=reason)
+
+    @classmethod
+    def snoozed(cls, seconds: float) -> Outcome:
+        """The task raised :class:`conveyor.Snooze`: run again later, attempt given back."""
+        return cls(SNOOZED, snooze=seconds)
 
     @classmethod
     def unrunnable(cls, reason: str, error: BaseException | None = None) -> Outcome:
@@ -115,6 +122,16 @@ def finish_params(
             kind=FinishKind.CANCELLED,
             error=outcome.error_json,
             reason=outcome.reason or "cancelled while running",
+            **common,
+        )
+    if outcome.status == SNOOZED or isinstance(outcome.error, Snooze):
+        seconds = (
+            outcome.snooze if outcome.snooze is not None else getattr(outcome.error, "seconds", 0.0)
+        )
+        return JobFinishParams(
+            kind=FinishKind.SNOOZE,
+            run_at=outcome.finished_at + seconds,
+            reason=f"snoozed for {seconds:g} s",
             **common,
         )
     error = outcome.error or RemoteError("Error", "unknown error")

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from conveyor.backends.base import ClaimedJob
 from conveyor.codec import encode
 from conveyor.context import JobContext, reset_current, set_current
-from conveyor.errors import DecodeError, EncodeError
+from conveyor.errors import DecodeError, EncodeError, Snooze
 from conveyor.worker.outcome import Outcome
 
 if TYPE_CHECKING:
@@ -71,6 +71,8 @@ def run_sync(app: App, job: ClaimedJob, ctx: JobContext) -> Outcome:
             value = asyncio.run(_call_async(task, args, kwargs, job.timeout))
         else:
             value = task.fn(*args, **kwargs)
+    except Snooze as snooze:
+        return Outcome.snoozed(snooze.seconds)
     except BaseException as exc:  # the job's failure, whatever it is, is data
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
@@ -107,6 +109,8 @@ async def run_async(app: App, job: ClaimedJob, ctx: JobContext) -> Outcome:
             value = await asyncio.to_thread(task.fn, *args, **kwargs)
     except asyncio.CancelledError:
         return Outcome.cancelled()
+    except Snooze as snooze:
+        return Outcome.snoozed(snooze.seconds)
     except Exception as exc:
         return Outcome.failed(exc)
     finally:

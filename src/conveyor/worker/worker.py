@@ -49,6 +49,7 @@ from conveyor.worker.executors import make_executor
 from conveyor.worker.outcome import Outcome, finish_params
 from conveyor.worker.procinfo import process_start_time
 from conveyor.worker.queues import QueueSelection
+from conveyor.worker.services.base import Looper
 from conveyor.worker.services.heartbeat import Heartbeat
 from conveyor.worker.services.pruner import Pruner
 from conveyor.worker.services.rescuer import Rescuer
@@ -124,11 +125,15 @@ class Worker:
         self.completer = Completer(app.backend)
         self.processed = itertools.count()
         s = app.settings
-        self._services = [
+        self._services: list[Looper] = [
             Heartbeat(self, s.heartbeat_interval),
             Rescuer(self, s.rescue_interval),
             Pruner(self, s.prune_interval),
         ]
+        # Flow-control services, only where the backend implements them.
+        from conveyor.worker.services.flow import flow_services
+
+        self._services += flow_services(self)
         #: Hooks called as jobs are claimed, finish or are rescued (metrics); see observers.py.
         self.observers: list[WorkerObserver] = []
         self.log_capture: LogCapture | None = self._make_log_capture() if s.capture_logs else None
@@ -232,6 +237,11 @@ class Worker:
                 for f in self._inflight.values()
                 if not f.lost and f.job.id not in self._released
             ]
+
+    def running_contexts(self) -> list[tuple[str, int, JobContext]]:
+        """(id, token, context) of every job this worker still holds."""
+        with self._lock:
+            return [(f.job.id, f.job.token, f.ctx) for f in self._inflight.values() if not f.lost]
 
     def request_cancel(self, job_id: str) -> None:
         with self._lock:

@@ -47,13 +47,15 @@ from conveyor.backends.base import (
     WorkerHeartbeatParams,
     WorkerInfo,
 )
-from conveyor.backends.sqlite import rows
+from conveyor.backends.sqlite import rows, workflow
 from conveyor.backends.sqlite.connection import (
     load_query,
     memory_key,
     open_connection,
     parse_sqlite_url,
 )
+from conveyor.backends.sqlite.flow import FlowMixin
+from conveyor.backends.sqlite.limits import apply_limits, limits_exist
 from conveyor.backends.sqlite.notify import MAX_POLL, MIN_POLL, POLL_GROWTH, notifier_for
 from conveyor.backends.sqlite.ops import SQLiteOpsMixin, delete_jobs
 from conveyor.errors import JobNotFound
@@ -67,6 +69,7 @@ _QUERY_NAMES = (
     "job_finish_dead",
     "job_finish_drop",
     "job_finish_retry",
+    "job_finish_snooze",
     "job_finish_succeeded",
     "integrity_check",
     "job_insert",
@@ -84,6 +87,7 @@ _FINISH_QUERY = {
     FinishKind.DEAD: "job_finish_dead",
     FinishKind.CANCELLED: "job_finish_cancelled",
     FinishKind.DROP: "job_finish_drop",
+    FinishKind.SNOOZE: "job_finish_snooze",
 }
 _ATTEMPT_OUTCOME = {
     FinishKind.SUCCEEDED: "succeeded",
@@ -91,13 +95,20 @@ _ATTEMPT_OUTCOME = {
     FinishKind.DEAD: "dead",
     FinishKind.CANCELLED: "cancelled",
     FinishKind.DROP: "dropped",
+    FinishKind.SNOOZE: "snoozed",
+}
+#: How a finish looks to the dependants of the job (workflows); absent: not final.
+_PARENT_FAILED = {
+    FinishKind.DEAD: "ended dead",
+    FinishKind.CANCELLED: "was cancelled",
+    FinishKind.DROP: "was dropped",
 }
 _WORKER_LOST = json.dumps(
     {"type": "WorkerLost", "message": "the worker running this job died", "traceback": ""}
 )
 
 
-class SQLiteBackend(SQLiteOpsMixin):
+class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
     """Backend on one SQLite file. Internal: use ``conveyor.App("sqlite:///file.db")``."""
 
     name = "sqlite"
@@ -183,11 +194,13 @@ class SQLiteBackend(SQLiteOpsMixin):
         with self._write() as conn:
             for chunk in rows.chunks(ids):
                 marks = rows.placeholders(len(chunk))
-                conn.execute(
+                cancelled = conn.execute(
                     "UPDATE jobs SET state = 'cancelled', reason = ?, finished_at = ? "
-                    f"WHERE id IN ({marks}) AND state IN ('queued', 'scheduled')",
+                    f"WHERE id IN ({marks}) AND state IN ('queued', 'scheduled', 'waiting') "
+                    "RETURNING id",
                     (params.reason, now, *chunk),
-                )
+                ).fetchall()
+                workflow.settle(conn, (), {str(r[0]): "was cancelled" for r in cancelled}, now)
                 conn.execute(
                     "UPDATE jobs SET cancel_requested = 1, reason = ? "
                     f"WHERE id IN ({marks}) AND state = 'running'",
@@ -225,6 +238,8 @@ class SQLiteBackend(SQLiteOpsMixin):
                             empty.add(queue)
                         remaining -= len(got)
                         claimed.extend(ClaimedJob(*r) for r in got)
+                if claimed and limits_exist(self._conn):
+                    claimed = apply_limits(self._conn, claimed, now)
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
@@ -267,6 +282,8 @@ class SQLiteBackend(SQLiteOpsMixin):
         now = time.time()
         stale: list[str] = []
         attempts = []
+        succeeded: list[str] = []
+        failed: dict[str, str] = {}
         with self._write() as conn:
             for p in params:
                 finished = p.finished_at or now
@@ -282,6 +299,10 @@ class SQLiteBackend(SQLiteOpsMixin):
                 if conn.execute(self._sql[_FINISH_QUERY[p.kind]], args).rowcount != 1:
                     stale.append(p.id)
                     continue
+                if p.kind is FinishKind.SUCCEEDED:
+                    succeeded.append(p.id)
+                elif p.kind in _PARENT_FAILED:
+                    failed[p.id] = _PARENT_FAILED[p.kind]
                 if p.kind is FinishKind.DROP:
                     conn.execute("DELETE FROM attempts WHERE job_id = ?", (p.id,))
                     conn.execute("DELETE FROM job_logs WHERE job_id = ?", (p.id,))
@@ -299,6 +320,8 @@ class SQLiteBackend(SQLiteOpsMixin):
                     }
                 )
             conn.executemany(self._sql["attempt_insert"], attempts)
+            # Dependants move in the same commit as their parent's finish.
+            workflow.settle(conn, succeeded, failed, now)
         return stale
 
     def job_get_many(self, ids: Sequence[str]) -> list[JobRecord]:
@@ -313,25 +336,32 @@ class SQLiteBackend(SQLiteOpsMixin):
         return [found[i] for i in ids if i in found]
 
     def job_insert_many(self, params: Sequence[JobInsertParams]) -> None:
+        if not all(p.is_plain for p in params):
+            self.job_insert_flow_many(params)
+            return
         now = time.time()
-        values = [
-            {
-                "id": p.id,
-                "task": p.task,
-                "queue": p.queue,
-                "priority": p.priority,
-                "payload": p.payload,
-                "max_attempts": p.max_attempts,
-                "run_at": now if p.run_at is None else p.run_at,
-                "state": "scheduled" if p.run_at is not None and p.run_at > now else "queued",
-                "created_at": now,
-                "timeout": p.timeout,
-                "lease": p.lease,
-            }
-            for p in params
-        ]
+        values = [self._insert_values(p, now) for p in params]
         with self._write() as conn:
             conn.executemany(self._sql["job_insert"], values)
+
+    @staticmethod
+    def _insert_values(p: JobInsertParams, now: float) -> dict[str, object]:
+        return {
+            "id": p.id,
+            "task": p.task,
+            "queue": p.queue,
+            "priority": p.priority,
+            "payload": p.payload,
+            "max_attempts": p.max_attempts,
+            "run_at": now if p.run_at is None else p.run_at,
+            "state": "scheduled" if p.run_at is not None and p.run_at > now else "queued",
+            "created_at": now,
+            "timeout": p.timeout,
+            "lease": p.lease,
+        }
+
+    def _insert_plain(self, conn: sqlite3.Connection, p: JobInsertParams, now: float) -> None:
+        conn.execute(self._sql["job_insert"], self._insert_values(p, now))
 
     def job_promote_due(self) -> int:
         with self._write() as conn:
@@ -406,6 +436,8 @@ class SQLiteBackend(SQLiteOpsMixin):
                         "error": _WORKER_LOST,
                     },
                 )
+                if lost:
+                    workflow.settle(conn, (), {str(job_id): "ended dead (worker lost)"}, now)
                 state = JobState.DEAD if lost else JobState.QUEUED
                 results.append(RescueResult(str(job_id), worker_id, state))
             conn.execute(

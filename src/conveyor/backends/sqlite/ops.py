@@ -215,11 +215,24 @@ def _log_args(r: JobLogRecord) -> dict[str, object]:
 
 
 def delete_jobs(conn: sqlite3.Connection, ids: Sequence[str]) -> int:
-    """Delete jobs with their attempts and logs (inside the caller's transaction)."""
+    """Delete jobs with their attempts, logs and workflow edges (inside the caller's
+    transaction). Dependants of a parent deleted before it succeeded are cancelled: it can
+    never release them."""
+    from conveyor.backends.sqlite import workflow
+
     deleted = 0
+    now = time.time()
     for chunk in rows.chunks(list(ids)):
         marks = rows.placeholders(len(chunk))
+        unfinished = conn.execute(
+            f"SELECT id FROM jobs WHERE id IN ({marks}) AND state != 'succeeded'", chunk
+        ).fetchall()
+        workflow.settle(conn, (), {str(r[0]): "was deleted" for r in unfinished}, now)
         deleted += conn.execute(f"DELETE FROM jobs WHERE id IN ({marks})", chunk).rowcount
         conn.execute(f"DELETE FROM attempts WHERE job_id IN ({marks})", chunk)
         conn.execute(f"DELETE FROM job_logs WHERE job_id IN ({marks})", chunk)
+        conn.execute(
+            f"DELETE FROM job_deps WHERE child_id IN ({marks}) OR parent_id IN ({marks})",
+            (*chunk, *chunk),
+        )
     return deleted
