@@ -176,7 +176,6 @@ class App:
         limit_key: LimitKey = None,
     ) -> Callable[[Callable[P, R]], Task[P, R]]: ...
 
-    # mypy cannot match the keyword-only overload to **options (both forms are tested).
     def task(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
         """Register a function (plain or ``async def``) as a task.
 
