@@ -1,0 +1,424 @@
+"""The scale-out backend: Redis (or a Redis Cluster slot), one Lua script per transition.
+
+Every state change is one script (``scripts/*.lua``) run atomically by Redis, fenced by
+the claim token, timed by the server's ``TIME``. Jobs are hashes with the fields of the
+SQLite ``jobs`` row; ready jobs sit in one sorted set per queue, scheduled ones in one
+sorted set by due time, running ones in a sorted set by lease expiry plus a per-worker
+in-flight set. All keys share the hash tag ``{<prefix>}`` (see ``keys.py``).
+
+Weaker than SQLite: no SQL (``supports_sql = False``: ``job_list`` filters by queue,
+state and task only, by scanning the id index); finished jobs and their attempts expire
+after ``result_ttl`` (default 7 days) instead of waiting for a pruner; durability is
+whatever the server is configured for (AOF ``everysec`` loses up to a second on a crash).
+Stronger: many hosts share one store, and Redis Cluster works (one slot per prefix).
+
+Example:
+    >>> b = RedisBackend("redis://localhost:6379/0?prefix=demo")  # doctest: +SKIP
+    >>> b.job_insert_many([JobInsertParams(id="j1", task="t", queue="q", payload="{}")])
+    >>> b.job_get_many(["j1"])[0].state  # doctest: +SKIP
+    <JobState.QUEUED: 'queued'>
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import redis
+import redis.cluster
+import redis.exceptions
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from conveyor.backends.base import (
+    AttemptRecord,
+    ClaimedJob,
+    JobCancelParams,
+    JobClaimParams,
+    JobExtendLeasesParams,
+    JobFinishParams,
+    JobInsertParams,
+    JobListParams,
+    JobRecord,
+    JobReleaseParams,
+    JobRescueParams,
+    JobRetryParams,
+    JobWaitParams,
+    LeaseStatus,
+    QueueStats,
+    RescueResult,
+    WorkerHeartbeatParams,
+    WorkerInfo,
+)
+from conveyor.backends.redis import records
+from conveyor.backends.redis.keys import Keys
+from conveyor.backends.redis.records import chunks, opt_num, opt_text
+from conveyor.backends.redis.scripts import Scripts
+from conveyor.backends.redis.url import parse_redis_url
+from conveyor.errors import BackendUnavailable, ConveyorError, JobNotFound
+from conveyor.states import FinishKind, JobState
+
+#: Blocking calls wait in slices of this many seconds and re-check the job, so a lost
+#: notification costs at most one slice. Must stay below SOCKET_TIMEOUT.
+BLOCK_SLICE = 5.0
+#: A reply slower than this means the server is gone (blocking calls wait <= BLOCK_SLICE).
+SOCKET_TIMEOUT = 15.0
+CONNECT_TIMEOUT = 5.0
+#: Due scheduled jobs promoted per script call: bounds how long one claim holds Redis.
+PROMOTE_LIMIT = 1000
+#: Finished jobs whose index entries one prune call removes.
+PRUNE_LIMIT = 1000
+#: Ids read per round trip when job_list scans the id index.
+LIST_PAGE = 500
+#: Jobs per finish script call; larger batches become several calls.
+FINISH_CHUNK = 1000
+_KIND = {
+    FinishKind.SUCCEEDED: "s",
+    FinishKind.RETRY: "r",
+    FinishKind.DEAD: "d",
+    FinishKind.CANCELLED: "c",
+    FinishKind.DROP: "x",
+}
+_WORKER_LOST = json.dumps(
+    {"type": "WorkerLost", "message": "the worker running this job died", "traceback": ""}
+)
+_UNAVAILABLE = (
+    redis.exceptions.ConnectionError,  # includes BusyLoadingError (restart in progress)
+    redis.exceptions.TimeoutError,
+    redis.exceptions.ClusterDownError,
+    redis.exceptions.TryAgainError,
+    redis.exceptions.ReadOnlyError,  # a replica promoted mid-failover
+)
+#: ready-set score band of one priority (see ready_score in scripts/_lib.lua)
+_BAND = 1e13
+
+
+class RedisBackend:
+    """Backend on Redis. Internal: use ``conveyor.App("redis://host:6379/0")``.
+
+    URL options: ``?prefix=conveyor&result_ttl=604800&cluster=0`` (see ``url.py``).
+    """
+
+    name = "redis"
+    supports_sql = False
+
+    def __init__(self, url: str) -> None:
+        options = parse_redis_url(url)
+        self.url = options.safe_url
+        self.options = options
+        self.keys = Keys(options.prefix)
+        # No automatic retries: a script whose reply was lost may have run, so repeating
+        # it is the caller's decision (see retrying.py). Stale pooled connections are
+        # replaced by redis-py on checkout, so calls work again as soon as Redis is back.
+        kwargs: dict[str, Any] = {
+            "decode_responses": True,
+            "socket_timeout": SOCKET_TIMEOUT,
+            "socket_connect_timeout": CONNECT_TIMEOUT,
+            "retry": Retry(NoBackoff(), 0),
+        }
+        with self._guard():
+            if options.cluster:
+                self._client: Any = redis.cluster.RedisCluster.from_url(
+                    options.client_url, **kwargs
+                )
+            else:
+                self._client = redis.Redis.from_url(options.client_url, **kwargs)
+        self._scripts = Scripts(self._client)
+        self._ttl = options.result_ttl
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    @property
+    def client(self) -> Any:
+        """The redis-py client, for ops tools and tests."""
+        return self._client
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        """Turn redis-py's connection failures into conveyor's BackendUnavailable."""
+        try:
+            yield
+        except _UNAVAILABLE as exc:
+            raise BackendUnavailable(
+                f"Redis at {getattr(self, 'url', '?')} is unavailable "
+                f"({type(exc).__name__}: {exc}); retry once it is back"
+            ) from exc
+
+    def _server_time(self) -> float:
+        seconds, micros = self._client.time()
+        return float(seconds) + float(micros) / 1e6
+
+    def _get_jobs(self, ids: Sequence[str]) -> list[JobRecord]:
+        pipe = self._client.pipeline(transaction=False)
+        for job_id in ids:
+            pipe.hmget(self.keys.job(job_id), records.JOB_FIELDS)
+        found = (records.job_record(v) for v in pipe.execute())
+        return [r for r in found if r is not None]
+
+    def _prune(self) -> None:
+        k = self.keys
+        while self._scripts.job_prune([k.base, k.jobs, k.expiry, k.counts], [PRUNE_LIMIT]) >= (
+            PRUNE_LIMIT
+        ):
+            pass
+
+    def close(self) -> None:
+        self._client.close()
+
+    # -- jobs ----------------------------------------------------------------------------
+
+    def job_attempts(self, job_id: str) -> list[AttemptRecord]:
+        with self._guard():
+            entries = self._client.lrange(self.keys.attempts(job_id), 0, -1)
+        return sorted((records.attempt_record(e) for e in entries), key=lambda a: a.token)
+
+    def job_cancel_many(self, params: JobCancelParams) -> list[JobRecord]:
+        k = self.keys
+        ids = list(params.ids)
+        with self._guard():
+            for chunk in chunks(ids):
+                self._scripts.job_cancel(
+                    [k.base, k.scheduled, k.expiry, k.counts], [params.reason, self._ttl, *chunk]
+                )
+        return self.job_get_many(ids)
+
+    def job_claim(self, params: JobClaimParams) -> list[ClaimedJob]:
+        k = self.keys
+        keys = [k.base, k.scheduled, k.running, k.inflight(params.worker_id), k.counts, k.wake]
+        keys += [k.ready(queue) for queue, _ in params.queues]
+        args: list[str | int] = [params.worker_id, params.total, PROMOTE_LIMIT]
+        args += [limit for _, limit in params.queues]
+        with self._guard():
+            reply = self._scripts.job_claim(keys, args)
+        claimed = [
+            ClaimedJob(
+                id=j[0], task=j[1], queue=j[2], payload=j[3], attempt=int(j[4]),
+                max_attempts=int(j[5]), token=int(j[6]),
+                timeout=None if j[7] is None else float(j[7]), lease=float(j[8]),
+                run_at=float(j[9]), claimed_at=float(j[10]), rescues=int(j[11]),
+                priority=int(j[12]),
+            )
+            for j in reply[1:]
+        ]
+        claimed.sort(key=lambda j: (-j.priority, j.run_at, j.id))
+        return claimed
+
+    def job_delete_many(self, ids: Sequence[str]) -> int:
+        k = self.keys
+        keys = [k.base, k.jobs, k.scheduled, k.running, k.expiry, k.counts]
+        with self._guard():
+            return sum(int(self._scripts.job_delete(keys, list(c))) for c in chunks(list(ids)))
+
+    def job_extend_leases(self, params: JobExtendLeasesParams) -> list[LeaseStatus]:
+        if not params.jobs:
+            return []
+        args: list[str | int] = []
+        for job_id, token in params.jobs:
+            args += [job_id, token]
+        with self._guard():
+            flags = self._scripts.job_extend_leases([self.keys.base, self.keys.running], args)
+        return [
+            LeaseStatus(job_id, bool(flags[2 * i]), bool(flags[2 * i + 1]))
+            for i, (job_id, _) in enumerate(params.jobs)
+        ]
+
+    def job_finish_many(self, params: Sequence[JobFinishParams]) -> list[str]:
+        k = self.keys
+        keys = [k.base, k.running, k.scheduled, k.expiry, k.counts, k.wake, k.jobs]
+        refused: list[str] = []
+        for start in range(0, len(params), FINISH_CHUNK):
+            args: list[str | int] = [self._ttl]
+            for p in params[start : start + FINISH_CHUNK]:
+                # ``or None``: SQLite treats 0 as "not given" too (``p.run_at or now``).
+                args += [
+                    p.id, p.token, _KIND[p.kind], opt_text(p.worker_id), p.attempt,
+                    opt_text(p.result), opt_text(p.error), opt_text(p.reason),
+                    opt_num(p.run_at or None), opt_num(p.started_at),
+                    opt_num(p.finished_at or None),
+                ]  # fmt: skip
+            with self._guard():
+                refused += self._scripts.job_finish(keys, args)
+        return refused
+
+    def job_get_many(self, ids: Sequence[str]) -> list[JobRecord]:
+        with self._guard():
+            return self._get_jobs(ids)
+
+    def job_insert_many(self, params: Sequence[JobInsertParams]) -> None:
+        if not params:
+            return
+        k = self.keys
+        args: list[str | int] = []
+        for p in params:
+            args += [
+                p.id, p.task, p.queue, p.payload, p.priority,
+                "" if p.run_at is None else repr(float(p.run_at)), p.max_attempts,
+                opt_num(p.timeout), repr(float(p.lease)),
+            ]  # fmt: skip
+        try:
+            with self._guard():
+                self._scripts.job_insert([k.base, k.jobs, k.scheduled, k.counts, k.wake], args)
+        except redis.exceptions.ResponseError as exc:
+            if "DUPLICATE" in str(exc):
+                job_id = str(exc).rsplit("DUPLICATE ", 1)[-1]
+                raise ConveyorError(f"a job with id {job_id!r} already exists") from None
+            raise
+
+    def job_list(self, params: JobListParams) -> list[JobRecord]:
+        found: list[JobRecord] = []
+        cursor = "-" if params.after_id is None else "(" + params.after_id
+        with self._guard():
+            self._prune()
+            while len(found) < params.limit:
+                ids = self._client.zrangebylex(self.keys.jobs, cursor, "+", 0, LIST_PAGE)
+                for record in self._get_jobs(ids):
+                    if (
+                        (params.queue is None or record.queue == params.queue)
+                        and (params.state is None or record.state == params.state)
+                        and (params.task is None or record.task == params.task)
+                    ):
+                        found.append(record)
+                        if len(found) == params.limit:
+                            break
+                if len(ids) < LIST_PAGE:
+                    break
+                cursor = "(" + ids[-1]
+        return found
+
+    def job_promote_due(self) -> int:
+        k = self.keys
+        total = 0
+        with self._guard():
+            while True:
+                promoted, scanned = self._scripts.job_promote_due(
+                    [k.base, k.scheduled, k.counts, k.wake], [PROMOTE_LIMIT]
+                )
+                total += int(promoted)
+                if int(scanned) < PROMOTE_LIMIT:
+                    return total
+
+    def job_release_many(self, params: JobReleaseParams) -> list[str]:
+        if not params.jobs:
+            return []
+        k = self.keys
+        args: list[str | int] = [params.worker_id]
+        for job_id, token in params.jobs:
+            args += [job_id, token]
+        with self._guard():
+            refused: list[str] = self._scripts.job_release(
+                [k.base, k.running, k.counts, k.wake], args
+            )
+        return refused
+
+    def job_rescue(self, params: JobRescueParams) -> list[RescueResult]:
+        k = self.keys
+        # The caller's stale_before becomes an age, re-anchored on the server's clock.
+        age = time.time() - params.stale_before
+        args: list[str | int] = [repr(age), params.max_rescues, self._ttl, _WORKER_LOST, *params.dead_worker_ids]
+        with self._guard():
+            flat = self._scripts.job_rescue(
+                [k.base, k.running, k.workers, k.counts, k.wake, k.expiry], args
+            )
+        return [
+            RescueResult(flat[i], flat[i + 1], JobState(flat[i + 2])) for i in range(0, len(flat), 3)
+        ]
+
+    def job_retry_many(self, params: JobRetryParams) -> list[JobRecord]:
+        k = self.keys
+        ids = list(params.ids)
+        with self._guard():
+            for chunk in chunks(ids):
+                self._scripts.job_retry([k.base, k.expiry, k.counts, k.wake], list(chunk))
+        return self.job_get_many(ids)
+
+    def job_wait(self, params: JobWaitParams) -> JobRecord | None:
+        deadline = None if params.timeout is None else time.monotonic() + params.timeout
+        done = self.keys.done(params.id)
+        with self._guard():
+            while True:
+                found = self._get_jobs([params.id])
+                if not found:
+                    raise JobNotFound(params.id)
+                if found[0].state.is_finished:
+                    return found[0]
+                remaining = BLOCK_SLICE
+                if deadline is not None:
+                    remaining = min(remaining, deadline - time.monotonic())
+                if remaining <= 0:
+                    return None
+                # BLMOVE onto itself: the element stays, so every waiter wakes. A 0
+                # timeout would block forever, hence the floor.
+                self._client.blmove(done, done, max(remaining, 0.01), "LEFT", "LEFT")
+
+    # -- queues and workers --------------------------------------------------------------
+
+    def queue_stats(self) -> list[QueueStats]:
+        with self._guard():
+            self._prune()
+            raw = self._client.hgetall(self.keys.counts)
+            counts: dict[str, dict[str, int]] = {}
+            for field, value in raw.items():
+                state, _, queue = field.partition(":")
+                if int(value) > 0:
+                    counts.setdefault(queue, {})[state] = int(value)
+            now = self._server_time()
+            return [
+                QueueStats(q, counts[q], self._oldest_ready_age(q, now) if "queued" in counts[q]
+                           else None)
+                for q in sorted(counts)
+            ]
+
+    def _oldest_ready_age(self, queue: str, now: float) -> float | None:
+        """Age of the smallest run_at among ready jobs: the first member of each
+        priority band of the ready set (one ZRANGEBYSCORE per distinct priority)."""
+        key = self.keys.ready(queue)
+        oldest: float | None = None
+        low = "-inf"
+        while True:
+            first = self._client.zrangebyscore(key, low, "+inf", 0, 1, withscores=True)
+            if not first:
+                break
+            member, score = first[0]
+            run_at = self._client.hget(self.keys.job(member), "run_at")
+            if run_at is not None:
+                oldest = float(run_at) if oldest is None else min(oldest, float(run_at))
+            band_start = math.floor(score / _BAND) * _BAND
+            low = repr(band_start + _BAND)
+        return None if oldest is None else now - oldest
+
+    def work_wait(self, timeout: float) -> None:
+        with self._guard():
+            first = self._client.zrange(self.keys.scheduled, 0, 0, withscores=True)
+            if first:
+                timeout = min(timeout, max(0.0, first[0][1] - self._server_time()))
+            timeout = min(timeout, BLOCK_SLICE)
+            if timeout < 0.01:
+                return  # BLPOP 0 would block forever
+            self._client.blpop([self.keys.wake], timeout)
+
+    def worker_deregister(self, worker_id: str) -> None:
+        with self._guard():
+            self._scripts.worker_deregister([self.keys.base, self.keys.workers], [worker_id])
+
+    def worker_heartbeat(self, params: WorkerHeartbeatParams) -> None:
+        w = params.worker
+        args: list[str | int] = [
+            w.id, w.host, w.pid, opt_num(w.pid_started), repr(float(w.started_at)),
+            opt_num(params.last_fetch_at), json.dumps(list(w.queues)), w.concurrency, w.pool,
+            params.running,
+        ]  # fmt: skip
+        with self._guard():
+            self._scripts.worker_heartbeat([self.keys.base, self.keys.workers], args)
+
+    def worker_list(self) -> list[WorkerInfo]:
+        with self._guard():
+            ids = self._client.zrange(self.keys.workers, 0, -1)
+            pipe = self._client.pipeline(transaction=False)
+            for worker_id in ids:
+                pipe.hmget(self.keys.worker(worker_id), records.WORKER_FIELDS)
+            found = [records.worker_info(v) for v in pipe.execute()]
+        return sorted((w for w in found if w is not None), key=lambda w: w.started_at)

@@ -1,0 +1,65 @@
+-- job_finish: end many attempts in one call, each fenced by its claim token.
+-- KEYS[1] base "{prefix}:"   KEYS[2] running zset   KEYS[3] scheduled zset
+-- KEYS[4] expiry zset        KEYS[5] counts hash    KEYS[6] wake list
+-- KEYS[7] jobs (id index zset)
+-- ARGV[1] result TTL in seconds (finished jobs and their attempts expire after it)
+-- ARGV[2..]: 11 per job: id, token, kind (s succeeded, r retry, d dead, c cancelled,
+--   x drop), worker_id*, attempt, result*, error*, reason*, run_at+, started_at+,
+--   finished_at+   (* text: '' NULL else '=' .. value;  + number: '' NULL)
+-- Derived: job:<id>, attempts:<id>, done:<id>, inflight:<worker>.
+-- A job is changed only if it is running under that token; the others are refused
+-- (a stale worker) and returned. The attempt record and the state change are written
+-- by this one script, so a crash can never split "record the retry" from "ack".
+local t = now()
+local ts = fmt(t)
+local ttl = tonumber(ARGV[1])
+local refused = {}
+local retried = 0
+local outcome_of = {s = 'succeeded', r = 'failed', d = 'dead', c = 'cancelled'}
+local state_of = {s = 'succeeded', d = 'dead', c = 'cancelled'}
+for b = 2, #ARGV, 11 do
+  local id, token, kind = ARGV[b], ARGV[b + 1], ARGV[b + 2]
+  local key = k_job(id)
+  local f = redis.call('HMGET', key, 'state', 'token', 'queue', 'worker_id')
+  if f[1] ~= 'running' or f[2] ~= token then
+    refused[#refused + 1] = id
+  else
+    local queue = f[3]
+    redis.call('ZREM', KEYS[2], id)
+    if f[4] then redis.call('SREM', k_inflight(f[4]), id) end
+    count('running', queue, -1)
+    local err, reason = opt_text(ARGV[b + 6]), opt_text(ARGV[b + 7])
+    local fin = opt_num(ARGV[b + 10]) or ts
+    if kind == 'x' then
+      -- drop: the row and its history go, as SQLite's DELETE
+      redis.call('DEL', key, k_attempts(id))
+      redis.call('ZREM', KEYS[7], id)
+      notify_done(id)
+    else
+      add_attempt(id, ARGV[b + 4], token, opt_text(ARGV[b + 3]), opt_num(ARGV[b + 9]), fin,
+        outcome_of[kind], err)
+      if kind == 'r' then
+        local run_at = opt_num(ARGV[b + 8]) or ts
+        hset_nullable(key, {'state', 'scheduled', 'run_at', run_at, 'error', err,
+          'reason', reason, 'worker_id', false, 'lease_until', false})
+        redis.call('ZADD', KEYS[3], run_at, id)
+        count('scheduled', queue, 1)
+        retried = retried + 1
+      elseif kind == 's' then
+        hset_nullable(key, {'state', 'succeeded', 'result', opt_text(ARGV[b + 5]),
+          'finished_at', fin, 'worker_id', false, 'lease_until', false})
+      else
+        hset_nullable(key, {'state', state_of[kind], 'error', err, 'reason', reason,
+          'finished_at', fin, 'worker_id', false, 'lease_until', false})
+      end
+      if kind ~= 'r' then
+        count(state_of[kind], queue, 1)
+        finished(KEYS[4], id, state_of[kind], queue, ttl, t)
+      end
+    end
+  end
+end
+flush_counts(KEYS[5])
+-- A retry may be due at once (no backoff): let an idle worker look.
+wake(KEYS[6], retried)
+return refused
