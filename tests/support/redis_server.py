@@ -70,8 +70,9 @@ def ping(port: int, timeout: float = 0.2) -> bool:
 class RedisServer:
     """One redis-server process; ``restart()`` keeps its port and data directory."""
 
-    def __init__(self, directory: Path, *, aof: bool = False, cluster: bool = False,
-                 port: int | None = None) -> None:
+    def __init__(
+        self, directory: Path, *, aof: bool = False, cluster: bool = False, port: int | None = None
+    ) -> None:
         self.binary = require_binary()
         self.directory = directory
         self.aof = aof
@@ -84,23 +85,43 @@ class RedisServer:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def args(self) -> list[str]:
-        args = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1",
-                "--dir", str(self.directory), "--save", "",
-                "--appendonly", "yes" if self.aof else "no", "--daemonize", "no",
-                "--logfile", str(self.directory / "redis.log")]
+        args = [
+            self.binary,
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(self.directory),
+            "--save",
+            "",
+            "--appendonly",
+            "yes" if self.aof else "no",
+            "--daemonize",
+            "no",
+            "--logfile",
+            str(self.directory / "redis.log"),
+        ]
         if self.cluster:
-            args += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                     "--cluster-node-timeout", "2000"]
+            args += [
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+                "--cluster-node-timeout",
+                "2000",
+            ]
         return args
 
     def start(self) -> RedisServer:
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.process = subprocess.Popen(self.args(), stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.DEVNULL)
+        self.process = subprocess.Popen(
+            self.args(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         deadline = time.monotonic() + STARTUP_TIMEOUT
         while not ping(self.port):
             if self.process.poll() is not None or time.monotonic() > deadline:
-                log = (self.directory / "redis.log")
+                log = self.directory / "redis.log"
                 tail = log.read_text()[-2000:] if log.exists() else ""
                 self.stop()
                 raise RuntimeError(f"redis-server on port {self.port} did not start:\n{tail}")
@@ -138,14 +159,27 @@ def redis_cluster(directory: Path, nodes: int = 3) -> Iterator[Sequence[RedisSer
         for s in servers:
             s.start()
         subprocess.run(
-            [cli, "--cluster", "create", *(f"127.0.0.1:{s.port}" for s in servers),
-             "--cluster-replicas", "0", "--cluster-yes"],
-            check=True, capture_output=True, timeout=30,
+            [
+                cli,
+                "--cluster",
+                "create",
+                *(f"127.0.0.1:{s.port}" for s in servers),
+                "--cluster-replicas",
+                "0",
+                "--cluster-yes",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=30,
         )
         deadline = time.monotonic() + 20
         while True:
-            info = subprocess.run([cli, "-p", str(servers[0].port), "cluster", "info"],
-                                  capture_output=True, text=True, timeout=5).stdout
+            info = subprocess.run(
+                [cli, "-p", str(servers[0].port), "cluster", "info"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+            ).stdout
             if "cluster_state:ok" in info:
                 break
             if time.monotonic() > deadline:

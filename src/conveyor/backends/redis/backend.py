@@ -22,7 +22,6 @@ Example:
 from __future__ import annotations
 
 import json
-import math
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -54,7 +53,7 @@ from conveyor.backends.base import (
     WorkerHeartbeatParams,
     WorkerInfo,
 )
-from conveyor.backends.redis import records
+from conveyor.backends.redis import reads, records
 from conveyor.backends.redis.keys import Keys
 from conveyor.backends.redis.records import chunks, opt_num, opt_text
 from conveyor.backends.redis.scripts import Scripts
@@ -72,8 +71,6 @@ CONNECT_TIMEOUT = 5.0
 PROMOTE_LIMIT = 1000
 #: Finished jobs whose index entries one prune call removes.
 PRUNE_LIMIT = 1000
-#: Ids read per round trip when job_list scans the id index.
-LIST_PAGE = 500
 #: Jobs per finish script call; larger batches become several calls.
 FINISH_CHUNK = 1000
 _KIND = {
@@ -93,8 +90,6 @@ _UNAVAILABLE = (
     redis.exceptions.TryAgainError,
     redis.exceptions.ReadOnlyError,  # a replica promoted mid-failover
 )
-#: ready-set score band of one priority (see ready_score in scripts/_lib.lua)
-_BAND = 1e13
 
 
 class RedisBackend:
@@ -152,13 +147,6 @@ class RedisBackend:
         seconds, micros = self._client.time()
         return float(seconds) + float(micros) / 1e6
 
-    def _get_jobs(self, ids: Sequence[str]) -> list[JobRecord]:
-        pipe = self._client.pipeline(transaction=False)
-        for job_id in ids:
-            pipe.hmget(self.keys.job(job_id), records.JOB_FIELDS)
-        found = (records.job_record(v) for v in pipe.execute())
-        return [r for r in found if r is not None]
-
     def _prune(self) -> None:
         k = self.keys
         while self._scripts.job_prune([k.base, k.jobs, k.expiry, k.counts], [PRUNE_LIMIT]) >= (
@@ -196,10 +184,18 @@ class RedisBackend:
             reply = self._scripts.job_claim(keys, args)
         claimed = [
             ClaimedJob(
-                id=j[0], task=j[1], queue=j[2], payload=j[3], attempt=int(j[4]),
-                max_attempts=int(j[5]), token=int(j[6]),
-                timeout=None if j[7] is None else float(j[7]), lease=float(j[8]),
-                run_at=float(j[9]), claimed_at=float(j[10]), rescues=int(j[11]),
+                id=j[0],
+                task=j[1],
+                queue=j[2],
+                payload=j[3],
+                attempt=int(j[4]),
+                max_attempts=int(j[5]),
+                token=int(j[6]),
+                timeout=None if j[7] is None else float(j[7]),
+                lease=float(j[8]),
+                run_at=float(j[9]),
+                claimed_at=float(j[10]),
+                rescues=int(j[11]),
                 priority=int(j[12]),
             )
             for j in reply[1:]
@@ -246,7 +242,7 @@ class RedisBackend:
 
     def job_get_many(self, ids: Sequence[str]) -> list[JobRecord]:
         with self._guard():
-            return self._get_jobs(ids)
+            return reads.get_jobs(self._client, self.keys, ids)
 
     def job_insert_many(self, params: Sequence[JobInsertParams]) -> None:
         if not params:
@@ -269,25 +265,9 @@ class RedisBackend:
             raise
 
     def job_list(self, params: JobListParams) -> list[JobRecord]:
-        found: list[JobRecord] = []
-        cursor = "-" if params.after_id is None else "(" + params.after_id
         with self._guard():
             self._prune()
-            while len(found) < params.limit:
-                ids = self._client.zrangebylex(self.keys.jobs, cursor, "+", 0, LIST_PAGE)
-                for record in self._get_jobs(ids):
-                    if (
-                        (params.queue is None or record.queue == params.queue)
-                        and (params.state is None or record.state == params.state)
-                        and (params.task is None or record.task == params.task)
-                    ):
-                        found.append(record)
-                        if len(found) == params.limit:
-                            break
-                if len(ids) < LIST_PAGE:
-                    break
-                cursor = "(" + ids[-1]
-        return found
+            return reads.list_jobs(self._client, self.keys, params)
 
     def job_promote_due(self) -> int:
         k = self.keys
@@ -318,13 +298,20 @@ class RedisBackend:
         k = self.keys
         # The caller's stale_before becomes an age, re-anchored on the server's clock.
         age = time.time() - params.stale_before
-        args: list[str | int] = [repr(age), params.max_rescues, self._ttl, _WORKER_LOST, *params.dead_worker_ids]
+        args: list[str | int] = [
+            repr(age),
+            params.max_rescues,
+            self._ttl,
+            _WORKER_LOST,
+            *params.dead_worker_ids,
+        ]
         with self._guard():
             flat = self._scripts.job_rescue(
                 [k.base, k.running, k.workers, k.counts, k.wake, k.expiry], args
             )
         return [
-            RescueResult(flat[i], flat[i + 1], JobState(flat[i + 2])) for i in range(0, len(flat), 3)
+            RescueResult(flat[i], flat[i + 1], JobState(flat[i + 2]))
+            for i in range(0, len(flat), 3)
         ]
 
     def job_retry_many(self, params: JobRetryParams) -> list[JobRecord]:
@@ -340,7 +327,7 @@ class RedisBackend:
         done = self.keys.done(params.id)
         with self._guard():
             while True:
-                found = self._get_jobs([params.id])
+                found = reads.get_jobs(self._client, self.keys, [params.id])
                 if not found:
                     raise JobNotFound(params.id)
                 if found[0].state.is_finished:
@@ -359,36 +346,7 @@ class RedisBackend:
     def queue_stats(self) -> list[QueueStats]:
         with self._guard():
             self._prune()
-            raw = self._client.hgetall(self.keys.counts)
-            counts: dict[str, dict[str, int]] = {}
-            for field, value in raw.items():
-                state, _, queue = field.partition(":")
-                if int(value) > 0:
-                    counts.setdefault(queue, {})[state] = int(value)
-            now = self._server_time()
-            return [
-                QueueStats(q, counts[q], self._oldest_ready_age(q, now) if "queued" in counts[q]
-                           else None)
-                for q in sorted(counts)
-            ]
-
-    def _oldest_ready_age(self, queue: str, now: float) -> float | None:
-        """Age of the smallest run_at among ready jobs: the first member of each
-        priority band of the ready set (one ZRANGEBYSCORE per distinct priority)."""
-        key = self.keys.ready(queue)
-        oldest: float | None = None
-        low = "-inf"
-        while True:
-            first = self._client.zrangebyscore(key, low, "+inf", 0, 1, withscores=True)
-            if not first:
-                break
-            member, score = first[0]
-            run_at = self._client.hget(self.keys.job(member), "run_at")
-            if run_at is not None:
-                oldest = float(run_at) if oldest is None else min(oldest, float(run_at))
-            band_start = math.floor(score / _BAND) * _BAND
-            low = repr(band_start + _BAND)
-        return None if oldest is None else now - oldest
+            return reads.queue_stats(self._client, self.keys, self._server_time())
 
     def work_wait(self, timeout: float) -> None:
         with self._guard():
@@ -416,9 +374,4 @@ class RedisBackend:
 
     def worker_list(self) -> list[WorkerInfo]:
         with self._guard():
-            ids = self._client.zrange(self.keys.workers, 0, -1)
-            pipe = self._client.pipeline(transaction=False)
-            for worker_id in ids:
-                pipe.hmget(self.keys.worker(worker_id), records.WORKER_FIELDS)
-            found = [records.worker_info(v) for v in pipe.execute()]
-        return sorted((w for w in found if w is not None), key=lambda w: w.started_at)
+            return reads.list_workers(self._client, self.keys)
