@@ -55,7 +55,7 @@ from conveyor.backends.base import (
 )
 from conveyor.backends.redis import reads, records
 from conveyor.backends.redis.keys import Keys
-from conveyor.backends.redis.records import chunks, opt_num, opt_text
+from conveyor.backends.redis.records import chunks, num, opt_num
 from conveyor.backends.redis.scripts import Scripts
 from conveyor.backends.redis.url import parse_redis_url
 from conveyor.errors import BackendUnavailable, ConveyorError, JobNotFound
@@ -90,6 +90,11 @@ _UNAVAILABLE = (
     redis.exceptions.TryAgainError,
     redis.exceptions.ReadOnlyError,  # a replica promoted mid-failover
 )
+
+
+def _json(value: object) -> str:
+    # Raw UTF-8 rather than \u escapes: cjson passes bytes through untouched.
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 class RedisBackend:
@@ -181,7 +186,7 @@ class RedisBackend:
         args: list[str | int] = [params.worker_id, params.total, PROMOTE_LIMIT]
         args += [limit for _, limit in params.queues]
         with self._guard():
-            reply = self._scripts.job_claim(keys, args)
+            _promoted, reply = self._scripts.job_claim(keys, args)
         claimed = [
             ClaimedJob(
                 id=j[0],
@@ -191,14 +196,14 @@ class RedisBackend:
                 attempt=int(j[4]),
                 max_attempts=int(j[5]),
                 token=int(j[6]),
-                timeout=None if j[7] is None else float(j[7]),
+                timeout=float(j[7]) if j[7] else None,
                 lease=float(j[8]),
                 run_at=float(j[9]),
                 claimed_at=float(j[10]),
                 rescues=int(j[11]),
                 priority=int(j[12]),
             )
-            for j in reply[1:]
+            for j in json.loads(reply)
         ]
         claimed.sort(key=lambda j: (-j.priority, j.run_at, j.id))
         return claimed
@@ -227,17 +232,25 @@ class RedisBackend:
         keys = [k.base, k.running, k.scheduled, k.expiry, k.counts, k.wake, k.jobs]
         refused: list[str] = []
         for start in range(0, len(params), FINISH_CHUNK):
-            args: list[str | int] = [self._ttl]
-            for p in params[start : start + FINISH_CHUNK]:
-                # ``or None``: SQLite treats 0 as "not given" too (``p.run_at or now``).
-                args += [
-                    p.id, p.token, _KIND[p.kind], opt_text(p.worker_id), p.attempt,
-                    opt_text(p.result), opt_text(p.error), opt_text(p.reason),
-                    opt_num(p.run_at or None), opt_num(p.started_at),
-                    opt_num(p.finished_at or None),
-                ]  # fmt: skip
+            # ``or None``: SQLite treats 0 as "not given" too (``p.run_at or now``).
+            batch = [
+                [
+                    p.id,
+                    p.token,
+                    _KIND[p.kind],
+                    p.worker_id,
+                    p.attempt,
+                    p.result,
+                    p.error,
+                    p.reason,
+                    num(p.run_at or None),
+                    num(p.started_at),
+                    num(p.finished_at or None),
+                ]
+                for p in params[start : start + FINISH_CHUNK]
+            ]
             with self._guard():
-                refused += self._scripts.job_finish(keys, args)
+                refused += self._scripts.job_finish(keys, [self._ttl, _json(batch)])
         return refused
 
     def job_get_many(self, ids: Sequence[str]) -> list[JobRecord]:
@@ -248,16 +261,25 @@ class RedisBackend:
         if not params:
             return
         k = self.keys
-        args: list[str | int] = []
-        for p in params:
-            args += [
-                p.id, p.task, p.queue, p.payload, p.priority,
-                "" if p.run_at is None else repr(float(p.run_at)), p.max_attempts,
-                opt_num(p.timeout), repr(float(p.lease)),
-            ]  # fmt: skip
+        batch = [
+            [
+                p.id,
+                p.task,
+                p.queue,
+                p.payload,
+                p.priority,
+                num(p.run_at) or "",
+                p.max_attempts,
+                num(p.timeout) or "",
+                repr(float(p.lease)),
+            ]
+            for p in params
+        ]
         try:
             with self._guard():
-                self._scripts.job_insert([k.base, k.jobs, k.scheduled, k.counts, k.wake], args)
+                self._scripts.job_insert(
+                    [k.base, k.jobs, k.scheduled, k.counts, k.wake], [_json(batch)]
+                )
         except redis.exceptions.ResponseError as exc:
             if "DUPLICATE" in str(exc):
                 job_id = str(exc).rsplit("DUPLICATE ", 1)[-1]
@@ -365,10 +387,17 @@ class RedisBackend:
     def worker_heartbeat(self, params: WorkerHeartbeatParams) -> None:
         w = params.worker
         args: list[str | int] = [
-            w.id, w.host, w.pid, opt_num(w.pid_started), repr(float(w.started_at)),
-            opt_num(params.last_fetch_at), json.dumps(list(w.queues)), w.concurrency, w.pool,
+            w.id,
+            w.host,
+            w.pid,
+            opt_num(w.pid_started),
+            repr(float(w.started_at)),
+            opt_num(params.last_fetch_at),
+            json.dumps(list(w.queues)),
+            w.concurrency,
+            w.pool,
             params.running,
-        ]  # fmt: skip
+        ]
         with self._guard():
             self._scripts.worker_heartbeat([self.keys.base, self.keys.workers], args)
 

@@ -1,11 +1,12 @@
 """Hash <-> record mapping and script argument encoding for the Redis backend.
 
-Hashes hold the same fields as the SQLite rows; an absent field is NULL. Script
-arguments encode NULL as ``""`` and text as ``"=" + value`` (see ``scripts/_lib.lua``).
+Hashes hold the same fields as the SQLite rows; an absent field is NULL. Plain script
+arguments encode a NULL number as ``""``; batch arguments are JSON where times travel as
+decimal strings (Lua numbers would keep only 14 significant digits).
 
 Example:
-    >>> opt_text(None), opt_text(""), opt_num(None), opt_num(1.5)
-    ('', '=', '', '1.5')
+    >>> opt_num(None), opt_num(1.5), num(None), num(2)
+    ('', '1.5', None, '2.0')
 """
 
 from __future__ import annotations
@@ -30,12 +31,14 @@ WORKER_FIELDS = (
 )  # fmt: skip
 
 
-def opt_text(value: str | None) -> str:
-    return "" if value is None else "=" + value
-
-
 def opt_num(value: float | None) -> str:
+    """A nullable number as a script argument: ``""`` is NULL."""
     return "" if value is None else repr(float(value))
+
+
+def num(value: float | None) -> str | None:
+    """A nullable time inside a JSON argument: a decimal string (Lua keeps it verbatim)."""
+    return None if value is None else repr(float(value))
 
 
 def _float(value: str | None) -> float | None:

@@ -37,10 +37,8 @@ local function ready_score(priority, run_at)
   return string.format('%.0f', -p * 1e13 + ms)
 end
 
--- Optional arguments: '' is NULL; text values arrive as '=' .. value so that an empty
--- string stays distinguishable from NULL. NULL becomes false, never nil: Lua tables
--- with nil holes have no reliable length.
-local function opt_text(s) if s == '' then return false end return string.sub(s, 2) end
+-- Optional plain arguments: '' is NULL. NULL becomes false, never nil: Lua tables with
+-- nil holes have no reliable length.
 local function opt_num(s) if s == '' then return false end return s end
 
 -- Per (state, queue) counters, aggregated in the script and written once at the end.

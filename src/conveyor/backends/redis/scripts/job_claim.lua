@@ -6,15 +6,16 @@
 -- Derived: job:<id>, ready:<queue> (of promoted jobs).
 -- First pass: up to each queue's limit; second pass: top up to total from the same
 -- queues in the same order (as SQLite). Token and attempt count here; the lease is
--- timed by the server clock. Returns {promoted, job1, job2, ...} where each job is
--- {id, task, queue, payload, attempt, max_attempts, token, timeout, lease, run_at,
---  claimed_at, rescues, priority}.
+-- timed by the server clock. Returns {promoted, jobs} where jobs is a JSON array (parsed
+-- in C by the client, much cheaper than a nested reply) of arrays of strings
+-- [id, task, queue, payload, attempt, max_attempts, token, timeout (false = NULL),
+--  lease, run_at, claimed_at, rescues, priority].
 local t = now()
 local ts = fmt(t)
 local worker = ARGV[1]
 local remaining = tonumber(ARGV[2])
 local promoted = promote_due(KEYS[2], t, tonumber(ARGV[3]))
-local out = {promoted}
+local out = {}
 local empty = {}
 local nq = #KEYS - 6
 
@@ -54,5 +55,6 @@ for i = 1, nq do
 end
 flush_counts(KEYS[5])
 -- Promoted jobs this claim could not take are for other workers: wake them.
-wake(KEYS[6], promoted - (#out - 1))
-return out
+wake(KEYS[6], promoted - #out)
+if #out == 0 then return {promoted, '[]'} end
+return {promoted, cjson.encode(out)}

@@ -3,9 +3,9 @@
 -- KEYS[4] expiry zset        KEYS[5] counts hash    KEYS[6] wake list
 -- KEYS[7] jobs (id index zset)
 -- ARGV[1] result TTL in seconds (finished jobs and their attempts expire after it)
--- ARGV[2..]: 11 per job: id, token, kind (s succeeded, r retry, d dead, c cancelled,
---   x drop), worker_id*, attempt, result*, error*, reason*, run_at+, started_at+,
---   finished_at+   (* text: '' NULL else '=' .. value;  + number: '' NULL)
+-- ARGV[2]: JSON array, one array per job: [id, token (int), kind (s succeeded,
+--   r retry, d dead, c cancelled, x drop), worker_id, attempt (int), result, error,
+--   reason, run_at, started_at, finished_at]; times are decimal strings; null = NULL
 -- Derived: job:<id>, attempts:<id>, done:<id>, inflight:<worker>.
 -- A job is changed only if it is running under that token; the others are refused
 -- (a stale worker) and returned. The attempt record and the state change are written
@@ -17,8 +17,9 @@ local refused = {}
 local retried = 0
 local outcome_of = {s = 'succeeded', r = 'failed', d = 'dead', c = 'cancelled'}
 local state_of = {s = 'succeeded', d = 'dead', c = 'cancelled'}
-for b = 2, #ARGV, 11 do
-  local id, token, kind = ARGV[b], ARGV[b + 1], ARGV[b + 2]
+local function arg(v) if v == cjson.null then return false end return v end
+for _, p in ipairs(cjson.decode(ARGV[2])) do
+  local id, token, kind = p[1], string.format('%d', p[2]), p[3]
   local key = k_job(id)
   local f = redis.call('HMGET', key, 'state', 'token', 'queue', 'worker_id')
   if f[1] ~= 'running' or f[2] ~= token then
@@ -28,25 +29,25 @@ for b = 2, #ARGV, 11 do
     redis.call('ZREM', KEYS[2], id)
     if f[4] then redis.call('SREM', k_inflight(f[4]), id) end
     count('running', queue, -1)
-    local err, reason = opt_text(ARGV[b + 6]), opt_text(ARGV[b + 7])
-    local fin = opt_num(ARGV[b + 10]) or ts
+    local err, reason = arg(p[7]), arg(p[8])
+    local fin = arg(p[11]) or ts
     if kind == 'x' then
       -- drop: the row and its history go, as SQLite's DELETE
       redis.call('DEL', key, k_attempts(id))
       redis.call('ZREM', KEYS[7], id)
       notify_done(id)
     else
-      add_attempt(id, ARGV[b + 4], token, opt_text(ARGV[b + 3]), opt_num(ARGV[b + 9]), fin,
+      add_attempt(id, string.format('%d', p[5]), token, arg(p[4]), arg(p[10]), fin,
         outcome_of[kind], err)
       if kind == 'r' then
-        local run_at = opt_num(ARGV[b + 8]) or ts
+        local run_at = arg(p[9]) or ts
         hset_nullable(key, {'state', 'scheduled', 'run_at', run_at, 'error', err,
           'reason', reason, 'worker_id', false, 'lease_until', false})
         redis.call('ZADD', KEYS[3], run_at, id)
         count('scheduled', queue, 1)
         retried = retried + 1
       elseif kind == 's' then
-        hset_nullable(key, {'state', 'succeeded', 'result', opt_text(ARGV[b + 5]),
+        hset_nullable(key, {'state', 'succeeded', 'result', arg(p[6]),
           'finished_at', fin, 'worker_id', false, 'lease_until', false})
       else
         hset_nullable(key, {'state', state_of[kind], 'error', err, 'reason', reason,
