@@ -336,3 +336,53 @@ def test_worker_heartbeat_keeps_last_fetch(rb: RedisBackend) -> None:
     assert w.heartbeat_at == pytest.approx(time.time(), abs=5)
     rb.worker_deregister("w1")
     assert rb.worker_list() == []
+
+
+def test_expired_lease_is_rescued_even_with_a_live_heartbeat(rb: RedisBackend) -> None:
+    insert(rb, "a", lease=0.05)
+    worker(rb)
+    claim(rb)
+    time.sleep(0.15)
+    worker(rb)  # fresh heartbeat: only the lease says the claim is lost
+    (r,) = rb.job_rescue(JobRescueParams([], stale_before=time.time() - 0.05))
+    assert (r.job_id, r.state) == ("a", JobState.QUEUED)
+    assert [w.id for w in rb.worker_list()] == ["w1"]  # a live worker is kept
+
+
+def test_waiters_wake_on_rescue_cancel_and_delete(rb: RedisBackend) -> None:
+    insert(rb, "lost", queue="r", max_attempts=1)
+    insert(rb, "queued", "gone")
+    worker(rb)
+    assert [j.id for j in claim(rb, 1, queue="r")] == ["lost"]
+    results: dict[str, object] = {}
+
+    def wait(job_id: str) -> None:
+        try:
+            results[job_id] = rb.job_wait(JobWaitParams(job_id, 10.0))
+        except JobNotFound as exc:
+            results[job_id] = exc
+
+    threads = [threading.Thread(target=wait, args=(i,)) for i in ("lost", "queued", "gone")]
+    for t in threads:
+        t.start()
+    time.sleep(0.2)
+    started = time.monotonic()
+    rb.job_rescue(JobRescueParams(["w1"], stale_before=time.time() - 60))
+    rb.job_cancel_many(JobCancelParams(["queued"]))
+    rb.job_delete_many(["gone"])
+    for t in threads:
+        t.join()
+    assert time.monotonic() - started < 2.0
+    assert results["lost"].state is JobState.DEAD  # type: ignore[union-attr]
+    assert results["queued"].state is JobState.CANCELLED  # type: ignore[union-attr]
+    assert isinstance(results["gone"], JobNotFound)
+
+
+def test_unwatched_jobs_finish_without_notification_keys(rb: RedisBackend) -> None:
+    insert(rb, "a")
+    worker(rb)
+    (a,) = claim(rb)
+    rb.job_finish_many([finish("a", a.token)])
+    assert rb.client.exists(rb.keys.done("a")) == 0
+    # A wait that starts after the finish returns at once from the hash.
+    assert rb.job_wait(JobWaitParams("a", 5.0)).state is JobState.SUCCEEDED  # type: ignore[union-attr]

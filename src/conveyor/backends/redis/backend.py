@@ -3,8 +3,8 @@
 Every state change is one script (``scripts/*.lua``) run atomically by Redis, fenced by
 the claim token, timed by the server's ``TIME``. Jobs are hashes with the fields of the
 SQLite ``jobs`` row; ready jobs sit in one sorted set per queue, scheduled ones in one
-sorted set by due time, running ones in a sorted set by lease expiry plus a per-worker
-in-flight set. All keys share the hash tag ``{<prefix>}`` (see ``keys.py``).
+sorted set by due time, running ones in a per-worker in-flight set (plus the set of
+workers holding any, where the rescuer looks). All keys share the hash tag ``{<prefix>}`` (see ``keys.py``).
 
 Weaker than SQLite: no SQL (``supports_sql = False``: ``job_list`` filters by queue,
 state and task only, by scanning the id index); finished jobs and their attempts expire
@@ -181,7 +181,7 @@ class RedisBackend:
 
     def job_claim(self, params: JobClaimParams) -> list[ClaimedJob]:
         k = self.keys
-        keys = [k.base, k.scheduled, k.running, k.inflight(params.worker_id), k.counts, k.wake]
+        keys = [k.base, k.scheduled, k.holders, k.inflight(params.worker_id), k.counts, k.wake]
         keys += [k.ready(queue) for queue, _ in params.queues]
         args: list[str | int] = [params.worker_id, params.total, PROMOTE_LIMIT]
         args += [limit for _, limit in params.queues]
@@ -210,7 +210,7 @@ class RedisBackend:
 
     def job_delete_many(self, ids: Sequence[str]) -> int:
         k = self.keys
-        keys = [k.base, k.jobs, k.scheduled, k.running, k.expiry, k.counts]
+        keys = [k.base, k.jobs, k.scheduled, k.expiry, k.counts]
         with self._guard():
             return sum(int(self._scripts.job_delete(keys, list(c))) for c in chunks(list(ids)))
 
@@ -221,7 +221,7 @@ class RedisBackend:
         for job_id, token in params.jobs:
             args += [job_id, token]
         with self._guard():
-            flags = self._scripts.job_extend_leases([self.keys.base, self.keys.running], args)
+            flags = self._scripts.job_extend_leases([self.keys.base], args)
         return [
             LeaseStatus(job_id, bool(flags[2 * i]), bool(flags[2 * i + 1]))
             for i, (job_id, _) in enumerate(params.jobs)
@@ -229,7 +229,7 @@ class RedisBackend:
 
     def job_finish_many(self, params: Sequence[JobFinishParams]) -> list[str]:
         k = self.keys
-        keys = [k.base, k.running, k.scheduled, k.expiry, k.counts, k.wake, k.jobs]
+        keys = [k.base, k.scheduled, k.expiry, k.counts, k.wake, k.jobs]
         refused: list[str] = []
         for start in range(0, len(params), FINISH_CHUNK):
             # ``or None``: SQLite treats 0 as "not given" too (``p.run_at or now``).
@@ -311,9 +311,7 @@ class RedisBackend:
         for job_id, token in params.jobs:
             args += [job_id, token]
         with self._guard():
-            refused: list[str] = self._scripts.job_release(
-                [k.base, k.running, k.counts, k.wake], args
-            )
+            refused: list[str] = self._scripts.job_release([k.base, k.counts, k.wake], args)
         return refused
 
     def job_rescue(self, params: JobRescueParams) -> list[RescueResult]:
@@ -329,7 +327,7 @@ class RedisBackend:
         ]
         with self._guard():
             flat = self._scripts.job_rescue(
-                [k.base, k.running, k.workers, k.counts, k.wake, k.expiry], args
+                [k.base, k.holders, k.workers, k.counts, k.wake, k.expiry], args
             )
         return [
             RescueResult(flat[i], flat[i + 1], JobState(flat[i + 2]))
@@ -348,11 +346,15 @@ class RedisBackend:
         deadline = None if params.timeout is None else time.monotonic() + params.timeout
         done = self.keys.done(params.id)
         with self._guard():
+            # Mark the job as waited on: from now on finishing it pushes to done:<id>.
+            state = self._scripts.job_watch([self.keys.base], [params.id])
             while True:
-                found = reads.get_jobs(self._client, self.keys, [params.id])
-                if not found:
+                if state is None:
                     raise JobNotFound(params.id)
-                if found[0].state.is_finished:
+                if JobState(state).is_finished:
+                    found = reads.get_jobs(self._client, self.keys, [params.id])
+                    if not found:
+                        raise JobNotFound(params.id)
                     return found[0]
                 remaining = BLOCK_SLICE
                 if deadline is not None:
@@ -362,6 +364,7 @@ class RedisBackend:
                 # BLMOVE onto itself: the element stays, so every waiter wakes. A 0
                 # timeout would block forever, hence the floor.
                 self._client.blmove(done, done, max(remaining, 0.01), "LEFT", "LEFT")
+                state = self._client.hget(self.keys.job(params.id), "state")
 
     # -- queues and workers --------------------------------------------------------------
 

@@ -30,8 +30,8 @@ class Keys:
         self.jobs = self.base + "jobs"
         #: zset id -> run_at of scheduled jobs (delays, retries with backoff)
         self.scheduled = self.base + "scheduled"
-        #: zset id -> lease_until of running jobs (all workers), scanned by rescue
-        self.running = self.base + "running"
+        #: set of worker ids that hold in-flight jobs (where rescue looks)
+        self.holders = self.base + "holders"
         #: zset "state:len(queue):queue" + id -> expiry of finished jobs (index pruning)
         self.expiry = self.base + "expiry"
         #: hash "state:queue" -> number of jobs (queue_stats without scanning)

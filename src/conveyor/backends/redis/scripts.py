@@ -42,5 +42,6 @@ class Scripts:
         self.job_release = load("job_release")
         self.job_rescue = load("job_rescue")
         self.job_retry = load("job_retry")
+        self.job_watch = load("job_watch")
         self.worker_deregister = load("worker_deregister")
         self.worker_heartbeat = load("worker_heartbeat")

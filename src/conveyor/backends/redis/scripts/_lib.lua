@@ -60,13 +60,15 @@ local function wake(key, n)
   if n > 64 then n = 64 end
   local t = {}
   for i = 1, n do t[i] = '1' end
-  redis.call('LPUSH', key, unpack(t))
-  redis.call('LTRIM', key, 0, 63)
+  if redis.call('LPUSH', key, unpack(t)) > 64 then redis.call('LTRIM', key, 0, 63) end
 end
 
 -- Tell job_wait callers the job is finished (or gone). They BLMOVE the list onto itself,
 -- so one element wakes every waiter; it expires because waiters re-check the hash first.
-local function notify_done(id)
+-- Only for jobs someone waits on (field "watched", set by job_watch): the common
+-- fire-and-forget job pays nothing for it.
+local function notify_done(id, watched)
+  if not watched then return end
   local d = k_done(id)
   redis.call('RPUSH', d, '1')
   redis.call('EXPIRE', d, 300)
@@ -103,11 +105,11 @@ local function parse_expiry_member(m)
 end
 
 -- A job reached a finished state: start its result TTL and wake its waiters.
-local function finished(expiry_key, id, state, queue, ttl, t)
+local function finished(expiry_key, id, state, queue, ttl, t, watched)
   redis.call('EXPIRE', k_job(id), ttl)
   redis.call('EXPIRE', k_attempts(id), ttl)
   redis.call('ZADD', expiry_key, fmt(t + ttl), expiry_member(state, queue, id))
-  notify_done(id)
+  notify_done(id, watched)
 end
 
 -- HSET the values of a flat field/value list and HDEL the fields whose value is false.

@@ -11,7 +11,7 @@ local reason, ttl = ARGV[1], tonumber(ARGV[2])
 for i = 3, #ARGV do
   local id = ARGV[i]
   local key = k_job(id)
-  local f = redis.call('HMGET', key, 'state', 'queue')
+  local f = redis.call('HMGET', key, 'state', 'queue', 'watched')
   local state, queue = f[1], f[2]
   if state == 'queued' or state == 'scheduled' then
     if state == 'queued' then
@@ -22,7 +22,7 @@ for i = 3, #ARGV do
     redis.call('HSET', key, 'state', 'cancelled', 'reason', reason, 'finished_at', ts)
     count(state, queue, -1)
     count('cancelled', queue, 1)
-    finished(KEYS[3], id, 'cancelled', queue, ttl, t)
+    finished(KEYS[3], id, 'cancelled', queue, ttl, t, f[3])
   elseif state == 'running' then
     redis.call('HSET', key, 'cancel_requested', '1', 'reason', reason)
   end

@@ -1,5 +1,5 @@
 -- job_claim: promote due scheduled jobs, then claim ready jobs for one worker.
--- KEYS[1] base "{prefix}:"   KEYS[2] scheduled zset   KEYS[3] running zset
+-- KEYS[1] base "{prefix}:"   KEYS[2] scheduled zset   KEYS[3] holders set
 -- KEYS[4] inflight:<worker>  KEYS[5] counts hash      KEYS[6] wake list
 -- KEYS[7..] ready:<queue> for each queue, in the caller's order
 -- ARGV[1] worker id   ARGV[2] total   ARGV[3] promote limit   ARGV[4..] limit per queue
@@ -33,7 +33,6 @@ local function take(i, want)
       local lease_until = fmt(t + tonumber(f[9]))
       redis.call('HSET', key, 'state', 'running', 'worker_id', worker, 'token', token,
         'attempt', attempt, 'started_at', ts, 'lease_until', lease_until)
-      redis.call('ZADD', KEYS[3], lease_until, id)
       redis.call('SADD', KEYS[4], id)
       count('queued', f[3], -1)
       count('running', f[3], 1)
@@ -54,6 +53,8 @@ for i = 1, nq do
   if not empty[i] then take(i, remaining) end
 end
 flush_counts(KEYS[5])
+-- The rescuer finds running jobs through the workers that hold some.
+if #out > 0 then redis.call('SADD', KEYS[3], worker) end
 -- Promoted jobs this claim could not take are for other workers: wake them.
 wake(KEYS[6], promoted - #out)
 if #out == 0 then return {promoted, '[]'} end

@@ -1,5 +1,5 @@
 -- job_extend_leases: renew the leases a worker still holds; report lost claims.
--- KEYS[1] base "{prefix}:"   KEYS[2] running zset
+-- KEYS[1] base "{prefix}:"
 -- ARGV: pairs of id, token
 -- Derived: job:<id>.
 -- A lease is renewed (lease_until = server now + lease) only while the job is running
@@ -14,7 +14,6 @@ for b = 1, #ARGV, 2 do
   if f[1] == 'running' and f[2] == token then
     local lease_until = fmt(t + tonumber(f[3]))
     redis.call('HSET', key, 'lease_until', lease_until)
-    redis.call('ZADD', KEYS[2], lease_until, id)
     held = 1
   end
   out[#out + 1] = held

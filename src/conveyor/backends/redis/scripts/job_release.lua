@@ -1,6 +1,5 @@
 -- job_release: give running jobs back to ready without counting the attempt (shutdown).
--- KEYS[1] base "{prefix}:"   KEYS[2] running zset   KEYS[3] counts hash
--- KEYS[4] wake list
+-- KEYS[1] base "{prefix}:"   KEYS[2] counts hash   KEYS[3] wake list
 -- ARGV[1] worker id (recorded on the attempt)   ARGV[2..]: pairs of id, token
 -- Derived: job:<id>, attempts:<id>, ready:<queue>, inflight:<worker>.
 -- Fenced: only jobs still running under that token move. Returns the refused ids.
@@ -18,7 +17,6 @@ for b = 2, #ARGV, 2 do
     local queue = f[3]
     redis.call('HSET', key, 'state', 'queued', 'attempt', tostring(tonumber(f[5]) - 1))
     redis.call('HDEL', key, 'worker_id', 'lease_until')
-    redis.call('ZREM', KEYS[2], id)
     if f[4] then redis.call('SREM', k_inflight(f[4]), id) end
     redis.call('ZADD', k_ready(queue), ready_score(f[7], f[8]), id)
     count('running', queue, -1)
@@ -27,6 +25,6 @@ for b = 2, #ARGV, 2 do
     released = released + 1
   end
 end
-flush_counts(KEYS[3])
-wake(KEYS[4], released)
+flush_counts(KEYS[2])
+wake(KEYS[3], released)
 return refused
