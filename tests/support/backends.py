@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.redis_server import unique_prefix, with_prefix
+from tests.support.redis_server import isolated_url
 
 
 def _redis_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     # The session server starts on first use only; each test gets its own key prefix.
-    return with_prefix(request.getfixturevalue("redis_url"), unique_prefix())
+    return isolated_url(request)
 
 
 # name -> (request, tmp_path) -> URL

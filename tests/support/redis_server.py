@@ -200,6 +200,29 @@ def unique_prefix() -> str:
     return f"test-{uuid.uuid4().hex[:12]}"
 
 
+def delete_prefix(url: str, prefix: str) -> None:
+    """Delete this test's keys (and only them): matters on a shared external server."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    try:
+        keys = list(client.scan_iter(match="{" + prefix + "}:*", count=1000))
+        for i in range(0, len(keys), 500):
+            client.delete(*keys[i : i + 500])
+    except redis.exceptions.ConnectionError:
+        pass  # a test that stopped its server has nothing left to clean
+    finally:
+        client.close()
+
+
+def isolated_url(request: pytest.FixtureRequest) -> str:
+    """A URL on the session's Redis with a fresh prefix, cleaned up after the test."""
+    base = request.getfixturevalue("redis_url")
+    prefix = unique_prefix()
+    request.addfinalizer(lambda: delete_prefix(base, prefix))
+    return with_prefix(base, prefix)
+
+
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer | None]:
     """The session's own redis-server (None when ``$CONVEYOR_TEST_REDIS_URL`` is set).

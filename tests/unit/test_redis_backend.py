@@ -30,7 +30,7 @@ from conveyor.backends.base import (
 from conveyor.backends.redis.backend import RedisBackend
 from conveyor.errors import ConveyorError, JobNotFound
 from conveyor.states import FinishKind, JobState
-from tests.support.redis_server import unique_prefix, with_prefix
+from tests.support.redis_server import delete_prefix, unique_prefix, with_prefix
 
 pytestmark = pytest.mark.redis
 
@@ -45,6 +45,7 @@ def rb(redis_url: str, prefix: str) -> Iterator[RedisBackend]:
     backend = RedisBackend(with_prefix(redis_url, prefix))
     yield backend
     backend.close()
+    delete_prefix(redis_url, prefix)
 
 
 def insert(rb: RedisBackend, *ids: str, queue: str = "q", **kw: object) -> None:
@@ -295,8 +296,8 @@ def test_job_wait_blocks_until_finished(rb: RedisBackend) -> None:
         rb.job_wait(JobWaitParams("missing", 0.1))
 
 
-def test_results_expire_and_leave_the_indexes(redis_url: str) -> None:
-    rb = RedisBackend(with_prefix(redis_url, unique_prefix()) + "&result_ttl=1")
+def test_results_expire_and_leave_the_indexes(redis_url: str, prefix: str) -> None:
+    rb = RedisBackend(with_prefix(redis_url, prefix) + "&result_ttl=1")
     insert(rb, "a", "b")
     worker(rb)
     (a, b) = claim(rb)
@@ -309,6 +310,7 @@ def test_results_expire_and_leave_the_indexes(redis_url: str) -> None:
     assert rb.job_list(JobListParams()) == []
     assert rb.queue_stats() == []
     rb.close()
+    delete_prefix(redis_url, prefix)
 
 
 def test_job_list_filters_and_pages_by_id(rb: RedisBackend) -> None:
