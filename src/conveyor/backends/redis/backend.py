@@ -14,7 +14,7 @@ Stronger: many hosts share one store, and Redis Cluster works (one slot per pref
 
 Example:
     >>> b = RedisBackend("redis://localhost:6379/0?prefix=demo")  # doctest: +SKIP
-    >>> b.job_insert_many([JobInsertParams(id="j1", task="t", queue="q", payload="{}")])
+    >>> b.job_insert_many([JobInsertParams(id="j1", task="t", queue="q", payload="{}")])  # doctest: +SKIP
     >>> b.job_get_many(["j1"])[0].state  # doctest: +SKIP
     <JobState.QUEUED: 'queued'>
 """
@@ -153,11 +153,11 @@ class RedisBackend:
         return float(seconds) + float(micros) / 1e6
 
     def _prune(self) -> None:
+        """Forget expired finished jobs before a read that lists or counts them."""
         k = self.keys
-        while self._scripts.job_prune([k.base, k.jobs, k.expiry, k.counts], [PRUNE_LIMIT]) >= (
-            PRUNE_LIMIT
-        ):
-            pass
+        removed = PRUNE_LIMIT
+        while removed >= PRUNE_LIMIT:
+            removed = self._scripts.job_prune([k.base, k.jobs, k.expiry, k.counts], [PRUNE_LIMIT])
 
     def close(self) -> None:
         self._client.close()
