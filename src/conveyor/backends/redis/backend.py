@@ -267,9 +267,9 @@ class RedisBackend:
                 p.task,
                 p.queue,
                 p.payload,
-                p.priority,
+                str(int(p.priority)),
                 num(p.run_at) or "",
-                p.max_attempts,
+                str(int(p.max_attempts)),
                 num(p.timeout) or "",
                 repr(float(p.lease)),
             ]

@@ -45,8 +45,15 @@ for _, p in ipairs(cjson.decode(ARGV[2])) do
         count('scheduled', queue, 1)
         retried = retried + 1
       elseif kind == 's' then
-        hset_nullable(key, {'state', 'succeeded', 'result', arg(p[6]),
-          'finished_at', fin, 'worker_id', false, 'lease_until', false})
+        -- the hot path, written out: no temporary tables
+        local result = arg(p[6])
+        if result then
+          redis.call('HSET', key, 'state', 'succeeded', 'finished_at', fin, 'result', result)
+          redis.call('HDEL', key, 'worker_id', 'lease_until')
+        else
+          redis.call('HSET', key, 'state', 'succeeded', 'finished_at', fin)
+          redis.call('HDEL', key, 'worker_id', 'lease_until', 'result')
+        end
       else
         hset_nullable(key, {'state', state_of[kind], 'error', err, 'reason', reason,
           'finished_at', fin, 'worker_id', false, 'lease_until', false})
