@@ -89,6 +89,11 @@ def test_insert_is_all_or_nothing_on_duplicate_id(rb: RedisBackend) -> None:
     with pytest.raises(ConveyorError, match="already exists"):
         insert(rb, "b", "a")
     assert [j.id for j in rb.job_get_many(["a", "b"])] == ["a"]
+    big = [f"x{i:04}" for i in range(1200)]
+    insert(rb, big[900])
+    with pytest.raises(ConveyorError, match="x0900"):
+        insert(rb, *big)
+    assert len(rb.job_list(JobListParams(limit=2000))) == 2  # nothing of the batch
 
 
 def test_claim_finish_is_fenced_by_token(rb: RedisBackend) -> None:
