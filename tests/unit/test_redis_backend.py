@@ -312,6 +312,8 @@ def test_results_expire_and_leave_the_indexes(redis_url: str, prefix: str) -> No
     assert len(rb.job_list(JobListParams())) == 2
     time.sleep(2.1)
     assert rb.job_get_many(["a", "b"]) == []
+    rb.job_rescue(JobRescueParams([], stale_before=time.time() - 60))  # prunes in passing
+    assert rb.client.zcard(rb.keys.jobs) == 0 and rb.client.zcard(rb.keys.expiry) == 0
     assert rb.job_list(JobListParams()) == []
     assert rb.queue_stats() == []
     rb.close()

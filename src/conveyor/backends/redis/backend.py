@@ -329,6 +329,9 @@ class RedisBackend:
             flat = self._scripts.job_rescue(
                 [k.base, k.holders, k.workers, k.counts, k.wake, k.expiry], args
             )
+            # Rescue runs every few seconds on every worker: a good place to keep the
+            # id index and counters free of expired results, off the hot path.
+            self._prune()
         return [
             RescueResult(flat[i], flat[i + 1], JobState(flat[i + 2]))
             for i in range(0, len(flat), 3)
