@@ -74,4 +74,5 @@ def test_insert_claim_finish_wait_on_cluster(cluster: Sequence[RedisServer], pre
     stats = {s.queue: s.counts for s in rb.queue_stats()}
     assert stats == {"q": {"succeeded": 3, "queued": 2}}
     assert len(rb.job_list(JobListParams())) == 5
+    rb.work_wait(0.05)  # BLPOP on the wake list: routed to the prefix's node too
     rb.close()
