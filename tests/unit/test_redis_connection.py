@@ -62,3 +62,8 @@ def test_unreachable_at_first_use() -> None:
         rb.queue_stats()
     with pytest.raises(BackendUnavailable):
         call_with_backoff(rb.worker_list, attempts=2, sleep=lambda s: None)
+
+
+def test_unreachable_cluster_is_unavailable() -> None:
+    with pytest.raises(BackendUnavailable, match="cannot be connected"):
+        RedisBackend("redis://127.0.0.1:1/0?cluster=1&prefix=nowhere")

@@ -89,6 +89,7 @@ _UNAVAILABLE = (
     redis.exceptions.ClusterDownError,
     redis.exceptions.TryAgainError,
     redis.exceptions.ReadOnlyError,  # a replica promoted mid-failover
+    redis.exceptions.MasterDownError,
 )
 
 
@@ -122,9 +123,13 @@ class RedisBackend:
         }
         with self._guard():
             if options.cluster:
-                self._client: Any = redis.cluster.RedisCluster.from_url(
-                    options.client_url, **kwargs
-                )
+                # RedisCluster connects now, to learn the slot map (Redis connects lazily).
+                try:
+                    self._client: Any = redis.cluster.RedisCluster.from_url(
+                        options.client_url, **kwargs
+                    )
+                except redis.exceptions.RedisClusterException as exc:
+                    raise redis.exceptions.ConnectionError(str(exc)) from exc
             else:
                 self._client = redis.Redis.from_url(options.client_url, **kwargs)
         self._scripts = Scripts(self._client)
