@@ -395,3 +395,31 @@ def test_unwatched_jobs_finish_without_notification_keys(rb: RedisBackend) -> No
     assert rb.client.exists(rb.keys.done("a")) == 0
     # A wait that starts after the finish returns at once from the hash.
     assert rb.job_wait(JobWaitParams("a", 5.0)).state is JobState.SUCCEEDED  # type: ignore[union-attr]
+
+
+def test_concurrent_claimers_never_share_a_job(redis_url: str, prefix: str) -> None:
+    url = with_prefix(redis_url, prefix)
+    seed = RedisBackend(url)
+    seed.job_insert_many(
+        [JobInsertParams(id=f"j{i:05}", task="t", queue="q", payload="{}") for i in range(3000)]
+    )
+    got: dict[str, list[str]] = {}
+
+    def run(worker_id: str) -> None:
+        backend = RedisBackend(url)
+        mine = got.setdefault(worker_id, [])
+        while jobs := claim(backend, 50, worker_id=worker_id):
+            mine += [j.id for j in jobs]
+            backend.job_finish_many([finish(j.id, j.token) for j in jobs])
+        backend.close()
+
+    threads = [threading.Thread(target=run, args=(f"w{n}",)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    claimed = [i for ids in got.values() for i in ids]
+    assert len(claimed) == len(set(claimed)) == 3000
+    assert {s.queue: s.counts for s in seed.queue_stats()} == {"q": {"succeeded": 3000}}
+    seed.close()
+    delete_prefix(redis_url, prefix)
