@@ -263,6 +263,18 @@ def test_scheduled_jobs_are_promoted_by_claim(rb: RedisBackend) -> None:
     assert rb.job_promote_due() == 1
 
 
+def test_work_wait_wakes_for_a_sooner_scheduled_job(rb: RedisBackend) -> None:
+    insert(rb, "far", run_at=time.time() + 60)
+    rb.client.delete(rb.keys.wake)
+    timer = threading.Timer(0.1, insert, (rb, "near"), {"run_at": time.time() + 0.3})
+    timer.start()
+    started = time.monotonic()
+    rb.work_wait(3.0)  # woken by the insert
+    rb.work_wait(3.0)  # then sleeps only until "near" is due
+    timer.join()
+    assert 0.25 < time.monotonic() - started < 1.5
+
+
 def test_work_wait_wakes_on_insert(rb: RedisBackend) -> None:
     rb.work_wait(0.01)  # drain
     rb.client.delete(rb.keys.wake)

@@ -82,5 +82,8 @@ for _, queue in ipairs(ready_queues) do
   count('queued', queue, #ready[queue] / 2)
 end
 flush_counts(KEYS[4])
+-- Ready jobs wake that many idle workers; scheduled ones wake one, so it re-reads the
+-- earliest due time (it may be sooner than the one it is sleeping towards).
+if #scheduled > 0 then woken = woken + 1 end
 wake(KEYS[5], woken)
 return n
