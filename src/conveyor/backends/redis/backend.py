@@ -23,15 +23,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
-import redis
-import redis.cluster
 import redis.exceptions
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
 from conveyor.backends.base import (
     AttemptRecord,
@@ -54,19 +49,17 @@ from conveyor.backends.base import (
     WorkerInfo,
 )
 from conveyor.backends.redis import reads, records
+from conveyor.backends.redis.connection import Unavailable, open_client
 from conveyor.backends.redis.keys import Keys
 from conveyor.backends.redis.records import chunks, num, opt_num
 from conveyor.backends.redis.scripts import Scripts
 from conveyor.backends.redis.url import parse_redis_url
-from conveyor.errors import BackendUnavailable, ConveyorError, JobNotFound
+from conveyor.errors import ConveyorError, JobNotFound
 from conveyor.states import FinishKind, JobState
 
 #: Blocking calls wait in slices of this many seconds and re-check the job, so a lost
-#: notification costs at most one slice. Must stay below SOCKET_TIMEOUT.
+#: notification costs at most one slice. Must stay below connection.SOCKET_TIMEOUT.
 BLOCK_SLICE = 5.0
-#: A reply slower than this means the server is gone (blocking calls wait <= BLOCK_SLICE).
-SOCKET_TIMEOUT = 15.0
-CONNECT_TIMEOUT = 5.0
 #: Due scheduled jobs promoted per script call: bounds how long one claim holds Redis.
 PROMOTE_LIMIT = 1000
 #: Finished jobs whose index entries one prune call removes.
@@ -82,14 +75,6 @@ _KIND = {
 }
 _WORKER_LOST = json.dumps(
     {"type": "WorkerLost", "message": "the worker running this job died", "traceback": ""}
-)
-_UNAVAILABLE = (
-    redis.exceptions.ConnectionError,  # includes BusyLoadingError (restart in progress)
-    redis.exceptions.TimeoutError,
-    redis.exceptions.ClusterDownError,
-    redis.exceptions.TryAgainError,
-    redis.exceptions.ReadOnlyError,  # a replica promoted mid-failover
-    redis.exceptions.MasterDownError,
 )
 
 
@@ -110,28 +95,9 @@ class RedisBackend:
     def __init__(self, url: str) -> None:
         options = parse_redis_url(url)
         self.url = options.safe_url
-        self.options = options
         self.keys = Keys(options.prefix)
-        # No automatic retries: a script whose reply was lost may have run, so repeating
-        # it is the caller's decision (see retrying.py). Stale pooled connections are
-        # replaced by redis-py on checkout, so calls work again as soon as Redis is back.
-        kwargs: dict[str, Any] = {
-            "decode_responses": True,
-            "socket_timeout": SOCKET_TIMEOUT,
-            "socket_connect_timeout": CONNECT_TIMEOUT,
-            "retry": Retry(NoBackoff(), 0),
-        }
-        with self._guard():
-            if options.cluster:
-                # RedisCluster connects now, to learn the slot map (Redis connects lazily).
-                try:
-                    self._client: Any = redis.cluster.RedisCluster.from_url(
-                        options.client_url, **kwargs
-                    )
-                except redis.exceptions.RedisClusterException as exc:
-                    raise redis.exceptions.ConnectionError(str(exc)) from exc
-            else:
-                self._client = redis.Redis.from_url(options.client_url, **kwargs)
+        self._guard = Unavailable(self.url)
+        self._client = open_client(options)
         self._scripts = Scripts(self._client)
         self._ttl = options.result_ttl
 
@@ -141,17 +107,6 @@ class RedisBackend:
     def client(self) -> Any:
         """The redis-py client, for ops tools and tests."""
         return self._client
-
-    @contextmanager
-    def _guard(self) -> Iterator[None]:
-        """Turn redis-py's connection failures into conveyor's BackendUnavailable."""
-        try:
-            yield
-        except _UNAVAILABLE as exc:
-            raise BackendUnavailable(
-                f"Redis at {getattr(self, 'url', '?')} is unavailable "
-                f"({type(exc).__name__}: {exc}); retry once it is back"
-            ) from exc
 
     def _server_time(self) -> float:
         seconds, micros = self._client.time()
@@ -170,14 +125,14 @@ class RedisBackend:
     # -- jobs ----------------------------------------------------------------------------
 
     def job_attempts(self, job_id: str) -> list[AttemptRecord]:
-        with self._guard():
+        with self._guard:
             entries = self._client.lrange(self.keys.attempts(job_id), 0, -1)
         return sorted((records.attempt_record(e) for e in entries), key=lambda a: a.token)
 
     def job_cancel_many(self, params: JobCancelParams) -> list[JobRecord]:
         k = self.keys
         ids = list(params.ids)
-        with self._guard():
+        with self._guard:
             for chunk in chunks(ids):
                 self._scripts.job_cancel(
                     [k.base, k.scheduled, k.expiry, k.counts], [params.reason, self._ttl, *chunk]
@@ -190,7 +145,7 @@ class RedisBackend:
         keys += [k.ready(queue) for queue, _ in params.queues]
         args: list[str | int] = [params.worker_id, params.total, PROMOTE_LIMIT]
         args += [limit for _, limit in params.queues]
-        with self._guard():
+        with self._guard:
             _promoted, reply = self._scripts.job_claim(keys, args)
         claimed = [
             ClaimedJob(
@@ -216,7 +171,7 @@ class RedisBackend:
     def job_delete_many(self, ids: Sequence[str]) -> int:
         k = self.keys
         keys = [k.base, k.jobs, k.scheduled, k.expiry, k.counts]
-        with self._guard():
+        with self._guard:
             return sum(int(self._scripts.job_delete(keys, list(c))) for c in chunks(list(ids)))
 
     def job_extend_leases(self, params: JobExtendLeasesParams) -> list[LeaseStatus]:
@@ -225,7 +180,7 @@ class RedisBackend:
         args: list[str | int] = []
         for job_id, token in params.jobs:
             args += [job_id, token]
-        with self._guard():
+        with self._guard:
             flags = self._scripts.job_extend_leases([self.keys.base], args)
         return [
             LeaseStatus(job_id, bool(flags[2 * i]), bool(flags[2 * i + 1]))
@@ -254,12 +209,12 @@ class RedisBackend:
                 ]
                 for p in params[start : start + FINISH_CHUNK]
             ]
-            with self._guard():
+            with self._guard:
                 refused += self._scripts.job_finish(keys, [self._ttl, _json(batch)])
         return refused
 
     def job_get_many(self, ids: Sequence[str]) -> list[JobRecord]:
-        with self._guard():
+        with self._guard:
             return reads.get_jobs(self._client, self.keys, ids)
 
     def job_insert_many(self, params: Sequence[JobInsertParams]) -> None:
@@ -281,7 +236,7 @@ class RedisBackend:
             for p in params
         ]
         try:
-            with self._guard():
+            with self._guard:
                 self._scripts.job_insert(
                     [k.base, k.jobs, k.scheduled, k.counts, k.wake], [_json(batch)]
                 )
@@ -292,14 +247,14 @@ class RedisBackend:
             raise
 
     def job_list(self, params: JobListParams) -> list[JobRecord]:
-        with self._guard():
+        with self._guard:
             self._prune()
             return reads.list_jobs(self._client, self.keys, params)
 
     def job_promote_due(self) -> int:
         k = self.keys
         total = 0
-        with self._guard():
+        with self._guard:
             while True:
                 promoted, scanned = self._scripts.job_promote_due(
                     [k.base, k.scheduled, k.counts, k.wake], [PROMOTE_LIMIT]
@@ -315,7 +270,7 @@ class RedisBackend:
         args: list[str | int] = [params.worker_id]
         for job_id, token in params.jobs:
             args += [job_id, token]
-        with self._guard():
+        with self._guard:
             refused: list[str] = self._scripts.job_release([k.base, k.counts, k.wake], args)
         return refused
 
@@ -330,7 +285,7 @@ class RedisBackend:
             _WORKER_LOST,
             *params.dead_worker_ids,
         ]
-        with self._guard():
+        with self._guard:
             flat = self._scripts.job_rescue(
                 [k.base, k.holders, k.workers, k.counts, k.wake, k.expiry], args
             )
@@ -345,7 +300,7 @@ class RedisBackend:
     def job_retry_many(self, params: JobRetryParams) -> list[JobRecord]:
         k = self.keys
         ids = list(params.ids)
-        with self._guard():
+        with self._guard:
             for chunk in chunks(ids):
                 self._scripts.job_retry([k.base, k.expiry, k.counts, k.wake], list(chunk))
         return self.job_get_many(ids)
@@ -353,7 +308,7 @@ class RedisBackend:
     def job_wait(self, params: JobWaitParams) -> JobRecord | None:
         deadline = None if params.timeout is None else time.monotonic() + params.timeout
         done = self.keys.done(params.id)
-        with self._guard():
+        with self._guard:
             # Mark the job as waited on: from now on finishing it pushes to done:<id>.
             state = self._scripts.job_watch([self.keys.base], [params.id])
             while True:
@@ -377,12 +332,12 @@ class RedisBackend:
     # -- queues and workers --------------------------------------------------------------
 
     def queue_stats(self) -> list[QueueStats]:
-        with self._guard():
+        with self._guard:
             self._prune()
             return reads.queue_stats(self._client, self.keys, self._server_time())
 
     def work_wait(self, timeout: float) -> None:
-        with self._guard():
+        with self._guard:
             first = self._client.zrange(self.keys.scheduled, 0, 0, withscores=True)
             if first:
                 timeout = min(timeout, max(0.0, first[0][1] - self._server_time()))
@@ -392,7 +347,7 @@ class RedisBackend:
             self._client.blpop([self.keys.wake], timeout)
 
     def worker_deregister(self, worker_id: str) -> None:
-        with self._guard():
+        with self._guard:
             self._scripts.worker_deregister([self.keys.base, self.keys.workers], [worker_id])
 
     def worker_heartbeat(self, params: WorkerHeartbeatParams) -> None:
@@ -409,9 +364,9 @@ class RedisBackend:
             w.pool,
             params.running,
         ]
-        with self._guard():
+        with self._guard:
             self._scripts.worker_heartbeat([self.keys.base, self.keys.workers], args)
 
     def worker_list(self) -> list[WorkerInfo]:
-        with self._guard():
+        with self._guard:
             return reads.list_workers(self._client, self.keys)
