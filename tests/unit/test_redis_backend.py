@@ -436,3 +436,13 @@ def test_concurrent_claimers_never_share_a_job(redis_url: str, prefix: str) -> N
     assert {s.queue: s.counts for s in seed.queue_stats()} == {"q": {"succeeded": 3000}}
     seed.close()
     delete_prefix(redis_url, prefix)
+
+
+def test_wait_ignores_a_stale_notification_of_a_reused_id(rb: RedisBackend) -> None:
+    insert(rb, "a")
+    rb.job_wait(JobWaitParams("a", 0.01))  # watched
+    rb.job_delete_many(["a"])  # notifies done:a
+    insert(rb, "a")  # same id again, queued
+    started = time.monotonic()
+    assert rb.job_wait(JobWaitParams("a", 0.3)) is None  # waits, does not spin or return
+    assert 0.25 < time.monotonic() - started < 2.0

@@ -326,8 +326,13 @@ class RedisBackend:
                     return None
                 # BLMOVE onto itself: the element stays, so every waiter wakes. A 0
                 # timeout would block forever, hence the floor.
-                self._client.blmove(done, done, max(remaining, 0.01), "LEFT", "LEFT")
+                woke = self._client.blmove(done, done, max(remaining, 0.01), "LEFT", "LEFT")
                 state = self._client.hget(self.keys.job(params.id), "state")
+                if woke is not None and state is not None and not JobState(state).is_finished:
+                    # A stale notification (a deleted job that had this id): drop it so we
+                    # do not spin, then look again so a finish racing the DEL is not missed.
+                    self._client.delete(done)
+                    state = self._client.hget(self.keys.job(params.id), "state")
 
     # -- queues and workers --------------------------------------------------------------
 
