@@ -10,6 +10,7 @@ import pytest
 import conveyor
 from conveyor.backends.base import Backend
 from tests.support.backends import BACKEND_URLS
+from tests.support.redis_server import redis_server, redis_url, restartable_redis  # noqa: F401
 
 
 @pytest.fixture(params=sorted(BACKEND_URLS))

@@ -22,23 +22,27 @@ from conveyor.errors import (
     JobFailed,
     JobNotFound,
     PayloadTooLarge,
+    Snooze,
 )
 from conveyor.job import Job
 from conveyor.retry import Backoff
 from conveyor.states import JobState
 from conveyor.task import Args, Task
+from conveyor.workflow import Chain, Group, Signature, chain, group
 
 __version__ = "0.1.0"
 
 __all__ = [
     "App",
     "Args",
-    "Backoff",
     "BackendUnavailable",
+    "Backoff",
+    "Chain",
     "ConfigurationError",
     "ConveyorError",
     "DecodeError",
     "EncodeError",
+    "Group",
     "Job",
     "JobCancelled",
     "JobContext",
@@ -46,8 +50,12 @@ __all__ = [
     "JobNotFound",
     "JobState",
     "PayloadTooLarge",
+    "Signature",
+    "Snooze",
     "Task",
+    "chain",
     "current_job",
+    "group",
 ]
 
 

@@ -18,24 +18,29 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import importlib
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 from conveyor.codec import DEFAULT_MAX_PAYLOAD_BYTES
 from conveyor.errors import ConfigurationError
+from conveyor.limits import LimitKey
 from conveyor.retry import Backoff, RetryDelayHook
 from conveyor.task import Task, TaskOptions
+from conveyor.unique import UniqueKey
 
 if TYPE_CHECKING:
     from conveyor.backends.base import Backend
     from conveyor.job import Job
+    from conveyor.periodic import Schedule
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
 
 DEFAULT_URL = "sqlite:///conveyor.db"
 
@@ -58,6 +63,18 @@ class AppSettings:
     heartbeat_interval: float = 1.0
     heartbeat_ttl: float = 30.0
     rescue_interval: float = 2.0
+    #: Finished jobs are kept this long (seconds), then pruned by the workers.
+    retention: float = 7 * 86400.0
+    #: How often each worker's pruner runs (seconds).
+    prune_interval: float = 60.0
+    #: Capture ``logging`` records emitted inside tasks and store them with the job.
+    capture_logs: bool = True
+    #: Lowest level captured ("DEBUG", "INFO", ...).
+    log_level: str = "INFO"
+    #: Records kept per job; the first one past it becomes a truncation marker.
+    log_max_per_job: int = 1000
+    #: On worker shutdown, seconds the log writer gets to drain its queue.
+    log_drain_timeout: float = 2.0
 
 
 _SETTINGS = {f.name for f in dataclasses.fields(AppSettings)}
@@ -88,7 +105,9 @@ class App:
     ``url`` defaults to ``$CONVEYOR_URL``, else ``sqlite:///conveyor.db``. Keyword
     arguments are task defaults (``queue``, ``priority``, ``max_attempts``, ``timeout``,
     ``retry``, ``retry_delay``, ``lease``) or app settings (``max_payload_bytes``,
-    ``max_rescues``, ``heartbeat_interval``, ``heartbeat_ttl``, ``rescue_interval``).
+    ``max_rescues``, ``heartbeat_interval``, ``heartbeat_ttl``, ``rescue_interval``,
+    ``retention``, ``prune_interval``, ``capture_logs``, ``log_level``,
+    ``log_max_per_job``, ``log_drain_timeout``).
     """
 
     def __init__(self, url: str | None = None, **defaults: Any) -> None:
@@ -100,6 +119,10 @@ class App:
         self.settings = AppSettings(**{k: v for k, v in defaults.items() if k in _SETTINGS})
         TaskOptions(name="_check_defaults", **self.task_defaults)  # fail fast on bad defaults
         self.tasks: dict[str, Task[Any, Any]] = {}
+        #: Called with (queue, task name) for every job this process enqueues (metrics).
+        self.enqueue_hooks: list[Callable[[str, str], None]] = []
+        #: periodic schedules by name (``@app.periodic``); run by every worker's scheduler
+        self.schedules: dict[str, Schedule] = {}
         self._backend: Backend | None = None
         self._lock = threading.Lock()
 
@@ -134,6 +157,8 @@ class App:
     @overload
     def task(
         self,
+        fn: None = None,
+        /,
         *,
         name: str | None = None,
         queue: str | None = None,
@@ -143,6 +168,12 @@ class App:
         retry: Backoff | None = None,
         retry_delay: RetryDelayHook | None = None,
         lease: float | None = None,
+        unique_key: UniqueKey = None,
+        unique_for: float | datetime.timedelta | None = None,
+        on_conflict: str | None = None,
+        concurrency: int | None = None,
+        rate: str | None = None,
+        limit_key: LimitKey = None,
     ) -> Callable[[Callable[P, R]], Task[P, R]]: ...
 
     def task(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
@@ -169,6 +200,35 @@ class App:
             return task
 
         return register(fn) if fn is not None else register
+
+    def periodic(
+        self,
+        *,
+        cron: str | None = None,
+        every: datetime.timedelta | float | None = None,
+        tz: str = "UTC",
+        catch_up: str = "latest",
+        name: str | None = None,
+        args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+    ) -> Callable[[T], T]:
+        """Run a task on a schedule: ``cron="*/5 * * * *"`` (with ``tz``) or
+        ``every=timedelta(...)``. Put it above ``@app.task`` (or on a plain function,
+        which is registered as a task). Every worker runs the scheduler; each slot is
+        enqueued exactly once. ``catch_up``: "latest", "all" or "none" (missed slots).
+        See :mod:`conveyor.periodic`."""
+        from conveyor.periodic import register
+
+        return register(
+            self,
+            cron=cron,
+            every=every,
+            tz=tz,
+            catch_up=catch_up,
+            name=name,
+            args=args,
+            kwargs=kwargs,
+        )
 
     def job(self, job_id: str) -> Job[Any]:
         """A handle on an existing job id."""

@@ -64,9 +64,7 @@ def encode(value: object) -> str:
         raise EncodeError(f"cannot encode result: {exc}") from None
 
 
-def encode_payload(
-    args: Sequence[object], kwargs: Mapping[str, object], *, max_bytes: int
-) -> str:
+def encode_payload(args: Sequence[object], kwargs: Mapping[str, object], *, max_bytes: int) -> str:
     """Encode call arguments; raise naming the offending argument, or if too large."""
     try:
         text = _encoder.encode({"args": args, "kwargs": kwargs})

@@ -71,3 +71,24 @@ class JobCancelled(ConveyorError):
         self.job_id = job_id
         self.reason = reason
         super().__init__(f"job {job_id} was cancelled" + (f": {reason}" if reason else ""))
+
+
+class Snooze(ConveyorError):
+    """Raise inside a task to run it again after ``seconds`` without using an attempt.
+
+    The attempt counter is given back and the attempt is recorded as ``snoozed``; the
+    job goes to ``scheduled`` (not an error, no backoff, no retry budget spent).
+
+    Example::
+
+        @app.task
+        def poll(order_id: str) -> None:
+            if not ready(order_id):
+                raise conveyor.Snooze(30)
+    """
+
+    def __init__(self, seconds: float = 0.0) -> None:
+        if seconds < 0:
+            raise ValueError(f"Snooze needs seconds >= 0, got {seconds}")
+        self.seconds = float(seconds)
+        super().__init__(f"snoozed for {self.seconds:g} s")

@@ -1,7 +1,7 @@
 """Job ids: sortable by creation time, unique across processes and hosts.
 
 A ULID-style string: 48 bits of milliseconds then 80 random bits from ``os.urandom``, in
-Crockford base32 (26 characters). Lexical order is creation order at millisecond grain,
+Crockford's base32 alphabet (26 characters, big-endian). Lexical order is creation order at millisecond grain,
 which is what the claim's tie-break and ``conveyor jobs`` paging rely on. Within one
 process ids of the same millisecond are strictly increasing.
 
@@ -13,15 +13,22 @@ Example:
 
 from __future__ import annotations
 
+import base64
 import os
 import threading
 import time
 
+# Crockford's base32 (no I, L, O, U) <-> RFC 4648's, for decoding with base64.
+_FROM_CROCKFORD = bytes.maketrans(
+    b"0123456789ABCDEFGHJKMNPQRSTVWXYZ", b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+)
 _ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_PAIRS = [a + b for a in _ALPHABET for b in _ALPHABET]
+_SHIFTS = tuple(range(120, -1, -10))
 _lock = threading.Lock()
 _last_ms = -1
 _last_rand = 0
-_RAND_BITS = 80
+_RAND_MASK = (1 << 80) - 1
 
 
 def new_id() -> str:
@@ -30,24 +37,21 @@ def new_id() -> str:
     ms = time.time_ns() // 1_000_000
     with _lock:
         if ms <= _last_ms:
-            # Same (or a clock step back): keep order by incrementing the random part.
+            # Same millisecond (or a clock step back): keep order by incrementing.
             ms = _last_ms
-            rand = (_last_rand + 1) & ((1 << _RAND_BITS) - 1)
+            rand = (_last_rand + 1) & _RAND_MASK
         else:
             rand = int.from_bytes(os.urandom(10), "big")
         _last_ms, _last_rand = ms, rand
-    value = (ms << _RAND_BITS) | rand
-    chars = []
-    for _ in range(26):
-        chars.append(_ALPHABET[value & 31])
-        value >>= 5
-    return "".join(reversed(chars))
+    # 128 bits, left-aligned to 130 (as base32 pads), as 13 pairs of characters from a
+    # table: big-endian, so string order is numeric order. (base64.b32encode is pure
+    # Python on 3.11 and costs 10 µs.)
+    value = ((ms << 80) | rand) << 2
+    pairs = _PAIRS
+    return "".join([pairs[(value >> shift) & 1023] for shift in _SHIFTS])
 
 
 def id_time(job_id: str) -> float:
     """The creation time (epoch seconds) encoded in an id."""
-    value = 0
-    for ch in job_id[:10]:
-        value = value * 32 + _ALPHABET.index(ch)
-    # 26 chars carry 130 bits for 128: the first 10 chars are 2 zero bits + 48 bits of ms.
-    return value / 1000.0
+    raw = base64.b32decode(job_id.encode("ascii").translate(_FROM_CROCKFORD) + b"======")
+    return int.from_bytes(raw[:6], "big") / 1000.0

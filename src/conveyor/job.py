@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from conveyor.backends.base import AttemptRecord, JobCancelParams, JobRecord, JobWaitParams
 from conveyor.errors import JobCancelled, JobFailed, JobNotFound
@@ -66,6 +66,37 @@ class Job(Generic[R]):
     def status(self) -> JobState:
         """The job's current state (read from the store on every access)."""
         return self.refresh().state
+
+    def progress(self) -> tuple[float | None, str | None]:
+        """``(fraction, message)`` last reported by the task (``current_job().progress``);
+        ``(None, None)`` before any report. Stored a few times a second at most."""
+        record = self.refresh()
+        return record.progress, record.progress_message
+
+    def dependencies(self) -> list[Job[Any]]:
+        """The parents this job waits for (workflows), in order; empty for a plain job."""
+        from conveyor.backends.base import JobDependenciesParams
+
+        deps = self.app.backend.job_dependencies_many(JobDependenciesParams([self.id]))
+        return [Job(self.app, d.parent_id) for d in deps]
+
+    def then(self, step: Any, **options: Any) -> Job[Any]:
+        """Enqueue ``step`` (a task or ``task.s(...)``) to run after this job succeeds,
+        with this job's result as its first argument. Returns the new job.
+
+        >>> # report.enqueue(day).then(mail.s(to="ops@example.com"))
+        """
+        from conveyor.workflow import then
+
+        return then(self, step, **options)
+
+    def on_failure(self, step: Any, **options: Any) -> Job[Any]:
+        """Enqueue ``step`` to run only if this job ends dead or cancelled, with
+        ``{"job_id", "state", "reason", "error"}`` as its first argument; it is cancelled
+        if this job succeeds. On a chain's last step it covers the whole chain."""
+        from conveyor.workflow import on_failure
+
+        return on_failure(self, step, **options)
 
     def attempts(self) -> list[AttemptRecord]:
         """Every recorded attempt: worker, start, end, outcome, error."""
@@ -121,7 +152,7 @@ class Job(Generic[R]):
             if task is not None:
                 value: R = task.decoder.result(record.result)
                 return value
-            return json.loads(record.result) if record.result is not None else None  # type: ignore[no-any-return]
+            return cast(R, json.loads(record.result) if record.result is not None else None)
         if record.state is JobState.CANCELLED:
             raise JobCancelled(self.id, record.reason)
         error = json.loads(record.error) if record.error else {}

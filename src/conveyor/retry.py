@@ -63,20 +63,17 @@ def next_step(
 ) -> tuple[FinishKind, float | None, str | None]:
     """Decide what a failed attempt becomes: (kind, delay seconds, reason)."""
     decision: RetryDecision = None
+    hook_error: str | None = None
     if hook is not None:
         try:
             decision = hook(attempt, error, job)
         except Exception as exc:  # a broken hook must not lose the job: fall back
             decision = None
             hook_error = f"retry_delay hook raised {type(exc).__name__}: {exc}"
-        else:
-            hook_error = None
         if decision == "drop":
             return FinishKind.DROP, None, "dropped by retry_delay hook"
         if decision == "archive":
             return FinishKind.DEAD, None, "archived by retry_delay hook"
-    else:
-        hook_error = None
     if attempt >= max_attempts:
         reason = f"attempts exhausted ({attempt}/{max_attempts})"
         return FinishKind.DEAD, None, reason

@@ -21,6 +21,10 @@ class JobState(enum.StrEnum):
     #: Waiting for its ``run_at`` time (a delay, a schedule or a retry backoff).
     #: Moved to ``queued`` by the promoter once due.
     SCHEDULED = "scheduled"
+    #: Waiting for its parents in a workflow (``depends_on``, chains, group callbacks).
+    #: Moved to ``queued`` in the transaction that finishes its last parent, or to
+    #: ``cancelled`` when a parent ends dead or cancelled. Claims never read it.
+    WAITING = "waiting"
     #: Ready to be claimed by any worker listening on its queue.
     QUEUED = "queued"
     #: Claimed by one worker, under a lease and a fencing token.
@@ -40,7 +44,7 @@ class JobState(enum.StrEnum):
 
 
 FINISHED_STATES = frozenset({JobState.SUCCEEDED, JobState.DEAD, JobState.CANCELLED})
-ACTIVE_STATES = frozenset({JobState.SCHEDULED, JobState.QUEUED, JobState.RUNNING})
+ACTIVE_STATES = frozenset({JobState.WAITING, JobState.SCHEDULED, JobState.QUEUED, JobState.RUNNING})
 
 
 class FinishKind(enum.StrEnum):
@@ -51,6 +55,7 @@ class FinishKind(enum.StrEnum):
     DEAD = "dead"  # -> dead, error and reason kept
     CANCELLED = "cancelled"  # -> cancelled (cancel was requested while it ran)
     DROP = "drop"  # -> deleted (a retry hook answered "drop")
+    SNOOZE = "snooze"  # -> scheduled at run_at, the attempt given back (conveyor.Snooze)
 
 
 def target_state(kind: FinishKind) -> JobState | None:
@@ -68,4 +73,5 @@ _TARGETS: dict[FinishKind, JobState | None] = {
     FinishKind.DEAD: JobState.DEAD,
     FinishKind.CANCELLED: JobState.CANCELLED,
     FinishKind.DROP: None,
+    FinishKind.SNOOZE: JobState.SCHEDULED,
 }

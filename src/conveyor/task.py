@@ -14,7 +14,7 @@ Example:
     <JobState.QUEUED: 'queued'>
     >>> send.enqueue(1, 2, 3)
     Traceback (most recent call last):
-    TypeError: send(): too many positional arguments
+    TypeError: send() takes from 1 to 2 positional arguments but 3 were given
 """
 
 from __future__ import annotations
@@ -27,15 +27,20 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
-from conveyor.backends.base import JobInsertParams
+from conveyor import limits, unique
+from conveyor.arity import arity_checker
+from conveyor.backends.base import JobInsertParams, require_feature
 from conveyor.codec import Decoder, encode_payload
 from conveyor.errors import ConfigurationError
 from conveyor.ids import new_id
+from conveyor.limits import LimitKey
 from conveyor.retry import Backoff, RetryDelayHook
+from conveyor.unique import UniqueKey
 
 if TYPE_CHECKING:
     from conveyor.app import App
     from conveyor.job import Job
+    from conveyor.workflow import Signature
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -53,11 +58,20 @@ class TaskOptions:
     priority: int = 0
     max_attempts: int = 5
     timeout: float | None = None
-    retry: Backoff = Backoff()
+    retry: Backoff = dataclasses.field(default_factory=Backoff)
     retry_delay: RetryDelayHook | None = None
     lease: float = 30.0
+    # -- flow control (see unique.py and limits.py) --
+    unique_key: UniqueKey = None
+    unique_for: unique.Seconds | None = None
+    on_conflict: str = "keep"
+    concurrency: int | None = None
+    rate: str | None = None
+    limit_key: LimitKey = None
 
     def __post_init__(self) -> None:
+        unique.check_options(self.on_conflict, self.unique_for)
+        limits.check_options(self.concurrency, self.rate)
         if self.max_attempts < 1:
             raise ConfigurationError(f"max_attempts must be >= 1, got {self.max_attempts}")
         if self.timeout is not None and self.timeout <= 0:
@@ -108,12 +122,13 @@ class Enqueuer(Generic[P, R]):
 
     # -- building jobs -------------------------------------------------------------------
 
-    def _params(self, args: Sequence[Any], kwargs: Mapping[str, Any], run_at: float | None) -> JobInsertParams:
+    def _params(
+        self, args: Sequence[Any], kwargs: Mapping[str, Any], run_at: float | None
+    ) -> JobInsertParams:
         task = self._task
-        try:
-            task.decoder.signature.bind(*args, **kwargs)
-        except TypeError as exc:
-            raise TypeError(f"{task.fn.__name__}(): {exc}") from None
+        # A workflow step gets its parents' result(s) first: check with a stand-in.
+        piped = (None,) if self._overrides.get("pipe") else ()
+        task.check_arguments(*piped, *args, **kwargs)
         payload = encode_payload(args, kwargs, max_bytes=task.app.max_payload_bytes)
         o, opts = self._overrides, task.options
         if run_at is None:
@@ -131,13 +146,61 @@ class Enqueuer(Generic[P, R]):
             max_attempts=o.get("max_attempts", opts.max_attempts),
             timeout=o.get("timeout", opts.timeout),
             lease=opts.lease,
+            **self._flow_fields(args, kwargs),
         )
+
+    def _flow_fields(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """Unique key, parents and limit of one job; empty (and cheap) for plain tasks."""
+        o, opts = self._overrides, self._task.options
+        fields: dict[str, Any] = {}
+        unique_key = o.get("unique_key", opts.unique_key)
+        if unique_key is not None:
+            key = unique.key_for(unique_key, args, kwargs)
+            if key is not None:
+                window = o.get("unique_for", opts.unique_for)
+                fields["unique_key"] = key
+                fields["on_conflict"] = o.get("on_conflict", opts.on_conflict)
+                fields["unique_until"] = (
+                    None if window is None else time.time() + unique.seconds(window)
+                )
+        if o.get("depends_on"):
+            fields["depends_on"] = tuple(getattr(d, "id", d) for d in o["depends_on"])
+            fields["pipe"] = o.get("pipe", 0)
+        if opts.concurrency is not None or opts.rate is not None:
+            fields["limit"] = limits.limit_for(
+                opts.name, opts.concurrency, opts.rate, opts.limit_key, args, kwargs
+            )
+        return fields
 
     def _insert(self, params: list[JobInsertParams]) -> list[Job[R]]:
         from conveyor.job import Job
 
-        self._task.app.backend.job_insert_many(params)
-        return [Job(self._task.app, p.id, self._task) for p in params]
+        backend = self._task.app.backend
+        if all(p.is_plain for p in params):
+            backend.job_insert_many(params)
+            ids = [p.id for p in params]
+        else:
+            for p in params:
+                if p.unique_key is not None:
+                    require_feature(backend, "unique")
+                if p.depends_on:
+                    require_feature(backend, "workflows")
+                if p.limit is not None:
+                    require_feature(backend, "limits")
+            ids = [r.id for r in backend.job_insert_flow_many(params)]
+        hooks = self._task.app.enqueue_hooks
+        if hooks:
+            for p in params:
+                for hook in hooks:
+                    hook(p.queue, p.task)
+        return [Job(self._task.app, i, self._task) for i in ids]
+
+    def s(self, *args: Any, **kwargs: Any) -> Signature:
+        """A signature: this task with these arguments, to compose into workflows
+        (``conveyor.chain``, ``conveyor.group``, ``job.then``). Nothing is enqueued."""
+        from conveyor.workflow import Signature
+
+        return Signature(self, args, kwargs)
 
     # -- blocking ------------------------------------------------------------------------
 
@@ -145,7 +208,9 @@ class Enqueuer(Generic[P, R]):
         """Enqueue one job now (or per ``with_options(delay=, at=)``)."""
         return self._insert([self._params(args, kwargs, None)])[0]
 
-    def enqueue_many(self, items: Iterable[Args | Sequence[Any] | Mapping[str, Any]]) -> list[Job[R]]:
+    def enqueue_many(
+        self, items: Iterable[Args | Sequence[Any] | Mapping[str, Any]]
+    ) -> list[Job[R]]:
         """Enqueue many jobs in one transaction: all are written or none."""
         params = []
         for item in items:
@@ -179,14 +244,29 @@ class Enqueuer(Generic[P, R]):
         at: When | None = None,
         max_attempts: int | None = None,
         timeout: float | None = None,
+        unique_key: UniqueKey = None,
+        unique_for: unique.Seconds | None = None,
+        on_conflict: str | None = None,
+        depends_on: Sequence[Job[Any] | str] | None = None,
     ) -> Enqueuer[P, R]:
-        """The same enqueue methods with per-call options."""
+        """The same enqueue methods with per-call options. ``unique_key``/``unique_for``/
+        ``on_conflict`` as on the task; ``depends_on``: jobs (or ids) that must all
+        succeed first (the job waits in ``waiting``; cancelled if one ends dead)."""
         given = {
-            "queue": queue, "priority": priority, "delay": delay, "at": at,
-            "max_attempts": max_attempts, "timeout": timeout,
+            "queue": queue,
+            "priority": priority,
+            "delay": delay,
+            "at": at,
+            "max_attempts": max_attempts,
+            "timeout": timeout,
+            "unique_key": unique_key,
+            "unique_for": unique_for,
+            "on_conflict": on_conflict,
+            "depends_on": tuple(depends_on) if depends_on else None,
         }
         if max_attempts is not None and max_attempts < 1:
             raise ConfigurationError(f"max_attempts must be >= 1, got {max_attempts}")
+        unique.check_options(on_conflict or "keep", unique_for)
         merged = {**self._overrides, **{k: v for k, v in given.items() if v is not None}}
         return Enqueuer(self._task, merged)
 
@@ -197,7 +277,9 @@ class Enqueuer(Generic[P, R]):
         params = self._params(args, kwargs, None)
         return (await asyncio.to_thread(self._insert, [params]))[0]
 
-    async def aenqueue_many(self, items: Iterable[Args | Sequence[Any] | Mapping[str, Any]]) -> list[Job[R]]:
+    async def aenqueue_many(
+        self, items: Iterable[Args | Sequence[Any] | Mapping[str, Any]]
+    ) -> list[Job[R]]:
         """Asyncio twin of :meth:`enqueue_many`."""
         materialised = list(items)
         return await asyncio.to_thread(self.enqueue_many, materialised)
@@ -224,6 +306,8 @@ class Task(Enqueuer[P, R]):
         self.name = options.name
         self.is_async = inspect.iscoroutinefunction(fn)
         self.decoder = Decoder(fn)
+        #: raises TypeError exactly when ``fn`` could not be called with the arguments
+        self.check_arguments = arity_checker(fn)
         self.__doc__ = fn.__doc__
         self.__name__ = getattr(fn, "__name__", options.name)
         self.__wrapped__ = fn

@@ -11,7 +11,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.redis_server import isolated_url
+
+
+def _redis_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    # The session server starts on first use only; each test gets its own key prefix.
+    return isolated_url(request)
+
+
 # name -> (request, tmp_path) -> URL
 BACKEND_URLS: dict[str, Callable[[pytest.FixtureRequest, Path], str]] = {
+    "redis": _redis_url,
     "sqlite": lambda request, tmp_path: f"sqlite:///{tmp_path / 'jobs.db'}",
 }

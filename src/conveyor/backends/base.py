@@ -90,6 +90,42 @@ class JobRecord:
     reason: str | None
     started_at: float | None
     finished_at: float | None
+    # -- flow control (schema v2); defaults keep older backends constructing records --
+    progress: float | None = None
+    progress_message: str | None = None
+    unique_key: str | None = None
+    waiting_on: int = 0  # parents not yet succeeded (state ``waiting`` while > 0)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class IntegrityProblem:
+    """One thing ``conveyor check`` found wrong (``kind`` is a short stable slug)."""
+
+    kind: str
+    job_id: str | None
+    detail: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobLogRecord:
+    """One log record a task emitted during one attempt of its job."""
+
+    job_id: str
+    attempt: int
+    ts: float
+    level: str
+    logger: str
+    message: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class QueueInfo:
+    """A queue as operators see it: paused flag, counts by state, oldest ready age."""
+
+    queue: str
+    paused: bool
+    counts: dict[str, int]
+    oldest_ready_age: float | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -170,7 +206,21 @@ class JobFinishParams:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class LimitSpec:
+    """A limit a job counts against while it runs: at most ``concurrency`` running jobs
+    with this ``key``, and at most ``rate_count`` starts per ``rate_period`` seconds."""
+
+    key: str
+    concurrency: int | None = None
+    rate_count: int | None = None
+    rate_period: float | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class JobInsertParams:
+    """One job to write. The fields after ``lease`` are flow control: a job that uses any
+    of them (``is_plain`` False) goes through ``job_insert_flow_many``."""
+
     id: str
     task: str
     queue: str
@@ -180,15 +230,149 @@ class JobInsertParams:
     max_attempts: int = 5
     timeout: float | None = None
     lease: float = 30.0
+    #: at most one job per (task, unique_key) while active, and until unique_until after
+    unique_key: str | None = None
+    unique_until: float | None = None
+    #: "keep": the existing job stands; "replace": its payload and run_at are replaced
+    #: (only while it is not running)
+    on_conflict: str = "keep"
+    #: parent ids (earlier params of the same batch may be named); waits until all succeed
+    depends_on: tuple[str, ...] = ()
+    #: 0: parent results not passed; 1: the one parent's result is the first argument;
+    #: 2: the list of the parents' results (in depends_on order) is the first argument;
+    #: 3: an on_failure handler of its one parent: ready when the parent ends dead /
+    #: cancelled (with {"job_id","state","reason","error"} first), cancelled if it succeeds
+    pipe: int = 0
+    limit: LimitSpec | None = None
+
+    @property
+    def is_plain(self) -> bool:
+        return self.unique_key is None and not self.depends_on and self.limit is None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class InsertResult:
+    """What ``job_insert_flow_many`` did with one job: ``id`` is the job that stands (the
+    existing one on a unique conflict)."""
+
+    id: str
+    inserted: bool
+    replaced: bool = False
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobDependenciesParams:
+    ids: Sequence[str]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Dependency:
+    child_id: str
+    parent_id: str
+    position: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobProgressParams:
+    """Progress of a running job, fenced by its claim token (a stale worker's is ignored)."""
+
+    id: str
+    token: int
+    fraction: float | None
+    message: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PeriodicFireParams:
+    """Fire ``slots`` of schedule ``name``: each (slot, job) is enqueued only if no worker
+    fired that slot before (exactly once per slot). ``next_slot`` is for status only."""
+
+    name: str
+    spec: str
+    slots: Sequence[tuple[float, JobInsertParams]]
+    next_slot: float | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PeriodicRecord:
+    name: str
+    spec: str
+    last_slot: float | None
+    last_fired_at: float | None
+    last_job_id: str | None
+    next_slot: float | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class WhereCondition:
+    """``<root>.<path> = value`` on a job's JSON: root is ``args``, ``kwargs`` or
+    ``result``; ``path`` holds object keys (identifiers) and list indexes (ints).
+    Build it with :func:`conveyor.query.parse_where`, which validates the path."""
+
+    root: str
+    path: tuple[str | int, ...]
+    value: object  # a decoded JSON value (str, int, float, bool, None, list, dict)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobFilter:
+    """Which jobs an ops command acts on; every field narrows (AND). Empty = all jobs."""
+
+    queue: str | None = None
+    states: tuple[JobState, ...] = ()
+    task: str | None = None
+    created_after: float | None = None
+    created_before: float | None = None
+    finished_after: float | None = None
+    finished_before: float | None = None
+    where: tuple[WhereCondition, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobCountParams:
+    filter: JobFilter
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class JobListParams:
+    """A page of jobs in id order. ``queue``/``state``/``task`` are kept for callers of
+    the first version; ``filter`` adds the rest (both apply)."""
+
     queue: str | None = None
     state: JobState | None = None
     task: str | None = None
     after_id: str | None = None  # paging: ids strictly greater
     limit: int = 100
+    filter: JobFilter | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobLogInsertParams:
+    """Store captured log records. At most ``max_per_job`` records are kept per job; the
+    first record past it is replaced by one truncation marker, the rest are skipped."""
+
+    records: Sequence[JobLogRecord]
+    max_per_job: int = 1000
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobLogListParams:
+    job_id: str
+    limit: int = 10_000
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobPurgeParams:
+    """Delete finished jobs (with their attempts and logs) finished before a time."""
+
+    finished_before: float
+    states: tuple[JobState, ...] = (JobState.SUCCEEDED, JobState.DEAD, JobState.CANCELLED)
+    limit: int = 1000  # per call, so one purge never holds the write lock for long
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class IntegrityCheckParams:
+    heartbeat_ttl: float  # a worker silent for longer than this is not live
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -229,6 +413,18 @@ class JobRetryParams:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class QueuePauseParams:
+    """Pause a queue: persisted; claims skip it until it is resumed."""
+
+    queue: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class QueueResumeParams:
+    queue: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class JobWaitParams:
     id: str
     timeout: float | None
@@ -241,6 +437,20 @@ class WorkerHeartbeatParams:
     running: int = 0
 
 
+def require_feature(backend: object, feature: str) -> None:
+    """Raise ConfigurationError when ``backend`` does not implement a flow feature.
+
+    >>> require_feature(object(), "unique")
+    Traceback (most recent call last):
+    conveyor.errors.ConfigurationError: the ? backend does not support unique yet
+    """
+    if feature not in getattr(backend, "flow_features", frozenset()):
+        from conveyor.errors import ConfigurationError
+
+        name = getattr(backend, "name", "?")
+        raise ConfigurationError(f"the {name} backend does not support {feature} yet")
+
+
 class Backend(Protocol):
     """What every storage engine implements. Internal; see the module docstring."""
 
@@ -250,8 +460,15 @@ class Backend(Protocol):
     supports_sql: bool
     #: the URL it was opened with, password removed
     url: str
+    #: flow-control features implemented: "snooze", "progress", "unique", "workflows",
+    #: "limits", "periodic" (the contract suite skips the others with this reason)
+    flow_features: frozenset[str]
 
     def close(self) -> None: ...
+
+    def integrity_check(self, params: IntegrityCheckParams) -> list[IntegrityProblem]:
+        """Impossible states, claims without a live worker, orphaned rows. Read-only."""
+        ...
 
     def job_attempts(self, job_id: str) -> list[AttemptRecord]: ...
 
@@ -260,9 +477,18 @@ class Backend(Protocol):
         ends it). Returns the rows after the change; unknown ids are skipped."""
         ...
 
-    def job_claim(self, params: JobClaimParams) -> list[ClaimedJob]: ...
+    def job_claim(self, params: JobClaimParams) -> list[ClaimedJob]:
+        """Paused queues are skipped (checked inside the claim, so every worker obeys
+        the next time it claims)."""
+        ...
+
+    def job_count(self, params: JobCountParams) -> int: ...
 
     def job_delete_many(self, ids: Sequence[str]) -> int: ...
+
+    def job_dependencies_many(self, params: JobDependenciesParams) -> list[Dependency]:
+        """The parents of each job in ``ids`` (workflows)."""
+        ...
 
     def job_extend_leases(self, params: JobExtendLeasesParams) -> list[LeaseStatus]: ...
 
@@ -276,9 +502,30 @@ class Backend(Protocol):
         """All or nothing, in one transaction (or one script)."""
         ...
 
+    def job_insert_flow_many(self, params: Sequence[JobInsertParams]) -> list[InsertResult]:
+        """Like ``job_insert_many`` (all or nothing) for jobs with unique keys, parents or
+        limits. Unique conflicts are settled atomically with the insert; a job whose
+        parent already ended dead/cancelled is inserted ``cancelled``."""
+        ...
+
     def job_list(self, params: JobListParams) -> list[JobRecord]: ...
 
+    def job_log_insert_many(self, params: JobLogInsertParams) -> int:
+        """Store records (bounded per job); returns how many were stored, marker excluded."""
+        ...
+
+    def job_log_list(self, params: JobLogListParams) -> list[JobLogRecord]:
+        """Records of one job in the order they were stored."""
+
+    def job_progress_many(self, params: Sequence[JobProgressParams]) -> list[str]:
+        """Store progress of running jobs; returns ids refused (not running under token)."""
+        ...
+
     def job_promote_due(self) -> int: ...
+
+    def job_purge(self, params: JobPurgeParams) -> int:
+        """Delete up to ``limit`` matching finished jobs; returns how many went."""
+        ...
 
     def job_release_many(self, params: JobReleaseParams) -> list[str]:
         """Running -> queued, attempt not counted; returns refused ids."""
@@ -291,6 +538,19 @@ class Backend(Protocol):
     def job_wait(self, params: JobWaitParams) -> JobRecord | None:
         """Block until the job is finished; ``None`` on timeout. Raises JobNotFound."""
         ...
+
+    def queue_list(self) -> list[QueueInfo]:
+        """Every queue that has jobs or a pause flag, by name."""
+        ...
+
+    def queue_pause(self, params: QueuePauseParams) -> None: ...
+
+    def queue_resume(self, params: QueueResumeParams) -> None: ...
+    def periodic_fire(self, params: PeriodicFireParams) -> list[float]:
+        """Enqueue the slots nobody fired yet, in one transaction; returns those fired."""
+        ...
+
+    def periodic_list(self) -> list[PeriodicRecord]: ...
 
     def queue_stats(self) -> list[QueueStats]: ...
 

@@ -8,7 +8,8 @@ batch share one transaction (group commit). SQL lives in ``queries/*.sql``.
 
 Weaker than Redis in one way: one machine only (the file must be local; SQLite over a
 network filesystem breaks WAL's locking). Stronger in another: every row is queryable
-with SQL (``supports_sql``).
+with SQL (``supports_sql``), and it can be copied online (``backup``). Ops methods
+(filters, purge, pause, logs, audit) live in ``ops.py``.
 
 Example:
     >>> from conveyor.backends.base import JobInsertParams
@@ -35,7 +36,6 @@ from conveyor.backends.base import (
     JobExtendLeasesParams,
     JobFinishParams,
     JobInsertParams,
-    JobListParams,
     JobRecord,
     JobReleaseParams,
     JobRescueParams,
@@ -47,14 +47,17 @@ from conveyor.backends.base import (
     WorkerHeartbeatParams,
     WorkerInfo,
 )
-from conveyor.backends.sqlite import rows
+from conveyor.backends.sqlite import rows, workflow
 from conveyor.backends.sqlite.connection import (
     load_query,
     memory_key,
     open_connection,
     parse_sqlite_url,
 )
+from conveyor.backends.sqlite.flow import FlowMixin
+from conveyor.backends.sqlite.limits import apply_limits, limits_exist
 from conveyor.backends.sqlite.notify import MAX_POLL, MIN_POLL, POLL_GROWTH, notifier_for
+from conveyor.backends.sqlite.ops import SQLiteOpsMixin, delete_jobs
 from conveyor.errors import JobNotFound
 from conveyor.states import FinishKind, JobState
 
@@ -66,11 +69,16 @@ _QUERY_NAMES = (
     "job_finish_dead",
     "job_finish_drop",
     "job_finish_retry",
+    "job_finish_snooze",
     "job_finish_succeeded",
+    "integrity_check",
     "job_insert",
+    "job_log_insert",
     "job_promote_due",
+    "job_purge",
     "job_release",
     "job_rescue_candidates",
+    "queue_pause",
     "worker_heartbeat",
 )
 _FINISH_QUERY = {
@@ -79,6 +87,7 @@ _FINISH_QUERY = {
     FinishKind.DEAD: "job_finish_dead",
     FinishKind.CANCELLED: "job_finish_cancelled",
     FinishKind.DROP: "job_finish_drop",
+    FinishKind.SNOOZE: "job_finish_snooze",
 }
 _ATTEMPT_OUTCOME = {
     FinishKind.SUCCEEDED: "succeeded",
@@ -86,13 +95,20 @@ _ATTEMPT_OUTCOME = {
     FinishKind.DEAD: "dead",
     FinishKind.CANCELLED: "cancelled",
     FinishKind.DROP: "dropped",
+    FinishKind.SNOOZE: "snoozed",
+}
+#: How a finish looks to the dependants of the job (workflows); absent: not final.
+_PARENT_FAILED = {
+    FinishKind.DEAD: "ended dead",
+    FinishKind.CANCELLED: "was cancelled",
+    FinishKind.DROP: "was dropped",
 }
 _WORKER_LOST = json.dumps(
     {"type": "WorkerLost", "message": "the worker running this job died", "traceback": ""}
 )
 
 
-class SQLiteBackend:
+class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
     """Backend on one SQLite file. Internal: use ``conveyor.App("sqlite:///file.db")``."""
 
     name = "sqlite"
@@ -178,11 +194,13 @@ class SQLiteBackend:
         with self._write() as conn:
             for chunk in rows.chunks(ids):
                 marks = rows.placeholders(len(chunk))
-                conn.execute(
+                cancelled = conn.execute(
                     "UPDATE jobs SET state = 'cancelled', reason = ?, finished_at = ? "
-                    f"WHERE id IN ({marks}) AND state IN ('queued', 'scheduled')",
+                    f"WHERE id IN ({marks}) AND state IN ('queued', 'scheduled', 'waiting') "
+                    "RETURNING id",
                     (params.reason, now, *chunk),
-                )
+                ).fetchall()
+                workflow.settle(conn, (), {str(r[0]): "was cancelled" for r in cancelled}, now)
                 conn.execute(
                     "UPDATE jobs SET cancel_requested = 1, reason = ? "
                     f"WHERE id IN ({marks}) AND state = 'running'",
@@ -209,13 +227,19 @@ class SQLiteBackend:
                             continue
                         got = self._conn.execute(
                             sql,
-                            {"worker_id": params.worker_id, "now": now, "queue": queue,
-                             "limit": want},
+                            {
+                                "worker_id": params.worker_id,
+                                "now": now,
+                                "queue": queue,
+                                "limit": want,
+                            },
                         ).fetchall()
                         if len(got) < want:
                             empty.add(queue)
                         remaining -= len(got)
                         claimed.extend(ClaimedJob(*r) for r in got)
+                if claimed and limits_exist(self._conn):
+                    claimed = apply_limits(self._conn, claimed, now)
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
@@ -226,13 +250,8 @@ class SQLiteBackend:
         return claimed
 
     def job_delete_many(self, ids: Sequence[str]) -> int:
-        deleted = 0
         with self._write() as conn:
-            for chunk in rows.chunks(list(ids)):
-                marks = rows.placeholders(len(chunk))
-                deleted += conn.execute(f"DELETE FROM jobs WHERE id IN ({marks})", chunk).rowcount
-                conn.execute(f"DELETE FROM attempts WHERE job_id IN ({marks})", chunk)
-        return deleted
+            return delete_jobs(conn, ids)
 
     def job_extend_leases(self, params: JobExtendLeasesParams) -> list[LeaseStatus]:
         if not params.jobs:
@@ -263,65 +282,86 @@ class SQLiteBackend:
         now = time.time()
         stale: list[str] = []
         attempts = []
+        succeeded: list[str] = []
+        failed: dict[str, str] = {}
         with self._write() as conn:
             for p in params:
                 finished = p.finished_at or now
                 args = {
-                    "id": p.id, "token": p.token, "result": p.result, "error": p.error,
-                    "reason": p.reason, "run_at": p.run_at or now, "finished_at": finished,
+                    "id": p.id,
+                    "token": p.token,
+                    "result": p.result,
+                    "error": p.error,
+                    "reason": p.reason,
+                    "run_at": p.run_at or now,
+                    "finished_at": finished,
                 }
                 if conn.execute(self._sql[_FINISH_QUERY[p.kind]], args).rowcount != 1:
                     stale.append(p.id)
                     continue
+                if p.kind is FinishKind.SUCCEEDED:
+                    succeeded.append(p.id)
+                elif p.kind in _PARENT_FAILED:
+                    failed[p.id] = _PARENT_FAILED[p.kind]
                 if p.kind is FinishKind.DROP:
                     conn.execute("DELETE FROM attempts WHERE job_id = ?", (p.id,))
+                    conn.execute("DELETE FROM job_logs WHERE job_id = ?", (p.id,))
                     continue
                 attempts.append(
-                    {"id": p.id, "token": p.token, "attempt": p.attempt,
-                     "worker_id": p.worker_id, "started_at": p.started_at,
-                     "finished_at": finished, "outcome": _ATTEMPT_OUTCOME[p.kind],
-                     "error": p.error}
+                    {
+                        "id": p.id,
+                        "token": p.token,
+                        "attempt": p.attempt,
+                        "worker_id": p.worker_id,
+                        "started_at": p.started_at,
+                        "finished_at": finished,
+                        "outcome": _ATTEMPT_OUTCOME[p.kind],
+                        "error": p.error,
+                    }
                 )
             conn.executemany(self._sql["attempt_insert"], attempts)
+            # Dependants move in the same commit as their parent's finish.
+            workflow.settle(conn, succeeded, failed, now)
         return stale
 
     def job_get_many(self, ids: Sequence[str]) -> list[JobRecord]:
         found: dict[str, JobRecord] = {}
         for chunk in rows.chunks(list(ids)):
-            sql = f"SELECT {rows.JOB_COLUMNS} FROM jobs WHERE id IN ({rows.placeholders(len(chunk))})"
+            sql = (
+                f"SELECT {rows.JOB_COLUMNS} FROM jobs WHERE id IN ({rows.placeholders(len(chunk))})"
+            )
             for r in self._read(sql, chunk):
                 record = rows.job_record(r)
                 found[record.id] = record
         return [found[i] for i in ids if i in found]
 
     def job_insert_many(self, params: Sequence[JobInsertParams]) -> None:
+        if not all(p.is_plain for p in params):
+            self.job_insert_flow_many(params)
+            return
         now = time.time()
-        values = [
-            {
-                "id": p.id, "task": p.task, "queue": p.queue, "priority": p.priority,
-                "payload": p.payload, "max_attempts": p.max_attempts,
-                "run_at": now if p.run_at is None else p.run_at,
-                "state": "scheduled" if p.run_at is not None and p.run_at > now else "queued",
-                "created_at": now, "timeout": p.timeout, "lease": p.lease,
-            }
-            for p in params
-        ]
+        values = [self._insert_values(p, now) for p in params]
         with self._write() as conn:
             conn.executemany(self._sql["job_insert"], values)
 
-    def job_list(self, params: JobListParams) -> list[JobRecord]:
-        where, args = [], []
-        for column, value in (("queue", params.queue), ("state", params.state),
-                              ("task", params.task)):
-            if value is not None:
-                where.append(f"{column} = ?")
-                args.append(str(value))
-        if params.after_id is not None:
-            where.append("id > ?")
-            args.append(params.after_id)
-        clause = f"WHERE {' AND '.join(where)}" if where else ""
-        sql = f"SELECT {rows.JOB_COLUMNS} FROM jobs {clause} ORDER BY id LIMIT ?"
-        return [rows.job_record(r) for r in self._read(sql, [*args, params.limit])]
+    @staticmethod
+    def _insert_values(p: JobInsertParams, now: float) -> dict[str, object]:
+        return {
+            "id": p.id,
+            "task": p.task,
+            "queue": p.queue,
+            "priority": p.priority,
+            "payload": p.payload,
+            "max_attempts": p.max_attempts,
+            "run_at": now if p.run_at is None else p.run_at,
+            "state": "scheduled" if p.run_at is not None and p.run_at > now else "queued",
+            "created_at": now,
+            "timeout": p.timeout,
+            "lease": p.lease,
+        }
+
+    def _insert_plain(self, conn: sqlite3.Connection, p: JobInsertParams, now: float) -> None:
+        conn.execute(self._sql["job_insert"], self._insert_values(p, now))
 
     def job_promote_due(self) -> int:
         with self._write() as conn:
@@ -333,14 +373,24 @@ class SQLiteBackend:
         refused = []
         with self._write() as conn:
             for job_id, token in params.jobs:
-                row = conn.execute(self._sql["job_release"], {"id": job_id, "token": token}).fetchone()
+                row = conn.execute(
+                    self._sql["job_release"], {"id": job_id, "token": token}
+                ).fetchone()
                 if row is None:
                     refused.append(job_id)
                     continue
                 conn.execute(
                     self._sql["attempt_insert"],
-                    {"id": job_id, "token": token, "attempt": row[0], "worker_id": params.worker_id,
-                     "started_at": row[1], "finished_at": now, "outcome": "released", "error": None},
+                    {
+                        "id": job_id,
+                        "token": token,
+                        "attempt": row[0],
+                        "worker_id": params.worker_id,
+                        "started_at": row[1],
+                        "finished_at": now,
+                        "outcome": "released",
+                        "error": None,
+                    },
                 )
         return refused
 
@@ -350,8 +400,10 @@ class SQLiteBackend:
         with self._write() as conn:
             conn.execute("CREATE TEMP TABLE IF NOT EXISTS dead_workers (id TEXT PRIMARY KEY)")
             conn.execute("DELETE FROM dead_workers")
-            conn.executemany("INSERT OR IGNORE INTO dead_workers VALUES (?)",
-                             [(w,) for w in params.dead_worker_ids])
+            conn.executemany(
+                "INSERT OR IGNORE INTO dead_workers VALUES (?)",
+                [(w,) for w in params.dead_worker_ids],
+            )
             candidates = conn.execute(
                 self._sql["job_rescue_candidates"], {"stale_before": params.stale_before}
             ).fetchall()
@@ -373,10 +425,19 @@ class SQLiteBackend:
                     )
                 conn.execute(
                     self._sql["attempt_insert"],
-                    {"id": job_id, "token": token, "attempt": attempt, "worker_id": worker_id,
-                     "started_at": started, "finished_at": now, "outcome": "lost",
-                     "error": _WORKER_LOST},
+                    {
+                        "id": job_id,
+                        "token": token,
+                        "attempt": attempt,
+                        "worker_id": worker_id,
+                        "started_at": started,
+                        "finished_at": now,
+                        "outcome": "lost",
+                        "error": _WORKER_LOST,
+                    },
                 )
+                if lost:
+                    workflow.settle(conn, (), {str(job_id): "ended dead (worker lost)"}, now)
                 state = JobState.DEAD if lost else JobState.QUEUED
                 results.append(RescueResult(str(job_id), worker_id, state))
             conn.execute(
@@ -447,10 +508,19 @@ class SQLiteBackend:
         with self._write() as conn:
             conn.execute(
                 self._sql["worker_heartbeat"],
-                {"id": w.id, "host": w.host, "pid": w.pid, "pid_started": w.pid_started,
-                 "started_at": w.started_at, "now": time.time(),
-                 "last_fetch_at": params.last_fetch_at, "queues": json.dumps(list(w.queues)),
-                 "concurrency": w.concurrency, "pool": w.pool, "running": params.running},
+                {
+                    "id": w.id,
+                    "host": w.host,
+                    "pid": w.pid,
+                    "pid_started": w.pid_started,
+                    "started_at": w.started_at,
+                    "now": time.time(),
+                    "last_fetch_at": params.last_fetch_at,
+                    "queues": json.dumps(list(w.queues)),
+                    "concurrency": w.concurrency,
+                    "pool": w.pool,
+                    "running": params.running,
+                },
             )
 
     def worker_list(self) -> list[WorkerInfo]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import sqlite3
 import uuid
 from importlib import resources
@@ -21,7 +22,11 @@ from urllib.parse import parse_qs, urlsplit
 
 from conveyor.errors import ConfigurationError
 
-SCHEMA_VERSION = 1
+#: 1: core tables. 2: ops (queues, job logs). 3: flow control (progress, unique,
+#: workflows, limits, periodic). Each step is idempotent and applied in order.
+SCHEMA_VERSION = 3
+_MIGRATIONS = {1: "schema.sql", 2: "schema_002.sql", 3: "schema_003.sql"}
+_ADD_COLUMN = re.compile(r"ALTER TABLE (\w+) ADD COLUMN (\w+)", re.IGNORECASE)
 _SYNC_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
 
 
@@ -103,18 +108,30 @@ def _migrate(conn: sqlite3.Connection) -> None:
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     if version >= SCHEMA_VERSION:
         return
-    schema = resources.files(__package__).joinpath("schema.sql").read_text("utf-8")
     conn.execute("BEGIN IMMEDIATE")
     try:
         # Re-read under the write lock: another process may have migrated meanwhile.
-        if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
-            for statement in _split(schema):
-                conn.execute(statement)
-            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        for target in range(version + 1, SCHEMA_VERSION + 1):
+            script = resources.files(__package__).joinpath(_MIGRATIONS[target]).read_text("utf-8")
+            for statement in _split(script):
+                if not _already_applied(conn, statement):
+                    conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {target}")
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+
+
+def _already_applied(conn: sqlite3.Connection, statement: str) -> bool:
+    """True for an ``ADD COLUMN`` whose column exists (SQLite has no IF NOT EXISTS there),
+    so a half-applied or hand-applied migration can run again."""
+    match = _ADD_COLUMN.search(statement)
+    if match is None:
+        return False
+    table, column = match.groups()
+    return any(row[1] == column for row in conn.execute(f"PRAGMA table_info({table})"))
 
 
 def _split(script: str) -> list[str]:

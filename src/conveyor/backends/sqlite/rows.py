@@ -17,7 +17,8 @@ from conveyor.states import JobState
 JOB_COLUMNS = (
     "id, task, queue, state, priority, payload, attempt, max_attempts, rescues, token, "
     "run_at, created_at, timeout, lease, worker_id, lease_until, cancel_requested, "
-    "result, error, reason, started_at, finished_at"
+    "result, error, reason, started_at, finished_at, "
+    "progress, progress_message, unique_key, waiting_on"
 )
 ATTEMPT_COLUMNS = "job_id, attempt, token, worker_id, started_at, finished_at, outcome, error"
 WORKER_COLUMNS = (

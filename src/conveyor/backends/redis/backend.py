@@ -1,0 +1,377 @@
+"""The scale-out backend: Redis (or a Redis Cluster slot), one Lua script per transition.
+
+Every state change is one script (``scripts/*.lua``) run atomically by Redis, fenced by
+the claim token, timed by the server's ``TIME``. Jobs are hashes with the fields of the
+SQLite ``jobs`` row; ready jobs sit in one sorted set per queue, scheduled ones in one
+sorted set by due time, running ones in a per-worker in-flight set (plus the set of
+workers holding any, where the rescuer looks). All keys share the hash tag ``{<prefix>}`` (see ``keys.py``).
+
+Weaker than SQLite: no SQL (``supports_sql = False``: ``job_list`` filters by queue,
+state and task only, by scanning the id index); finished jobs and their attempts expire
+after ``result_ttl`` (default 7 days) instead of waiting for a pruner; durability is
+whatever the server is configured for (AOF ``everysec`` loses up to a second on a crash).
+Stronger: many hosts share one store, and Redis Cluster works (one slot per prefix).
+
+Example:
+    >>> b = RedisBackend("redis://localhost:6379/0?prefix=demo")  # doctest: +SKIP
+    >>> b.job_insert_many([JobInsertParams(id="j1", task="t", queue="q", payload="{}")])  # doctest: +SKIP
+    >>> b.job_get_many(["j1"])[0].state  # doctest: +SKIP
+    <JobState.QUEUED: 'queued'>
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import redis.exceptions
+
+from conveyor.backends.base import (
+    AttemptRecord,
+    ClaimedJob,
+    JobCancelParams,
+    JobClaimParams,
+    JobExtendLeasesParams,
+    JobFinishParams,
+    JobInsertParams,
+    JobListParams,
+    JobRecord,
+    JobReleaseParams,
+    JobRescueParams,
+    JobRetryParams,
+    JobWaitParams,
+    LeaseStatus,
+    QueueStats,
+    RescueResult,
+    WorkerHeartbeatParams,
+    WorkerInfo,
+)
+from conveyor.backends.redis import reads, records
+from conveyor.backends.redis.connection import Unavailable, open_client
+from conveyor.backends.redis.keys import Keys
+from conveyor.backends.redis.records import chunks, num, opt_num
+from conveyor.backends.redis.scripts import Scripts
+from conveyor.backends.redis.url import parse_redis_url
+from conveyor.errors import ConveyorError, JobNotFound
+from conveyor.states import FinishKind, JobState
+
+#: Blocking calls wait in slices of this many seconds and re-check the job, so a lost
+#: notification costs at most one slice. Must stay below connection.SOCKET_TIMEOUT.
+BLOCK_SLICE = 5.0
+#: Due scheduled jobs promoted per script call: bounds how long one claim holds Redis.
+PROMOTE_LIMIT = 1000
+#: Finished jobs whose index entries one prune call removes.
+PRUNE_LIMIT = 1000
+#: Jobs per finish script call; larger batches become several calls.
+FINISH_CHUNK = 1000
+_KIND = {
+    FinishKind.SUCCEEDED: "s",
+    FinishKind.RETRY: "r",
+    FinishKind.DEAD: "d",
+    FinishKind.CANCELLED: "c",
+    FinishKind.DROP: "x",
+}
+_WORKER_LOST = json.dumps(
+    {"type": "WorkerLost", "message": "the worker running this job died", "traceback": ""}
+)
+
+
+def _json(value: object) -> str:
+    # Raw UTF-8 rather than \u escapes: cjson passes bytes through untouched.
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+class RedisBackend:
+    """Backend on Redis. Internal: use ``conveyor.App("redis://host:6379/0")``.
+
+    URL options: ``?prefix=conveyor&result_ttl=604800&cluster=0`` (see ``url.py``).
+    """
+
+    name = "redis"
+    supports_sql = False
+
+    def __init__(self, url: str) -> None:
+        options = parse_redis_url(url)
+        self.url = options.safe_url
+        self.keys = Keys(options.prefix)
+        self._guard = Unavailable(self.url)
+        self._client = open_client(options)
+        self._scripts = Scripts(self._client)
+        self._ttl = options.result_ttl
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    @property
+    def client(self) -> Any:
+        """The redis-py client, for ops tools and tests."""
+        return self._client
+
+    def _server_time(self) -> float:
+        seconds, micros = self._client.time()
+        return float(seconds) + float(micros) / 1e6
+
+    def _prune(self) -> None:
+        """Forget expired finished jobs before a read that lists or counts them."""
+        k = self.keys
+        removed = PRUNE_LIMIT
+        while removed >= PRUNE_LIMIT:
+            removed = self._scripts.job_prune([k.base, k.jobs, k.expiry, k.counts], [PRUNE_LIMIT])
+
+    def close(self) -> None:
+        self._client.close()
+
+    # -- jobs ----------------------------------------------------------------------------
+
+    def job_attempts(self, job_id: str) -> list[AttemptRecord]:
+        with self._guard:
+            entries = self._client.lrange(self.keys.attempts(job_id), 0, -1)
+        return sorted((records.attempt_record(e) for e in entries), key=lambda a: a.token)
+
+    def job_cancel_many(self, params: JobCancelParams) -> list[JobRecord]:
+        k = self.keys
+        ids = list(params.ids)
+        with self._guard:
+            for chunk in chunks(ids):
+                self._scripts.job_cancel(
+                    [k.base, k.scheduled, k.expiry, k.counts], [params.reason, self._ttl, *chunk]
+                )
+        return self.job_get_many(ids)
+
+    def job_claim(self, params: JobClaimParams) -> list[ClaimedJob]:
+        k = self.keys
+        keys = [k.base, k.scheduled, k.holders, k.inflight(params.worker_id), k.counts, k.wake]
+        keys += [k.ready(queue) for queue, _ in params.queues]
+        args: list[str | int] = [params.worker_id, params.total, PROMOTE_LIMIT]
+        args += [limit for _, limit in params.queues]
+        with self._guard:
+            _promoted, reply = self._scripts.job_claim(keys, args)
+        claimed = [
+            ClaimedJob(
+                id=j[0],
+                task=j[1],
+                queue=j[2],
+                payload=j[3],
+                attempt=int(j[4]),
+                max_attempts=int(j[5]),
+                token=int(j[6]),
+                timeout=float(j[7]) if j[7] else None,
+                lease=float(j[8]),
+                run_at=float(j[9]),
+                claimed_at=float(j[10]),
+                rescues=int(j[11]),
+                priority=int(j[12]),
+            )
+            for j in json.loads(reply)
+        ]
+        claimed.sort(key=lambda j: (-j.priority, j.run_at, j.id))
+        return claimed
+
+    def job_delete_many(self, ids: Sequence[str]) -> int:
+        k = self.keys
+        keys = [k.base, k.jobs, k.scheduled, k.expiry, k.counts]
+        with self._guard:
+            return sum(int(self._scripts.job_delete(keys, list(c))) for c in chunks(list(ids)))
+
+    def job_extend_leases(self, params: JobExtendLeasesParams) -> list[LeaseStatus]:
+        if not params.jobs:
+            return []
+        args: list[str | int] = []
+        for job_id, token in params.jobs:
+            args += [job_id, token]
+        with self._guard:
+            flags = self._scripts.job_extend_leases([self.keys.base], args)
+        return [
+            LeaseStatus(job_id, bool(flags[2 * i]), bool(flags[2 * i + 1]))
+            for i, (job_id, _) in enumerate(params.jobs)
+        ]
+
+    def job_finish_many(self, params: Sequence[JobFinishParams]) -> list[str]:
+        k = self.keys
+        keys = [k.base, k.scheduled, k.expiry, k.counts, k.wake, k.jobs]
+        refused: list[str] = []
+        for start in range(0, len(params), FINISH_CHUNK):
+            # ``or None``: SQLite treats 0 as "not given" too (``p.run_at or now``).
+            batch = [
+                [
+                    p.id,
+                    p.token,
+                    _KIND[p.kind],
+                    p.worker_id,
+                    p.attempt,
+                    p.result,
+                    p.error,
+                    p.reason,
+                    num(p.run_at or None),
+                    num(p.started_at),
+                    num(p.finished_at or None),
+                ]
+                for p in params[start : start + FINISH_CHUNK]
+            ]
+            with self._guard:
+                refused += self._scripts.job_finish(keys, [self._ttl, _json(batch)])
+        return refused
+
+    def job_get_many(self, ids: Sequence[str]) -> list[JobRecord]:
+        with self._guard:
+            return reads.get_jobs(self._client, self.keys, ids)
+
+    def job_insert_many(self, params: Sequence[JobInsertParams]) -> None:
+        if not params:
+            return
+        k = self.keys
+        batch = [
+            [
+                p.id,
+                p.task,
+                p.queue,
+                p.payload,
+                str(int(p.priority)),
+                num(p.run_at) or "",
+                str(int(p.max_attempts)),
+                num(p.timeout) or "",
+                repr(float(p.lease)),
+            ]
+            for p in params
+        ]
+        try:
+            with self._guard:
+                self._scripts.job_insert(
+                    [k.base, k.jobs, k.scheduled, k.counts, k.wake], [_json(batch)]
+                )
+        except redis.exceptions.ResponseError as exc:
+            if "DUPLICATE" in str(exc):
+                job_id = str(exc).rsplit("DUPLICATE ", 1)[-1]
+                raise ConveyorError(f"a job with id {job_id!r} already exists") from None
+            raise
+
+    def job_list(self, params: JobListParams) -> list[JobRecord]:
+        with self._guard:
+            self._prune()
+            return reads.list_jobs(self._client, self.keys, params)
+
+    def job_promote_due(self) -> int:
+        k = self.keys
+        total = 0
+        with self._guard:
+            while True:
+                promoted, scanned = self._scripts.job_promote_due(
+                    [k.base, k.scheduled, k.counts, k.wake], [PROMOTE_LIMIT]
+                )
+                total += int(promoted)
+                if int(scanned) < PROMOTE_LIMIT:
+                    return total
+
+    def job_release_many(self, params: JobReleaseParams) -> list[str]:
+        if not params.jobs:
+            return []
+        k = self.keys
+        args: list[str | int] = [params.worker_id]
+        for job_id, token in params.jobs:
+            args += [job_id, token]
+        with self._guard:
+            refused: list[str] = self._scripts.job_release([k.base, k.counts, k.wake], args)
+        return refused
+
+    def job_rescue(self, params: JobRescueParams) -> list[RescueResult]:
+        k = self.keys
+        # The caller's stale_before becomes an age, re-anchored on the server's clock.
+        age = time.time() - params.stale_before
+        args: list[str | int] = [
+            repr(age),
+            params.max_rescues,
+            self._ttl,
+            _WORKER_LOST,
+            *params.dead_worker_ids,
+        ]
+        with self._guard:
+            flat = self._scripts.job_rescue(
+                [k.base, k.holders, k.workers, k.counts, k.wake, k.expiry], args
+            )
+            # Rescue runs every few seconds on every worker: a good place to keep the
+            # id index and counters free of expired results, off the hot path.
+            self._prune()
+        return [
+            RescueResult(flat[i], flat[i + 1], JobState(flat[i + 2]))
+            for i in range(0, len(flat), 3)
+        ]
+
+    def job_retry_many(self, params: JobRetryParams) -> list[JobRecord]:
+        k = self.keys
+        ids = list(params.ids)
+        with self._guard:
+            for chunk in chunks(ids):
+                self._scripts.job_retry([k.base, k.expiry, k.counts, k.wake], list(chunk))
+        return self.job_get_many(ids)
+
+    def job_wait(self, params: JobWaitParams) -> JobRecord | None:
+        deadline = None if params.timeout is None else time.monotonic() + params.timeout
+        done = self.keys.done(params.id)
+        with self._guard:
+            # Mark the job as waited on: from now on finishing it pushes to done:<id>.
+            state = self._scripts.job_watch([self.keys.base], [params.id])
+            while True:
+                if state is None:
+                    raise JobNotFound(params.id)
+                if JobState(state).is_finished:
+                    found = reads.get_jobs(self._client, self.keys, [params.id])
+                    if not found:
+                        raise JobNotFound(params.id)
+                    return found[0]
+                remaining = BLOCK_SLICE
+                if deadline is not None:
+                    remaining = min(remaining, deadline - time.monotonic())
+                if remaining <= 0:
+                    return None
+                # BLMOVE onto itself: the element stays, so every waiter wakes. A 0
+                # timeout would block forever, hence the floor.
+                woke = self._client.blmove(done, done, max(remaining, 0.01), "LEFT", "LEFT")
+                state = self._client.hget(self.keys.job(params.id), "state")
+                if woke is not None and state is not None and not JobState(state).is_finished:
+                    # A stale notification (a deleted job that had this id): drop it so we
+                    # do not spin, then look again so a finish racing the DEL is not missed.
+                    self._client.delete(done)
+                    state = self._client.hget(self.keys.job(params.id), "state")
+
+    # -- queues and workers --------------------------------------------------------------
+
+    def queue_stats(self) -> list[QueueStats]:
+        with self._guard:
+            self._prune()
+            return reads.queue_stats(self._client, self.keys, self._server_time())
+
+    def work_wait(self, timeout: float) -> None:
+        with self._guard:
+            first = self._client.zrange(self.keys.scheduled, 0, 0, withscores=True)
+            if first:
+                timeout = min(timeout, max(0.0, first[0][1] - self._server_time()))
+            timeout = min(timeout, BLOCK_SLICE)
+            if timeout < 0.01:
+                return  # BLPOP 0 would block forever
+            self._client.blpop([self.keys.wake], timeout)
+
+    def worker_deregister(self, worker_id: str) -> None:
+        with self._guard:
+            self._scripts.worker_deregister([self.keys.base, self.keys.workers], [worker_id])
+
+    def worker_heartbeat(self, params: WorkerHeartbeatParams) -> None:
+        w = params.worker
+        args: list[str | int] = [
+            w.id,
+            w.host,
+            w.pid,
+            opt_num(w.pid_started),
+            repr(float(w.started_at)),
+            opt_num(params.last_fetch_at),
+            json.dumps(list(w.queues)),
+            w.concurrency,
+            w.pool,
+            params.running,
+        ]
+        with self._guard:
+            self._scripts.worker_heartbeat([self.keys.base, self.keys.workers], args)
+
+    def worker_list(self) -> list[WorkerInfo]:
+        with self._guard:
+            return reads.list_workers(self._client, self.keys)

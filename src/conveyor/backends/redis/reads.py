@@ -1,0 +1,102 @@
+"""Read paths of the Redis backend that scan indexes: job lists, queue stats, workers.
+
+Kept apart from ``backend.py`` (which holds the transitions) so both stay small. None of
+these run a script: they read hashes and sorted sets with pipelined commands.
+
+Example:
+    >>> ready_band_start(-2e13 + 1_700_000_000_000)
+    -20000000000000.0
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from conveyor.backends.base import JobListParams, JobRecord, QueueStats, WorkerInfo
+from conveyor.backends.redis import records
+from conveyor.backends.redis.keys import Keys
+
+#: Ids read per round trip when job_list scans the id index.
+LIST_PAGE = 500
+#: ready-set score band of one priority (see ready_score in scripts/_lib.lua)
+BAND = 1e13
+
+
+def ready_band_start(score: float) -> float:
+    """Lowest score of the priority band that ``score`` belongs to."""
+    return math.floor(score / BAND) * BAND
+
+
+def get_jobs(client: Any, keys: Keys, ids: Sequence[str]) -> list[JobRecord]:
+    """Records of the ids that still exist, in the order asked."""
+    pipe = client.pipeline(transaction=False)
+    for job_id in ids:
+        pipe.hmget(keys.job(job_id), records.JOB_FIELDS)
+    found = (records.job_record(v) for v in pipe.execute())
+    return [r for r in found if r is not None]
+
+
+def list_jobs(client: Any, keys: Keys, params: JobListParams) -> list[JobRecord]:
+    """Jobs in id order after ``after_id``, filtered in Python: a scan of the id index
+    (no secondary index per task or state, so a rare filter reads many hashes)."""
+    found: list[JobRecord] = []
+    cursor = "-" if params.after_id is None else "(" + params.after_id
+    while len(found) < params.limit:
+        ids = client.zrangebylex(keys.jobs, cursor, "+", 0, LIST_PAGE)
+        for record in get_jobs(client, keys, ids):
+            if (
+                (params.queue is None or record.queue == params.queue)
+                and (params.state is None or record.state == params.state)
+                and (params.task is None or record.task == params.task)
+            ):
+                found.append(record)
+                if len(found) == params.limit:
+                    break
+        if len(ids) < LIST_PAGE:
+            break
+        cursor = "(" + ids[-1]
+    return found
+
+
+def queue_stats(client: Any, keys: Keys, now: float) -> list[QueueStats]:
+    """Counts from the ``counts`` hash; the oldest ready age from the ready sets."""
+    counts: dict[str, dict[str, int]] = {}
+    for field, value in client.hgetall(keys.counts).items():
+        state, _, queue = field.partition(":")
+        if int(value) > 0:
+            counts.setdefault(queue, {})[state] = int(value)
+    return [
+        QueueStats(q, counts[q], oldest_ready_age(client, keys, q, now) if "queued" in counts[q]
+                   else None)
+        for q in sorted(counts)
+    ]  # fmt: skip
+
+
+def oldest_ready_age(client: Any, keys: Keys, queue: str, now: float) -> float | None:
+    """Age of the smallest run_at among ready jobs. The ready set is ordered by priority
+    first, so read the first member of each priority band (one call per priority)."""
+    key = keys.ready(queue)
+    oldest: float | None = None
+    low = "-inf"
+    while True:
+        first = client.zrangebyscore(key, low, "+inf", 0, 1, withscores=True)
+        if not first:
+            break
+        member, score = first[0]
+        run_at = client.hget(keys.job(member), "run_at")
+        if run_at is not None:
+            oldest = float(run_at) if oldest is None else min(oldest, float(run_at))
+        low = repr(ready_band_start(score) + BAND)
+    return None if oldest is None else now - oldest
+
+
+def list_workers(client: Any, keys: Keys) -> list[WorkerInfo]:
+    """Every registered worker, oldest first (as SQLite orders by started_at)."""
+    ids = client.zrange(keys.workers, 0, -1)
+    pipe = client.pipeline(transaction=False)
+    for worker_id in ids:
+        pipe.hmget(keys.worker(worker_id), records.WORKER_FIELDS)
+    found = [records.worker_info(v) for v in pipe.execute()]
+    return sorted((w for w in found if w is not None), key=lambda w: w.started_at)

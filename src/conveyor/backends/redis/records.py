@@ -1,0 +1,87 @@
+"""Hash <-> record mapping and script argument encoding for the Redis backend.
+
+Hashes hold the same fields as the SQLite rows; an absent field is NULL. Plain script
+arguments encode a NULL number as ``""``; batch arguments are JSON where times travel as
+decimal strings (Lua numbers would keep only 14 significant digits).
+
+Example:
+    >>> opt_num(None), opt_num(1.5), num(None), num(2)
+    ('', '1.5', None, '2.0')
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from conveyor.backends.base import AttemptRecord, JobRecord, WorkerInfo
+from conveyor.states import JobState
+
+#: HMGET order of a job hash: the fields of JobRecord.
+JOB_FIELDS = (
+    "id", "task", "queue", "state", "priority", "payload", "attempt", "max_attempts",
+    "rescues", "token", "run_at", "created_at", "timeout", "lease", "worker_id",
+    "lease_until", "cancel_requested", "result", "error", "reason", "started_at",
+    "finished_at",
+)  # fmt: skip
+#: HMGET order of a worker hash: the fields of WorkerInfo.
+WORKER_FIELDS = (
+    "id", "host", "pid", "pid_started", "started_at", "queues", "concurrency", "pool",
+    "heartbeat_at", "last_fetch_at", "running",
+)  # fmt: skip
+
+
+def opt_num(value: float | None) -> str:
+    """A nullable number as a script argument: ``""`` is NULL."""
+    return "" if value is None else repr(float(value))
+
+
+def num(value: float | None) -> str | None:
+    """A nullable time inside a JSON argument: a decimal string (Lua keeps it verbatim)."""
+    return None if value is None else repr(float(value))
+
+
+def _float(value: str | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def job_record(v: Sequence[str | None]) -> JobRecord | None:
+    """Build a JobRecord from an HMGET of JOB_FIELDS; None when the hash is gone."""
+    if v[0] is None:
+        return None
+    return JobRecord(
+        id=str(v[0]), task=str(v[1]), queue=str(v[2]), state=JobState(str(v[3])),
+        priority=int(str(v[4])), payload=str(v[5]), attempt=int(str(v[6])),
+        max_attempts=int(str(v[7])), rescues=int(str(v[8])), token=int(str(v[9])),
+        run_at=float(str(v[10])), created_at=float(str(v[11])), timeout=_float(v[12]),
+        lease=float(str(v[13])), worker_id=v[14], lease_until=_float(v[15]),
+        cancel_requested=v[16] == "1", result=v[17], error=v[18], reason=v[19],
+        started_at=_float(v[20]), finished_at=_float(v[21]),
+    )  # fmt: skip
+
+
+def attempt_record(entry: str) -> AttemptRecord:
+    """Build an AttemptRecord from one JSON entry of an ``attempts:<id>`` list."""
+    d = json.loads(entry)
+    return AttemptRecord(
+        job_id=d["job_id"], attempt=int(d["attempt"]), token=int(d["token"]),
+        worker_id=d["worker_id"], started_at=_float(d["started_at"]),
+        finished_at=_float(d["finished_at"]), outcome=d["outcome"], error=d["error"],
+    )  # fmt: skip
+
+
+def worker_info(v: Sequence[str | None]) -> WorkerInfo | None:
+    """Build a WorkerInfo from an HMGET of WORKER_FIELDS; None when the hash is gone."""
+    if v[0] is None:
+        return None
+    return WorkerInfo(
+        id=str(v[0]), host=str(v[1]), pid=int(str(v[2])), pid_started=_float(v[3]),
+        started_at=float(str(v[4])), queues=tuple(json.loads(str(v[5]))),
+        concurrency=int(str(v[6])), pool=str(v[7]), heartbeat_at=float(str(v[8])),
+        last_fetch_at=_float(v[9]), running=int(str(v[10] or 0)),
+    )  # fmt: skip
+
+
+def chunks(items: Sequence[str], size: int = 1000) -> list[Sequence[str]]:
+    """Split id lists so one script call never holds Redis for long."""
+    return [items[i : i + size] for i in range(0, len(items), size)]

@@ -1,0 +1,47 @@
+"""Load the Lua scripts (one per transition) and call them by SHA.
+
+Each ``scripts/<name>.lua`` is prefixed with ``scripts/_lib.lua`` and registered with
+redis-py, which calls ``EVALSHA`` and, on ``NOSCRIPT`` (Redis restarted or its script
+cache was flushed), loads the source once more and retries: nothing to do after a restart.
+
+Example:
+    >>> "local function k_job" in load_source("job_claim")
+    True
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Any
+
+from redis.commands.core import Script
+
+
+def load_source(name: str) -> str:
+    """The full text sent to Redis for script ``name`` (library + script)."""
+    folder = resources.files("conveyor.backends.redis") / "scripts"
+    lib = (folder / "_lib.lua").read_text(encoding="utf-8")
+    return lib + "\n" + (folder / f"{name}.lua").read_text(encoding="utf-8")
+
+
+class Scripts:
+    """Every script of the backend, registered on one client, one attribute each."""
+
+    def __init__(self, client: Any) -> None:
+        def load(name: str) -> Script:
+            return Script(client, load_source(name))
+
+        self.job_cancel = load("job_cancel")
+        self.job_claim = load("job_claim")
+        self.job_delete = load("job_delete")
+        self.job_extend_leases = load("job_extend_leases")
+        self.job_finish = load("job_finish")
+        self.job_insert = load("job_insert")
+        self.job_promote_due = load("job_promote_due")
+        self.job_prune = load("job_prune")
+        self.job_release = load("job_release")
+        self.job_rescue = load("job_rescue")
+        self.job_retry = load("job_retry")
+        self.job_watch = load("job_watch")
+        self.worker_deregister = load("worker_deregister")
+        self.worker_heartbeat = load("worker_heartbeat")

@@ -1,0 +1,153 @@
+-- _lib.lua: helpers shared by every script. Prepended to each script at load time, so
+-- every script is self-contained on the server (one SHA per transition).
+--
+-- Derived keys: KEYS[1] is the base "{<prefix>}:". Per-job ("job:<id>",
+-- "attempts:<id>", "done:<id>"), per-queue ("ready:<queue>") and per-worker
+-- ("inflight:<worker>", "worker:<worker>") keys are built from it, because a claim or a
+-- rescue learns ids and queues only while it runs. They share the hash tag of KEYS[1],
+-- so they live in the same Cluster slot as every declared key.
+--
+-- Conventions: every "now" is the server's TIME (epoch seconds, microseconds). Absent
+-- hash fields are SQL NULL. Times are stored as decimal strings, never via Lua
+-- tostring (which keeps only 14 significant digits).
+
+local BASE = KEYS[1]
+local function k_job(id) return BASE .. 'job:' .. id end
+local function k_attempts(id) return BASE .. 'attempts:' .. id end
+local function k_done(id) return BASE .. 'done:' .. id end
+local function k_ready(queue) return BASE .. 'ready:' .. queue end
+local function k_inflight(worker) return BASE .. 'inflight:' .. worker end
+local function k_worker(worker) return BASE .. 'worker:' .. worker end
+
+local function fmt(x) return string.format('%.6f', x) end
+
+local function now()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) + tonumber(t[2]) / 1000000
+end
+
+-- Ready order is (priority DESC, run_at, id): score = -priority * 1e13 + run_at in ms,
+-- members of equal score sort by id. Exact in a double while |priority| <= 899 (clamped
+-- beyond) and run_at < year 2286; sub-millisecond run_at differences tie and go by id.
+local function ready_score(priority, run_at)
+  local p = tonumber(priority)
+  if p > 899 then p = 899 elseif p < -899 then p = -899 end
+  local ms = math.floor(tonumber(run_at) * 1000)
+  if ms < 0 then ms = 0 elseif ms > 9999999999999 then ms = 9999999999999 end
+  return string.format('%.0f', -p * 1e13 + ms)
+end
+
+-- Optional plain arguments: '' is NULL. NULL becomes false, never nil: Lua tables with
+-- nil holes have no reliable length.
+local function opt_num(s) if s == '' then return false end return s end
+
+-- Per (state, queue) counters, aggregated in the script and written once at the end.
+local counts = {}
+local function count(state, queue, delta)
+  local f = state .. ':' .. queue
+  counts[f] = (counts[f] or 0) + delta
+end
+local function flush_counts(key)
+  for f, d in pairs(counts) do
+    if d ~= 0 then redis.call('HINCRBY', key, f, d) end
+  end
+end
+
+-- Wake up to n idle workers blocked in BLPOP on the wake list (bounded to 64 tokens:
+-- extra tokens would only cause spurious wake-ups).
+local function wake(key, n)
+  if n <= 0 then return end
+  if n > 64 then n = 64 end
+  local t = {}
+  for i = 1, n do t[i] = '1' end
+  if redis.call('LPUSH', key, unpack(t)) > 64 then redis.call('LTRIM', key, 0, 63) end
+end
+
+-- Tell job_wait callers the job is finished (or gone). They BLMOVE the list onto itself,
+-- so one element wakes every waiter; it expires because waiters re-check the hash first.
+-- Only for jobs someone waits on (field "watched", set by job_watch): the common
+-- fire-and-forget job pays nothing for it.
+local function notify_done(id, watched)
+  if not watched then return end
+  local d = k_done(id)
+  redis.call('RPUSH', d, '1')
+  redis.call('EXPIRE', d, 300)
+end
+
+local function jstr(s)
+  if not s then return 'null' end
+  return cjson.encode(s)
+end
+local function jnum(s)
+  if not s or s == '' then return 'null' end
+  return s
+end
+
+-- One attempt entry, JSON with the fields of AttemptRecord (numbers kept verbatim).
+local function add_attempt(id, attempt, token, worker, started, finished, outcome, err)
+  redis.call('RPUSH', k_attempts(id),
+    '{"job_id":' .. cjson.encode(id) .. ',"attempt":' .. attempt .. ',"token":' .. token ..
+    ',"worker_id":' .. jstr(worker) .. ',"started_at":' .. jnum(started) ..
+    ',"finished_at":' .. jnum(finished) .. ',"outcome":"' .. outcome ..
+    '","error":' .. jstr(err) .. '}')
+end
+
+-- Finished-job index: "state:len(queue):queue" .. id, so pruning an expired hash still
+-- knows which counter to decrement.
+local function expiry_member(state, queue, id)
+  return state .. ':' .. #queue .. ':' .. queue .. id
+end
+local function parse_expiry_member(m)
+  local state, n = string.match(m, '^(%a+):(%d+):')
+  local start = #state + #n + 3
+  n = tonumber(n)
+  return state, string.sub(m, start, start + n - 1), string.sub(m, start + n)
+end
+
+-- A job reached a finished state: start its result TTL and wake its waiters.
+local function finished(expiry_key, id, state, queue, ttl, t, watched)
+  redis.call('EXPIRE', k_job(id), ttl)
+  redis.call('EXPIRE', k_attempts(id), ttl)
+  redis.call('ZADD', expiry_key, fmt(t + ttl), expiry_member(state, queue, id))
+  notify_done(id, watched)
+end
+
+-- HSET the values of a flat field/value list and HDEL the fields whose value is false.
+local function hset_nullable(key, fields)
+  local sets, dels = {}, {}
+  for i = 1, #fields, 2 do
+    local v = fields[i + 1]
+    if v == false then dels[#dels + 1] = fields[i]
+    else sets[#sets + 1] = fields[i]; sets[#sets + 1] = v end
+  end
+  if #sets > 0 then redis.call('HSET', key, unpack(sets)) end
+  if #dels > 0 then redis.call('HDEL', key, unpack(dels)) end
+end
+
+-- ZADD many (score, member) pairs in chunks (Lua's unpack has a stack limit).
+local function zadd_many(key, items)
+  for i = 1, #items, 1000 do
+    local last = math.min(i + 999, #items)
+    redis.call("ZADD", key, unpack(items, i, last))
+  end
+end
+
+-- Scheduled jobs that are due become ready, at most `limit` per call. Returns the number
+-- promoted and the number of index entries read (== limit: call again).
+local function promote_due(scheduled_key, t, limit)
+  local ids = redis.call('ZRANGEBYSCORE', scheduled_key, '-inf', fmt(t), 'LIMIT', 0, limit)
+  local promoted = 0
+  for _, id in ipairs(ids) do
+    local key = k_job(id)
+    local f = redis.call('HMGET', key, 'state', 'queue', 'priority', 'run_at')
+    if f[1] == 'scheduled' then
+      redis.call('HSET', key, 'state', 'queued')
+      redis.call('ZADD', k_ready(f[2]), ready_score(f[3], f[4]), id)
+      count('scheduled', f[2], -1)
+      count('queued', f[2], 1)
+      promoted = promoted + 1
+    end
+  end
+  if #ids > 0 then redis.call('ZREM', scheduled_key, unpack(ids)) end
+  return promoted, #ids
+end

@@ -1,0 +1,61 @@
+-- job_claim: promote due scheduled jobs, then claim ready jobs for one worker.
+-- KEYS[1] base "{prefix}:"   KEYS[2] scheduled zset   KEYS[3] holders set
+-- KEYS[4] inflight:<worker>  KEYS[5] counts hash      KEYS[6] wake list
+-- KEYS[7..] ready:<queue> for each queue, in the caller's order
+-- ARGV[1] worker id   ARGV[2] total   ARGV[3] promote limit   ARGV[4..] limit per queue
+-- Derived: job:<id>, ready:<queue> (of promoted jobs).
+-- First pass: up to each queue's limit; second pass: top up to total from the same
+-- queues in the same order (as SQLite). Token and attempt count here; the lease is
+-- timed by the server clock. Returns {promoted, jobs} where jobs is a JSON array (parsed
+-- in C by the client, much cheaper than a nested reply) of arrays of strings
+-- [id, task, queue, payload, attempt, max_attempts, token, timeout (false = NULL),
+--  lease, run_at, claimed_at, rescues, priority].
+local t = now()
+local ts = fmt(t)
+local worker = ARGV[1]
+local remaining = tonumber(ARGV[2])
+local promoted = promote_due(KEYS[2], t, tonumber(ARGV[3]))
+local out = {}
+local empty = {}
+local nq = #KEYS - 6
+
+local function take(i, want)
+  local popped = redis.call('ZPOPMIN', KEYS[6 + i], want)
+  for j = 1, #popped, 2 do
+    local id = popped[j]
+    local key = k_job(id)
+    local f = redis.call('HMGET', key, 'state', 'task', 'queue', 'payload', 'attempt',
+      'max_attempts', 'token', 'timeout', 'lease', 'run_at', 'rescues', 'priority')
+    -- A ready entry whose hash is gone or moved on is index debris: drop it.
+    if f[1] == 'queued' then
+      local attempt = tostring(tonumber(f[5]) + 1)
+      local token = tostring(tonumber(f[7]) + 1)
+      local lease_until = fmt(t + tonumber(f[9]))
+      redis.call('HSET', key, 'state', 'running', 'worker_id', worker, 'token', token,
+        'attempt', attempt, 'started_at', ts, 'lease_until', lease_until)
+      redis.call('SADD', KEYS[4], id)
+      count('queued', f[3], -1)
+      count('running', f[3], 1)
+      out[#out + 1] = {id, f[2], f[3], f[4], attempt, f[6], token, f[8], f[9], f[10], ts,
+        f[11], f[12]}
+      remaining = remaining - 1
+    end
+  end
+  if #popped < want * 2 then empty[i] = true end
+end
+
+for i = 1, nq do
+  local want = math.min(tonumber(ARGV[3 + i]), remaining)
+  if want > 0 then take(i, want) end
+end
+for i = 1, nq do
+  if remaining <= 0 then break end
+  if not empty[i] then take(i, remaining) end
+end
+flush_counts(KEYS[5])
+-- The rescuer finds running jobs through the workers that hold some.
+if #out > 0 then redis.call('SADD', KEYS[3], worker) end
+-- Promoted jobs this claim could not take are for other workers: wake them.
+wake(KEYS[6], promoted - #out)
+if #out == 0 then return {promoted, '[]'} end
+return {promoted, cjson.encode(out)}

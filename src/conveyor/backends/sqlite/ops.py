@@ -1,0 +1,238 @@
+"""Operations on the SQLite backend: listing and counting by filter, purge, pause and
+resume, per-job logs, the integrity audit and online backup.
+
+Kept apart from ``backend.py`` (the hot path) as a mixin of :class:`SQLiteBackend`; it
+uses the backend's connection, lock and ``_write`` transaction helper.
+
+Example:
+    >>> from conveyor.backends.sqlite.backend import SQLiteBackend
+    >>> from conveyor.backends.base import QueuePauseParams
+    >>> b = SQLiteBackend("sqlite:///:memory:")
+    >>> b.queue_pause(QueuePauseParams("mail"))
+    >>> [(q.queue, q.paused) for q in b.queue_list()]
+    [('mail', True)]
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+
+from conveyor.backends.base import (
+    IntegrityCheckParams,
+    IntegrityProblem,
+    JobCountParams,
+    JobFilter,
+    JobListParams,
+    JobLogInsertParams,
+    JobLogListParams,
+    JobLogRecord,
+    JobPurgeParams,
+    JobRecord,
+    QueueInfo,
+    QueuePauseParams,
+    QueueResumeParams,
+)
+from conveyor.backends.sqlite import rows
+from conveyor.backends.sqlite.filters import filter_sql
+
+#: Text of the record stored in place of the first record past a job's log bound.
+TRUNCATED_MESSAGE = "log truncated: this job reached its limit of {limit} records"
+TRUNCATED_LOGGER = "conveyor.logs"
+
+
+class SQLiteOpsMixin:
+    """Ops methods of :class:`~conveyor.backends.sqlite.backend.SQLiteBackend`."""
+
+    _conn: sqlite3.Connection
+    _lock: threading.RLock
+    _sql: dict[str, str]
+    _write: Callable[[], AbstractContextManager[sqlite3.Connection]]
+    _read: Callable[..., list[tuple[object, ...]]]
+
+    # -- jobs by filter ------------------------------------------------------------------
+
+    def job_list(self, params: JobListParams) -> list[JobRecord]:
+        legacy = JobFilter(
+            queue=params.queue, task=params.task, states=(params.state,) if params.state else ()
+        )
+        sql_a, args_a = filter_sql(legacy)
+        sql_b, args_b = filter_sql(params.filter or JobFilter())
+        where, args = f"({sql_a}) AND ({sql_b})", [*args_a, *args_b]
+        if params.after_id is not None:
+            where += " AND id > ?"
+            args.append(params.after_id)
+        sql = f"SELECT {rows.JOB_COLUMNS} FROM jobs WHERE {where} ORDER BY id LIMIT ?"
+        return [rows.job_record(r) for r in self._read(sql, [*args, params.limit])]
+
+    def job_count(self, params: JobCountParams) -> int:
+        where, args = filter_sql(params.filter)
+        return int(str(self._read(f"SELECT COUNT(*) FROM jobs WHERE {where}", args)[0][0]))
+
+    def job_purge(self, params: JobPurgeParams) -> int:
+        states = json.dumps([str(s) for s in params.states])
+        with self._write() as conn:
+            ids = [
+                str(r[0])
+                for r in conn.execute(
+                    self._sql["job_purge"],
+                    {
+                        "states": states,
+                        "finished_before": params.finished_before,
+                        "limit": params.limit,
+                    },
+                )
+            ]
+            delete_jobs(conn, ids)
+        return len(ids)
+
+    # -- queues --------------------------------------------------------------------------
+
+    def queue_list(self) -> list[QueueInfo]:
+        now = time.time()
+        paused = {str(n): bool(p) for n, p in self._read("SELECT name, paused FROM queues")}
+        counts: dict[str, dict[str, int]] = {}
+        for queue, state, count in self._read(
+            "SELECT queue, state, COUNT(*) FROM jobs GROUP BY queue, state"
+        ):
+            counts.setdefault(str(queue), {})[str(state)] = int(str(count))
+        oldest = {
+            str(q): now - float(str(t))
+            for q, t in self._read(
+                "SELECT queue, MIN(run_at) FROM jobs WHERE state = 'queued' GROUP BY queue"
+            )
+        }
+        names = sorted(set(paused) | set(counts))
+        return [QueueInfo(n, paused.get(n, False), counts.get(n, {}), oldest.get(n)) for n in names]
+
+    def queue_pause(self, params: QueuePauseParams) -> None:
+        self._set_paused(params.queue, True)
+
+    def queue_resume(self, params: QueueResumeParams) -> None:
+        # The write bumps data_version, which wakes idle workers to claim at once.
+        self._set_paused(params.queue, False)
+
+    def _set_paused(self, queue: str, paused: bool) -> None:
+        with self._write() as conn:
+            conn.execute(
+                self._sql["queue_pause"],
+                {"queue": queue, "paused": int(paused), "now": time.time()},
+            )
+
+    # -- logs ----------------------------------------------------------------------------
+
+    def job_log_insert_many(self, params: JobLogInsertParams) -> int:
+        stored = 0
+        limit = params.max_per_job
+        ordered = sorted(enumerate(params.records), key=lambda p: (p[1].job_id, p[0]))
+        with self._write() as conn:
+            for job_id, group in itertools.groupby(ordered, key=lambda p: p[1].job_id):
+                records = [r for _, r in group]
+                have = int(
+                    conn.execute(
+                        "SELECT COUNT(*) FROM job_logs WHERE job_id = ?", (job_id,)
+                    ).fetchone()[0]
+                )
+                room = max(0, limit - have)
+                keep = records[:room]
+                conn.executemany(self._sql["job_log_insert"], [_log_args(r) for r in keep])
+                stored += len(keep)
+                if len(records) > room and have <= limit:
+                    # Exactly one marker: after it the count is limit + 1, so have > limit.
+                    first = records[room]
+                    marker = JobLogRecord(
+                        job_id,
+                        first.attempt,
+                        first.ts,
+                        "WARNING",
+                        TRUNCATED_LOGGER,
+                        TRUNCATED_MESSAGE.format(limit=limit),
+                    )
+                    conn.execute(self._sql["job_log_insert"], _log_args(marker))
+        return stored
+
+    def job_log_list(self, params: JobLogListParams) -> list[JobLogRecord]:
+        found = self._read(
+            "SELECT job_id, attempt, ts, level, logger, message FROM job_logs "
+            "WHERE job_id = ? ORDER BY rowid LIMIT ?",
+            (params.job_id, params.limit),
+        )
+        return [
+            JobLogRecord(str(j), int(str(a)), float(str(t)), str(lv), str(lg), str(m))
+            for j, a, t, lv, lg, m in found
+        ]
+
+    # -- audit and backup ----------------------------------------------------------------
+
+    def integrity_check(self, params: IntegrityCheckParams) -> list[IntegrityProblem]:
+        found = self._read(
+            self._sql["integrity_check"], {"stale_before": time.time() - params.heartbeat_ttl}
+        )
+        problems = [
+            IntegrityProblem(str(k), None if j is None else str(j), str(d)) for k, j, d in found
+        ]
+        with self._lock:
+            quick = [str(r[0]) for r in self._conn.execute("PRAGMA quick_check").fetchall()]
+        if quick != ["ok"]:
+            problems += [IntegrityProblem("sqlite_quick_check", None, q) for q in quick]
+        return problems
+
+    def backup(self, path: str, progress: Callable[[int, int], None] | None = None) -> None:
+        """Online copy of the whole database into ``path`` (``sqlite3.Connection.backup``):
+        consistent, and writers are only paused between page batches.
+
+        Example::
+
+            app.backend.backup("/backups/jobs-2026-11-30.db")
+        """
+        target = sqlite3.connect(path)
+        try:
+
+            def step(status: int, remaining: int, total: int) -> None:
+                if progress is not None:
+                    progress(total - remaining, total)
+
+            with self._lock:
+                self._conn.backup(target, pages=1024, progress=step)
+        finally:
+            target.close()
+
+
+def _log_args(r: JobLogRecord) -> dict[str, object]:
+    return {
+        "job_id": r.job_id,
+        "attempt": r.attempt,
+        "ts": r.ts,
+        "level": r.level,
+        "logger": r.logger,
+        "message": r.message,
+    }
+
+
+def delete_jobs(conn: sqlite3.Connection, ids: Sequence[str]) -> int:
+    """Delete jobs with their attempts, logs and workflow edges (inside the caller's
+    transaction). Dependants of a parent deleted before it succeeded are cancelled: it can
+    never release them."""
+    from conveyor.backends.sqlite import workflow
+
+    deleted = 0
+    now = time.time()
+    for chunk in rows.chunks(list(ids)):
+        marks = rows.placeholders(len(chunk))
+        unfinished = conn.execute(
+            f"SELECT id FROM jobs WHERE id IN ({marks}) AND state != 'succeeded'", chunk
+        ).fetchall()
+        workflow.settle(conn, (), {str(r[0]): "was deleted" for r in unfinished}, now)
+        deleted += conn.execute(f"DELETE FROM jobs WHERE id IN ({marks})", chunk).rowcount
+        conn.execute(f"DELETE FROM attempts WHERE job_id IN ({marks})", chunk)
+        conn.execute(f"DELETE FROM job_logs WHERE job_id IN ({marks})", chunk)
+        conn.execute(
+            f"DELETE FROM job_deps WHERE child_id IN ({marks}) OR parent_id IN ({marks})",
+            (*chunk, *chunk),
+        )
+    return deleted

@@ -1,0 +1,272 @@
+"""Workflows and unique jobs on SQLite: the SQL side of ``job_insert_flow_many`` and of
+settling dependants when parents finish.
+
+Every function runs inside the caller's ``BEGIN IMMEDIATE`` transaction, so a child
+becomes ready (or cancelled) in the same commit as its parent's finish, and a unique
+key is settled atomically with the insert (the ``jobs_unique`` index is the backstop).
+
+Example::
+
+    with backend._write() as conn:
+        results = insert_flow(conn, params, time.time())
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Mapping, Sequence
+
+from conveyor.backends.base import Dependency, InsertResult, JobInsertParams
+from conveyor.backends.sqlite import rows
+from conveyor.backends.sqlite.connection import load_query
+from conveyor.errors import JobNotFound
+
+_INSERT = load_query("job_insert_flow")
+#: pipe value of an on_failure handler: runs only if its one parent fails.
+PIPE_FAILURE = 3
+_NOT_NEEDED = "dependency {} succeeded: failure handler not needed"
+
+
+def _ready_state(run_at: float, now: float) -> str:
+    return "scheduled" if run_at > now else "queued"
+
+
+def _piped_payload(
+    conn: sqlite3.Connection, payload: str, parents: Sequence[str], pipe: int
+) -> str:
+    """Put the parents' results first in the child's arguments (chain: the one result;
+    group callback: the list of results in order)."""
+    results = []
+    for parent in parents:
+        row = conn.execute("SELECT result FROM jobs WHERE id = ?", (parent,)).fetchone()
+        results.append(json.loads(row[0]) if row and row[0] is not None else None)
+    data = json.loads(payload)
+    first = results[0] if pipe == 1 else results
+    data["args"] = [first, *data.get("args", [])]
+    return json.dumps(data, separators=(",", ":"))
+
+
+def _failure_payload(conn: sqlite3.Connection, payload: str, parent: str, why: str) -> str:
+    """Put what happened to the failed parent first in a failure handler's arguments."""
+    row = conn.execute("SELECT state, reason, error FROM jobs WHERE id = ?", (parent,)).fetchone()
+    info = {
+        "job_id": parent,
+        "state": str(row[0]) if row else "deleted",
+        "reason": (row[1] if row and row[1] else why),
+        "error": json.loads(row[2]) if row and row[2] else None,
+    }
+    data = json.loads(payload)
+    data["args"] = [info, *data.get("args", [])]
+    return json.dumps(data, separators=(",", ":"))
+
+
+def _unique_conflict(
+    conn: sqlite3.Connection, p: JobInsertParams, run_at: float, now: float
+) -> InsertResult | None:
+    # A finished holder whose window passed gives the key up (inside this transaction).
+    conn.execute(
+        "UPDATE jobs SET unique_key = NULL WHERE task = ? AND unique_key = ? "
+        "AND state IN ('succeeded', 'dead', 'cancelled') "
+        "AND (unique_until IS NULL OR unique_until <= ?)",
+        (p.task, p.unique_key, now),
+    )
+    row = conn.execute(
+        "SELECT id, state FROM jobs WHERE task = ? AND unique_key = ?", (p.task, p.unique_key)
+    ).fetchone()
+    if row is None:
+        return None
+    existing, state = str(row[0]), str(row[1])
+    if p.on_conflict == "replace" and state in ("queued", "scheduled", "waiting"):
+        # Debounce: newest arguments and run time win; a waiting job keeps waiting.
+        new_state = state if state == "waiting" else _ready_state(run_at, now)
+        conn.execute(
+            "UPDATE jobs SET payload = ?, run_at = ?, state = ?, unique_until = ? WHERE id = ?",
+            (p.payload, run_at, new_state, p.unique_until, existing),
+        )
+        return InsertResult(existing, inserted=False, replaced=True)
+    return InsertResult(existing, inserted=False)
+
+
+def insert_flow(
+    conn: sqlite3.Connection, params: Sequence[JobInsertParams], now: float
+) -> list[InsertResult]:
+    """Insert jobs with unique keys, parents or limits; see the protocol docstring."""
+    results: list[InsertResult] = []
+    standing: dict[str, str] = {}  # id asked for -> id that stands (unique conflicts)
+    for p in params:
+        run_at = now if p.run_at is None else p.run_at
+        if p.unique_key is not None:
+            conflict = _unique_conflict(conn, p, run_at, now)
+            if conflict is not None:
+                standing[p.id] = conflict.id
+                results.append(conflict)
+                continue
+        state, payload, reason, finished_at, waiting = (
+            _ready_state(run_at, now),
+            p.payload,
+            None,
+            None,
+            0,
+        )
+        parents = [standing.get(d, d) for d in p.depends_on]
+        if parents:
+            found = dict(
+                conn.execute(
+                    f"SELECT id, state FROM jobs WHERE id IN ({rows.placeholders(len(parents))})",
+                    parents,
+                ).fetchall()
+            )
+            missing = [d for d in parents if d not in found]
+            if missing:
+                raise JobNotFound(missing[0])
+            failed = [d for d in parents if found[d] in ("dead", "cancelled")]
+            waiting = sum(1 for d in parents if found[d] != "succeeded")
+            if p.pipe == PIPE_FAILURE:
+                if found[parents[0]] == "succeeded":
+                    state, waiting, finished_at = "cancelled", 0, now
+                    reason = _NOT_NEEDED.format(parents[0])
+                elif failed:
+                    waiting = 0
+                    payload = _failure_payload(conn, payload, parents[0], "failed")
+                else:
+                    state = "waiting"
+            elif failed:
+                state, waiting, finished_at = "cancelled", 0, now
+                reason = f"dependency {failed[0]} ended {found[failed[0]]}"
+            elif waiting:
+                state = "waiting"
+            elif p.pipe:
+                payload = _piped_payload(conn, payload, parents, p.pipe)
+        conn.execute(
+            _INSERT,
+            {
+                "id": p.id,
+                "task": p.task,
+                "queue": p.queue,
+                "state": state,
+                "priority": p.priority,
+                "payload": payload,
+                "max_attempts": p.max_attempts,
+                "run_at": run_at,
+                "created_at": now,
+                "timeout": p.timeout,
+                "lease": p.lease,
+                "unique_key": p.unique_key,
+                "unique_until": p.unique_until,
+                "waiting_on": waiting,
+                "pipe": p.pipe,
+                "limit_key": p.limit.key if p.limit else None,
+                "reason": reason,
+                "finished_at": finished_at,
+            },
+        )
+        conn.executemany(
+            "INSERT OR IGNORE INTO job_deps (parent_id, child_id, position) VALUES (?, ?, ?)",
+            [(parent, p.id, i) for i, parent in enumerate(parents)],
+        )
+        if p.limit is not None:
+            lim = p.limit
+            conn.execute(
+                "INSERT INTO limits (key, concurrency, rate_count, rate_period) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET concurrency = excluded.concurrency, "
+                "rate_count = excluded.rate_count, rate_period = excluded.rate_period",
+                (lim.key, lim.concurrency, lim.rate_count, lim.rate_period),
+            )
+        standing[p.id] = p.id
+        results.append(InsertResult(p.id, inserted=True))
+    return results
+
+
+def settle(
+    conn: sqlite3.Connection, succeeded: Sequence[str], failed: Mapping[str, str], now: float
+) -> None:
+    """Move the dependants of finished parents: one fewer parent to wait for (ready at
+    zero), or cancelled with a reason when a parent ended dead, cancelled or dropped —
+    transitively, so a whole chain behind a failure is cancelled in one commit. An
+    on_failure handler (pipe 3) is the other way round: ready when its parent fails,
+    cancelled when it succeeds."""
+    pending_cancel: dict[str, str] = {}
+    for chunk in rows.chunks(list(succeeded)):
+        edges = conn.execute(
+            f"SELECT child_id FROM job_deps WHERE parent_id IN ({rows.placeholders(len(chunk))})",
+            chunk,
+        ).fetchall()
+        for (child,) in edges:
+            row = conn.execute(
+                "UPDATE jobs SET waiting_on = waiting_on - 1 WHERE id = ? AND state = 'waiting' "
+                f"AND pipe != {PIPE_FAILURE} RETURNING waiting_on, pipe, payload, run_at",
+                (child,),
+            ).fetchone()
+            if row is None:
+                # A failure handler whose parent succeeded: not needed (nor its dependants).
+                if conn.execute(
+                    "UPDATE jobs SET state = 'cancelled', reason = ?, finished_at = ?, "
+                    f"waiting_on = 0 WHERE id = ? AND state = 'waiting' AND pipe = {PIPE_FAILURE}",
+                    (_NOT_NEEDED.format(chunk_parent(conn, child)), now, child),
+                ).rowcount:
+                    pending_cancel[str(child)] = "was cancelled"
+                continue
+            if row[0] > 0:
+                continue
+            _, pipe, payload, run_at = row
+            if pipe:
+                parents = [
+                    str(r[0])
+                    for r in conn.execute(
+                        "SELECT parent_id FROM job_deps WHERE child_id = ? ORDER BY position",
+                        (child,),
+                    )
+                ]
+                payload = _piped_payload(conn, str(payload), parents, int(pipe))
+            conn.execute(
+                "UPDATE jobs SET state = ?, payload = ? WHERE id = ? AND state = 'waiting'",
+                (_ready_state(float(run_at), now), payload, child),
+            )
+    pending = {**failed, **pending_cancel}
+    while pending:
+        parent, why = pending.popitem()
+        for (child,) in conn.execute(
+            "SELECT child_id FROM job_deps WHERE parent_id = ?", (parent,)
+        ).fetchall():
+            handler = conn.execute(
+                f"SELECT payload, run_at FROM jobs WHERE id = ? AND state = 'waiting' AND pipe = {PIPE_FAILURE}",
+                (child,),
+            ).fetchone()
+            if handler is not None:  # on_failure: this is what it waited for
+                conn.execute(
+                    "UPDATE jobs SET state = ?, payload = ?, waiting_on = 0 WHERE id = ?",
+                    (
+                        _ready_state(float(handler[1]), now),
+                        _failure_payload(conn, str(handler[0]), parent, why),
+                        child,
+                    ),
+                )
+                continue
+            reason = f"dependency {parent} {why}"
+            cancelled = conn.execute(
+                "UPDATE jobs SET state = 'cancelled', reason = ?, finished_at = ?, waiting_on = 0 "
+                "WHERE id = ? AND state = 'waiting'",
+                (reason, now, child),
+            ).rowcount
+            if cancelled:
+                pending[str(child)] = "was cancelled"
+
+
+def chunk_parent(conn: sqlite3.Connection, child: str) -> str:
+    row = conn.execute("SELECT parent_id FROM job_deps WHERE child_id = ?", (child,)).fetchone()
+    return str(row[0]) if row else "?"
+
+
+def dependencies(conn: sqlite3.Connection, ids: Sequence[str]) -> list[Dependency]:
+    found: list[Dependency] = []
+    for chunk in rows.chunks(list(ids)):
+        found += [
+            Dependency(str(c), str(p), int(pos))
+            for c, p, pos in conn.execute(
+                "SELECT child_id, parent_id, position FROM job_deps "
+                f"WHERE child_id IN ({rows.placeholders(len(chunk))}) ORDER BY child_id, position",
+                chunk,
+            ).fetchall()
+        ]
+    return found

@@ -1,0 +1,1 @@
+"""The ``conveyor`` command line: one module per command, registered in ``main``."""

@@ -1,0 +1,149 @@
+"""``conveyor retry|cancel|delete`` (by ids, or by the ``jobs`` filters after a
+confirmation that shows the count; ``--yes`` skips it) and ``conveyor purge``.
+
+Example::
+
+    conveyor retry 01JD8X... 01JD8Y...
+    conveyor retry --state dead --task billing.charge          # asks: "Retry 12 job(s)?"
+    conveyor delete --queue tmp --yes
+    conveyor purge --older-than 7d --state succeeded --yes
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+import click
+
+from conveyor.backends.base import (
+    Backend,
+    JobCancelParams,
+    JobCountParams,
+    JobFilter,
+    JobPurgeParams,
+    JobRetryParams,
+)
+from conveyor.cli.common import echo_json, open_app, store_options
+from conveyor.cli.filters import STATES, filter_options, is_empty, iter_jobs
+from conveyor.query import parse_duration
+from conveyor.states import FINISHED_STATES, JobState
+
+#: Ids acted on per backend call.
+CHUNK = 500
+
+
+def _retry(backend: Backend, ids: Sequence[str]) -> int:
+    return sum(1 for j in backend.job_retry_many(JobRetryParams(ids)) if j.state is JobState.QUEUED)
+
+
+def _cancel(backend: Backend, ids: Sequence[str]) -> int:
+    return sum(
+        1
+        for j in backend.job_cancel_many(JobCancelParams(ids))
+        if j.state is JobState.CANCELLED or j.cancel_requested
+    )
+
+
+def _delete(backend: Backend, ids: Sequence[str]) -> int:
+    return backend.job_delete_many(ids)
+
+
+def _bulk(
+    verb: str, action: Callable[[Backend, Sequence[str]], int], help_text: str
+) -> click.Command:
+    @click.command(verb, help=help_text)
+    @store_options
+    @filter_options
+    @click.argument("ids", nargs=-1)
+    @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+    @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+    def command(
+        url: str | None,
+        app_spec: str | None,
+        job_filter: JobFilter,
+        ids: tuple[str, ...],
+        yes: bool,
+        as_json: bool,
+    ) -> None:
+        if ids and not is_empty(job_filter):
+            raise click.UsageError("give job ids or filters, not both")
+        if not ids and is_empty(job_filter):
+            raise click.UsageError("give job ids, or filters (e.g. --state dead) to act on many")
+        backend = open_app(url, app_spec).backend
+        if ids:
+            targets = list(ids)
+        else:
+            count = backend.job_count(JobCountParams(job_filter))
+            if count == 0:
+                _report(as_json, verb, 0, 0)
+                return
+            if not yes:
+                click.confirm(
+                    f"{verb.capitalize()} {count} job(s) matching the filters?",
+                    abort=True,
+                    err=True,
+                )
+            # Collect ids first, then act: acting while paging would move the pages.
+            targets = [j.id for page in iter_jobs(backend, job_filter) for j in page]
+        changed = sum(
+            action(backend, targets[i : i + CHUNK]) for i in range(0, len(targets), CHUNK)
+        )
+        _report(as_json, verb, len(targets), changed)
+
+    return command
+
+
+def _report(as_json: bool, verb: str, matched: int, changed: int) -> None:
+    if as_json:
+        echo_json({"action": verb, "matched": matched, "changed": changed})
+    else:
+        click.echo(f"{verb}: {changed} of {matched} job(s) changed")
+
+
+retry = _bulk("retry", _retry, "Retry finished jobs (dead, cancelled, succeeded) now.")
+cancel = _bulk(
+    "cancel",
+    _cancel,
+    "Cancel jobs: waiting ones at once, running ones at their worker's next heartbeat.",
+)
+delete = _bulk("delete", _delete, "Delete jobs with their attempts and logs.")
+
+
+@click.command("purge")
+@store_options
+@click.option("--older-than", required=True, metavar="AGE", help="e.g. 12h, 7d, 2w.")
+@click.option(
+    "--state",
+    "states",
+    multiple=True,
+    type=click.Choice([s for s in STATES if JobState(s) in FINISHED_STATES]),
+    help="Finished state to purge (repeatable). Default: all three.",
+)
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def purge(
+    url: str | None,
+    app_spec: str | None,
+    older_than: str,
+    states: tuple[str, ...],
+    yes: bool,
+    as_json: bool,
+) -> None:
+    """Delete finished jobs older than AGE (what retention does, on demand)."""
+    try:
+        cutoff = time.time() - parse_duration(older_than)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--older-than") from None
+    wanted = tuple(JobState(s) for s in states) or tuple(sorted(FINISHED_STATES))
+    backend = open_app(url, app_spec).backend
+    count = backend.job_count(JobCountParams(JobFilter(states=wanted, finished_before=cutoff)))
+    if count and not yes:
+        click.confirm(f"Purge {count} finished job(s)?", abort=True, err=True)
+    total = 0
+    while count:
+        n = backend.job_purge(JobPurgeParams(finished_before=cutoff, states=wanted, limit=CHUNK))
+        total += n
+        if n < CHUNK:
+            break
+    _report(as_json, "purge", count, total)

@@ -1,0 +1,68 @@
+"""``conveyor backup FILE`` (SQLite online backup) and ``conveyor check`` (integrity
+audit; exit status 1 when anything is wrong).
+
+Example::
+
+    conveyor backup /backups/jobs-$(date +%F).db
+    conveyor check || alert "conveyor store needs a look"
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import cast
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from conveyor.backends.base import IntegrityCheckParams
+from conveyor.cli.common import echo_json, open_app, store_options
+
+
+@click.command("backup")
+@store_options
+@click.argument("path", type=click.Path(dir_okay=False))
+def backup(url: str | None, app_spec: str | None, path: str) -> None:
+    """Copy the store to PATH while workers keep running (SQLite only)."""
+    backend = open_app(url, app_spec).backend
+    copy = getattr(backend, "backup", None)
+    if not callable(copy):
+        raise click.ClickException(
+            f"backup is only available on the SQLite backend, not {backend.name}; "
+            "back Redis up with its own tools (BGSAVE, replicas)"
+        )
+    if os.path.exists(path):
+        raise click.ClickException(f"{path} exists; choose a new file")
+    cast(Callable[[str], None], copy)(path)
+    click.echo(f"backup written to {path} ({os.path.getsize(path):,} bytes)")
+
+
+@click.command("check")
+@store_options
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def check(url: str | None, app_spec: str | None, as_json: bool) -> None:
+    """Audit the store: impossible states, claims without a live worker, orphaned rows."""
+    app = open_app(url, app_spec)
+    problems = app.backend.integrity_check(IntegrityCheckParams(app.settings.heartbeat_ttl))
+    if as_json:
+        echo_json(
+            {
+                "ok": not problems,
+                "problems": [
+                    {"kind": p.kind, "job_id": p.job_id, "detail": p.detail} for p in problems
+                ],
+            }
+        )
+    elif not problems:
+        click.echo("ok: no problems found")
+    else:
+        table = Table(title=f"{len(problems)} problem(s)")
+        for col in ("kind", "job", "detail"):
+            table.add_column(col)
+        for p in problems:
+            table.add_row(p.kind, p.job_id or "-", p.detail)
+        Console().print(table)
+    if problems:
+        raise SystemExit(1)

@@ -1,0 +1,116 @@
+"""``conveyor demo``: the main job on the embedded default, end to end in a few seconds.
+
+Enqueues a few thousand sample jobs (fast, slow, flaky-then-succeeding, doomed) into a
+local SQLite file, runs a worker with a live progress bar, and prints a summary.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import time
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from conveyor.states import JobState
+
+
+@click.command("demo")
+@click.option("--jobs", "total", type=click.IntRange(min=10), default=3000, show_default=True)
+@click.option("-c", "--concurrency", type=click.IntRange(min=1), default=16, show_default=True)
+@click.option(
+    "--keep", is_flag=True, help="Keep the previous demo database instead of starting fresh."
+)
+def demo(total: int, concurrency: int, keep: bool) -> None:
+    """Run sample jobs on a local SQLite file and show what happened."""
+    if not keep and not os.environ.get("CONVEYOR_DEMO_URL"):
+        shutil.rmtree(".conveyor-demo", ignore_errors=True)
+    from conveyor import Args
+    from conveyor import demo as sample
+    from conveyor.worker.worker import Worker
+
+    console = Console()
+    app = sample.app
+    rng = random.Random(7)
+    n_doomed, n_flaky, n_slow = total // 150, total // 10, total // 15
+    n_fast = total - n_doomed - n_flaky - n_slow
+    started = time.perf_counter()
+    sample.square.enqueue_many([(i,) for i in range(n_fast)])
+    sample.sleepy.enqueue_many([(rng.randint(5, 30),) for _ in range(n_slow)])
+    sample.flaky.enqueue_many([Args(i, failures=1 + i % 2) for i in range(n_flaky)])
+    sample.doomed.enqueue_many([(i,) for i in range(n_doomed)])
+    enqueue_s = time.perf_counter() - started
+    console.print(
+        f"[bold]conveyor demo[/]: {total} jobs enqueued into {app.url} in {enqueue_s * 1000:.0f} ms"
+    )
+
+    worker = Worker(app, queues=["default:3", "slow:1"], concurrency=concurrency).start()
+    run_started = time.perf_counter()
+    columns = (
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console, transient=False) as progress:
+        bar = progress.add_task("running jobs", total=total)
+        while True:
+            counts = _counts(app)
+            finished = sum(
+                counts.get(s.value, 0)
+                for s in (JobState.SUCCEEDED, JobState.DEAD, JobState.CANCELLED)
+            )
+            progress.update(
+                bar,
+                completed=finished,
+                description=f"running ({counts.get('running', 0)} now, {counts.get('scheduled', 0)} waiting to retry)",
+            )
+            if finished >= total:
+                break
+            time.sleep(0.1)
+    elapsed = time.perf_counter() - run_started
+    worker.stop()
+    _summary(console, app, total, elapsed)
+
+
+def _counts(app: object) -> dict[str, int]:
+    totals: dict[str, int] = {}
+    for stats in app.backend.queue_stats():  # type: ignore[attr-defined]
+        for state, count in stats.counts.items():
+            totals[state] = totals.get(state, 0) + count
+    return totals
+
+
+def _summary(console: Console, app: object, total: int, elapsed: float) -> None:
+    backend = app.backend  # type: ignore[attr-defined]
+    counts = _counts(app)
+    retried = 0
+    after = None
+    while True:
+        from conveyor.backends.base import JobListParams
+
+        page = backend.job_list(JobListParams(after_id=after, limit=1000))
+        if not page:
+            break
+        retried += sum(1 for j in page if j.attempt > 1)
+        after = page[-1].id
+    table = Table(title="demo summary")
+    for col in ("jobs", "done", "retried", "dead", "seconds", "jobs/s"):
+        table.add_column(col, justify="right")
+    table.add_row(
+        str(total),
+        str(counts.get("succeeded", 0)),
+        str(retried),
+        str(counts.get("dead", 0)),
+        f"{elapsed:.2f}",
+        f"{total / elapsed:,.0f}",
+    )
+    console.print(table)
+    console.print(
+        "Inspect it: [cyan]conveyor status --url sqlite:///.conveyor-demo/demo.db[/]"
+        " or open the file with sqlite3 (table jobs, attempts)."
+    )

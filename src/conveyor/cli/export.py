@@ -1,0 +1,90 @@
+"""``conveyor export``: every matching job as JSON lines or CSV, streamed page by page
+(memory stays bounded however large the store), with a progress bar on stderr.
+
+Example::
+
+    conveyor export --format jsonl --state dead -o dead.jsonl
+    conveyor export --format csv --queue mail > mail.csv
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import sys
+from typing import IO, Any
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+from conveyor.backends.base import JobCountParams, JobFilter, JobRecord
+from conveyor.cli.common import open_app, store_options
+from conveyor.cli.filters import filter_options, iter_jobs, job_dict
+
+FIELDS = list(JobRecord.__dataclass_fields__)
+
+
+@click.command("export")
+@store_options
+@filter_options
+@click.option(
+    "--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, writable=True),
+    help="File to write (default: stdout).",
+)
+@click.option(
+    "--page",
+    type=click.IntRange(1, 10_000),
+    default=1000,
+    show_default=True,
+    help="Jobs read per query.",
+)
+def export(
+    url: str | None,
+    app_spec: str | None,
+    job_filter: JobFilter,
+    fmt: str,
+    output: str | None,
+    page: int,
+) -> None:
+    """Export matching jobs (payload, result and error as JSON)."""
+    backend = open_app(url, app_spec).backend
+    total = backend.job_count(JobCountParams(job_filter))
+    with contextlib.ExitStack() as stack:
+        out: IO[str] = (
+            stack.enter_context(open(output, "w", newline="", encoding="utf-8"))
+            if output
+            else sys.stdout
+        )
+        writer = csv.DictWriter(out, FIELDS) if fmt == "csv" else None
+        if writer is not None:
+            writer.writeheader()
+        progress = Progress(
+            TextColumn("export"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        with progress:
+            bar = progress.add_task("export", total=total)
+            for records in iter_jobs(backend, job_filter, page=page):
+                for j in records:
+                    _write(out, writer, job_dict(j))
+                out.flush()
+                progress.advance(bar, len(records))
+
+
+def _write(out: IO[str], writer: csv.DictWriter[str] | None, data: dict[str, Any]) -> None:
+    if writer is None:
+        out.write(json.dumps(data, default=str) + "\n")
+        return
+    writer.writerow(
+        {k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in data.items()}
+    )

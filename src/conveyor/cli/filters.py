@@ -1,0 +1,132 @@
+"""Job filters shared by ``jobs``, ``retry``, ``cancel``, ``delete`` and ``export``.
+
+``@filter_options`` adds ``--queue``, ``--state`` (repeatable), ``--task``,
+``--created-after/--created-before``, ``--finished-after/--finished-before`` (ISO time,
+epoch seconds, or an age such as ``2h``) and ``--where FIELD=VALUE`` (repeatable;
+``kwargs.user_id=42``, ``args.0=7``, ``result.ok=true``), and hands the command one
+``job_filter`` argument.
+
+Example::
+
+    @click.command()
+    @filter_options
+    def jobs(job_filter: JobFilter) -> None:
+        for record in iter_jobs(backend, job_filter):
+            ...
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import click
+
+from conveyor.backends.base import Backend, JobFilter, JobListParams, JobRecord
+from conveyor.query import parse_time, parse_where
+from conveyor.states import JobState
+
+STATES = [s.value for s in JobState]
+_TIME_OPTIONS = ("created_after", "created_before", "finished_after", "finished_before")
+
+
+def filter_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def wrapper(**kwargs: Any) -> Any:
+        kwargs["job_filter"] = build_filter(
+            queue=kwargs.pop("queue"),
+            states=kwargs.pop("states"),
+            task=kwargs.pop("task"),
+            where=kwargs.pop("where"),
+            **{k: kwargs.pop(k) for k in _TIME_OPTIONS},
+        )
+        return fn(**kwargs)
+
+    options = [
+        click.option(
+            "--where",
+            "where",
+            multiple=True,
+            metavar="FIELD=VALUE",
+            help="Match a field of args, kwargs or result: kwargs.user_id=42, "
+            "args.0=7, result.ok=true (VALUE is JSON when it parses, "
+            "else a string). Repeatable (AND).",
+        ),
+        *[
+            click.option(
+                f"--{name.replace('_', '-')}",
+                name,
+                metavar="TIME",
+                help="ISO time (UTC unless an offset is given), epoch seconds, or an "
+                "age like 2h / 7d.",
+            )
+            for name in reversed(_TIME_OPTIONS)
+        ],
+        click.option("--task", help="Task name."),
+        click.option(
+            "--state",
+            "states",
+            multiple=True,
+            type=click.Choice(STATES),
+            help="State (repeatable).",
+        ),
+        click.option("--queue", help="Queue name."),
+    ]
+    for option in options:
+        wrapper = option(wrapper)
+    return wrapper
+
+
+def build_filter(
+    *,
+    queue: str | None,
+    states: tuple[str, ...],
+    task: str | None,
+    where: tuple[str, ...],
+    **times: str | None,
+) -> JobFilter:
+    try:
+        conditions = tuple(parse_where(w) for w in where)
+        bounds = {k: None if v is None else parse_time(v) for k, v in times.items()}
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    return JobFilter(
+        queue=queue,
+        states=tuple(JobState(s) for s in states),
+        task=task,
+        where=conditions,
+        **bounds,
+    )
+
+
+def is_empty(f: JobFilter) -> bool:
+    return f == JobFilter()
+
+
+def iter_jobs(
+    backend: Backend, job_filter: JobFilter, page: int = 500, after: str | None = None
+) -> Iterator[list[JobRecord]]:
+    """Pages of matching jobs in id order (each page one query: memory stays bounded)."""
+    while True:
+        found = backend.job_list(JobListParams(after_id=after, limit=page, filter=job_filter))
+        if not found:
+            return
+        yield found
+        if len(found) < page:
+            return
+        after = found[-1].id
+
+
+def job_dict(j: JobRecord) -> dict[str, Any]:
+    """A job as JSON-ready data: payload/result/error decoded back to values."""
+    data = dataclasses.asdict(j)
+    data["state"] = str(j.state)
+    for key in ("payload", "result", "error"):
+        if data[key] is not None:
+            with contextlib.suppress(ValueError):  # stored text that is not JSON stays text
+                data[key] = json.loads(data[key])
+    return data

@@ -1,0 +1,90 @@
+"""``conveyor queues`` (depth per state and the paused flag), ``queues pause NAME`` and
+``queues resume NAME``. A pause is stored, so every worker on every host obeys it at its
+next claim (well within a second) and it survives restarts.
+
+Example::
+
+    conveyor queues
+    conveyor queues pause mail
+    conveyor queues resume mail
+"""
+
+from __future__ import annotations
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from conveyor.backends.base import QueuePauseParams, QueueResumeParams
+from conveyor.cli.common import age, echo_json, open_app, store_options
+from conveyor.cli.filters import STATES
+
+
+@click.group("queues", invoke_without_command=True)
+@store_options
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def queues(ctx: click.Context, url: str | None, app_spec: str | None, as_json: bool) -> None:
+    """List queues with depth and paused flag (or pause / resume one)."""
+    ctx.obj = {"url": url, "app_spec": app_spec, "as_json": as_json}
+    if ctx.invoked_subcommand is not None:
+        return
+    found = open_app(url, app_spec).backend.queue_list()
+    if as_json:
+        echo_json(
+            [
+                {
+                    "queue": q.queue,
+                    "paused": q.paused,
+                    "counts": q.counts,
+                    "depth": q.counts.get("queued", 0),
+                    "oldest_ready_age": q.oldest_ready_age,
+                }
+                for q in found
+            ]
+        )
+        return
+    table = Table(title="queues")
+    table.add_column("queue")
+    table.add_column("paused")
+    for state in STATES:
+        table.add_column(state, justify="right")
+    table.add_column("oldest ready", justify="right")
+    for q in found:
+        table.add_row(
+            q.queue,
+            "PAUSED" if q.paused else "-",
+            *[str(q.counts.get(s, 0)) for s in STATES],
+            age(q.oldest_ready_age),
+        )
+    Console().print(table)
+
+
+def _toggle(ctx: click.Context, name: str, pause: bool) -> None:
+    obj = ctx.obj or {}
+    backend = open_app(obj.get("url"), obj.get("app_spec")).backend
+    if pause:
+        backend.queue_pause(QueuePauseParams(name))
+    else:
+        backend.queue_resume(QueueResumeParams(name))
+    verb = "paused" if pause else "resumed"
+    if obj.get("as_json"):
+        echo_json({"queue": name, "paused": pause})
+    else:
+        click.echo(f"queue {name} {verb}")
+
+
+@queues.command("pause")
+@click.argument("name")
+@click.pass_context
+def pause(ctx: click.Context, name: str) -> None:
+    """Stop every worker from claiming jobs of NAME (running jobs finish)."""
+    _toggle(ctx, name, True)
+
+
+@queues.command("resume")
+@click.argument("name")
+@click.pass_context
+def resume(ctx: click.Context, name: str) -> None:
+    """Let workers claim jobs of NAME again."""
+    _toggle(ctx, name, False)

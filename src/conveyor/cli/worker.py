@@ -1,0 +1,94 @@
+"""``conveyor worker APP``: run a worker process."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import click
+
+from conveyor.app import load_app
+from conveyor.errors import ConfigurationError
+
+
+@click.command("worker")
+@click.argument("app_spec", metavar="APP")
+@click.option(
+    "-c",
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="Jobs run at once.",
+)
+@click.option("--pool", type=click.Choice(["thread", "async"]), default="thread", show_default=True)
+@click.option(
+    "-q",
+    "--queue",
+    "queues",
+    multiple=True,
+    metavar="NAME[:WEIGHT]",
+    help="Queue to consume (repeatable, weighted). Default: default.",
+)
+@click.option(
+    "--shutdown-timeout",
+    type=float,
+    default=30.0,
+    show_default=True,
+    help="Seconds running jobs get after TERM/INT before being released.",
+)
+@click.option("--burst", is_flag=True, help="Exit 0 when no job is ready or running.")
+@click.option("--url", envvar="CONVEYOR_URL", help="Override the app's store URL.")
+@click.option("--log-level", default="INFO", show_default=True)
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(1, 65535),
+    default=None,
+    help="Serve Prometheus metrics on this port (needs conveyor[metrics]).",
+)
+@click.option(
+    "--metrics-host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address the metrics endpoint binds to.",
+)
+def worker(
+    app_spec: str,
+    concurrency: int,
+    pool: str,
+    queues: tuple[str, ...],
+    shutdown_timeout: float,
+    burst: bool,
+    url: str | None,
+    log_level: str,
+    metrics_port: int | None,
+    metrics_host: str,
+) -> None:
+    """Run jobs of APP (module:attribute). TERM/INT stop gracefully, a second INT stops at
+    once, TSTP stops fetching, TTIN prints every thread's stack."""
+    logging.basicConfig(
+        level=log_level.upper(),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    from conveyor.worker.worker import Worker
+
+    try:
+        app = load_app(app_spec)
+        if url:
+            app.url = url
+        w = Worker(
+            app,
+            queues=list(queues) or None,
+            concurrency=concurrency,
+            pool=pool,
+            shutdown_timeout=shutdown_timeout,
+            burst=burst,
+        )
+        if metrics_port is not None:
+            from conveyor.metrics import WorkerMetrics  # imports prometheus_client
+
+            WorkerMetrics(w).serve(metrics_port, metrics_host)
+    except ConfigurationError as exc:
+        raise click.ClickException(str(exc)) from None
+    w.run()

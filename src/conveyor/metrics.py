@@ -1,0 +1,178 @@
+"""Prometheus metrics of a worker: ``conveyor worker APP --metrics-port 9108``.
+
+Needs the ``metrics`` extra (``pip install 'conveyor[metrics]'``); ``prometheus_client``
+is imported only when a :class:`WorkerMetrics` is built, never by ``import conveyor``.
+Each worker serves its own registry (no global state), fed by a worker observer (cheap
+counter/histogram updates inline) and by a small refresher that reads ``queue_stats``
+every ``refresh`` seconds for the gauges.
+
+Names (all prefixed ``conveyor_``): counters ``jobs_enqueued_total`` (by this process),
+``jobs_started_total``, ``jobs_succeeded_total``, ``jobs_failed_total`` (an attempt
+raised), ``jobs_retried_total``, ``jobs_dead_total``, ``jobs_cancelled_total``,
+``jobs_rescued_total``; histograms ``job_queue_wait_seconds`` and
+``job_run_seconds``; gauges ``queue_depth{queue,state}``,
+``queue_oldest_ready_age_seconds{queue}``, ``log_backlog``, ``log_dropped``.
+Labels: ``queue`` and (on counters of finished jobs) ``task``.
+
+Example::
+
+    metrics = WorkerMetrics(worker)
+    metrics.serve(9108)          # http://127.0.0.1:9108/metrics
+    worker.run()
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from conveyor.backends.base import ClaimedJob, JobFinishParams, RescueResult
+from conveyor.states import FinishKind, JobState
+from conveyor.worker.services.base import Looper
+
+if TYPE_CHECKING:
+    from conveyor.worker.worker import Worker
+
+#: Buckets in seconds: from sub-millisecond jobs to hour-long waits.
+BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600)
+
+_FINISH_COUNTER = {
+    FinishKind.SUCCEEDED: "succeeded",
+    FinishKind.RETRY: "retried",
+    FinishKind.DEAD: "dead",
+    FinishKind.CANCELLED: "cancelled",
+}
+
+
+def _prometheus() -> Any:
+    try:
+        return importlib.import_module("prometheus_client")
+    except ImportError:
+        from conveyor.errors import ConfigurationError
+
+        raise ConfigurationError(
+            "metrics need the extra: pip install 'conveyor[metrics]'"
+        ) from None
+
+
+class WorkerMetrics:
+    """A registry of one worker's metrics, an observer feeding it, and a refresher."""
+
+    def __init__(self, worker: Worker, refresh: float = 2.0) -> None:
+        pc = _prometheus()
+        self.worker = worker
+        self.registry = pc.CollectorRegistry()
+        r = self.registry
+
+        def counter(name: str, doc: str, labels: Sequence[str] = ("queue", "task")) -> Any:
+            return pc.Counter(f"conveyor_jobs_{name}", doc, list(labels), registry=r)
+
+        self.counters = {
+            "enqueued": counter("enqueued", "Jobs enqueued by this process."),
+            "started": counter("started", "Attempts started (jobs claimed)."),
+            "succeeded": counter("succeeded", "Attempts that succeeded."),
+            "failed": counter("failed", "Attempts that raised (retried or dead)."),
+            "retried": counter("retried", "Failed attempts scheduled for a retry."),
+            "dead": counter("dead", "Jobs that went to dead."),
+            "cancelled": counter("cancelled", "Jobs cancelled while running."),
+            "rescued": counter("rescued", "Jobs taken back from dead workers.", ("state",)),
+        }
+        self.queue_wait = pc.Histogram(
+            "conveyor_job_queue_wait_seconds",
+            "Time from due to claimed.",
+            ["queue"],
+            buckets=BUCKETS,
+            registry=r,
+        )
+        self.run_time = pc.Histogram(
+            "conveyor_job_run_seconds",
+            "Run time of one attempt.",
+            ["queue", "task"],
+            buckets=BUCKETS,
+            registry=r,
+        )
+        self.depth = pc.Gauge(
+            "conveyor_queue_depth", "Jobs per queue and state.", ["queue", "state"], registry=r
+        )
+        self.oldest = pc.Gauge(
+            "conveyor_queue_oldest_ready_age_seconds",
+            "Age of the oldest ready job (0 when none).",
+            ["queue"],
+            registry=r,
+        )
+        capture = worker.log_capture
+        backlog = pc.Gauge("conveyor_log_backlog", "Log records waiting to be stored.", registry=r)
+        dropped = pc.Gauge("conveyor_log_dropped", "Log records dropped (queue full).", registry=r)
+        backlog.set_function(lambda: capture.backlog if capture else 0)
+        dropped.set_function(lambda: capture.dropped if capture else 0)
+        self.refresher = _Refresher(self, refresh)
+        worker.observers.append(self)
+        worker.app.enqueue_hooks.append(self.on_enqueued)
+        self._server: Any = None
+
+    # -- observer ------------------------------------------------------------------------
+
+    def on_claimed(self, jobs: Sequence[ClaimedJob]) -> None:
+        started, wait = self.counters["started"], self.queue_wait
+        for j in jobs:
+            started.labels(j.queue, j.task).inc()
+            wait.labels(j.queue).observe(max(0.0, j.claimed_at - j.run_at))
+
+    def on_finished(self, job: ClaimedJob, params: JobFinishParams) -> None:
+        if params.started_at is not None and params.finished_at is not None:
+            self.run_time.labels(job.queue, job.task).observe(
+                max(0.0, params.finished_at - params.started_at)
+            )
+        if params.kind in (FinishKind.RETRY, FinishKind.DEAD) and params.error is not None:
+            self.counters["failed"].labels(job.queue, job.task).inc()
+        name = _FINISH_COUNTER.get(params.kind)
+        if name is not None:
+            self.counters[name].labels(job.queue, job.task).inc()
+
+    def on_rescued(self, results: Sequence[RescueResult]) -> None:
+        for res in results:
+            self.counters["rescued"].labels(str(res.state)).inc()
+            if res.state is JobState.DEAD:
+                # A rescue result names no queue or task; empty labels keep the total right.
+                self.counters["dead"].labels("", "").inc()
+
+    def on_enqueued(self, queue: str, task: str) -> None:
+        self.counters["enqueued"].labels(queue, task).inc()
+
+    # -- gauges and serving --------------------------------------------------------------
+
+    def refresh(self) -> None:
+        """Read queue_stats once and set the depth and oldest-ready gauges."""
+        for s in self.worker.app.backend.queue_stats():
+            for state in JobState:
+                self.depth.labels(s.queue, str(state)).set(s.counts.get(str(state), 0))
+            self.oldest.labels(s.queue).set(s.oldest_ready_age or 0.0)
+
+    def serve(self, port: int, addr: str = "127.0.0.1") -> None:
+        """Serve ``/metrics`` on ``addr:port`` from a daemon thread; start the refresher."""
+        pc = _prometheus()
+        self._server = pc.start_http_server(port, addr=addr, registry=self.registry)
+        self.refresher.start()
+
+    def close(self) -> None:
+        self.refresher.stop()
+        if self.on_enqueued in self.worker.app.enqueue_hooks:
+            self.worker.app.enqueue_hooks.remove(self.on_enqueued)
+        if isinstance(self._server, tuple):  # prometheus_client >= 0.17: (server, thread)
+            self._server[0].shutdown()
+
+    def text(self) -> str:
+        """The exposition text, as a scrape would see it."""
+        return str(_prometheus().generate_latest(self.registry).decode())
+
+
+class _Refresher(Looper):
+    name = "metrics"
+
+    def __init__(self, metrics: WorkerMetrics, interval: float) -> None:
+        super().__init__(interval)
+        self.metrics = metrics
+
+    def tick(self) -> None:
+        self.metrics.refresh()

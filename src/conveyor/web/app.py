@@ -1,0 +1,78 @@
+"""``create_app``: the dashboard as a Starlette application, one instance per call.
+
+Example:
+    >>> import conveyor
+    >>> from conveyor.web import create_app
+    >>> web = create_app(conveyor.App("sqlite:///:memory:"))
+    >>> type(web).__name__
+    'Starlette'
+
+Serve it with any ASGI server (``uvicorn.run(web, host="127.0.0.1")``), or use
+``conveyor dashboard --url URL``, which also refuses non-loopback binds without a token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.routing import Route
+
+from conveyor.app import App
+from conveyor.web import views
+from conveyor.web.sampler import SampleRing
+from conveyor.web.security import Guard, SecurityMiddleware
+from conveyor.web.state import DashboardState
+
+
+def create_app(
+    conveyor_app_or_url: App | str,
+    *,
+    token: str | None = None,
+    sample_interval: float = 5.0,
+    samples: int = 120,
+    page_size: int = 50,
+) -> Starlette:
+    """Build a dashboard for an app (or a store URL; then the dashboard owns and closes it).
+
+    ``token``: when set, every request must carry it (see :mod:`conveyor.web.security`).
+    ``sample_interval`` and ``samples``: throughput history (default 5 s x 120 = 10 min).
+    """
+    owns = isinstance(conveyor_app_or_url, str)
+    conveyor_app = (
+        App(conveyor_app_or_url) if isinstance(conveyor_app_or_url, str) else conveyor_app_or_url
+    )
+    guard = Guard(token)
+    state = DashboardState(
+        conveyor_app=conveyor_app,
+        guard=guard,
+        ring=SampleRing(samples),
+        owns_app=owns,
+        sample_interval=sample_interval,
+        page_size=page_size,
+    )
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        async with state.running():
+            yield
+
+    routes = [
+        Route("/", views.overview),
+        Route("/jobs", views.jobs),
+        Route("/jobs/bulk", views.bulk_confirm, methods=["GET"]),
+        Route("/jobs/bulk", views.bulk_action, methods=["POST"]),
+        Route("/jobs/{job_id}", views.job_detail),
+        Route("/jobs/{job_id}/{action}", views.job_action, methods=["POST"]),
+        Route("/queues/{queue}/{action}", views.queue_action, methods=["POST"]),
+        Route("/workers", views.workers),
+        Route("/static/dashboard.css", views.stylesheet),
+        Route("/static/dashboard.js", views.script),
+    ]
+    web = Starlette(
+        routes=routes, middleware=[Middleware(SecurityMiddleware, guard=guard)], lifespan=lifespan
+    )
+    web.state.dashboard = state
+    return web

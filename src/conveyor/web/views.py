@@ -1,0 +1,198 @@
+"""Request handlers: read the backend (in a thread), render a page, or act and redirect.
+
+Backend calls are blocking (SQLite, redis-py), so each handler runs them through
+``run_in_threadpool`` and the event loop stays free for other requests. Actions answer
+with 303 redirects (post/redirect/get), so a reload never repeats them.
+
+Example (what every action looks like)::
+
+    async def job_action(request):
+        state = dashboard(request)
+        await run_in_threadpool(apply_action, state.backend, "retry", [job_id])
+        return RedirectResponse(f"/jobs/{job_id}?flash=...", status_code=303)
+"""
+
+from __future__ import annotations
+
+import time
+from urllib.parse import quote, urlencode
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+
+from conveyor.web import pages
+from conveyor.web.assets import CSS, JS
+from conveyor.web.html import esc, layout
+from conveyor.web.query import (
+    ACTION_STATES,
+    JobQuery,
+    apply_action,
+    job_logs,
+    job_page,
+    matching_ids,
+    pause_supported,
+    paused_queues,
+    set_paused,
+)
+from conveyor.web.security import form_fields
+from conveyor.web.state import DashboardState
+
+MAX_PAGE = 500
+
+
+def dashboard(request: Request) -> DashboardState:
+    state: DashboardState = request.app.state.dashboard
+    return state
+
+
+def _render(
+    request: Request,
+    title: str,
+    body: str,
+    *,
+    active: str,
+    refresh: bool = False,
+    status_code: int = 200,
+) -> HTMLResponse:
+    flash = request.query_params.get("flash")
+    page = layout(
+        title,
+        body,
+        active=active,
+        store=dashboard(request).backend.url,
+        refresh=refresh,
+        flash=flash,
+    )
+    return HTMLResponse(page, status_code=status_code)
+
+
+def _csrf(request: Request) -> str:
+    csrf: str = request.state.csrf
+    return csrf
+
+
+async def overview(request: Request) -> Response:
+    state = dashboard(request)
+    backend = state.backend
+    stats = await run_in_threadpool(backend.queue_stats)
+    workers = await run_in_threadpool(backend.worker_list)
+    paused = await run_in_threadpool(paused_queues, backend)
+    body = pages.overview_page(
+        stats,
+        state.ring,
+        workers=len(workers),
+        paused=paused,
+        can_pause=pause_supported(backend),
+        csrf=_csrf(request),
+    )
+    return _render(request, "Overview", body, active="/", refresh=True)
+
+
+async def jobs(request: Request) -> Response:
+    state = dashboard(request)
+    query = JobQuery.from_params(request.query_params)
+    after = request.query_params.get("after") or None
+    limit = _int(request.query_params.get("limit"), state.page_size, 1, MAX_PAGE)
+    found = await run_in_threadpool(job_page, state.backend, query, after_id=after, limit=limit)
+    stats = await run_in_threadpool(state.backend.queue_stats)
+    body = pages.jobs_page(query, found, queues=[s.queue for s in stats], after=after, limit=limit)
+    return _render(request, "Jobs", body, active="/jobs")
+
+
+async def job_detail(request: Request) -> Response:
+    backend = dashboard(request).backend
+    job_id = request.path_params["job_id"]
+    found = await run_in_threadpool(backend.job_get_many, [job_id])
+    if not found:
+        return _render(
+            request,
+            "Not found",
+            f'<h1>No job {esc(job_id)}</h1><p><a href="/jobs">Back to jobs</a></p>',
+            active="/jobs",
+            status_code=404,
+        )
+    attempts = await run_in_threadpool(backend.job_attempts, job_id)
+    logs = await run_in_threadpool(job_logs, backend, job_id)
+    body = pages.job_page(found[0], attempts, logs, _csrf(request))
+    return _render(request, f"Job {job_id}", body, active="/jobs")
+
+
+async def job_action(request: Request) -> Response:
+    backend = dashboard(request).backend
+    job_id, action = request.path_params["job_id"], request.path_params["action"]
+    if action not in ACTION_STATES:
+        return PlainTextResponse(f"unknown action {action!r}", status_code=404)
+    done = await run_in_threadpool(apply_action, backend, action, [job_id])
+    verb = {"retry": "retried", "cancel": "cancelled", "delete": "deleted"}[action]
+    flash = (
+        f"Job {job_id} {verb}." if done else f"Job {job_id} was not {verb} (its state changed?)."
+    )
+    target = "/jobs" if action == "delete" and done else f"/jobs/{quote(job_id, safe='')}"
+    return RedirectResponse(f"{target}?{urlencode({'flash': flash})}", status_code=303)
+
+
+async def bulk_confirm(request: Request) -> Response:
+    backend = dashboard(request).backend
+    action = request.query_params.get("action", "")
+    if action not in ACTION_STATES:
+        return PlainTextResponse(f"unknown action {action!r}", status_code=404)
+    query = JobQuery.from_params(request.query_params)
+    ids = await run_in_threadpool(matching_ids, backend, query)
+    body = pages.confirm_page(action, query, len(ids), _csrf(request))
+    return _render(request, "Confirm", body, active="/jobs")
+
+
+async def bulk_action(request: Request) -> Response:
+    """Act on every job matching the submitted filters, if the count is still the one the
+    user confirmed; otherwise show the confirmation again with the new count."""
+    backend = dashboard(request).backend
+    fields = await form_fields(request)
+    action = fields.get("action", "")
+    if action not in ACTION_STATES:
+        return PlainTextResponse(f"unknown action {action!r}", status_code=404)
+    query = JobQuery.from_params(fields)
+    ids = await run_in_threadpool(matching_ids, backend, query)
+    if str(len(ids)) != fields.get("expected"):
+        body = (
+            "<p>The number of matching jobs changed since you confirmed.</p>"
+            + pages.confirm_page(action, query, len(ids), _csrf(request))
+        )
+        return _render(request, "Confirm", body, active="/jobs", status_code=409)
+    done = await run_in_threadpool(apply_action, backend, action, ids)
+    flash = f"{pages.ACTION_LABELS[action]}: {done} of {len(ids)} matching jobs changed."
+    return RedirectResponse(
+        f"/jobs?{urlencode({**query.to_params(), 'flash': flash})}", status_code=303
+    )
+
+
+async def queue_action(request: Request) -> Response:
+    backend = dashboard(request).backend
+    queue, action = request.path_params["queue"], request.path_params["action"]
+    if action not in ("pause", "resume") or not pause_supported(backend):
+        return PlainTextResponse("this backend cannot pause queues", status_code=404)
+    await run_in_threadpool(set_paused, backend, queue, action == "pause")
+    flash = f"Queue {queue} {'paused' if action == 'pause' else 'resumed'}."
+    return RedirectResponse(f"/?{urlencode({'flash': flash})}", status_code=303)
+
+
+async def workers(request: Request) -> Response:
+    state = dashboard(request)
+    found = await run_in_threadpool(state.backend.worker_list)
+    body = pages.workers_page(found, now=time.time(), ttl=state.conveyor_app.settings.heartbeat_ttl)
+    return _render(request, "Workers", body, active="/workers", refresh=True)
+
+
+async def stylesheet(request: Request) -> Response:
+    return Response(CSS, media_type="text/css", headers={"Cache-Control": "max-age=300"})
+
+
+async def script(request: Request) -> Response:
+    return Response(JS, media_type="text/javascript", headers={"Cache-Control": "max-age=300"})
+
+
+def _int(text: str | None, default: int, low: int, high: int) -> int:
+    try:
+        return min(high, max(low, int(text))) if text else default
+    except ValueError:
+        return default

@@ -1,0 +1,1 @@
+"""The worker: fetcher -> executor -> completer, plus background services."""

@@ -1,0 +1,111 @@
+"""The completer: writes attempt outcomes in batches (group commit), fenced by token.
+
+One thread takes everything queued since its last write and writes it in one backend
+call, so under load batches grow by themselves and when idle a finish is written at
+once (no timer adds latency). Thresholds: at most ``MAX_BATCH`` finishes per write; the
+fetcher stops claiming while more than ``MAX_PENDING`` wait (back-pressure, so a slow
+store cannot grow this queue without bound). If the store is unreachable the batch is
+kept and retried with backoff: nothing is dropped. A stale finish (the job was rescued
+or released meanwhile) is refused by the store and logged, never forced.
+
+Example::
+
+    completer = Completer(backend)
+    completer.start()
+    completer.put(finish_params)
+    completer.stop()   # flushes everything first
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+
+from conveyor.backends.base import Backend, JobFinishParams
+from conveyor.errors import BackendUnavailable
+
+log = logging.getLogger("conveyor.worker")
+
+MAX_BATCH = 1000
+MAX_PENDING = 5000
+
+
+class Completer:
+    """Batches finish writes on one thread."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        on_written: Callable[[list[JobFinishParams], list[str]], None] | None = None,
+    ) -> None:
+        self._backend = backend
+        self._queue: queue.SimpleQueue[JobFinishParams | None] = queue.SimpleQueue()
+        self._pending = 0
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._loop, name="conveyor-completer", daemon=True)
+        self._on_written = on_written
+        self.stale_total = 0
+
+    @property
+    def pending(self) -> int:
+        """Finishes queued or being written."""
+        return self._pending
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def put(self, params: JobFinishParams) -> None:
+        with self._lock:
+            self._pending += 1
+        self._queue.put(params)
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Write everything queued, then stop."""
+        self._queue.put(None)
+        self._thread.join(timeout)
+
+    def _loop(self) -> None:
+        stopping = False
+        while not stopping:
+            item = self._queue.get()
+            batch: list[JobFinishParams] = []
+            if item is None:
+                stopping = True
+            else:
+                batch.append(item)
+            while len(batch) < MAX_BATCH:
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    stopping = True
+                    break
+                batch.append(more)
+            if batch:
+                self._write(batch)
+
+    def _write(self, batch: list[JobFinishParams]) -> None:
+        delay = 0.05
+        while True:
+            try:
+                stale = self._backend.job_finish_many(batch)
+                break
+            except BackendUnavailable as exc:
+                log.warning("store unavailable, %d finishes kept for retry: %s", len(batch), exc)
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
+        for job_id in stale:
+            log.warning(
+                "stale finish refused for job %s: it was rescued or released meanwhile; "
+                "the newer attempt is kept",
+                job_id,
+            )
+        self.stale_total += len(stale)
+        with self._lock:
+            self._pending -= len(batch)
+        if self._on_written is not None:
+            self._on_written(batch, stale)

@@ -1,0 +1,156 @@
+"""Thread pool: ``concurrency`` long-lived threads pulling from one queue.
+
+Timeouts: a watchdog raises :class:`~conveyor.worker.runner.JobTimeout` inside the
+task's thread at its deadline (``PyThreadState_SetAsyncExc``). That lands at the next
+Python bytecode, so a task blocked inside a C call (a long ``time.sleep``, a socket
+read without timeout) is interrupted only when the call returns. In every case the slot
+stays taken and the job stays ``running`` (its lease extended) until the function really
+returns; only then is the failure written and a retry scheduled, so a timed-out job never
+runs at the same time as its own retry.
+
+Example:
+    >>> import conveyor
+    >>> ex = ThreadExecutor(conveyor.App("sqlite:///:memory:"), 2)
+    >>> ex.name
+    'thread'
+"""
+
+from __future__ import annotations
+
+import ctypes
+import heapq
+import logging
+import queue
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from conveyor.backends.base import ClaimedJob
+from conveyor.context import JobContext
+from conveyor.worker.executors.base import DoneCallback
+from conveyor.worker.outcome import Outcome
+from conveyor.worker.runner import JobTimeout, run_sync
+
+if TYPE_CHECKING:
+    from conveyor.app import App
+
+log = logging.getLogger("conveyor.worker")
+
+
+class _Watchdog:
+    """Raises JobTimeout in threads whose job passed its deadline."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, str]] = []
+        self._armed: dict[str, int] = {}  # job id -> thread ident
+        self._stopped = False
+        self._thread = threading.Thread(target=self._loop, name="conveyor-watchdog", daemon=True)
+        self._thread.start()
+
+    def arm(self, job_id: str, timeout: float) -> None:
+        with self._cond:
+            self._armed[job_id] = threading.get_ident()
+            heapq.heappush(self._heap, (time.monotonic() + timeout, job_id))
+            self._cond.notify()
+
+    def disarm(self, job_id: str) -> None:
+        with self._cond:
+            ident = self._armed.pop(job_id, None)
+            if ident is not None:
+                # Clear a timeout that was raised but not yet delivered.
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), None)
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify()
+
+    def _loop(self) -> None:
+        with self._cond:
+            while not self._stopped:
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                deadline, job_id = self._heap[0]
+                delay = deadline - time.monotonic()
+                if delay > 0:
+                    self._cond.wait(delay)
+                    continue
+                heapq.heappop(self._heap)
+                ident = self._armed.get(job_id)
+                if ident is not None:
+                    log.warning("job %s timed out; interrupting its thread", job_id)
+                    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                        ctypes.c_ulong(ident), ctypes.py_object(JobTimeout)
+                    )
+
+
+class ThreadExecutor:
+    """Runs sync tasks in threads (async tasks get a private loop per call)."""
+
+    name = "thread"
+
+    def __init__(self, app: App, concurrency: int) -> None:
+        self._app = app
+        self._concurrency = concurrency
+        self._queue: queue.SimpleQueue[tuple[ClaimedJob, JobContext] | None] = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._done: DoneCallback | None = None
+        self._watchdog: _Watchdog | None = None
+
+    def start(self, done: DoneCallback) -> None:
+        self._done = done
+        self._watchdog = _Watchdog()
+        for n in range(self._concurrency):
+            thread = threading.Thread(target=self._work, name=f"conveyor-thread-{n}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def submit(self, job: ClaimedJob, ctx: JobContext) -> None:
+        self._queue.put((job, ctx))
+
+    def cancel(self, job_id: str) -> None:
+        # Sync code cannot be cancelled from outside; the context flag (set by the
+        # worker) is what the task can check.
+        return None
+
+    def stop(self, timeout: float) -> None:
+        for _ in self._threads:
+            self._queue.put(None)
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        if self._watchdog:
+            self._watchdog.stop()
+
+    def _work(self) -> None:
+        assert self._done is not None and self._watchdog is not None
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            job, ctx = item
+            outcome: Outcome | None = None
+            task = self._app.tasks.get(job.task)
+            # async tasks time out inside their own loop (asyncio.timeout), not here
+            watched = bool(job.timeout) and task is not None and not task.is_async
+            try:
+                if watched:
+                    self._watchdog.arm(job.id, job.timeout or 0.0)
+                outcome = run_sync(self._app, job, ctx)
+            except JobTimeout as exc:  # delivered just outside the task's own frames
+                outcome = outcome or Outcome.failed(exc)
+            finally:
+                if watched:
+                    self._disarm(job.id)
+            self._done(job, outcome)
+
+    def _disarm(self, job_id: str) -> None:
+        assert self._watchdog is not None
+        while True:
+            try:
+                self._watchdog.disarm(job_id)
+                return
+            except JobTimeout:  # a late delivery; once disarmed no other can come
+                continue

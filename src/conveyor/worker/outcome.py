@@ -1,0 +1,151 @@
+"""What one attempt produced, and the pure mapping from that to the job's next state.
+
+The executor produces an :class:`Outcome`; :func:`finish_params` turns it into the
+completer's :class:`~conveyor.backends.base.JobFinishParams` using the task's retry
+policy. No I/O here, so every branch is unit-tested directly.
+
+Example:
+    >>> from conveyor.backends.base import ClaimedJob
+    >>> job = ClaimedJob("j", "t", "q", "{}", 1, 3, 7, None, 30.0, 0.0, 0.0, 0, 0)
+    >>> finish_params(Outcome.ok("42"), job, None, "w1").kind
+    <FinishKind.SUCCEEDED: 'succeeded'>
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import traceback
+from typing import TYPE_CHECKING, Any
+
+from conveyor.backends.base import ClaimedJob, JobFinishParams
+from conveyor.errors import JobCancelled, Snooze
+from conveyor.retry import Backoff, next_step
+from conveyor.states import FinishKind
+
+if TYPE_CHECKING:
+    from conveyor.task import Task
+
+OK, ERROR, CANCELLED, UNRUNNABLE, SNOOZED = "ok", "error", "cancelled", "unrunnable", "snoozed"
+
+
+class RemoteError(Exception):
+    """An error raised in another process or interpreter, rebuilt by type name."""
+
+    def __init__(self, type_name: str, message: str) -> None:
+        super().__init__(message)
+        self.type_name = type_name
+
+
+class Outcome:
+    """The result of running one attempt (plain data: it can cross process boundaries)."""
+
+    __slots__ = ("error", "error_json", "finished_at", "reason", "result", "snooze", "status")
+
+    def __init__(
+        self,
+        status: str,
+        result: str | None = None,
+        error: BaseException | None = None,
+        error_json: str | None = None,
+        reason: str | None = None,
+        snooze: float | None = None,
+    ) -> None:
+        self.snooze = snooze  # seconds, for SNOOZED
+        self.status = status
+        self.result = result
+        self.error = error
+        self.error_json = error_json
+        self.reason = reason
+        self.finished_at = time.time()
+
+    @classmethod
+    def ok(cls, result: str) -> Outcome:
+        return cls(OK, result=result)
+
+    @classmethod
+    def failed(cls, error: BaseException) -> Outcome:
+        return cls(ERROR, error=error, error_json=error_to_json(error))
+
+    @classmethod
+    def cancelled(cls, reason: str = "cancelled while running") -> Outcome:
+        return cls(CANCELLED, reason=reason)
+
+    @classmethod
+    def snoozed(cls, seconds: float) -> Outcome:
+        """The task raised :class:`conveyor.Snooze`: run again later, attempt given back."""
+        return cls(SNOOZED, snooze=seconds)
+
+    @classmethod
+    def unrunnable(cls, reason: str, error: BaseException | None = None) -> Outcome:
+        """The job can never run here (unknown task, undecodable payload): dead now."""
+        err = (
+            error_to_json(error)
+            if error
+            else json.dumps({"type": "Unrunnable", "message": reason, "traceback": ""})
+        )
+        return cls(UNRUNNABLE, error=error, error_json=err, reason=reason)
+
+
+def error_to_json(error: BaseException) -> str:
+    """Type, message and traceback text of an exception, as stored JSON."""
+    tb = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    name = getattr(error, "type_name", None) or type(error).__qualname__
+    return json.dumps({"type": name, "message": str(error), "traceback": tb})
+
+
+def finish_params(
+    outcome: Outcome,
+    job: ClaimedJob,
+    task: Task[Any, Any] | None,
+    worker_id: str,
+    cancel_requested: bool = False,
+) -> JobFinishParams:
+    """The finish write for an outcome: success, retry with backoff, dead, cancelled or
+    dropped. A cancel request turns a failure into ``cancelled`` (never retried)."""
+    common: dict[str, Any] = {
+        "id": job.id,
+        "token": job.token,
+        "worker_id": worker_id,
+        "attempt": job.attempt,
+        "started_at": job.claimed_at,
+        "finished_at": outcome.finished_at,
+    }
+    if outcome.status == OK:
+        return JobFinishParams(kind=FinishKind.SUCCEEDED, result=outcome.result, **common)
+    if outcome.status == UNRUNNABLE:
+        return JobFinishParams(
+            kind=FinishKind.DEAD, error=outcome.error_json, reason=outcome.reason, **common
+        )
+    if outcome.status == CANCELLED or cancel_requested or isinstance(outcome.error, JobCancelled):
+        return JobFinishParams(
+            kind=FinishKind.CANCELLED,
+            error=outcome.error_json,
+            reason=outcome.reason or "cancelled while running",
+            **common,
+        )
+    if outcome.status == SNOOZED or isinstance(outcome.error, Snooze):
+        seconds = (
+            outcome.snooze if outcome.snooze is not None else getattr(outcome.error, "seconds", 0.0)
+        )
+        return JobFinishParams(
+            kind=FinishKind.SNOOZE,
+            run_at=outcome.finished_at + seconds,
+            reason=f"snoozed for {seconds:g} s",
+            **common,
+        )
+    error = outcome.error or RemoteError("Error", "unknown error")
+    backoff = task.options.retry if task else Backoff()
+    hook = task.options.retry_delay if task else None
+    kind, delay, reason = next_step(
+        attempt=job.attempt,
+        max_attempts=job.max_attempts,
+        error=error,
+        job=job,
+        backoff=backoff,
+        hook=hook,
+    )
+    run_at = outcome.finished_at + delay if delay is not None else None
+    return JobFinishParams(
+        kind=kind, error=outcome.error_json, reason=reason, run_at=run_at, **common
+    )

@@ -1,0 +1,78 @@
+"""Weighted queue selection: how a worker splits its free slots between queues.
+
+``--queue high:3 --queue low:1`` gives ``high`` three shares of each claim and ``low``
+one; the order in which queues are asked first is a weighted random draw, so a small
+claim (one free slot) still follows the weights over time. The backend tops up from the
+other queues when one has fewer ready jobs than its share: an empty queue never blocks
+another, and a busy one never starves while the others are empty.
+
+Example:
+    >>> sel = QueueSelection.parse(["high:3", "low"])
+    >>> sel.names
+    ('high', 'low')
+    >>> sum(limit for _, limit in sel.allocate(8))
+    8
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+from conveyor.errors import ConfigurationError
+
+
+class QueueSelection:
+    def __init__(self, weights: Sequence[tuple[str, int]]) -> None:
+        if not weights:
+            raise ConfigurationError("a worker needs at least one queue")
+        names = [n for n, _ in weights]
+        if len(set(names)) != len(names):
+            raise ConfigurationError(f"queue listed twice: {names}")
+        for name, weight in weights:
+            if weight < 1:
+                raise ConfigurationError(f"queue {name!r} weight must be >= 1, got {weight}")
+        self.weights = list(weights)
+        self.names = tuple(names)
+        self._total = sum(w for _, w in weights)
+
+    @classmethod
+    def parse(cls, specs: Sequence[str]) -> QueueSelection:
+        """From ``NAME`` or ``NAME:WEIGHT`` strings."""
+        parsed = []
+        for spec in specs:
+            name, _, weight = spec.partition(":")
+            try:
+                parsed.append((name.strip(), int(weight) if weight else 1))
+            except ValueError:
+                raise ConfigurationError(
+                    f"bad queue spec {spec!r}: use NAME or NAME:WEIGHT"
+                ) from None
+        return cls(parsed)
+
+    def allocate(self, free: int) -> list[tuple[str, int]]:
+        """Split ``free`` slots by weight, in a weighted random order."""
+        if len(self.weights) == 1:
+            return [(self.names[0], free)]
+        order = self._weighted_order()
+        shares = [(name, free * weight // self._total) for name, weight in order]
+        left = free - sum(s for _, s in shares)
+        # Hand the remainder out in draw order, so the first-drawn queue gets it.
+        result = []
+        for name, share in shares:
+            extra = 1 if left > 0 else 0
+            left -= extra
+            result.append((name, share + extra))
+        return result
+
+    def _weighted_order(self) -> list[tuple[str, int]]:
+        pool = list(self.weights)
+        order = []
+        while pool:
+            pick = random.uniform(0, sum(w for _, w in pool))
+            for index, (_, weight) in enumerate(pool):
+                pick -= weight
+                if pick <= 0 or index == len(pool) - 1:
+                    order.append(pool.pop(index))
+                    break
+        return order

@@ -1,0 +1,118 @@
+"""Running one claimed job: resolve the registered task, decode, call, capture.
+
+Only registered tasks run: a job naming an unknown task, or whose payload cannot be
+decoded for the task's signature, is unrunnable (it goes to ``dead`` with the reason);
+nothing is ever imported by name from job data.
+
+Example:
+    >>> import conveyor
+    >>> from conveyor.backends.base import ClaimedJob
+    >>> app = conveyor.App("sqlite:///:memory:")
+    >>> @app.task(name="double")
+    ... def double(x: int) -> int:
+    ...     return 2 * x
+    >>> job = ClaimedJob("j", "double", "q", '{"args":[21],"kwargs":{}}', 1, 3, 1, None,
+    ...                  30.0, 0.0, 0.0, 0, 0)
+    >>> run_sync(app, job, JobContext("j", "double", "q", 1, 3)).result
+    '42'
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from conveyor.backends.base import ClaimedJob
+from conveyor.codec import encode
+from conveyor.context import JobContext, reset_current, set_current
+from conveyor.errors import DecodeError, EncodeError, Snooze
+from conveyor.worker.outcome import Outcome
+
+if TYPE_CHECKING:
+    from conveyor.app import App
+    from conveyor.task import Task
+
+
+class JobTimeout(TimeoutError):
+    """Raised inside a task that ran past its ``timeout``."""
+
+
+def prepare(
+    app: App, job: ClaimedJob
+) -> tuple[Task[Any, Any], list[Any], dict[str, Any]] | Outcome:
+    """Find the task and decode its arguments, or the unrunnable outcome."""
+    task = app.tasks.get(job.task)
+    if task is None:
+        return Outcome.unrunnable(f"unknown task {job.task!r}: not registered in this worker")
+    try:
+        args, kwargs = task.decoder.arguments(job.payload)
+        task.decoder.signature.bind(*args, **kwargs)
+    except (DecodeError, TypeError) as exc:
+        return Outcome.unrunnable(f"undecodable payload: {exc}", exc)
+    return task, args, kwargs
+
+
+def _success(value: Any) -> Outcome:
+    try:
+        return Outcome.ok(encode(value))
+    except EncodeError as exc:
+        return Outcome.failed(exc)
+
+
+def run_sync(app: App, job: ClaimedJob, ctx: JobContext) -> Outcome:
+    """Run a job in the calling thread (an ``async def`` task gets its own loop)."""
+    prepared = prepare(app, job)
+    if isinstance(prepared, Outcome):
+        return prepared
+    task, args, kwargs = prepared
+    token = set_current(ctx)
+    try:
+        if task.is_async:
+            value = asyncio.run(_call_async(task, args, kwargs, job.timeout))
+        else:
+            value = task.fn(*args, **kwargs)
+    except Snooze as snooze:
+        return Outcome.snoozed(snooze.seconds)
+    except BaseException as exc:  # the job's failure, whatever it is, is data
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise
+        if isinstance(exc, JobTimeout) and not exc.args:  # raised by the thread watchdog
+            exc = JobTimeout(f"task {task.name} timed out after {job.timeout} s")
+        return Outcome.failed(exc)
+    finally:
+        reset_current(token)
+    return _success(value)
+
+
+async def _call_async(
+    task: Task[Any, Any], args: list[Any], kwargs: dict[str, Any], timeout: float | None
+) -> Any:
+    try:
+        async with asyncio.timeout(timeout):
+            return await task.fn(*args, **kwargs)
+    except TimeoutError:
+        raise JobTimeout(f"task {task.name} timed out after {timeout} s") from None
+
+
+async def run_async(app: App, job: ClaimedJob, ctx: JobContext) -> Outcome:
+    """Run a job on the current event loop: async tasks directly (cancellable, timed out
+    with ``asyncio.timeout``), sync tasks in a thread (``asyncio.to_thread``)."""
+    prepared = prepare(app, job)
+    if isinstance(prepared, Outcome):
+        return prepared
+    task, args, kwargs = prepared
+    token = set_current(ctx)
+    try:
+        if task.is_async:
+            value = await _call_async(task, args, kwargs, job.timeout)
+        else:
+            value = await asyncio.to_thread(task.fn, *args, **kwargs)
+    except asyncio.CancelledError:
+        return Outcome.cancelled()
+    except Snooze as snooze:
+        return Outcome.snoozed(snooze.seconds)
+    except Exception as exc:
+        return Outcome.failed(exc)
+    finally:
+        reset_current(token)
+    return _success(value)

@@ -1,0 +1,1 @@
+"""Background loops of a worker, one small module each, one start/stop protocol."""

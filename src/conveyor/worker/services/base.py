@@ -1,0 +1,55 @@
+"""``Looper``: the start/stop protocol every background service shares.
+
+A service runs ``tick()`` every ``interval`` seconds on its own daemon thread until
+stopped. An exception in a tick is logged and the loop goes on: a flaky store must not
+kill the heartbeat.
+
+Example:
+    >>> class Count(Looper):
+    ...     name = "count"
+    ...     def tick(self) -> None:
+    ...         self.n = getattr(self, "n", 0) + 1
+    >>> c = Count(interval=0.01); c.start(); c.stop(); c.n >= 1
+    True
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+log = logging.getLogger("conveyor.worker")
+
+
+class Looper:
+    """Runs ``tick`` now, then every ``interval`` seconds, until ``stop``."""
+
+    name = "service"
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def tick(self) -> None:
+        raise NotImplementedError
+
+    def start(self) -> None:
+        self._thread = threading.Thread(
+            target=self._loop, name=f"conveyor-{self.name}", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    def _loop(self) -> None:
+        while True:
+            try:
+                self.tick()
+            except Exception as exc:
+                log.warning("%s: %s: %s", self.name, type(exc).__name__, exc)
+            if self._stop.wait(self.interval):
+                return

@@ -1,0 +1,39 @@
+"""Which flow-control services a worker runs (progress writer, periodic scheduler),
+chosen by the backend's ``flow_features`` so a backend without them costs nothing.
+
+Example::
+
+    worker._services += flow_services(worker)
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from conveyor.worker.services.base import Looper
+
+if TYPE_CHECKING:
+    from conveyor.worker.worker import Worker
+
+log = logging.getLogger("conveyor.worker")
+
+
+def flow_services(worker: Worker) -> list[Looper]:
+    features: frozenset[str] = getattr(worker.app.backend, "flow_features", frozenset())
+    services: list[Looper] = []
+    if "progress" in features:
+        from conveyor.worker.services.progress import ProgressWriter
+
+        services.append(ProgressWriter(worker))
+    if worker.app.schedules and "periodic" not in features:
+        log.error(
+            "the %s backend does not support periodic jobs yet: %d schedule(s) will not fire",
+            worker.app.backend.name,
+            len(worker.app.schedules),
+        )
+    if "periodic" in features and worker.app.schedules:
+        from conveyor.worker.services.scheduler import Scheduler
+
+        services.append(Scheduler(worker))
+    return services

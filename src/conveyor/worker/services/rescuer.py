@@ -1,0 +1,67 @@
+"""Rescuer: gives the jobs of dead workers back to the queue (or to ``dead``).
+
+Same host: a worker whose PID is gone (or reused by another process, told apart by the
+process start time) is dead at once. Any host: a worker whose heartbeat is older than
+``heartbeat_ttl`` is dead; the backend re-checks that inside its transaction or script,
+so a live claim is never requeued. A rescue counts an attempt; past ``max_rescues`` the
+job goes to ``dead`` with reason "worker lost".
+
+Example::
+
+    Rescuer(worker, interval=2.0).start()
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from conveyor.backends.base import JobRescueParams
+from conveyor.states import JobState
+from conveyor.worker.procinfo import pid_alive
+from conveyor.worker.services.base import Looper
+
+if TYPE_CHECKING:
+    from conveyor.worker.worker import Worker
+
+log = logging.getLogger("conveyor.worker")
+
+
+class Rescuer(Looper):
+    name = "rescuer"
+
+    def __init__(self, worker: Worker, interval: float) -> None:
+        super().__init__(interval)
+        self.worker = worker
+
+    def tick(self) -> None:
+        worker = self.worker
+        backend = worker.app.backend
+        settings = worker.app.settings
+        dead = [
+            w.id
+            for w in backend.worker_list()
+            if w.id != worker.id
+            and w.host == worker.info.host
+            and not pid_alive(w.pid, w.pid_started)
+        ]
+        rescued = backend.job_rescue(
+            JobRescueParams(
+                dead_worker_ids=dead,
+                stale_before=time.time() - settings.heartbeat_ttl,
+                max_rescues=settings.max_rescues,
+            )
+        )
+        if rescued:
+            for observer in worker.observers:
+                observer.on_rescued(rescued)
+        for r in rescued:
+            if r.state is JobState.DEAD:
+                log.warning(
+                    "job %s lost its worker %s too often: dead (worker lost)", r.job_id, r.worker_id
+                )
+            else:
+                log.warning(
+                    "job %s rescued from dead worker %s: queued again", r.job_id, r.worker_id
+                )

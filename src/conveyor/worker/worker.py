@@ -1,0 +1,399 @@
+"""``Worker``: one fetcher, one executor pool, one completer, and the services.
+
+Run it blocking (``worker.run()``, what ``conveyor worker`` does), start and stop it
+from a thread (``worker.start()`` / ``worker.stop()``), or inside a running asyncio loop
+(``await worker.arun()``; with ``pool="async"`` the jobs run on that same loop).
+
+Life of a worker: write the heartbeat (before any claim, so nobody can mistake it for
+dead), rescue what dead workers left, then loop: claim as many jobs as there are free
+slots (weighted queues), hand them to the executor, write outcomes in batches. On stop:
+no more claims, running jobs get ``shutdown_timeout`` seconds, the rest are released to
+``queued`` (not counted as an attempt), the worker row is removed.
+
+Example:
+    >>> import conveyor
+    >>> app = conveyor.App("sqlite:///:memory:")
+    >>> @app.task
+    ... def hello(name: str) -> str:
+    ...     return f"hello {name}"
+    >>> job = hello.enqueue("world")
+    >>> Worker(app, burst=True).run()
+    >>> job.result()
+    'hello world'
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from conveyor.backends.base import (
+    ClaimedJob,
+    JobClaimParams,
+    JobReleaseParams,
+    WorkerHeartbeatParams,
+    WorkerInfo,
+)
+from conveyor.context import JobContext
+from conveyor.errors import BackendUnavailable, ConfigurationError
+from conveyor.ids import new_id
+from conveyor.worker.completer import MAX_PENDING, Completer
+from conveyor.worker.executors import make_executor
+from conveyor.worker.outcome import Outcome, finish_params
+from conveyor.worker.procinfo import process_start_time
+from conveyor.worker.queues import QueueSelection
+from conveyor.worker.services.base import Looper
+from conveyor.worker.services.heartbeat import Heartbeat
+from conveyor.worker.services.pruner import Pruner
+from conveyor.worker.services.rescuer import Rescuer
+
+if TYPE_CHECKING:
+    from conveyor.app import App
+    from conveyor.logs import LogCapture
+    from conveyor.worker.executors.base import Executor
+    from conveyor.worker.observers import WorkerObserver
+
+log = logging.getLogger("conveyor.worker")
+
+#: How long the fetch loop sleeps at most before re-checking stop flags (seconds).
+IDLE_WAIT = 0.25
+
+
+class _InFlight:
+    __slots__ = ("ctx", "job", "lost")
+
+    def __init__(self, job: ClaimedJob, ctx: JobContext) -> None:
+        self.job = job
+        self.ctx = ctx
+        self.lost = False
+
+
+class Worker:
+    """Runs jobs of ``app`` from ``queues`` with ``concurrency`` slots in a ``pool``."""
+
+    def __init__(
+        self,
+        app: App,
+        *,
+        queues: Sequence[str] | None = None,
+        concurrency: int = 10,
+        pool: str = "thread",
+        shutdown_timeout: float = 30.0,
+        burst: bool = False,
+        executor: Executor | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ConfigurationError(f"concurrency must be >= 1, got {concurrency}")
+        self.app = app
+        self.selection = QueueSelection.parse(list(queues) if queues else ["default"])
+        self.concurrency = concurrency
+        self.pool = pool
+        self.shutdown_timeout = shutdown_timeout
+        self.burst = burst
+        self.executor = executor or make_executor(pool, app, concurrency)
+        host = socket.gethostname()
+        pid = os.getpid()
+        self.id = f"{host}:{pid}:{new_id()[-8:]}"
+        self.info = WorkerInfo(
+            id=self.id,
+            host=host,
+            pid=pid,
+            pid_started=process_start_time(pid),
+            started_at=time.time(),
+            queues=self.selection.names,
+            concurrency=concurrency,
+            pool=pool,
+        )
+        self._lock = threading.Lock()
+        self._slot_freed = threading.Condition(self._lock)
+        self._inflight: dict[str, _InFlight] = {}
+        self._released: set[str] = set()
+        self._stopping = threading.Event()
+        self._hard = threading.Event()
+        self._quiet = threading.Event()
+        self._started = threading.Event()
+        self._finished = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._last_fetch_at: float | None = None
+        self.completer = Completer(app.backend)
+        self.processed = itertools.count()
+        s = app.settings
+        self._services: list[Looper] = [
+            Heartbeat(self, s.heartbeat_interval),
+            Rescuer(self, s.rescue_interval),
+            Pruner(self, s.prune_interval),
+        ]
+        # Flow-control services, only where the backend implements them.
+        from conveyor.worker.services.flow import flow_services
+
+        self._services += flow_services(self)
+        #: Hooks called as jobs are claimed, finish or are rescued (metrics); see observers.py.
+        self.observers: list[WorkerObserver] = []
+        self.log_capture: LogCapture | None = self._make_log_capture() if s.capture_logs else None
+
+    def __repr__(self) -> str:
+        return f"<Worker {self.id} pool={self.pool} c={self.concurrency}>"
+
+    def _make_log_capture(self) -> LogCapture:
+        from conveyor.backends.base import JobLogInsertParams
+        from conveyor.logs import LogCapture
+
+        backend, limit = self.app.backend, self.app.settings.log_max_per_job
+        return LogCapture(
+            lambda records: backend.job_log_insert_many(JobLogInsertParams(records, limit)),
+            level=self.app.settings.log_level.upper(),
+            # Only this worker's jobs: two workers in one process must not both store a record.
+            owns=self._inflight.__contains__,
+        )
+
+    # -- control -------------------------------------------------------------------------
+
+    def run(self, install_signals: bool | None = None) -> None:
+        """Run until stopped (or, with ``burst``, until nothing is ready or running)."""
+        if install_signals is None:
+            install_signals = threading.current_thread() is threading.main_thread()
+        if install_signals:
+            from conveyor.worker import signals
+
+            signals.install(self)
+        try:
+            self._setup()
+            self._started.set()
+            self._fetch_loop()
+        finally:
+            try:
+                self._shutdown()
+            finally:
+                self._started.set()
+                self._finished.set()
+
+    def start(self) -> Worker:
+        """Run in a background thread; returns once the worker has registered."""
+        self._thread = threading.Thread(
+            target=self.run, kwargs={"install_signals": False}, name="conveyor-worker", daemon=True
+        )
+        self._thread.start()
+        self._started.wait()
+        return self
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Graceful stop from another thread; waits until the worker has finished."""
+        self.stop_soon()
+        self._finished.wait(timeout)
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for the worker to finish (True if it did)."""
+        return self._finished.wait(timeout)
+
+    async def arun(self) -> None:
+        """Run inside the current asyncio loop until cancelled or stopped.
+
+        With ``pool="async"`` jobs run as tasks of this loop; the fetch loop itself runs
+        in a thread so the loop never blocks on storage."""
+        if self.pool == "async":
+            from conveyor.worker.executors.async_ import AsyncExecutor
+
+            self.executor = AsyncExecutor(self.app, asyncio.get_running_loop())
+        try:
+            await asyncio.to_thread(self.run, False)
+        except asyncio.CancelledError:
+            self.stop_soon()
+            await asyncio.to_thread(self._finished.wait)
+            raise
+
+    def stop_soon(self) -> None:
+        """Stop fetching and shut down gracefully (TERM / first INT)."""
+        self._stopping.set()
+        self._wake()
+
+    def stop_now(self) -> None:
+        """Release running jobs at once and stop (second INT)."""
+        self._hard.set()
+        self.stop_soon()
+
+    def quiet(self) -> None:
+        """Stop fetching new jobs; running ones finish (TSTP)."""
+        log.warning("worker %s is quiet: no more jobs will be fetched", self.id)
+        self._quiet.set()
+
+    # -- hooks used by the services and executors ----------------------------------------
+
+    def beat(self) -> None:
+        self.app.backend.worker_heartbeat(
+            WorkerHeartbeatParams(self.info, self._last_fetch_at, len(self._inflight))
+        )
+
+    def held_claims(self) -> list[tuple[str, int]]:
+        with self._lock:
+            return [
+                (f.job.id, f.job.token)
+                for f in self._inflight.values()
+                if not f.lost and f.job.id not in self._released
+            ]
+
+    def running_contexts(self) -> list[tuple[str, int, JobContext]]:
+        """(id, token, context) of every job this worker still holds."""
+        with self._lock:
+            return [(f.job.id, f.job.token, f.ctx) for f in self._inflight.values() if not f.lost]
+
+    def request_cancel(self, job_id: str) -> None:
+        with self._lock:
+            entry = self._inflight.get(job_id)
+        if entry is not None and not entry.ctx.cancel_requested:
+            entry.ctx.request_cancel()
+            self.executor.cancel(job_id)
+
+    def mark_lost(self, job_id: str) -> None:
+        with self._lock:
+            entry = self._inflight.get(job_id)
+            if entry is not None:
+                entry.lost = True
+        log.warning("worker %s lost its claim on job %s (rescued elsewhere)", self.id, job_id)
+
+    def on_outcome(self, job: ClaimedJob, outcome: Outcome) -> None:
+        with self._lock:
+            entry = self._inflight.pop(job.id, None)
+            released = job.id in self._released
+            self._released.discard(job.id)
+            self._slot_freed.notify()
+        if released or entry is None:
+            return
+        task = self.app.tasks.get(job.task)
+        params = finish_params(outcome, job, task, self.id, entry.ctx.cancel_requested)
+        self.completer.put(params)
+        if self.observers:
+            for observer in self.observers:
+                observer.on_finished(job, params)
+        next(self.processed)
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _wake(self) -> None:
+        with self._lock:
+            self._slot_freed.notify_all()
+
+    def _setup(self) -> None:
+        # The heartbeat is written before the first claim: a rescuer can never take
+        # this worker's claims for a dead worker's.
+        self.beat()
+        if self.log_capture is not None:
+            self.log_capture.start()
+            self.log_capture.install()
+        self.completer.start()
+        self.executor.start(self.on_outcome)
+        for service in self._services:
+            service.start()
+        log.info(
+            "worker %s ready: queues=%s pool=%s concurrency=%d",
+            self.id,
+            ",".join(self.selection.names),
+            self.pool,
+            self.concurrency,
+        )
+
+    def _fetch_loop(self) -> None:
+        backend = self.app.backend
+        failures = 0
+        while not self._stopping.is_set():
+            if self._quiet.is_set():
+                self._stopping.wait(IDLE_WAIT)
+                continue
+            with self._lock:
+                free = self.concurrency - len(self._inflight)
+                if free <= 0 or self.completer.pending > MAX_PENDING:
+                    self._slot_freed.wait(IDLE_WAIT)
+                    continue
+            try:
+                jobs = backend.job_claim(
+                    JobClaimParams(self.id, self.selection.allocate(free), free)
+                )
+                failures = 0
+            except BackendUnavailable as exc:
+                failures += 1
+                delay = min(0.1 * 2**failures, 5.0)
+                log.warning("claim failed (%s); retrying in %.1f s", exc, delay)
+                self._stopping.wait(delay)
+                continue
+            self._last_fetch_at = time.time()
+            if jobs:
+                self._dispatch(jobs)
+                continue
+            if self.burst and self._idle():
+                log.info("burst: nothing ready or running; stopping")
+                return
+            backend.work_wait(IDLE_WAIT)
+
+    def _idle(self) -> bool:
+        with self._lock:
+            if self._inflight:
+                return False
+        if self.completer.pending:
+            return False
+        # A finish written just now may have made a retry due: look once more.
+        jobs = self.app.backend.job_claim(
+            JobClaimParams(self.id, self.selection.allocate(self.concurrency), self.concurrency)
+        )
+        if jobs:
+            self._dispatch(jobs)
+            return False
+        return True
+
+    def _dispatch(self, jobs: list[ClaimedJob]) -> None:
+        entries = [
+            _InFlight(j, JobContext(j.id, j.task, j.queue, j.attempt, j.max_attempts)) for j in jobs
+        ]
+        with self._lock:
+            for entry in entries:
+                self._inflight[entry.job.id] = entry
+        if self.observers:
+            for observer in self.observers:
+                observer.on_claimed(jobs)
+        for entry in entries:
+            self.executor.submit(entry.job, entry.ctx)
+
+    def _shutdown(self) -> None:
+        deadline = time.monotonic() + self.shutdown_timeout
+        with self._lock:
+            while self._inflight and not self._hard.is_set():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._slot_freed.wait(min(remaining, IDLE_WAIT))
+            leftovers = [f for f in self._inflight.values() if not f.lost]
+            self._released.update(f.job.id for f in leftovers)
+        if leftovers:
+            self._release(leftovers)
+        self.completer.stop()
+        for service in self._services:
+            service.stop()
+        self.executor.stop(timeout=0.5 if leftovers else 2.0)
+        if self.log_capture is not None:
+            self.log_capture.uninstall()
+            self.log_capture.stop(self.app.settings.log_drain_timeout)
+        try:
+            self.app.backend.worker_deregister(self.id)
+        except BackendUnavailable as exc:
+            log.warning("could not deregister worker %s: %s", self.id, exc)
+        log.info("worker %s stopped", self.id)
+
+    def _release(self, leftovers: list[_InFlight]) -> None:
+        log.warning("releasing %d running job(s) back to the queue", len(leftovers))
+        for entry in leftovers:
+            entry.ctx.request_cancel()  # cooperative sync tasks can stop early
+            self.executor.cancel(entry.job.id)
+        try:
+            refused = self.app.backend.job_release_many(
+                JobReleaseParams(self.id, [(f.job.id, f.job.token) for f in leftovers])
+            )
+        except BackendUnavailable as exc:
+            log.error("could not release %d job(s): %s; they will be rescued", len(leftovers), exc)
+            return
+        for job_id in refused:
+            log.warning("release of job %s refused: it was already rescued", job_id)

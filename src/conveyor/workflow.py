@@ -1,0 +1,187 @@
+"""Workflows: chains, groups with a completion callback, and ``depends_on``.
+
+A workflow is stored whole in the backend when it is enqueued (one transaction): every
+step is a job, the later ones in state ``waiting`` with their parents recorded. When a
+parent succeeds, the backend makes its dependants ready *in the same commit as the
+parent's finish*, putting the parent's result first in their arguments; when a parent
+ends ``dead`` or ``cancelled`` its dependants (and theirs) become ``cancelled`` with the
+reason. Nothing lives in worker memory, so a restart anywhere in the middle resumes.
+
+API (``task.s(...)`` is a signature: a task and its arguments, not enqueued):
+
+- ``conveyor.chain(a.s(1), b.s(), c.s(x=2)).enqueue()`` -> the last job's handle; ``b``
+  gets ``a``'s result as its first argument, ``c`` gets ``b``'s.
+- ``conveyor.group(a.s(1), a.s(2)).then(total.s()).enqueue()`` -> the callback's
+  handle; ``total`` gets the list of results in the group's order.
+- ``job.then(b.s())`` -> chain one more step after an enqueued job.
+- ``job.on_failure(alert.s())`` -> runs only if ``job`` ends dead or cancelled (on the
+  last step of a chain: if any step fails), with what happened as first argument.
+- ``task.with_options(depends_on=[job1, job2]).enqueue(...)`` -> waits for both, and
+  gets no results passed in.
+
+Example:
+    >>> import conveyor
+    >>> app = conveyor.App("sqlite:///:memory:")
+    >>> @app.task
+    ... def fetch(n: int) -> int:
+    ...     return n * 10
+    >>> @app.task
+    ... def total(values: list[int]) -> int:
+    ...     return sum(values)
+    >>> last = conveyor.group(fetch.s(1), fetch.s(2)).then(total.s()).enqueue()
+    >>> last.status
+    <JobState.WAITING: 'waiting'>
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from conveyor.backends.base import JobInsertParams, require_feature
+from conveyor.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from conveyor.app import App
+    from conveyor.job import Job
+    from conveyor.task import Enqueuer
+
+#: How results reach a step: not at all, the one parent's result, the list of results.
+PIPE_NONE, PIPE_ONE, PIPE_ALL, PIPE_FAILURE = 0, 1, 2, 3
+
+
+class Signature:
+    """A task (or ``task.with_options(...)``) with its arguments, to run later."""
+
+    __slots__ = ("args", "enqueuer", "kwargs")
+
+    def __init__(
+        self, enqueuer: Enqueuer[Any, Any], args: Sequence[Any], kwargs: dict[str, Any]
+    ) -> None:
+        self.enqueuer = enqueuer
+        self.args = tuple(args)
+        self.kwargs = kwargs
+
+    def __repr__(self) -> str:
+        return f"<Signature {self.enqueuer._task.name}{self.args!r}>"
+
+    @property
+    def app(self) -> App:
+        return self.enqueuer._task.app
+
+    def params(self, parents: Sequence[str] = (), pipe: int = PIPE_NONE) -> JobInsertParams:
+        from conveyor.task import Enqueuer
+
+        overrides = dict(self.enqueuer._overrides)
+        if parents:
+            overrides.update(depends_on=tuple(parents), pipe=pipe)
+        return Enqueuer(self.enqueuer._task, overrides)._params(self.args, self.kwargs, None)
+
+    def enqueue(self) -> Job[Any]:
+        """Enqueue this one step on its own."""
+        return self.enqueuer._insert([self.params()])[0]
+
+    def then(self, *steps: Signature | Group) -> Chain:
+        return Chain(self, *steps)
+
+
+class Group:
+    """Steps that run in parallel; ``.then(callback)`` gets the list of their results."""
+
+    __slots__ = ("steps",)
+
+    def __init__(self, *steps: Signature) -> None:
+        if not steps:
+            raise ConfigurationError("a group needs at least one step")
+        self.steps = steps
+
+    def then(self, *steps: Signature | Group) -> Chain:
+        return Chain(self, *steps)
+
+    def enqueue(self) -> list[Job[Any]]:
+        """Enqueue every step (one transaction); their handles in order."""
+        return Chain(self).enqueue_all()
+
+
+class Chain:
+    """Steps that run one after the other, each receiving the previous result(s)."""
+
+    __slots__ = ("steps",)
+
+    def __init__(self, *steps: Signature | Group) -> None:
+        if not steps:
+            raise ConfigurationError("a chain needs at least one step")
+        for earlier, later in itertools.pairwise(steps):
+            if isinstance(earlier, Group) and isinstance(later, Group):
+                raise ConfigurationError("a group cannot follow a group; add a callback between")
+        self.steps = steps
+
+    def then(self, *steps: Signature | Group) -> Chain:
+        return Chain(*self.steps, *steps)
+
+    def enqueue(self) -> Job[Any]:
+        """Enqueue the whole chain in one transaction; the last step's handle."""
+        return self.enqueue_all()[-1]
+
+    def enqueue_all(self) -> list[Job[Any]]:
+        """Enqueue the whole chain; every step's handle in order (groups flattened)."""
+        params: list[JobInsertParams] = []
+        parents: tuple[str, ...] = ()
+        for step in self.steps:
+            pipe = PIPE_NONE if not parents else PIPE_ONE if len(parents) == 1 else PIPE_ALL
+            if isinstance(step, Signature):
+                params.append(step.params(parents, pipe))
+                parents = (params[-1].id,)
+            else:
+                members = [s.params(parents, pipe) for s in step.steps]
+                params += members
+                parents = tuple(m.id for m in members)
+        return _insert(_first_signature(self.steps).app, params)
+
+
+def chain(*steps: Signature | Group) -> Chain:
+    """``chain(a.s(1), b.s())``: ``b`` runs after ``a`` succeeds, with ``a``'s result."""
+    return Chain(*steps)
+
+
+def group(*steps: Signature) -> Group:
+    """``group(a.s(1), a.s(2))``: parallel steps; ``.then(cb.s())`` gets all results."""
+    return Group(*steps)
+
+
+def then(job: Job[Any], step: Any, **options: Any) -> Job[Any]:
+    """Enqueue ``step`` after ``job`` succeeds, with ``job``'s result first."""
+    sig = _as_signature(step, options)
+    return _insert(job.app, [sig.params((job.id,), PIPE_ONE)])[0]
+
+
+def on_failure(job: Job[Any], step: Any, **options: Any) -> Job[Any]:
+    """Enqueue ``step`` to run only if ``job`` ends dead or cancelled (a failure
+    anywhere earlier in its chain cancels it, so this covers the whole chain); it gets
+    ``{"job_id", "state", "reason", "error"}`` first. Cancelled if ``job`` succeeds."""
+    sig = _as_signature(step, options)
+    return _insert(job.app, [sig.params((job.id,), PIPE_FAILURE)])[0]
+
+
+def _as_signature(step: Any, options: dict[str, Any]) -> Signature:
+    if isinstance(step, Signature):
+        return step
+    from conveyor.task import Enqueuer
+
+    if isinstance(step, Enqueuer):
+        return Signature(step.with_options(**options) if options else step, (), {})
+    raise TypeError(f"then() takes a task or task.s(...), got {type(step).__name__}")
+
+
+def _first_signature(steps: Sequence[Signature | Group]) -> Signature:
+    first = steps[0]
+    return first if isinstance(first, Signature) else first.steps[0]
+
+
+def _insert(app: App, params: list[JobInsertParams]) -> list[Job[Any]]:
+    from conveyor.job import Job
+
+    require_feature(app.backend, "workflows")
+    results = app.backend.job_insert_flow_many(params)
+    return [Job(app, r.id, app.tasks.get(p.task)) for r, p in zip(results, params, strict=True)]

@@ -1,0 +1,111 @@
+"""Limits: concurrency and rate per task or per key, without burning attempts."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+import conveyor
+from conveyor.backends.base import Backend
+from conveyor.errors import ConfigurationError
+from conveyor.limits import parse_rate
+from conveyor.worker.worker import Worker
+from tests.support.flow import needs
+
+
+class Meter:
+    """Counts how many calls run at once, per key."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.now: dict[str, int] = {}
+        self.peak: dict[str, int] = {}
+        self.starts: list[float] = []
+
+    def enter(self, key: str) -> None:
+        with self.lock:
+            self.now[key] = self.now.get(key, 0) + 1
+            self.peak[key] = max(self.peak.get(key, 0), self.now[key])
+            self.starts.append(time.monotonic())
+
+    def leave(self, key: str) -> None:
+        with self.lock:
+            self.now[key] -= 1
+
+
+def _run_until_done(app: conveyor.App, jobs: list[conveyor.Job], concurrency: int = 8) -> None:  # type: ignore[type-arg]
+    worker = Worker(app, concurrency=concurrency).start()
+    try:
+        for job in jobs:
+            job.wait(timeout=20)
+    finally:
+        worker.stop()
+
+
+def test_concurrency_per_key(app: conveyor.App, backend: Backend) -> None:
+    needs(backend, "limits")
+    meter = Meter()
+
+    @app.task(concurrency=1, limit_key=lambda account, i: account, max_attempts=1)
+    def call(account: str, i: int) -> int:
+        meter.enter(account)
+        time.sleep(0.05)
+        meter.leave(account)
+        return i
+
+    jobs = [call.enqueue(acc, i) for i in range(5) for acc in ("a", "b")]
+    _run_until_done(app, jobs)
+    assert [j.result(timeout=0) for j in jobs] == [i for i in range(5) for _ in "ab"]
+    assert meter.peak == {"a": 1, "b": 1}
+    # The limit never cost an attempt: each job ran exactly once, as attempt 1.
+    assert all(j.refresh().attempt == 1 for j in jobs)
+    assert all([a.outcome for a in j.attempts()] == ["succeeded"] for j in jobs)
+
+
+def test_concurrency_per_task_across_two_workers(app: conveyor.App, backend: Backend) -> None:
+    needs(backend, "limits")
+    meter = Meter()
+
+    @app.task(concurrency=2, max_attempts=1)
+    def work(i: int) -> None:
+        meter.enter("t")
+        time.sleep(0.03)
+        meter.leave("t")
+
+    jobs = [work.enqueue(i) for i in range(12)]
+    other = Worker(app, concurrency=4).start()
+    try:
+        _run_until_done(app, jobs, concurrency=4)
+    finally:
+        other.stop()
+    assert meter.peak["t"] == 2
+    assert all(j.status.value == "succeeded" for j in jobs)
+
+
+def test_rate_limit(app: conveyor.App, backend: Backend) -> None:
+    needs(backend, "limits")
+    meter = Meter()
+
+    @app.task(rate="3/1s", max_attempts=1)
+    def ping(i: int) -> None:
+        meter.enter("r")
+        meter.leave("r")
+
+    jobs = [ping.enqueue(i) for i in range(6)]
+    _run_until_done(app, jobs)
+    starts = sorted(meter.starts)
+    assert starts[3] - starts[0] >= 0.9  # the 4th start waited for the window
+    assert all(j.refresh().attempt == 1 for j in jobs)
+
+
+def test_parse_rate_and_bad_options() -> None:
+    assert parse_rate("100/m") == (100, 60.0)
+    assert parse_rate("5/10s") == (5, 10.0)
+    for bad in ("100", "0/s", "1/w"):
+        with pytest.raises(ConfigurationError):
+            parse_rate(bad)
+    app = conveyor.App("sqlite:///:memory:")
+    with pytest.raises(ConfigurationError):
+        app.task(concurrency=0)(lambda: None)

@@ -1,0 +1,183 @@
+"""The ops CLI against a real SQLite file: every command, filters, prompts, export,
+backup and the integrity audit (corrupted on purpose with raw SQL)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+import sqlite3
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+import conveyor
+from conveyor.cli.main import cli
+from conveyor.worker.worker import Worker
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> tuple[str, dict[str, str]]:
+    """A store with 3 succeeded, 2 dead and 1 queued (paused queue) job; ids by name."""
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    app = conveyor.App(url, max_attempts=1)
+
+    @app.task(name="t.work")
+    def work(x: int, user_id: int = 0) -> dict[str, bool]:
+        logging.getLogger("t.work").info("working on %d for %d", x, user_id)
+        if x < 0:
+            raise ValueError(f"bad x {x}")
+        return {"ok": x % 2 == 0}
+
+    ids = {f"x{x}": work.enqueue(x, user_id=x * 10).id for x in (0, 1, 2, -1, -2)}
+    Worker(app, burst=True).run(install_signals=False)
+    ids["later"] = work.with_options(queue="later").enqueue(5, user_id=50).id
+    app.close()
+    return url, ids
+
+
+def run(url: str, *args: str, input: str | None = None) -> Result:
+    return CliRunner().invoke(
+        cli, [*args[:1], "--url", url, *args[1:]], input=input, catch_exceptions=False
+    )
+
+
+def test_jobs_filters_and_paging(store: tuple[str, dict[str, str]]) -> None:
+    url, ids = store
+    listed = json.loads(run(url, "jobs", "--json").output)["jobs"]
+    assert len(listed) == 6 and [j["id"] for j in listed] == sorted(ids.values())
+
+    def matching(*args: str) -> set[str]:
+        return {j["id"] for j in json.loads(run(url, "jobs", "--json", *args).output)["jobs"]}
+
+    assert matching("--where", "kwargs.user_id=10") == {ids["x1"]}
+    assert matching("--where", "args.0=2") == {ids["x2"]}
+    assert matching("--where", "result.ok=true") == {ids["x0"], ids["x2"]}
+    assert matching("--state", "dead") == {ids["x-1"], ids["x-2"]}
+    assert matching("--queue", "later") == {ids["later"]}
+    assert matching("--task", "t.work", "--created-after", "1h") == set(ids.values())
+    assert matching("--finished-before", "1h") == set()
+    page = json.loads(run(url, "jobs", "--json", "--limit", "4").output)
+    rest = json.loads(run(url, "jobs", "--json", "--after", page["next_after"]).output)
+    assert len(page["jobs"]) == 4 and len(rest["jobs"]) == 2 and rest["next_after"] is None
+    human = run(url, "jobs", "--state", "dead")
+    assert human.exit_code == 0 and "dead" in human.output
+
+
+def test_bad_where_is_a_usage_error(store: tuple[str, dict[str, str]]) -> None:
+    url, _ = store
+    result = CliRunner().invoke(cli, ["jobs", "--url", url, "--where", "kwargs.a'--=1"])
+    assert result.exit_code == 2 and "not an identifier" in result.output
+
+
+def test_job_shows_attempts_traceback_and_logs(store: tuple[str, dict[str, str]]) -> None:
+    url, ids = store
+    data = json.loads(run(url, "job", ids["x-1"], "--json").output)
+    assert data["job"]["state"] == "dead"
+    [attempt] = data["attempts"]
+    assert attempt["outcome"] == "dead" and attempt["worker_id"]
+    assert attempt["error"]["type"] == "ValueError" and "bad x -1" in attempt["error"]["traceback"]
+    assert [r["message"] for r in data["logs"]] == ["working on -1 for -10"]
+    human = run(url, "job", ids["x-1"]).output
+    assert "Traceback" in human and "working on -1 for -10" in human
+    assert run(url, "job", "nope").exit_code == 1
+
+
+def test_retry_by_filter_asks_with_count(store: tuple[str, dict[str, str]]) -> None:
+    url, ids = store
+    refused = run(url, "retry", "--state", "dead", input="n\n")
+    assert refused.exit_code == 1 and "Retry 2 job(s)" in refused.output
+    assert len(json.loads(run(url, "jobs", "--json", "--state", "dead").output)["jobs"]) == 2
+    accepted = run(url, "retry", "--state", "dead", input="y\n")
+    assert accepted.exit_code == 0 and "2 of 2" in accepted.output
+    queued = json.loads(run(url, "jobs", "--json", "--state", "queued").output)["jobs"]
+    assert {j["id"] for j in queued} == {ids["x-1"], ids["x-2"], ids["later"]}
+
+
+def test_cancel_delete_by_ids_and_filters(store: tuple[str, dict[str, str]]) -> None:
+    url, ids = store
+    out = json.loads(run(url, "cancel", ids["later"], "--json").output)
+    assert out == {"action": "cancel", "matched": 1, "changed": 1}
+    out = json.loads(run(url, "delete", "--where", "result.ok=false", "--yes", "--json").output)
+    assert out["changed"] == 1
+    assert run(url, "job", ids["x1"]).exit_code == 1
+    assert run(url, "retry").exit_code == 2  # neither ids nor filters
+    assert run(url, "delete", ids["x0"], "--state", "dead").exit_code == 2
+
+
+def test_purge_older_than(store: tuple[str, dict[str, str]]) -> None:
+    url, _ = store
+    assert "0 of 0" in run(url, "purge", "--older-than", "1h", "--yes").output
+    with sqlite3.connect(url.removeprefix("sqlite:///")) as db:
+        db.execute("UPDATE jobs SET finished_at = finished_at - 8 * 86400")
+    out = json.loads(
+        run(url, "purge", "--older-than", "7d", "--state", "succeeded", "--yes", "--json").output
+    )
+    assert out["changed"] == 3
+    left = {j["state"] for j in json.loads(run(url, "jobs", "--json").output)["jobs"]}
+    assert left == {"dead", "queued"}
+
+
+def test_export_streams_jsonl_and_csv(store: tuple[str, dict[str, str]], tmp_path: Path) -> None:
+    url, ids = store
+    result = run(url, "export", "--format", "jsonl", "--page", "2")
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [d["id"] for d in lines] == sorted(ids.values())
+    assert lines[0]["payload"]["kwargs"] == {"user_id": 0}
+    target = tmp_path / "dead.csv"
+    run(url, "export", "--format", "csv", "--state", "dead", "-o", str(target))
+    rows = list(csv.DictReader(io.StringIO(target.read_text())))
+    assert {r["id"] for r in rows} == {ids["x-1"], ids["x-2"]}
+    assert json.loads(rows[0]["error"])["type"] == "ValueError"
+
+
+def test_backup_is_a_readable_copy(store: tuple[str, dict[str, str]], tmp_path: Path) -> None:
+    url, _ = store
+    target = tmp_path / "copy.db"
+    assert run(url, "backup", str(target)).exit_code == 0
+    with sqlite3.connect(target) as db:
+        assert db.execute("SELECT COUNT(*) FROM jobs").fetchone()[0] == 6
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    copy = json.loads(run(f"sqlite:///{target}", "jobs", "--json").output)["jobs"]
+    assert len(copy) == 6
+    assert run(url, "backup", str(target)).exit_code == 1  # never overwrites
+
+
+def test_queues_pause_resume_listing(store: tuple[str, dict[str, str]]) -> None:
+    url, _ = store
+    assert run(url, "queues", "pause", "later").output.strip() == "queue later paused"
+    listed = {q["queue"]: q for q in json.loads(run(url, "queues", "--json").output)}
+    assert listed["later"]["paused"] and listed["later"]["depth"] == 1
+    assert not listed["default"]["paused"]
+    run(url, "queues", "resume", "later")
+    assert not {q["queue"]: q for q in json.loads(run(url, "queues", "--json").output)}["later"][
+        "paused"
+    ]
+    assert "later" in run(url, "queues").output
+
+
+def test_check_finds_corruption(store: tuple[str, dict[str, str]]) -> None:
+    url, ids = store
+    clean = run(url, "check")
+    assert clean.exit_code == 0 and "ok" in clean.output
+    with sqlite3.connect(url.removeprefix("sqlite:///")) as db:
+        db.execute("UPDATE jobs SET state = 'running', worker_id = NULL WHERE id = ?", (ids["x0"],))
+        db.execute(
+            "UPDATE jobs SET state = 'running', worker_id = 'ghost', token = 1 WHERE id = ?",
+            (ids["x1"],),
+        )
+        db.execute("UPDATE jobs SET finished_at = 1.0 WHERE id = ?", (ids["later"],))
+        db.execute(
+            "INSERT INTO attempts (job_id, token, attempt, outcome) "
+            "VALUES ('gone', 1, 1, 'succeeded')"
+        )
+    result = CliRunner().invoke(cli, ["check", "--url", url, "--json"])
+    assert result.exit_code == 1
+    kinds = {(p["kind"], p["job_id"]) for p in json.loads(result.output)["problems"]}
+    assert ("running_without_claim", ids["x0"]) in kinds
+    assert ("claim_without_live_worker", ids["x1"]) in kinds
+    assert ("active_with_finished_at", ids["later"]) in kinds
+    assert ("orphan_attempt", "gone") in kinds
+    assert CliRunner().invoke(cli, ["check", "--url", url]).exit_code == 1

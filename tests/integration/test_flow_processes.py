@@ -1,0 +1,158 @@
+"""Flow control with real worker processes: periodic slots under SIGKILL, a chain whose
+worker dies in the middle, a limit whose holder dies."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+import conveyor
+from conveyor.backends.base import JobListParams
+from conveyor.states import JobState
+
+pytestmark = pytest.mark.slow
+
+APP_MODULE = textwrap.dedent("""
+    import datetime, os, time
+    import conveyor
+
+    app = conveyor.App(os.environ["FLOW_URL"], heartbeat_interval=0.2, heartbeat_ttl=2.0,
+                       rescue_interval=0.2)
+
+    if os.environ.get("FLOW_PERIODIC"):
+        @app.periodic(every=datetime.timedelta(seconds=1), catch_up="all")
+        @app.task(name="beat")
+        def beat() -> None: ...
+
+    @app.task(name="add")
+    def add(x: int, y: int = 1) -> int:
+        return x + y
+
+    @app.task(name="slow_first")
+    def slow_first(x: int) -> int:
+        if conveyor.current_job().attempt == 1:
+            time.sleep(60)  # the worker is killed during this
+        return x + 1
+
+    @app.task(name="limited", concurrency=1)
+    def limited(i: int) -> int:
+        if i == 0 and conveyor.current_job().attempt == 1:
+            time.sleep(60)
+        return i
+""")
+
+Spawn = Callable[..., subprocess.Popen[bytes]]
+
+
+@pytest.fixture
+def spawn(tmp_path: Path, sqlite_url: str) -> Iterator[Spawn]:
+    (tmp_path / "flowapp.py").write_text(APP_MODULE)
+    procs: list[subprocess.Popen[bytes]] = []
+    src = str(Path(__file__).resolve().parents[2] / "src")
+
+    def start(**env: str) -> subprocess.Popen[bytes]:
+        environment = {
+            **os.environ,
+            "FLOW_URL": sqlite_url,
+            "PYTHONPATH": f"{tmp_path}{os.pathsep}{src}",
+            **env,
+        }
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "from conveyor.cli.main import main; main()",
+                "worker",
+                "flowapp:app",
+                "-c",
+                "4",
+                "--shutdown-timeout",
+                "1",
+                "--log-level",
+                "WARNING",
+            ],
+            cwd=tmp_path,
+            env=environment,
+        )
+        procs.append(proc)
+        return proc
+
+    yield start
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(10)
+
+
+def _wait_for(predicate: Callable[[], bool], timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.05)
+
+
+def test_periodic_three_workers_one_killed_every_slot_once(spawn: Spawn, sqlite_url: str) -> None:
+    app = conveyor.App(sqlite_url)
+    workers = [spawn(FLOW_PERIODIC="1") for _ in range(3)]
+    time.sleep(2.0)
+    workers[0].send_signal(signal.SIGKILL)
+    time.sleep(3.0)
+    for w in workers[1:]:
+        w.send_signal(signal.SIGTERM)
+    for w in workers[1:]:
+        assert w.wait(15) == 0
+    backend = app.backend
+    with backend.lock:  # type: ignore[attr-defined]
+        slots = [
+            r[0]
+            for r in backend.connection.execute(  # type: ignore[attr-defined]
+                "SELECT slot FROM periodic_slots WHERE name = 'beat' ORDER BY slot"
+            )
+        ]
+    jobs = backend.job_list(JobListParams(task="beat", limit=1000))
+    assert len(slots) >= 4
+    assert [b - a for a, b in itertools.pairwise(slots)] == [1.0] * (len(slots) - 1)
+    assert len(jobs) == len(slots)  # one job per slot, no slot twice, none skipped
+    app.close()
+
+
+def test_worker_dies_mid_chain_chain_resumes(spawn: Spawn, sqlite_url: str) -> None:
+    app = conveyor.App(sqlite_url)
+    add = app.task(name="add")(lambda x, y=1: x + y)
+    slow_first = app.task(name="slow_first")(lambda x: x)
+    last = conveyor.chain(add.s(1), slow_first.s(), add.s()).enqueue()
+    middle = last.dependencies()[0]
+    first = spawn()
+    _wait_for(lambda: middle.status is JobState.RUNNING)
+    assert last.status is JobState.WAITING
+    first.send_signal(signal.SIGKILL)
+    first.wait(10)
+    spawn()  # its rescuer sees the dead PID, requeues the middle step (one attempt used)
+    assert last.result(timeout=20) == 4  # 1+1 -> +1 -> +1
+    assert [a.outcome for a in middle.attempts()] == ["lost", "succeeded"]
+    app.close()
+
+
+def test_limit_holder_dies_slot_freed_on_rescue(spawn: Spawn, sqlite_url: str) -> None:
+    app = conveyor.App(sqlite_url)
+    limited = app.task(name="limited", concurrency=1)(lambda i: i)
+    jobs = [limited.enqueue(i) for i in range(4)]
+    holder = spawn()
+    _wait_for(lambda: jobs[0].status is JobState.RUNNING)
+    time.sleep(0.5)
+    assert all(j.status is not JobState.RUNNING for j in jobs[1:])  # over the limit: waiting
+    holder.send_signal(signal.SIGKILL)
+    holder.wait(10)
+    spawn()
+    assert [j.result(timeout=20) for j in jobs] == [0, 1, 2, 3]
+    assert all(j.refresh().attempt == 1 for j in jobs[1:])  # waiting cost no attempt
+    app.close()

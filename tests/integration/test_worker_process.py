@@ -1,0 +1,147 @@
+"""Real worker processes, real signals: rescue after SIGKILL, release on SIGTERM, quiet,
+stack dumps, and four processes on one file without "database is locked"."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import conveyor
+from conveyor.states import JobState
+from tests.integration import app_tasks
+from tests.integration.conftest import ROOT, wait_for, worker_env
+
+Spawn = Callable[..., subprocess.Popen[str]]
+
+
+def _app(url: str) -> conveyor.App:
+    app_tasks.app.url = url
+    app_tasks.app.close()
+    return app_tasks.app
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_sigkill_mid_job_is_rescued_and_completed_by_another_worker(
+    sqlite_url: str, spawn_worker: Spawn, tmp_path: Path
+) -> None:
+    _app(sqlite_url)
+    marker = tmp_path / "started"
+    job = app_tasks.sleepy.enqueue(1.0, str(marker))
+    first = spawn_worker("-c", "2")
+    wait_for(lambda: len(_lines(marker)) == 1, what="first attempt to start")
+    first.send_signal(signal.SIGKILL)
+    first.wait(10)
+    second = spawn_worker("-c", "2")
+    assert job.result(timeout=30) == second.pid
+    record = job.refresh()
+    assert record.attempt == 2 and record.rescues == 1
+    assert [a.outcome for a in job.attempts()] == ["lost", "succeeded"]
+    assert [int(line.split()[1]) for line in _lines(marker)] == [1, 2]
+
+
+def test_sigterm_lets_short_jobs_finish_and_releases_long_ones(
+    sqlite_url: str, spawn_worker: Spawn, tmp_path: Path
+) -> None:
+    app = _app(sqlite_url)
+    marker = tmp_path / "started"
+    short = app_tasks.sleepy.enqueue(0.3, str(marker))
+    long = app_tasks.sleepy.enqueue(60, str(marker))
+    proc = spawn_worker("-c", "2", "--shutdown-timeout", "1.5")
+    wait_for(lambda: len(_lines(marker)) == 2, what="both jobs to start")
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(15) == 0
+    assert short.refresh().state is JobState.SUCCEEDED
+    record = long.refresh()
+    assert record.state is JobState.QUEUED and record.attempt == 0 and record.worker_id is None
+    assert app.backend.worker_list() == []
+
+
+def test_second_int_stops_at_once(sqlite_url: str, spawn_worker: Spawn, tmp_path: Path) -> None:
+    _app(sqlite_url)
+    marker = tmp_path / "started"
+    job = app_tasks.sleepy.enqueue(60, str(marker))
+    proc = spawn_worker("--shutdown-timeout", "60")
+    wait_for(lambda: len(_lines(marker)) == 1, what="job to start")
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.3)  # the first INT starts a graceful stop that would wait 60 s
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(10) == 0
+    assert job.refresh().state is JobState.QUEUED
+
+
+def test_tstp_quiets_and_ttin_dumps_stacks(sqlite_url: str, spawn_worker: Spawn) -> None:
+    _app(sqlite_url)
+    proc = spawn_worker()
+    assert app_tasks.noop.enqueue(1).result(timeout=15) == 1
+    proc.send_signal(signal.SIGTSTP)
+    time.sleep(0.5)
+    job = app_tasks.noop.enqueue(2)
+    time.sleep(1.0)
+    assert job.status is JobState.QUEUED
+    proc.send_signal(signal.SIGTTIN)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(15) == 0
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    assert "quiet" in err and "--- thread MainThread" in err and "conveyor-heartbeat" in err
+
+
+def test_database_file_is_private(sqlite_url: str) -> None:
+    app = _app(sqlite_url)
+    app_tasks.noop.enqueue(1)
+    path = sqlite_url.removeprefix("sqlite:///")
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    app.close()
+
+
+PRODUCER = """
+import sys
+from tests.integration import app_tasks
+n = int(sys.argv[1])
+for i in range(n // 2):
+    app_tasks.noop.enqueue(i)
+for start in range(0, n // 2, 100):
+    app_tasks.noop.enqueue_many([(i,) for i in range(start, start + 100)])
+"""
+
+
+def test_four_processes_at_full_speed_never_see_database_is_locked(
+    sqlite_url: str, spawn_worker: Spawn
+) -> None:
+    app = _app(sqlite_url)
+    workers = [spawn_worker("-c", "8"), spawn_worker("-c", "8")]
+    producers = [
+        subprocess.Popen(
+            [sys.executable, "-c", PRODUCER, "2000"],
+            cwd=ROOT,
+            env=worker_env(sqlite_url),
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    for p in producers:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        assert "locked" not in err
+
+    def done() -> bool:
+        counts = {s.queue: s.counts for s in app.backend.queue_stats()}.get("default", {})
+        return counts.get("succeeded", 0) == 4000
+
+    wait_for(done, timeout=120, what="4000 jobs to succeed")
+    for w in workers:
+        w.send_signal(signal.SIGTERM)
+        assert w.wait(15) == 0
+        assert w.stderr is not None
+        assert "locked" not in w.stderr.read()
