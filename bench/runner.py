@@ -116,22 +116,27 @@ def run(suites: list[str], arms: list[str], quick: bool, out: str | None,
         for a, c in checks.items():
             if not c["available"]:
                 console.print(f"[yellow]{a}: not available: {c['reason']}[/yellow]")
-        total_iters = scale["warmup"] + scale["iterations"]
-        steps_per_iter = {scen: len(plan(ctx, [scen], arms, checks)) for scen in suites}
-        total = sum(steps_per_iter.values()) * total_iters
+        def iters(scen: str) -> tuple[int, int]:
+            """(warm-up, measured) iterations; a scenario may override the suite's."""
+            return (int(scale.get(f"warmup_{scen}", scale["warmup"])),
+                    int(scale.get(f"iterations_{scen}", scale["iterations"])))
+
+        total = sum(len(plan(ctx, [scen], arms, checks)) * sum(iters(scen))
+                    for scen in suites)
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), console=console) as progress:
             task = progress.add_task("bench", total=total)
             for scen in suites:
-                for it in range(total_iters):
-                    warm = it < scale["warmup"]
+                n_warm, n_meas = iters(scen)
+                for it in range(n_warm + n_meas):
+                    warm = it < n_warm
                     for s_name, param, arm, thunk in _rotate(
                             plan(ctx, [scen], arms, checks, it), it, arms):
                         progress.update(task, description=f"{s_name} {param} {arm}"
                                         f"{' (warm-up)' if warm else f' #{it}'}")
                         row = _measure(thunk)
                         row.update({"scenario": s_name, "param": param, "arm": arm,
-                                    "iteration": it - scale["warmup"], "warmup": warm})
+                                    "iteration": it - n_warm, "warmup": warm})
                         rows.setdefault(s_name, []).append(row)
                         if not row.get("valid"):
                             console.print(f"[red]{s_name} {param} {arm}: discarded: "
