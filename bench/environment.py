@@ -44,4 +44,5 @@ def describe(redis_version: str) -> dict[str, Any]:
         "sqlite": sqlite3.sqlite_version,
         "redis_server": redis_version,
         "packages": versions,
+        "loadavg_start": os.getloadavg(),
     }

@@ -144,6 +144,8 @@ def run(suites: list[str], arms: list[str], quick: bool, out: str | None,
                         progress.advance(task)
                 if scen == "W1":
                     ctx.w1_capacity = _w1_capacity(rows.get("W1", []))
+        # Other tenants of the machine show up here; report them rather than hide them.
+        meta["environment"]["loadavg_end"] = os.getloadavg()
         _write(outdir, rows, ctx.raw, meta)
         report.write_run_report(outdir)
         console.print(f"results: {outdir}")
