@@ -125,18 +125,22 @@ class Worker:
         self.completer = Completer(app.backend)
         self.processed = itertools.count()
         s = app.settings
+        ops: frozenset[str] = getattr(app.backend, "ops_features", frozenset())
         self._services: list[Looper] = [
             Heartbeat(self, s.heartbeat_interval),
             Rescuer(self, s.rescue_interval),
-            Pruner(self, s.prune_interval),
         ]
+        if "purge" in ops:  # retention, where the backend can purge
+            self._services.append(Pruner(self, s.prune_interval))
         # Flow-control services, only where the backend implements them.
         from conveyor.worker.services.flow import flow_services
 
         self._services += flow_services(self)
         #: Hooks called as jobs are claimed, finish or are rescued (metrics); see observers.py.
         self.observers: list[WorkerObserver] = []
-        self.log_capture: LogCapture | None = self._make_log_capture() if s.capture_logs else None
+        self.log_capture: LogCapture | None = (
+            self._make_log_capture() if s.capture_logs and "logs" in ops else None
+        )
 
     def __repr__(self) -> str:
         return f"<Worker {self.id} pool={self.pool} c={self.concurrency}>"
