@@ -9,13 +9,20 @@ import click
 
 from conveyor.app import load_app
 from conveyor.errors import ConfigurationError
+from conveyor.worker.executors import POOLS
 
 
 @click.command("worker")
 @click.argument("app_spec", metavar="APP")
 @click.option("-c", "--concurrency", type=click.IntRange(min=1), default=10, show_default=True,
               help="Jobs run at once.")
-@click.option("--pool", type=click.Choice(["thread", "async"]), default="thread", show_default=True)
+@click.option("--pool", type=click.Choice(list(POOLS)), default="thread", show_default=True,
+              help="thread/async: one process; process: child processes; "
+                   "interpreter: subinterpreters (Python >= 3.13). See docs/pools.md.")
+@click.option("--max-jobs-per-child", type=click.IntRange(min=1), default=None,
+              help="process/interpreter pools: replace a child after N jobs.")
+@click.option("--max-memory-per-child", type=click.FloatRange(min=1), default=None,
+              metavar="MIB", help="process pool: replace a child whose RSS exceeds MIB.")
 @click.option("-q", "--queue", "queues", multiple=True, metavar="NAME[:WEIGHT]",
               help="Queue to consume (repeatable, weighted). Default: default.")
 @click.option("--shutdown-timeout", type=float, default=30.0, show_default=True,
@@ -23,7 +30,8 @@ from conveyor.errors import ConfigurationError
 @click.option("--burst", is_flag=True, help="Exit 0 when no job is ready or running.")
 @click.option("--url", envvar="CONVEYOR_URL", help="Override the app's store URL.")
 @click.option("--log-level", default="INFO", show_default=True)
-def worker(app_spec: str, concurrency: int, pool: str, queues: tuple[str, ...],
+def worker(app_spec: str, concurrency: int, pool: str, max_jobs_per_child: int | None,
+           max_memory_per_child: float | None, queues: tuple[str, ...],
            shutdown_timeout: float, burst: bool, url: str | None, log_level: str) -> None:
     """Run jobs of APP (module:attribute). TERM/INT stop gracefully, a second INT stops at
     once, TSTP stops fetching, TTIN prints every thread's stack."""
@@ -36,7 +44,11 @@ def worker(app_spec: str, concurrency: int, pool: str, queues: tuple[str, ...],
         if url:
             app.url = url
         w = Worker(app, queues=list(queues) or None, concurrency=concurrency, pool=pool,
-                   shutdown_timeout=shutdown_timeout, burst=burst)
+                   shutdown_timeout=shutdown_timeout, burst=burst, app_spec=app_spec,
+                   max_jobs_per_child=max_jobs_per_child,
+                   max_memory_per_child=max_memory_per_child)
+        # Inside the try: process/interpreter pools import the app at start and report
+        # a module that cannot load there as a ConfigurationError.
+        w.run()
     except ConfigurationError as exc:
         raise click.ClickException(str(exc)) from None
-    w.run()

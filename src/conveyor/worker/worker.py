@@ -84,6 +84,9 @@ class Worker:
         shutdown_timeout: float = 30.0,
         burst: bool = False,
         executor: Executor | None = None,
+        app_spec: str | None = None,
+        max_jobs_per_child: int | None = None,
+        max_memory_per_child: float | None = None,
     ) -> None:
         if concurrency < 1:
             raise ConfigurationError(f"concurrency must be >= 1, got {concurrency}")
@@ -93,7 +96,11 @@ class Worker:
         self.pool = pool
         self.shutdown_timeout = shutdown_timeout
         self.burst = burst
-        self.executor = executor or make_executor(pool, app, concurrency)
+        # app_spec ("module:attr"): how process/interpreter pools import the app again.
+        self.executor = executor or make_executor(
+            pool, app, concurrency, app_spec=app_spec,
+            max_jobs_per_child=max_jobs_per_child, max_memory_per_child=max_memory_per_child,
+        )
         host = socket.gethostname()
         pid = os.getpid()
         self.id = f"{host}:{pid}:{new_id()[-8:]}"
