@@ -31,14 +31,16 @@ def flaky() -> str:
     """Fails on its first attempt, succeeds on the next."""
     if conveyor.current_job().attempt == 1:
         raise ValueError("first attempt fails")
-    return "ok on attempt %d" % conveyor.current_job().attempt
+    return f"ok on attempt {conveyor.current_job().attempt}"
 
 
 @app.task(name="pool.sleepy")
 def sleepy(seconds: float) -> str:
     # Short sleeps: the thread and interpreter pools interrupt between bytecodes only.
+    # Cooperative: stops early when the worker asks (cancel, release at shutdown).
     end = time.monotonic() + seconds
     while time.monotonic() < end:
+        conveyor.current_job().raise_if_cancelled()
         time.sleep(0.01)
     return "slept"
 
@@ -70,4 +72,13 @@ def block_once(marker: str) -> str:
     if conveyor.current_job().attempt == 1:
         Path(marker).write_text(str(os.getpid()))
         sleepy(30.0)
-    return "done on attempt %d" % conveyor.current_job().attempt
+    return f"done on attempt {conveyor.current_job().attempt}"
+
+
+@app.task(name="pool.stubborn_once")
+def stubborn_once(marker: str) -> str:
+    """Like block_once, but ignores cancellation (a blocking C call)."""
+    if conveyor.current_job().attempt == 1:
+        Path(marker).write_text(str(os.getpid()))
+        time.sleep(30.0)
+    return f"done on attempt {conveyor.current_job().attempt}"

@@ -20,9 +20,13 @@ What is enforced:
   C call (a long ``time.sleep``) is interrupted only when that call returns. A
   subinterpreter's thread cannot be killed, so the slot stays busy (and the job stays
   ``running``, lease extended) until the task really returns: the retry never overlaps.
-- **Cancellation of a running job**: *not* delivered into the task (the subinterpreter is
-  busy, and 3.13 cannot run code in it meanwhile): ``current_job().cancel_requested`` stays
-  False. If the task then fails, the job ends ``cancelled``; if it succeeds, it succeeds.
+- **Cancellation of a running job** (``job.cancel()``, or release at shutdown): as in the
+  thread pool, cooperative. A listener thread inside the subinterpreter sets
+  ``current_job().cancel_requested`` within ~50 ms (3.13 only); a task that checks it can
+  stop early. A task that ignores it runs to its end; if it fails, the job ends
+  ``cancelled``. At shutdown, a subinterpreter still busy after the shutdown timeout keeps
+  the process alive until the task returns... unless we exit without finalizing: we do
+  (``os._exit(0)`` at exit, logged), since its job was released already.
 - **Crashes**: a segfault or ``os._exit`` in a task takes down the whole worker (one
   process); its jobs are rescued by another worker. Use ``--pool process`` for untrusted
   or crash-prone code.
@@ -37,8 +41,10 @@ Example:
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import logging
+import os
 import queue
 import sys
 import threading
@@ -77,7 +83,7 @@ _INIT = """
 import sys
 sys.path[:0] = [p for p in {path!r} if p not in sys.path]
 from conveyor.worker.executors import interp_side as _conveyor_side
-_conveyor_side.init({spec!r}, {path!r}, {qid!r})
+_conveyor_side.init({spec!r}, {path!r}, {qid!r}, {cid!r})
 """
 _SHUTDOWN = "if '_conveyor_side' in globals(): _conveyor_side.shutdown()"
 
@@ -99,9 +105,10 @@ class _Interp313:
         self._i: Any = importlib.import_module("_interpreters")
         self._q: Any = importlib.import_module("_interpqueues")
         self.qid = self._q.create(1, 0, 1)  # maxsize 1: one job at a time per slot
+        self.cid = self._q.create(0, 0, 1)  # job ids to cancel, read inside the interpreter
         self.iid = self._i.create("isolated")
         self.jobs = 0
-        code = _INIT.format(path=list(sys.path), spec=app_spec, qid=self.qid)
+        code = _INIT.format(path=list(sys.path), spec=app_spec, qid=self.qid, cid=self.cid)
         err = self._i.exec(self.iid, code)
         if err is not None:
             self.close()
@@ -115,12 +122,16 @@ class _Interp313:
         self.jobs += 1
         return outcome_from_wire(wire)
 
+    def cancel(self, job_id: str) -> None:
+        self._q.put(self.cid, job_id, 0, 1)
+
     def close(self) -> None:
         try:
             self._i.exec(self.iid, _SHUTDOWN)
             self._i.destroy(self.iid)
         finally:
             self._q.destroy(self.qid)
+            self._q.destroy(self.cid)
 
 
 class _Interp314:
@@ -134,7 +145,7 @@ class _Interp314:
         self._interp: Any = interpreters.create()
         self.jobs = 0
         try:
-            self._interp.exec(_INIT.format(path=list(sys.path), spec=app_spec, qid=-1))
+            self._interp.exec(_INIT.format(path=list(sys.path), spec=app_spec, qid=-1, cid=-1))
         except interpreters.ExecutionFailed as exc:
             self.close()
             raise _start_failed(app_spec, str(exc.excinfo.formatted)) from None
@@ -149,11 +160,21 @@ class _Interp314:
         self.jobs += 1
         return outcome_from_wire(wire)
 
+    def cancel(self, job_id: str) -> None:
+        return None  # not wired on 3.14 yet: the cancel flag is only set on 3.13
+
     def close(self) -> None:
         try:
             self._interp.exec(_SHUTDOWN)
         finally:
             self._interp.close()
+
+
+def _exit_now() -> None:
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _new_interp(app_spec: str) -> _Interp313 | _Interp314:
@@ -187,6 +208,8 @@ class InterpreterExecutor:
         self._queue: queue.SimpleQueue[tuple[ClaimedJob, JobContext] | None] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         self._done: DoneCallback | None = None
+        self._lock = threading.Lock()
+        self._running: dict[str, _Interp313 | _Interp314] = {}
 
     def start(self, done: DoneCallback) -> None:
         self._done = done
@@ -208,9 +231,10 @@ class InterpreterExecutor:
         self._queue.put((job, ctx))
 
     def cancel(self, job_id: str) -> None:
-        # Not deliverable into a busy subinterpreter (see the module docstring); the
-        # worker's cancel flag still turns a failure into `cancelled`.
-        return None
+        with self._lock:
+            interp = self._running.get(job_id)
+        if interp is not None:
+            interp.cancel(job_id)
 
     def stop(self, timeout: float) -> None:
         for _ in self._threads:
@@ -218,6 +242,14 @@ class InterpreterExecutor:
         deadline = time.monotonic() + timeout
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
+        busy = sum(thread.is_alive() for thread in self._threads)
+        if busy:
+            # CPython can neither kill a running subinterpreter nor finalize the process
+            # while one runs (exit would hang until the task returns). The jobs were
+            # released already; end the process without finalizing at exit.
+            log.error("%d subinterpreter(s) still run a task that ignored cancellation; "
+                      "the process will exit without waiting for them", busy)
+            atexit.register(_exit_now)
 
     def _slot(self, ready: threading.Barrier, errors: list[BaseException]) -> None:
         # The subinterpreter is created, used and destroyed by this one thread.
@@ -243,7 +275,13 @@ class InterpreterExecutor:
                 except ConfigurationError as exc:
                     self._done(job, failure("InterpreterStartFailed", str(exc)))
                     continue
-            outcome = interp.run(job)
+            with self._lock:
+                self._running[job.id] = interp
+            try:
+                outcome = interp.run(job)
+            finally:
+                with self._lock:
+                    self._running.pop(job.id, None)
             if self._max_jobs is not None and interp.jobs >= self._max_jobs:
                 interp.close()
                 interp = None

@@ -95,10 +95,13 @@ def load_for_child(app_spec: str, path: list[str]) -> App:
     return load_app(app_spec)
 
 
-def run_wire(app: App, wire: JobWire) -> OutcomeWire:
+def context_for(wire: JobWire) -> JobContext:
+    job = job_from_wire(wire)
+    return JobContext(job.id, job.task, job.queue, job.attempt, job.max_attempts)
+
+
+def run_wire(app: App, wire: JobWire, ctx: JobContext | None = None) -> OutcomeWire:
     """Run one job from its wire tuple; every failure becomes outcome data."""
     from conveyor.worker.runner import run_sync
 
-    job = job_from_wire(wire)
-    ctx = JobContext(job.id, job.task, job.queue, job.attempt, job.max_attempts)
-    return outcome_to_wire(run_sync(app, job, ctx))
+    return outcome_to_wire(run_sync(app, job_from_wire(wire), ctx or context_for(wire)))
