@@ -88,6 +88,9 @@ class Worker:
         shutdown_timeout: float = 30.0,
         burst: bool = False,
         executor: Executor | None = None,
+        app_spec: str | None = None,
+        max_jobs_per_child: int | None = None,
+        max_memory_per_child: float | None = None,
     ) -> None:
         if concurrency < 1:
             raise ConfigurationError(f"concurrency must be >= 1, got {concurrency}")
@@ -97,7 +100,15 @@ class Worker:
         self.pool = pool
         self.shutdown_timeout = shutdown_timeout
         self.burst = burst
-        self.executor = executor or make_executor(pool, app, concurrency)
+        # app_spec ("module:attr"): how process/interpreter pools import the app again.
+        self.executor = executor or make_executor(
+            pool,
+            app,
+            concurrency,
+            app_spec=app_spec,
+            max_jobs_per_child=max_jobs_per_child,
+            max_memory_per_child=max_memory_per_child,
+        )
         host = socket.gethostname()
         pid = os.getpid()
         self.id = f"{host}:{pid}:{new_id()[-8:]}"
@@ -259,7 +270,9 @@ class Worker:
             entry = self._inflight.get(job_id)
             if entry is not None:
                 entry.lost = True
-        log.warning("worker %s lost its claim on job %s (rescued elsewhere)", self.id, job_id)
+        # A job that finished between the lease snapshot and the answer is not lost.
+        if entry is not None:
+            log.warning("worker %s lost its claim on job %s (rescued elsewhere)", self.id, job_id)
 
     def on_outcome(self, job: ClaimedJob, outcome: Outcome) -> None:
         with self._lock:
