@@ -1,0 +1,45 @@
+"""Arm registry. Each system lives in its own module, imported only when one of its
+variants runs (importing Celery, Dramatiq and RQ into one process would let one library's
+global state touch another's numbers).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from bench.arms.base import Arm, Variant
+
+#: every variant the suite knows, without importing any peer library
+_CATALOGUE: dict[str, tuple[str, ...]] = {
+    "conveyor_arm": ("conveyor-sqlite", "conveyor-sqlite-c8", "conveyor-redis",
+                     "conveyor-redis-c8"),
+    "huey_arm": ("huey-sqlite-thread1", "huey-sqlite-process2", "huey-sqlite-default",
+                 "huey-redis-thread1"),
+    "dramatiq_arm": ("dramatiq-p1t1", "dramatiq-p2t8"),
+    "celery_arm": ("celery-solo", "celery-prefork2", "celery-threads8",
+                   "celery-prefork2-default"),
+    "rq_arm": ("rq-simple", "rq-fork"),
+    "qler_arm": ("qler",),
+}
+
+ALL = [name for names in _CATALOGUE.values() for name in names]
+QUICK = ["conveyor-sqlite", "huey-sqlite-thread1"]
+
+
+def family_of(name: str) -> str:
+    for family, names in _CATALOGUE.items():
+        if name in names:
+            return family
+    raise KeyError(f"unknown arm {name!r}; known: {', '.join(ALL)}")
+
+
+def load(name: str) -> tuple[type[Arm], Variant]:
+    """Import the arm's module and return its class and variant (may raise ImportError)."""
+    module = importlib.import_module(f"bench.arms.{family_of(name)}")
+    variant = next(v for v in module.VARIANTS if v.name == name)
+    return module.ARM, variant
+
+
+def make(name: str) -> Arm:
+    cls, variant = load(name)
+    return cls(variant)

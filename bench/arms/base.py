@@ -1,0 +1,92 @@
+"""The small protocol every arm implements.
+
+Producer side (runs in a fresh producer process per measurement): ``open`` (connections,
+outside every timed window), ``enqueue_one``, ``enqueue_batch``, ``round_trip``.
+Worker side: ``worker_cmd`` (a fresh worker process per measurement, started by the
+harness with ``subprocess.Popen``). Completion is detected by the harness from the shared
+marker (:mod:`bench.jobs`), never by an arm.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from collections.abc import Sequence
+
+#: (job index, enqueue/scheduled wall time, kind)
+Item = tuple[int, float, str]
+
+SCENARIOS = ("E1", "E2", "W1", "W2", "W3", "W4", "W5")
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """One arm configuration: a system plus the exact worker options used."""
+
+    name: str  # e.g. "celery-solo"
+    family: str  # module under bench.arms, e.g. "celery_arm"
+    storage: str  # "redis" or "sqlite"
+    pool: str  # the system's own word for its pool: solo, prefork, threads, ...
+    concurrency: int
+    config: str  # printed with results: exactly what was run
+    w4: bool = False  # used for the W4 concurrency matrix (concurrency is varied)
+    unsupported: tuple[tuple[str, str], ...] = ()  # (scenario, reason)
+
+    def reason_unsupported(self, scenario: str) -> str | None:
+        return dict(self.unsupported).get(scenario)
+
+
+class Arm:
+    """Base class; one subclass per system (one module per system)."""
+
+    variant: Variant
+
+    def __init__(self, variant: Variant) -> None:
+        self.variant = variant
+
+    # -- availability ----------------------------------------------------------------------
+    @classmethod
+    def unavailable(cls, variant: Variant) -> str | None:
+        """``None`` when the system can run here, else the reason it cannot."""
+        return None
+
+    @classmethod
+    def gaps(cls, variant: Variant) -> dict[str, str]:
+        """Scenarios this arm cannot do *here and now* (beyond ``variant.unsupported``)."""
+        return {}
+
+    # -- producer side ---------------------------------------------------------------------
+    def open(self) -> None:
+        """Open connections / files; called before any timed window, for every arm alike."""
+
+    def enqueue_one(self, item: Item) -> object:
+        raise NotImplementedError
+
+    def enqueue_batch(self, items: Sequence[Item]) -> None:
+        raise NotImplementedError
+
+    def round_trip(self, item: Item, timeout: float) -> None:
+        """Enqueue one job and block until its result is back through the system's API."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release connections."""
+
+    # -- worker side -----------------------------------------------------------------------
+    def worker_cmd(self, concurrency: int, burst: bool, verbose: bool = False) -> list[str]:
+        """The worker command. ``verbose`` (W5 only) turns on the INFO log that carries the
+        ready line; elsewhere per-job log lines are off for every arm that writes them."""
+        raise NotImplementedError
+
+    #: a substring of the worker's log output that says "ready to take jobs"
+    ready_marker: str = ""
+
+
+def bin_path(name: str) -> str:
+    """A console script of the running interpreter's environment."""
+    return os.path.join(os.path.dirname(sys.executable), name)
+
+
+def env(name: str, default: str = "") -> str:
+    return os.environ.get(name, default)

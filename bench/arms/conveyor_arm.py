@@ -1,0 +1,82 @@
+"""conveyor, through its public API only: ``App(url)``, ``@app.task``, ``enqueue``,
+``enqueue_many``, ``Job.result(timeout)`` and ``conveyor worker MODULE:APP``.
+
+The URL comes from ``BENCH_CONVEYOR_URL``; for SQLite the harness passes
+``?synchronous=NORMAL`` explicitly so the PRAGMA set matches the Huey arm's (see
+:mod:`bench.fairness`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+
+import conveyor
+from bench.arms.base import Arm, Item, Variant, bin_path, env
+from bench.jobs import run_job
+
+app = conveyor.App(env("BENCH_CONVEYOR_URL", "sqlite:///:memory:"))
+
+
+@app.task
+def job(i: int, t0: float, kind: str) -> int:
+    return run_job(i, t0, kind)
+
+
+class ConveyorArm(Arm):
+    ready_marker = "ready: queues="
+
+    @classmethod
+    def unavailable(cls, variant: Variant) -> str | None:
+        module = "conveyor.backends.sqlite.backend"
+        if variant.storage == "redis":
+            module = "conveyor.backends.redis.backend"
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            return f"{module} not importable ({exc}); the Redis backend is not merged yet"
+        return None
+
+    @classmethod
+    def gaps(cls, variant: Variant) -> dict[str, str]:
+        try:
+            importlib.import_module("conveyor.cli.main")
+        except ImportError as exc:
+            reason = f"`conveyor worker` CLI not on this branch yet ({exc})"
+            return {s: reason for s in ("W1", "W2", "W3", "W4", "W5")}
+        return {}
+
+    def open(self) -> None:
+        # Opening the backend creates/migrates the SQLite file or connects to Redis:
+        # connection set-up stays outside timed windows, as for every arm.
+        _ = app.backend
+
+    def enqueue_one(self, item: Item) -> object:
+        return job.enqueue(*item)
+
+    def enqueue_batch(self, items: Sequence[Item]) -> None:
+        job.enqueue_many(items)
+
+    def round_trip(self, item: Item, timeout: float) -> None:
+        job.enqueue(*item).result(timeout=timeout)
+
+    def close(self) -> None:
+        app.close()
+
+    def worker_cmd(self, concurrency: int, burst: bool, verbose: bool = False) -> list[str]:
+        cmd = [bin_path("conveyor"), "worker", "bench.arms.conveyor_arm:app",
+               "-c", str(concurrency), "--pool", "thread"]
+        return [*cmd, "--burst"] if burst else cmd
+
+
+ARM = ConveyorArm
+VARIANTS = [
+    Variant("conveyor-sqlite", "conveyor_arm", "sqlite", "thread", 1,
+            "conveyor worker -c 1 --pool thread; sqlite WAL synchronous=NORMAL", w4=True),
+    Variant("conveyor-sqlite-c8", "conveyor_arm", "sqlite", "thread", 8,
+            "conveyor worker -c 8 --pool thread; sqlite WAL synchronous=NORMAL"),
+    Variant("conveyor-redis", "conveyor_arm", "redis", "thread", 1,
+            "conveyor worker -c 1 --pool thread; redis on loopback", w4=True),
+    Variant("conveyor-redis-c8", "conveyor_arm", "redis", "thread", 8,
+            "conveyor worker -c 8 --pool thread; redis on loopback"),
+]

@@ -1,0 +1,56 @@
+"""The fairness checklist as code: arm order, iteration counts, the identical-PRAGMA
+check, and the printed list of what was enforced (design doc + seeds 000/003/004)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def arm_order(arms: list[str], iteration: int) -> list[str]:
+    """Rotate the start position each iteration (deterministic; never ``hash()``, which
+    Python randomises per process) so no arm always runs first or last."""
+    if not arms:
+        return []
+    k = iteration % len(arms)
+    return arms[k:] + arms[:k]
+
+
+def pragma_parity(checks: dict[str, dict[str, Any]]) -> tuple[bool, list[str]]:
+    """Do all SQLite arms (except ``*-default`` ones, kept as Huey's defaults on purpose)
+    report the same PRAGMA values from their own connections?"""
+    compared = {arm: c["pragmas"] for arm, c in checks.items()
+                if c.get("pragmas") and not arm.endswith("-default")}
+    lines = [f"{arm}: {p}" for arm, p in compared.items()]
+    keys = ("journal_mode", "synchronous", "cache_size", "temp_store")
+    values = {tuple(str(p.get(k)) for k in keys) for p in compared.values()}
+    return len(values) <= 1, lines
+
+
+def checklist(scale: dict[str, Any], checks: dict[str, dict[str, Any]]) -> list[str]:
+    """The checklist lines printed with every result."""
+    same, pragma_lines = pragma_parity(checks)
+    return [
+        "Same machine, same run, same Python, one private redis-server (no persistence) "
+        "shared by every Redis arm and by the completion marker.",
+        "Same job body for every arm (bench/jobs.py): work, then one pipelined round trip "
+        "INCR counter + SETBIT seen[i] + RPUSH timings. Completion = the harness polls the "
+        "counter every 2 ms, for every arm.",
+        "Every run verified: counter == distinct jobs == N (duplicates and losses counted); "
+        "an unverified run is discarded (kept in the CSV with valid=False).",
+        f"SQLite PRAGMAs read back from each SQLite arm's own connection; identical: "
+        f"{'yes' if same else 'NO'}.",
+        *[f"  {line}" for line in pragma_lines],
+        "Fresh producer process and fresh worker process per measurement; fresh Redis "
+        "(FLUSHALL) and a new SQLite file per measurement.",
+        f"Warm-up runs per scenario and arm: {scale['warmup']} (discarded); measured "
+        f"iterations: {scale['iterations']}; tables show the median with min and max.",
+        "Arm order rotates each iteration (start position shifts by one), not hash().",
+        "GC: producer timed windows run after gc.collect() with gc disabled, for every arm; "
+        "workers run with each system's default GC.",
+        "Connections and schema set-up are opened before the timed window for every arm "
+        "(producer) and inside it for every arm (worker start, W5).",
+        "Each arm runs in its documented best configuration, printed below, plus defaults "
+        "where they differ (celery-prefork2-default, huey-sqlite-default).",
+        "CPU time and peak RSS cover the whole worker process tree (psutil, 50 ms samples; "
+        "reaped children counted through children_user/system).",
+    ]

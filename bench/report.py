@@ -1,0 +1,210 @@
+"""Reports: ``report.md`` inside a results directory, and ``BENCHMARKS.md`` at the repo
+root regenerated from the latest full run (with PNG charts, matplotlib Agg)."""
+
+from __future__ import annotations
+
+import csv
+import glob
+import json
+import os
+import shutil
+import statistics
+from typing import Any
+
+from bench import charts, harness
+
+RESULTS = os.path.join(harness.ROOT, "bench", "results")
+
+#: scenario -> (primary metric, other metrics) shown in tables
+METRICS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "E1": ("jobs_per_s", ()),
+    "E2": ("jobs_per_s", ()),
+    "W1": ("jobs_per_s", ("cpu_s_per_1000", "peak_rss_mib", "start_to_last_s")),
+    "W2": ("p50_ms", ("p99_ms", "max_ms", "idle_cpu_pct")),
+    "W3": ("p99_ms", ("rate", "p50_ms", "max_ms", "peak_backlog", "drain_s", "lost",
+                      "late_enqueues")),
+    "W4": ("jobs_per_s", ("queue_p50_ms", "exec_p50_ms", "cpu_s_per_1000", "peak_rss_mib")),
+    "W5": ("first_job_done_ms", ("ready_ms",)),
+}
+TITLES = {
+    "E1": "E1 enqueue one at a time (jobs/s, higher is better)",
+    "E2": "E2 batch enqueue (jobs/s)",
+    "W1": "W1 pre-filled noop queue, one fresh worker, first job start to last job end",
+    "W2": "W2 sequential round trip enqueue -> worker -> result (ms); idle CPU % of a core",
+    "W3": "W3 open loop at 50% / 90% of the arm's W1 capacity (latency from scheduled time)",
+    "W4": "W4 cpu / io / mixed x concurrency",
+    "W5": "W5 cold start (ms from worker command)",
+}
+
+
+def load(outdir: str) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
+    with open(os.path.join(outdir, "meta.json")) as f:
+        meta = json.load(f)
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for path in glob.glob(os.path.join(outdir, "*.csv")):
+        with open(path) as f:
+            rows[os.path.basename(path)[:-4]] = list(csv.DictReader(f))
+    return meta, rows
+
+
+def _num(v: Any) -> float | None:
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return None
+    return None if x != x else x  # drop NaN
+
+
+def summarise(rs: list[dict[str, Any]], metric: str) -> dict[tuple[str, str], list[float]]:
+    """(param, arm) -> values of ``metric`` over measured, verified runs."""
+    out: dict[tuple[str, str], list[float]] = {}
+    for r in rs:
+        if r.get("warmup") == "True" or r.get("valid") != "True":
+            continue
+        v = _num(r.get(metric))
+        if v is not None:
+            out.setdefault((r["param"], r["arm"]), []).append(v)
+    return out
+
+
+def _fmt(x: float) -> str:
+    if abs(x) >= 100:
+        return f"{x:,.0f}"
+    return f"{x:.2f}" if abs(x) >= 1 else f"{x:.3f}"
+
+
+def table(scen: str, rs: list[dict[str, Any]]) -> list[str]:
+    primary, others = METRICS[scen]
+    prim = summarise(rs, primary)
+    extra = {m: summarise(rs, m) for m in others}
+    keys = sorted({(r["param"], r["arm"]) for r in rs},
+                  key=lambda k: (_pkey(k[0]), k[1]))
+    head = ["param", "arm", f"{primary} median (min-max)", "valid/runs", *others]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for key in keys:
+        runs = [r for r in rs if (r["param"], r["arm"]) == key and r.get("warmup") != "True"]
+        ok = sum(r.get("valid") == "True" for r in runs)
+        v = prim.get(key, [])
+        cell = (f"{_fmt(statistics.median(v))} ({_fmt(min(v))}-{_fmt(max(v))})"
+                if v else "n/a")
+        cols = [_fmt(statistics.median(extra[m][key])) if extra[m].get(key) else "n/a"
+                for m in others]
+        lines.append("| " + " | ".join([key[0], key[1], cell, f"{ok}/{len(runs)}", *cols])
+                     + " |")
+    if scen == "W4":
+        lines += ["", *marginal_rss(rs)]
+    return lines
+
+
+def _pkey(p: str) -> tuple[str, int, str]:
+    if p.isdigit():
+        return ("", int(p), "")
+    head, _, c = p.partition(" c=")
+    return (head, int(c) if c.isdigit() else 0, p)
+
+
+def marginal_rss(rs: list[dict[str, Any]]) -> list[str]:
+    """(peak RSS at the highest concurrency - at c=1) / extra units, per arm and kind."""
+    rss = summarise(rs, "peak_rss_mib")
+    out = ["Marginal RSS per extra unit of concurrency (MiB):", ""]
+    seen = set()
+    for (param, arm) in rss:
+        kind = param.split(" c=")[0]
+        if (kind, arm) in seen:
+            continue
+        seen.add((kind, arm))
+        cs = sorted(int(p.split("c=")[1]) for (p, a) in rss if a == arm and p.startswith(kind))
+        if len(cs) < 2:
+            continue
+        lo = statistics.median(rss[(f"{kind} c={cs[0]}", arm)])
+        hi = statistics.median(rss[(f"{kind} c={cs[-1]}", arm)])
+        out.append(f"- {arm} {kind}: {(hi - lo) / (cs[-1] - cs[0]):.1f} MiB/unit "
+                   f"(c={cs[0]} {lo:.0f} MiB -> c={cs[-1]} {hi:.0f} MiB)")
+    return out
+
+
+def body(meta: dict[str, Any], rows: dict[str, list[dict[str, Any]]], img: str) -> list[str]:
+    env = meta["environment"]
+    lines = ["## Environment", ""]
+    lines += [f"- CPU: {env['cpu']}, {env['cores']} cores; memory {env['memory']}",
+              f"- {env['os']}", f"- Python {env['python']}, SQLite {env['sqlite']}, "
+              f"redis-server {env['redis_server']} (private instance, loopback, no persistence)",
+              "- packages: " + ", ".join(f"{k} {v}" for k, v in env["packages"].items()),
+              f"- run {meta['stamp']}: quick={meta['quick']}, scale {meta['scale']}", ""]
+    lines += ["## Fairness checklist (enforced in code)", ""]
+    lines += [f"- {c}" if not c.startswith("  ") else f"  - {c.strip()}"
+              for c in meta["checklist"]]
+    lines += ["", "## Arms", "", "| arm | configuration | storage | cannot do |", "|---|---|---|---|"]
+    for arm, c in meta["checks"].items():
+        cannot = "; ".join(f"{k}: {v}" for k, v in c.get("unsupported", {}).items())
+        if not c["available"]:
+            cannot = f"everything: {c['reason']}"
+        lines.append(f"| {arm} | {c.get('config', '')} | {c.get('storage', '')} | "
+                     f"{cannot or '-'} |")
+    lines.append("")
+    from bench import targets  # late: targets imports this module
+
+    lines += ["## Targets from issue 4 (conveyor, this run)", "", *targets.check(rows), ""]
+    for scen in ("E1", "E2", "W1", "W2", "W3", "W4", "W5"):
+        if scen not in rows:
+            continue
+        lines += [f"## {TITLES[scen]}", "", *table(scen, rows[scen]), ""]
+        chart = {"W1": "w1.png", "W3": "w3_latency.png", "W4": "w4.png"}.get(scen)
+        if chart and os.path.exists(os.path.join(img, chart)):
+            lines += [f"![{scen}]({os.path.basename(img)}/{chart})", ""]
+    bad = [r for rs in rows.values() for r in rs if r.get("valid") != "True"]
+    if bad:
+        lines += ["## Discarded runs", ""]
+        lines += [f"- {r['scenario']} {r['param']} {r['arm']} #{r['iteration']}: "
+                  f"{(r.get('reason') or '')[:200]}" for r in bad]
+    return lines
+
+
+def write_run_report(outdir: str) -> str:
+    meta, rows = load(outdir)
+    img = os.path.join(outdir, "charts")
+    charts.draw_all(outdir, rows, img)
+    path = os.path.join(outdir, "report.md")
+    with open(path, "w") as f:
+        f.write("\n".join([f"# Benchmark run {meta['stamp']}", "", *body(meta, rows, img)]))
+    return path
+
+
+def latest_full_run() -> str | None:
+    runs = sorted(glob.glob(os.path.join(RESULTS, "*", "meta.json")), reverse=True)
+    for path in runs:
+        with open(path) as f:
+            if not json.load(f)["quick"]:
+                return os.path.dirname(path)
+    return None
+
+
+def write_benchmarks_md(outdir: str | None = None) -> str:
+    """Regenerate BENCHMARKS.md (and its charts under bench/charts/) from a run."""
+    outdir = outdir or latest_full_run()
+    if outdir is None:
+        raise SystemExit("no full (non --quick) run under bench/results/")
+    meta, rows = load(outdir)
+    img = os.path.join(harness.ROOT, "bench", "charts")
+    os.makedirs(img, exist_ok=True)
+    charts.draw_all(outdir, rows, img)
+    rel = os.path.relpath(outdir, harness.ROOT)
+    reduced = " (reduced scale: see the scale line)" if meta.get("overrides") else ""
+    head = ["# conveyor benchmarks", "",
+            f"Generated by `python -m bench report` from `{rel}`{reduced}. Rerun with "
+            "`pip install -e '.[dev,bench]' && python -m bench run && python -m bench report`.",
+            "Method: `bench/` follows the design note on honest benchmarking (fairness "
+            "checklist below); absolute numbers hold for the machine described only, so "
+            "compare ratios measured side by side in the same run.", ""]
+    extra = os.path.join(harness.ROOT, "bench", "NOTES.md")
+    notes: list[str] = []
+    if os.path.exists(extra):
+        with open(extra) as f:
+            notes = f.read().splitlines()
+    body_lines = body(meta, rows, img)
+    body_lines = [ln.replace("](charts/", "](bench/charts/") for ln in body_lines]
+    path = os.path.join(harness.ROOT, "BENCHMARKS.md")
+    with open(path, "w") as f:
+        f.write("\n".join([*head, *notes, "", *body_lines]) + "\n")
+    shutil.copy(os.path.join(outdir, "meta.json"), os.path.join(img, "source-meta.json"))
+    return path

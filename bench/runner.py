@@ -1,0 +1,190 @@
+"""``python -m bench run``: iterate scenarios x arms with warm-up, rotation and
+verification, showing a rich progress bar; write raw CSVs and report.md."""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import json
+import os
+import shutil
+import signal
+import statistics
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from bench import environment, fairness, harness, report
+from bench import scenarios as sc
+
+FULL = {"E1": [1_000, 10_000], "E2": [1_000, 10_000, 100_000], "W1": 20_000, "W2": 500,
+        "W3": [0.5, 0.9], "w3_s": 10.0, "W4_n": 200, "W4_c": [1, 2, 4],
+        "W4_kinds": ["cpu", "io", "mixed"], "iterations": 5, "warmup": 1, "timeout": 300,
+        "idle_s": 3.0}
+QUICK = {"E1": [200], "E2": [500], "W1": 500, "W2": 20, "W3": [0.5, 0.9], "w3_s": 1.0,
+         "W4_n": 12, "W4_c": [1, 2], "W4_kinds": ["cpu", "io"], "iterations": 1, "warmup": 0,
+         "timeout": 60, "idle_s": 0.5}
+
+
+def plan(ctx: sc.Ctx, suites: list[str], arms: list[str], checks: dict[str, dict[str, Any]],
+         it: int = 0) -> list[tuple[str, str, str, Callable[[], Any]]]:
+    """(scenario, param label, arm, thunk) for one iteration, in run order per scenario."""
+    s = ctx.scale
+    steps: list[tuple[str, str, str, Callable[[], Any]]] = []
+
+    def can(arm: str, scen: str) -> bool:
+        return checks[arm]["available"] and scen not in checks[arm]["unsupported"]
+
+    for scen in suites:
+        usable = [a for a in arms if can(a, scen)]
+        if scen == "E1":
+            steps += [(scen, str(n), a, lambda a=a, n=n: sc.e1(ctx, a, n))
+                      for n in s["E1"] for a in usable]
+        elif scen == "E2":
+            steps += [(scen, str(n), a, lambda a=a, n=n: sc.e2(ctx, a, n))
+                      for n in s["E2"] for a in usable]
+        elif scen == "W1":
+            steps += [(scen, str(s["W1"]), a, lambda a=a: sc.w1(ctx, a, s["W1"]))
+                      for a in usable]
+        elif scen == "W2":
+            steps += [(scen, str(s["W2"]), a, lambda a=a: sc.w2(ctx, a, s["W2"]))
+                      for a in usable]
+        elif scen == "W3":
+            steps += [(scen, f"{int(f * 100)}%", a, lambda a=a, f=f: sc.w3(ctx, a, f, it))
+                      for f in s["W3"] for a in usable]
+        elif scen == "W4":
+            w4_arms = [a for a in usable if checks[a]["w4"]]
+            steps += [(scen, f"{k} c={c}", a,
+                       lambda a=a, k=k, c=c: sc.w4(ctx, a, k, c, s["W4_n"]))
+                      for k in s["W4_kinds"] for c in s["W4_c"] for a in w4_arms]
+        elif scen == "W5":
+            steps += [(scen, "1", a, lambda a=a: sc.w5(ctx, a)) for a in usable]
+    return steps
+
+
+def _rotate(steps: list[tuple[str, str, str, Callable[[], Any]]], iteration: int,
+            arms: list[str]) -> list[tuple[str, str, str, Callable[[], Any]]]:
+    """Within each (scenario, param) group, order arms by the rotation for this iteration."""
+    order = {a: i for i, a in enumerate(fairness.arm_order(arms, iteration))}
+    return sorted(steps, key=lambda st: (st[0], _param_key(st[1]), order[st[2]]))
+
+
+def _param_key(p: str) -> tuple[int, str]:
+    return (int(p), "") if p.isdigit() else (0, p)
+
+
+def run(suites: list[str], arms: list[str], quick: bool, out: str | None,
+        overrides: dict[str, Any] | None = None) -> str:
+    console = Console()
+    scale = {**(QUICK if quick else FULL), **(overrides or {})}
+    stamp = datetime.datetime.now().strftime("%Y%m%dT%H%M%S")
+    outdir = out or os.path.join(harness.ROOT, "bench", "results", stamp)
+    os.makedirs(outdir, exist_ok=True)
+    workdir = tempfile.mkdtemp(prefix="bench-work-")
+    # SIGTERM -> SystemExit, so the finally below stops our redis-server and workers.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    redis_server = harness.RedisServer()
+    # Arms build their worker command in this process (e.g. RQ's --url): same URL for all.
+    os.environ["BENCH_REDIS_URL"] = redis_server.url
+    ctx = sc.Ctx(redis=redis_server, workdir=workdir, scale=scale)
+    rows: dict[str, list[dict[str, Any]]] = {}
+    try:
+        checks = {}
+        for a in arms:
+            env = ctx.fresh_env(a)
+            try:
+                checks[a] = harness.run_producer({"arm": a, "action": "check"}, env, 120)
+            except Exception as exc:  # e.g. the peer library fails to import
+                checks[a] = {"available": False, "reason": str(exc)[-300:], "config": "",
+                             "unsupported": {}, "w4": False}
+        # W3 needs each arm's W1 capacity from this run: W1 always precedes W3.
+        if "W3" in suites and "W1" not in suites:
+            suites = ["W1", *suites]
+        suites = sorted(suites, key=lambda x: ["E1", "E2", "W1", "W2", "W3", "W4", "W5"].index(x))
+        meta = {"stamp": stamp, "quick": quick, "overrides": overrides or {}, "suites": suites, "arms": arms,
+                "scale": scale, "checks": checks,
+                "environment": environment.describe(redis_server.version)}
+        meta["checklist"] = fairness.checklist(scale, checks)
+        for line in meta["checklist"]:
+            console.print(f"[dim]- {line}[/dim]")
+        for a, c in checks.items():
+            if not c["available"]:
+                console.print(f"[yellow]{a}: not available: {c['reason']}[/yellow]")
+        total_iters = scale["warmup"] + scale["iterations"]
+        steps_per_iter = {scen: len(plan(ctx, [scen], arms, checks)) for scen in suites}
+        total = sum(steps_per_iter.values()) * total_iters
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=console) as progress:
+            task = progress.add_task("bench", total=total)
+            for scen in suites:
+                for it in range(total_iters):
+                    warm = it < scale["warmup"]
+                    for s_name, param, arm, thunk in _rotate(
+                            plan(ctx, [scen], arms, checks, it), it, arms):
+                        progress.update(task, description=f"{s_name} {param} {arm}"
+                                        f"{' (warm-up)' if warm else f' #{it}'}")
+                        row = _measure(thunk)
+                        row.update({"scenario": s_name, "param": param, "arm": arm,
+                                    "iteration": it - scale["warmup"], "warmup": warm})
+                        rows.setdefault(s_name, []).append(row)
+                        if not row.get("valid"):
+                            console.print(f"[red]{s_name} {param} {arm}: discarded: "
+                                          f"{str(row.get('reason'))[:300]}[/red]")
+                        progress.advance(task)
+                if scen == "W1":
+                    ctx.w1_capacity = _w1_capacity(rows.get("W1", []))
+        _write(outdir, rows, ctx.raw, meta)
+        report.write_run_report(outdir)
+        console.print(f"results: {outdir}")
+    finally:
+        redis_server.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+    return outdir
+
+
+def _measure(thunk: Callable[[], Any]) -> dict[str, Any]:
+    t = time.time()
+    try:
+        row: dict[str, Any] = thunk()
+    except Exception as exc:  # one broken arm must not end the suite
+        row = {"valid": False, "reason": f"{type(exc).__name__}: {exc}"[:800],
+               "trace": traceback.format_exc()[-800:]}
+    row["wall_s"] = round(time.time() - t, 3)
+    return row
+
+
+def _w1_capacity(rows: list[dict[str, Any]]) -> dict[str, float]:
+    by: dict[str, list[float]] = {}
+    for r in rows:
+        if r.get("valid") and not r["warmup"] and r.get("jobs_per_s"):
+            by.setdefault(r["arm"], []).append(r["jobs_per_s"])
+    return {a: statistics.median(v) for a, v in by.items()}
+
+
+def _write(outdir: str, rows: dict[str, list[dict[str, Any]]],
+           raw: list[tuple[str, list[dict[str, Any]]]], meta: dict[str, Any]) -> None:
+    for scen, rs in rows.items():
+        _csv(os.path.join(outdir, f"{scen}.csv"), rs)
+    for name, rs in raw:
+        _csv(os.path.join(outdir, "raw", f"{name}.csv"), rs)
+    with open(os.path.join(outdir, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=2, default=str)
+
+
+def _csv(path: str, rs: list[dict[str, Any]]) -> None:
+    if not rs:
+        return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    lead = ["scenario", "param", "arm", "iteration", "warmup", "valid"]
+    keys = lead + sorted({k for r in rs for k in r} - set(lead))
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys)
+        w.writeheader()
+        for r in rs:
+            w.writerow({k: r.get(k, "") for k in keys})

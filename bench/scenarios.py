@@ -1,0 +1,216 @@
+"""One function per scenario; each performs ONE measurement (fresh state, fresh worker
+process, fresh producer process) and returns a row for the CSV. Fairness rules that
+apply per measurement (verification, identical completion detection) live here."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import statistics
+import time
+from typing import Any
+
+from bench import arms, harness
+
+
+@dataclasses.dataclass
+class Ctx:
+    """Everything a measurement needs: the suite's Redis, a scratch dir, the scale."""
+
+    redis: harness.RedisServer
+    workdir: str
+    scale: dict[str, Any]
+    counter: int = 0
+    w1_capacity: dict[str, float] = dataclasses.field(default_factory=dict)
+    raw: list[tuple[str, list[dict[str, Any]]]] = dataclasses.field(default_factory=list)
+
+    def fresh_env(self, arm: str, results: bool = False) -> dict[str, str]:
+        """A clean store per measurement: FLUSHALL Redis and a new SQLite file."""
+        self.redis.flushall()
+        self.counter += 1
+        path = os.path.join(self.workdir, f"m{self.counter}.db")
+        env = dict(os.environ)
+        env.update({
+            "BENCH_VARIANT": arm,
+            "BENCH_REDIS_URL": self.redis.url,
+            "BENCH_SQLITE_PATH": path,
+            "BENCH_RESULTS": "1" if results else "0",
+            "PYTHONPATH": harness.ROOT,
+            "PYTHONUNBUFFERED": "1",
+        })
+        if "redis" in arm:
+            env["BENCH_CONVEYOR_URL"] = f"{self.redis.url}/0"
+        else:
+            # Explicit: conveyor's default is NORMAL too; spelled out so the PRAGMA set
+            # matches Huey's (CommonPragmaStorage) by construction, not by accident.
+            env["BENCH_CONVEYOR_URL"] = f"sqlite:///{path}?synchronous=NORMAL&busy_timeout=5000"
+        return env
+
+
+def _worker(arm: str, env: dict[str, str], concurrency: int | None = None,
+            burst: bool = True, verbose: bool = False) -> harness.Worker:
+    a = arms.make(arm)
+    cmd = a.worker_cmd(concurrency or a.variant.concurrency, burst, verbose)
+    return harness.Worker(cmd, env, a.ready_marker)
+
+
+def _pct(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    s = sorted(values)
+    k = max(0, min(len(s) - 1, int(-(-len(s) * p // 1)) - 1))  # nearest-rank
+    return s[k]
+
+
+def _finish(ctx: Ctx, worker: harness.Worker, n: int, timeout: float) -> dict[str, Any]:
+    """Wait for n completions, stop the worker, verify the count exactly."""
+    done, t_done = harness.wait_count(ctx.redis.client, n, timeout, worker)
+    cpu_done = worker.sample_now()[1] if worker.alive() else worker.cpu_at(t_done)
+    worker.stop()
+    row = harness.verify(ctx.redis.client, n)
+    row["cpu_at_done"] = cpu_done
+    if not row["valid"]:
+        row["reason"] = f"expected {n}, counted {done}; worker log: " + " | ".join(
+            list(worker.tail)[-5:])
+    return row
+
+
+def e1(ctx: Ctx, arm: str, n: int) -> dict[str, Any]:
+    env = ctx.fresh_env(arm)
+    r = harness.run_producer({"arm": arm, "action": "e1", "n": n}, env, timeout=600)
+    return {"n": n, "valid": True, **r}
+
+
+def e2(ctx: Ctx, arm: str, n: int) -> dict[str, Any]:
+    env = ctx.fresh_env(arm)
+    r = harness.run_producer({"arm": arm, "action": "e2", "n": n}, env, timeout=600)
+    return {"n": n, "valid": True, **r}
+
+
+def _throughput_run(ctx: Ctx, arm: str, n: int, kind: str,
+                    concurrency: int | None = None) -> dict[str, Any]:
+    """Pre-fill n jobs, start one fresh worker, first job start to last job end."""
+    env = ctx.fresh_env(arm)
+    harness.run_producer({"arm": arm, "action": "fill", "n": n, "kind": kind}, env, 600)
+    worker = _worker(arm, env, concurrency, burst=True)
+    row = _finish(ctx, worker, n, timeout=ctx.scale["timeout"])
+    t = harness.timings(ctx.redis.client)
+    if not row["valid"] or not t:
+        return row
+    first = min(s for _, _, s, _ in t)
+    last = max(e for _, _, _, e in t)
+    cpu = row.pop("cpu_at_done") - worker.cpu_at(first)
+    row.update({
+        "jobs_per_s": n / (last - first),
+        "span_s": last - first,
+        "start_to_last_s": last - worker.started,
+        "queue_p50_ms": statistics.median(s - t0 for _, t0, s, _ in t) * 1000,
+        "exec_p50_ms": statistics.median(e - s for _, _, s, e in t) * 1000,
+        "cpu_s_per_1000": cpu / n * 1000,
+        "peak_rss_mib": worker.peak_rss() / 2**20,
+    })
+    return row
+
+
+def w1(ctx: Ctx, arm: str, n: int) -> dict[str, Any]:
+    return _throughput_run(ctx, arm, n, "noop")
+
+
+def w4(ctx: Ctx, arm: str, kind: str, concurrency: int, n: int) -> dict[str, Any]:
+    row = _throughput_run(ctx, arm, n, kind, concurrency)
+    return {"kind": kind, "concurrency": concurrency, **row}
+
+
+def _warm(ctx: Ctx, arm: str, env: dict[str, str], worker: harness.Worker) -> bool:
+    """Push a few jobs through a fresh long-running worker, then reset the marker."""
+    harness.run_producer({"arm": arm, "action": "fill", "n": 5, "base": 0}, env, 120)
+    done, _ = harness.wait_count(ctx.redis.client, 5, 60, worker)
+    ctx.redis.client.flushdb()  # marker db only: the broker's data lives in db 0/1
+    return done >= 5
+
+
+def w2(ctx: Ctx, arm: str, n: int) -> dict[str, Any]:
+    env = ctx.fresh_env(arm, results=True)
+    worker = _worker(arm, env, burst=False)
+    try:
+        if not _warm(ctx, arm, env, worker):
+            worker.stop()
+            return {"n": n, "valid": False, "reason": "warm-up jobs never ran: "
+                    + " | ".join(list(worker.tail)[-5:])}
+        r = harness.run_producer({"arm": arm, "action": "w2", "n": n, "warmup": 3}, env, 600)
+        # Idle CPU: the worker with an empty queue, over a fixed window, same for all.
+        c0 = worker.sample_now()
+        time.sleep(ctx.scale["idle_s"])
+        c1 = worker.sample_now()
+    except Exception:
+        worker.stop()
+        raise
+    row = _finish(ctx, worker, n + 3, timeout=30)
+    lat = r["latencies_ms"]
+    row.pop("cpu_at_done", None)
+    row.update({"p50_ms": statistics.median(lat), "p99_ms": _pct(lat, 0.99),
+                "max_ms": max(lat), "idle_cpu_pct": (c1[1] - c0[1]) / (c1[0] - c0[0]) * 100})
+    return row
+
+
+def w3(ctx: Ctx, arm: str, fraction: float, iteration: int) -> dict[str, Any]:
+    capacity = ctx.w1_capacity.get(arm)
+    if not capacity:
+        return {"fraction": fraction, "valid": False, "reason": "no W1 capacity measured"}
+    rate = capacity * fraction
+    duration = ctx.scale["w3_s"]
+    env = ctx.fresh_env(arm)
+    worker = _worker(arm, env, burst=False)
+    try:
+        if not _warm(ctx, arm, env, worker):
+            worker.stop()
+            return {"fraction": fraction, "valid": False, "reason": "warm-up never ran"}
+        r = harness.run_producer({"arm": arm, "action": "w3", "rate": rate,
+                                  "duration": duration}, env, duration + 300)
+    except Exception:
+        worker.stop()
+        raise
+    n = int(r["n"])
+    row = _finish(ctx, worker, n, timeout=max(10.0, duration * 3))
+    row.pop("cpu_at_done", None)
+    t = harness.timings(ctx.redis.client)
+    row.update({"fraction": fraction, "rate": rate, "late_enqueues": r["late_enqueues"]})
+    if not t:
+        return row
+    lat = [(e - t0) * 1000 for _, t0, _, e in t]
+    ends = sorted(e for *_, e in t)
+    scheds = sorted(t0 for _, t0, _, _ in t)
+    row.update({"p50_ms": statistics.median(lat), "p99_ms": _pct(lat, 0.99),
+                "max_ms": max(lat), "peak_backlog": _peak_backlog(scheds, ends),
+                "drain_s": max(ends) - r["t_last"]})
+    ctx.raw.append((f"W3_{arm}_{int(fraction * 100)}_{iteration}", [
+        {"sched_s": round(t0 - r["t_start"], 6), "latency_ms": round((e - t0) * 1000, 3)}
+        for _, t0, _, e in sorted(t, key=lambda x: x[1])]))
+    return row
+
+
+def _peak_backlog(scheds: list[float], ends: list[float]) -> int:
+    """Max over time of (arrived by t) - (finished by t), by a merge of both streams."""
+    i = j = peak = 0
+    while i < len(scheds):
+        if j < len(ends) and ends[j] <= scheds[i]:
+            j += 1
+        else:
+            i += 1
+            peak = max(peak, i - j)
+    return peak
+
+
+def w5(ctx: Ctx, arm: str) -> dict[str, Any]:
+    """Cold start: one job waiting; worker command to ready line, and to first job done."""
+    env = ctx.fresh_env(arm)
+    harness.run_producer({"arm": arm, "action": "fill", "n": 1}, env, 120)
+    worker = _worker(arm, env, burst=True, verbose=True)
+    row = _finish(ctx, worker, 1, timeout=60)
+    row.pop("cpu_at_done", None)
+    t = harness.timings(ctx.redis.client)
+    if t:
+        row["first_job_done_ms"] = (t[0][3] - worker.started) * 1000
+    row["ready_ms"] = ((worker.ready_at - worker.started) * 1000
+                       if worker.ready_at else float("nan"))
+    return row
