@@ -237,11 +237,6 @@ def test_sigkill_of_the_worker_then_rescue_by_another(pool: str, url: str, tmp_p
 def test_sigterm_with_a_task_ignoring_cancel_still_exits(
     pool: str, url: str, tmp_path: Path
 ) -> None:
-    if pool == "async":
-        pytest.skip(
-            "async pool: sync tasks run in asyncio's default executor, whose threads "
-            "are joined at exit, so exit waits for the task (known, reported)"
-        )
     marker = tmp_path / "started"
     job = t.stubborn_once.enqueue(str(marker))
     proc = spawn_worker(pool, url, "--shutdown-timeout", "0.5")

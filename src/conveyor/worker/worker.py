@@ -215,7 +215,7 @@ class Worker:
         if self.pool == "async":
             from conveyor.worker.executors.async_ import AsyncExecutor
 
-            self.executor = AsyncExecutor(self.app, asyncio.get_running_loop())
+            self.executor = AsyncExecutor(self.app, asyncio.get_running_loop(), self.concurrency)
         try:
             await asyncio.to_thread(self.run, False)
         except asyncio.CancelledError:

@@ -40,7 +40,7 @@ def make_executor(
     if pool == "async":
         from conveyor.worker.executors.async_ import AsyncExecutor
 
-        return AsyncExecutor(app)
+        return AsyncExecutor(app, concurrency=concurrency)
     if pool == "process":
         from conveyor.worker.executors.process import ProcessExecutor
 
