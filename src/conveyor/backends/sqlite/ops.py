@@ -37,6 +37,7 @@ from conveyor.backends.base import (
     QueueInfo,
     QueuePauseParams,
     QueueResumeParams,
+    QueueStats,
 )
 from conveyor.backends.sqlite import rows
 from conveyor.backends.sqlite.filters import filter_sql
@@ -57,6 +58,7 @@ class SQLiteOpsMixin:
     _sql: dict[str, str]
     _write: Callable[[], AbstractContextManager[sqlite3.Connection]]
     _read: Callable[..., list[tuple[object, ...]]]
+    queue_stats: Callable[[], list[QueueStats]]
 
     # -- jobs by filter ------------------------------------------------------------------
 
@@ -97,21 +99,18 @@ class SQLiteOpsMixin:
     # -- queues --------------------------------------------------------------------------
 
     def queue_list(self) -> list[QueueInfo]:
-        now = time.time()
         paused = {str(n): bool(p) for n, p in self._read("SELECT name, paused FROM queues")}
-        counts: dict[str, dict[str, int]] = {}
-        for queue, state, count in self._read(
-            "SELECT queue, state, COUNT(*) FROM jobs GROUP BY queue, state"
-        ):
-            counts.setdefault(str(queue), {})[str(state)] = int(str(count))
-        oldest = {
-            str(q): now - float(str(t))
-            for q, t in self._read(
-                "SELECT queue, MIN(run_at) FROM jobs WHERE state = 'queued' GROUP BY queue"
+        stats = {s.queue: s for s in self.queue_stats()}
+        names = sorted(set(paused) | set(stats))
+        return [
+            QueueInfo(
+                n,
+                paused.get(n, False),
+                stats[n].counts if n in stats else {},
+                stats[n].oldest_ready_age if n in stats else None,
             )
-        }
-        names = sorted(set(paused) | set(counts))
-        return [QueueInfo(n, paused.get(n, False), counts.get(n, {}), oldest.get(n)) for n in names]
+            for n in names
+        ]
 
     def queue_pause(self, params: QueuePauseParams) -> None:
         self._set_paused(params.queue, True)
