@@ -174,7 +174,9 @@ class RedisBackend(RedisFlowMixin):
         k = self.keys
         keys = [k.base, k.jobs, k.scheduled, k.expiry, k.counts]
         with self._guard:
-            return sum(int(self._scripts.job_delete(keys, list(c))) for c in chunks(list(ids)))
+            return sum(
+                int(self._scripts.job_delete(keys, [self._ttl, *c])) for c in chunks(list(ids))
+            )
 
     def job_extend_leases(self, params: JobExtendLeasesParams) -> list[LeaseStatus]:
         if not params.jobs:

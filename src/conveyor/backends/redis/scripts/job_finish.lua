@@ -11,6 +11,8 @@
 -- by this one script, so a crash can never split "record the retry" from "ack".
 -- Snooze (z): back to scheduled at run_at with the attempt given back, recorded as a
 -- "snoozed" attempt; a cancel requested meanwhile wins (the job ends cancelled).
+-- Workflows: a job with field flow = '1' that ended moves its dependants (settle in
+-- _flow.lua) in this script: ready with results piped, or cancelled transitively.
 local t = now()
 local ts = fmt(t)
 local ttl = tonumber(ARGV[1])
@@ -18,12 +20,14 @@ local refused = {}
 local retried = 0
 local outcome_of = {s = 'succeeded', r = 'failed', d = 'dead', c = 'cancelled', z = 'snoozed'}
 local state_of = {s = 'succeeded', d = 'dead', c = 'cancelled'}
+local ended_ok, ended_bad = {}, {} -- workflow jobs that ended (settle's arguments)
+local parent_failed = {d = 'ended dead', c = 'was cancelled', x = 'was dropped'}
 local function arg(v) if v == cjson.null then return false end return v end
 for _, p in ipairs(cjson.decode(ARGV[2])) do
   local id, token, kind = p[1], string.format('%d', p[2]), p[3]
   local key = k_job(id)
   local f = redis.call('HMGET', key, 'state', 'token', 'queue', 'worker_id', 'watched',
-    'cancel_requested')
+    'cancel_requested', 'flow')
   if f[1] ~= 'running' or f[2] ~= token then
     refused[#refused + 1] = id
   else
@@ -79,9 +83,16 @@ for _, p in ipairs(cjson.decode(ARGV[2])) do
         finished(KEYS[3], id, state_of[kind], queue, ttl, t, f[5])
       end
     end
+    if f[7] and kind ~= 'r' and kind ~= 'z' then
+      -- a workflow job ended: its dependants move below, in this same script
+      if kind == 's' then ended_ok[#ended_ok + 1] = id
+      else ended_bad[#ended_bad + 1] = {id, parent_failed[kind]} end
+      flow_expire(id, ttl)
+    end
   end
 end
+settle(ended_ok, ended_bad, t, ttl)
 flush_counts(KEYS[4])
--- A retry may be due at once (no backoff): let an idle worker look.
-wake(KEYS[5], retried)
+-- A retry may be due at once (no backoff), dependants may be ready: let idle workers look.
+wake(KEYS[5], retried + flow_woken)
 return refused
