@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from conveyor.backends.redis.connection import Unavailable
     from conveyor.backends.redis.keys import Keys
 
-FLOW_FEATURES = frozenset({"snooze", "progress", "unique", "workflows"})
+FLOW_FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits"})
 
 
 def _json(value: object) -> str:
