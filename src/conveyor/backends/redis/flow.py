@@ -28,6 +28,8 @@ from conveyor.backends.base import (
     JobDependenciesParams,
     JobInsertParams,
     JobProgressParams,
+    PeriodicFireParams,
+    PeriodicRecord,
 )
 from conveyor.backends.redis.records import num
 from conveyor.backends.redis.scripts import load_source
@@ -37,7 +39,11 @@ if TYPE_CHECKING:
     from conveyor.backends.redis.connection import Unavailable
     from conveyor.backends.redis.keys import Keys
 
-FLOW_FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits"})
+FLOW_FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic"})
+#: Fired slots kept before the oldest slot being fired (seconds), as SQLite's
+#: SLOT_RETENTION: slack for a worker that stalls between reading a schedule and firing.
+SLOT_RETENTION = 86400.0
+_PERIODIC_FIELDS = ("spec", "last_slot", "last_fired_at", "last_job_id", "next_slot")
 
 
 def _json(value: object) -> str:
@@ -50,6 +56,7 @@ class FlowScripts:
     def __init__(self, client: Any) -> None:
         self.job_insert_flow = Script(client, load_source("job_insert_flow"))
         self.job_progress = Script(client, load_source("job_progress"))
+        self.periodic_fire = Script(client, load_source("periodic_fire"))
 
 
 def flow_job(p: JobInsertParams) -> dict[str, object]:
@@ -138,3 +145,37 @@ class RedisFlowMixin:
         with self._guard:
             refused: list[str] = self._flow.job_progress([self.keys.base], [_json(batch)])
         return refused
+
+    def periodic_fire(self, params: PeriodicFireParams) -> list[float]:
+        args: list[str | int] = [
+            params.name,
+            params.spec,
+            "" if params.next_slot is None else repr(float(params.next_slot)),
+            repr(SLOT_RETENTION),
+            self._ttl,
+            _json([[repr(float(slot)), flow_job(job)] for slot, job in params.slots]),
+        ]
+        try:
+            with self._guard:
+                fired: list[str] = self._flow.periodic_fire([self.keys.base], args)
+        except redis.exceptions.ResponseError as exc:
+            raise_insert_error(exc)
+        return [float(s) for s in fired]
+
+    def periodic_list(self) -> list[PeriodicRecord]:
+        base = self.keys.base
+        with self._guard:
+            names = sorted(self._client.smembers(base + "periodic"))
+            pipe = self._client.pipeline(transaction=False)
+            for name in names:
+                pipe.hmget(base + "periodic:" + name, _PERIODIC_FIELDS)
+            found = pipe.execute()
+
+        def opt(v: str | None) -> float | None:
+            return None if v is None else float(v)
+
+        return [
+            PeriodicRecord(name, str(v[0]), opt(v[1]), opt(v[2]), v[3], opt(v[4]))
+            for name, v in zip(names, found, strict=True)
+            if v[0] is not None
+        ]
