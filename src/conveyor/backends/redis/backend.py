@@ -50,6 +50,7 @@ from conveyor.backends.base import (
 )
 from conveyor.backends.redis import reads, records
 from conveyor.backends.redis.connection import Unavailable, open_client
+from conveyor.backends.redis.flow import RedisFlowMixin
 from conveyor.backends.redis.keys import Keys
 from conveyor.backends.redis.records import chunks, num, opt_num
 from conveyor.backends.redis.scripts import Scripts
@@ -72,6 +73,7 @@ _KIND = {
     FinishKind.DEAD: "d",
     FinishKind.CANCELLED: "c",
     FinishKind.DROP: "x",
+    FinishKind.SNOOZE: "z",
 }
 _WORKER_LOST = json.dumps(
     {"type": "WorkerLost", "message": "the worker running this job died", "traceback": ""}
@@ -83,7 +85,7 @@ def _json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-class RedisBackend:
+class RedisBackend(RedisFlowMixin):
     """Backend on Redis. Internal: use ``conveyor.App("redis://host:6379/0")``.
 
     URL options: ``?prefix=conveyor&result_ttl=604800&cluster=0`` (see ``url.py``).
@@ -172,7 +174,9 @@ class RedisBackend:
         k = self.keys
         keys = [k.base, k.jobs, k.scheduled, k.expiry, k.counts]
         with self._guard:
-            return sum(int(self._scripts.job_delete(keys, list(c))) for c in chunks(list(ids)))
+            return sum(
+                int(self._scripts.job_delete(keys, [self._ttl, *c])) for c in chunks(list(ids))
+            )
 
     def job_extend_leases(self, params: JobExtendLeasesParams) -> list[LeaseStatus]:
         if not params.jobs:
@@ -219,6 +223,9 @@ class RedisBackend:
 
     def job_insert_many(self, params: Sequence[JobInsertParams]) -> None:
         if not params:
+            return
+        if not all(p.is_plain for p in params):
+            self.job_insert_flow_many(params)
             return
         k = self.keys
         batch = [

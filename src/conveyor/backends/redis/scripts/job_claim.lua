@@ -26,8 +26,9 @@ local function take(i, want)
     local key = k_job(id)
     local f = redis.call('HMGET', key, 'state', 'task', 'queue', 'payload', 'attempt',
       'max_attempts', 'token', 'timeout', 'lease', 'run_at', 'rescues', 'priority')
-    -- A ready entry whose hash is gone or moved on is index debris: drop it.
-    if f[1] == 'queued' then
+    -- A ready entry whose hash is gone or moved on is index debris: drop it. A job over
+    -- its limit is deferred by limit_admit (_limits.lua), no attempt counted.
+    if f[1] == 'queued' and limit_admit(id, key, f[3], t) then
       local attempt = tostring(tonumber(f[5]) + 1)
       local token = tostring(tonumber(f[7]) + 1)
       local lease_until = fmt(t + tonumber(f[9]))
