@@ -342,10 +342,16 @@ class Worker:
             if jobs:
                 self._dispatch(jobs)
                 continue
-            if self.burst and self._idle():
-                log.info("burst: nothing ready or running; stopping")
-                return
-            backend.work_wait(IDLE_WAIT)
+            try:
+                if self.burst and self._idle():
+                    log.info("burst: nothing ready or running; stopping")
+                    return
+                backend.work_wait(IDLE_WAIT)
+            except BackendUnavailable as exc:
+                # The wait (a BLPOP on Redis) fails when the store goes away; the loop
+                # must survive it, or the worker stays alive but never claims again.
+                log.warning("waiting for work failed (%s); claiming again", exc)
+                self._stopping.wait(0.1)
 
     def _idle(self) -> bool:
         with self._lock:

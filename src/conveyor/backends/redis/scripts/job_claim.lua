@@ -45,9 +45,19 @@ local function take(i, want)
   if #popped < want * 2 then empty[i] = true end
 end
 
+-- Paused queues (queue_pause) are skipped: marked empty, so neither pass takes from
+-- them. Checked here, inside the claim, so every worker obeys at its next claim.
+local paused = BASE .. 'paused'
+if redis.call('EXISTS', paused) == 1 then
+  for i = 1, nq do
+    local queue = string.sub(KEYS[6 + i], #BASE + 7) -- strip '<base>ready:'
+    if redis.call('SISMEMBER', paused, queue) == 1 then empty[i] = true end
+  end
+end
+
 for i = 1, nq do
   local want = math.min(tonumber(ARGV[3 + i]), remaining)
-  if want > 0 then take(i, want) end
+  if want > 0 and not empty[i] then take(i, want) end
 end
 for i = 1, nq do
   if remaining <= 0 then break end

@@ -43,7 +43,7 @@ for _, p in ipairs(cjson.decode(ARGV[2])) do
     local fin = arg(p[11]) or ts
     if kind == 'x' then
       -- drop: the row and its history go, as SQLite's DELETE
-      redis.call('DEL', key, k_attempts(id))
+      redis.call('DEL', key, k_attempts(id), k_logs(id))
       redis.call('ZREM', KEYS[6], id)
       notify_done(id, f[5])
     else
