@@ -46,7 +46,7 @@ class Backoff:
 
     def delay(self, attempt: int) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
-        raw = min(self.max, self.base * self.factor ** max(0, attempt - 1))
+        raw = float(min(self.max, self.base * self.factor ** max(0, attempt - 1)))
         if self.jitter:
             raw *= 1 + random.uniform(-self.jitter, self.jitter)
         return max(0.0, raw)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 import conveyor
 from conveyor.backends.base import (
     Backend,
@@ -19,6 +21,12 @@ from conveyor.backends.base import (
 )
 from conveyor.query import parse_where
 from conveyor.states import FinishKind, JobState
+from tests.support.features import needs
+
+
+@pytest.fixture(autouse=True)
+def _needs_filters(backend: Backend) -> None:
+    needs(backend, "filters")
 
 
 def _enqueue(app: conveyor.App) -> conveyor.Task:  # type: ignore[type-arg]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from conveyor.backends.base import (
     Backend,
     IntegrityCheckParams,
@@ -10,6 +12,12 @@ from conveyor.backends.base import (
     JobLogListParams,
     JobLogRecord,
 )
+from tests.support.features import needs
+
+
+@pytest.fixture(autouse=True)
+def _needs_logs(backend: Backend) -> None:
+    needs(backend, "logs")
 
 
 def rec(job: str, n: int) -> JobLogRecord:

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
+
 import conveyor
 from conveyor.backends.base import Backend, JobClaimParams, QueuePauseParams, QueueResumeParams
+from tests.support.features import needs
+
+
+@pytest.fixture(autouse=True)
+def _needs_queues(backend: Backend) -> None:
+    needs(backend, "queues")
 
 
 def test_pause_blocks_claims_until_resume(app: conveyor.App, backend: Backend) -> None:

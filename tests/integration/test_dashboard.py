@@ -411,3 +411,20 @@ def combine(sync_playwright: Any, parts: list[Path], out: Path) -> None:
 def shot(page: Any, path: Path) -> None:
     page.screenshot(path=str(path), full_page=True)
     assert path.stat().st_size > 1000
+
+
+def test_where_filter_narrows_the_jobs_table_and_reports_a_bad_condition(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'where.db'}"
+    app = conveyor.App(url)
+
+    @app.task(name="t.where")
+    def notify(user_id: int) -> None: ...
+
+    wanted = notify.enqueue(user_id=42)
+    other = notify.enqueue(user_id=7)
+    client = TestClient(create_app(app), base_url="http://127.0.0.1")
+    page = client.get("/jobs", params={"where": "kwargs.user_id=42"}).text
+    assert wanted.id in page and other.id not in page
+    bad = client.get("/jobs", params={"where": "kwargs.user id=1"}).text
+    assert "where ignored" in bad and wanted.id in bad and other.id in bad
+    app.close()

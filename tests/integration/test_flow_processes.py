@@ -1,5 +1,6 @@
 """Flow control with real worker processes: periodic slots under SIGKILL, a chain whose
-worker dies in the middle, a limit whose holder dies."""
+worker dies in the middle, a limit whose holder dies. Each runs on SQLite and on Redis
+(a test-owned redis-server, its own key prefix)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import pytest
 import conveyor
 from conveyor.backends.base import JobListParams
 from conveyor.states import JobState
+from tests.support.redis_server import isolated_url
 
 pytestmark = pytest.mark.slow
 
@@ -53,8 +55,13 @@ APP_MODULE = textwrap.dedent("""
 Spawn = Callable[..., subprocess.Popen[bytes]]
 
 
+@pytest.fixture(params=["sqlite", "redis"])
+def flow_url(request: pytest.FixtureRequest, sqlite_url: str) -> str:
+    return sqlite_url if request.param == "sqlite" else isolated_url(request)
+
+
 @pytest.fixture
-def spawn(tmp_path: Path, sqlite_url: str) -> Iterator[Spawn]:
+def spawn(tmp_path: Path, flow_url: str) -> Iterator[Spawn]:
     (tmp_path / "flowapp.py").write_text(APP_MODULE)
     procs: list[subprocess.Popen[bytes]] = []
     src = str(Path(__file__).resolve().parents[2] / "src")
@@ -62,7 +69,7 @@ def spawn(tmp_path: Path, sqlite_url: str) -> Iterator[Spawn]:
     def start(**env: str) -> subprocess.Popen[bytes]:
         environment = {
             **os.environ,
-            "FLOW_URL": sqlite_url,
+            "FLOW_URL": flow_url,
             "PYTHONPATH": f"{tmp_path}{os.pathsep}{src}",
             **env,
         }
@@ -100,8 +107,24 @@ def _wait_for(predicate: Callable[[], bool], timeout: float = 15.0) -> None:
         time.sleep(0.05)
 
 
-def test_periodic_three_workers_one_killed_every_slot_once(spawn: Spawn, sqlite_url: str) -> None:
-    app = conveyor.App(sqlite_url)
+def _fired_slots(app: conveyor.App, name: str) -> list[float]:
+    """The slots of schedule ``name`` the store recorded as fired, in order."""
+    backend = app.backend
+    if backend.name == "redis":
+        client = backend.client  # type: ignore[attr-defined]
+        key = backend.keys.base + "slots:" + name  # type: ignore[attr-defined]
+        return [float(s) for s in client.zrange(key, 0, -1)]
+    with backend.lock:  # type: ignore[attr-defined]
+        return [
+            r[0]
+            for r in backend.connection.execute(  # type: ignore[attr-defined]
+                "SELECT slot FROM periodic_slots WHERE name = ? ORDER BY slot", (name,)
+            )
+        ]
+
+
+def test_periodic_three_workers_one_killed_every_slot_once(spawn: Spawn, flow_url: str) -> None:
+    app = conveyor.App(flow_url)
     workers = [spawn(FLOW_PERIODIC="1") for _ in range(3)]
     time.sleep(2.0)
     workers[0].send_signal(signal.SIGKILL)
@@ -110,23 +133,16 @@ def test_periodic_three_workers_one_killed_every_slot_once(spawn: Spawn, sqlite_
         w.send_signal(signal.SIGTERM)
     for w in workers[1:]:
         assert w.wait(15) == 0
-    backend = app.backend
-    with backend.lock:  # type: ignore[attr-defined]
-        slots = [
-            r[0]
-            for r in backend.connection.execute(  # type: ignore[attr-defined]
-                "SELECT slot FROM periodic_slots WHERE name = 'beat' ORDER BY slot"
-            )
-        ]
-    jobs = backend.job_list(JobListParams(task="beat", limit=1000))
+    slots = _fired_slots(app, "beat")
+    jobs = app.backend.job_list(JobListParams(task="beat", limit=1000))
     assert len(slots) >= 4
     assert [b - a for a, b in itertools.pairwise(slots)] == [1.0] * (len(slots) - 1)
     assert len(jobs) == len(slots)  # one job per slot, no slot twice, none skipped
     app.close()
 
 
-def test_worker_dies_mid_chain_chain_resumes(spawn: Spawn, sqlite_url: str) -> None:
-    app = conveyor.App(sqlite_url)
+def test_worker_dies_mid_chain_chain_resumes(spawn: Spawn, flow_url: str) -> None:
+    app = conveyor.App(flow_url)
     add = app.task(name="add")(lambda x, y=1: x + y)
     slow_first = app.task(name="slow_first")(lambda x: x)
     last = conveyor.chain(add.s(1), slow_first.s(), add.s()).enqueue()
@@ -142,8 +158,8 @@ def test_worker_dies_mid_chain_chain_resumes(spawn: Spawn, sqlite_url: str) -> N
     app.close()
 
 
-def test_limit_holder_dies_slot_freed_on_rescue(spawn: Spawn, sqlite_url: str) -> None:
-    app = conveyor.App(sqlite_url)
+def test_limit_holder_dies_slot_freed_on_rescue(spawn: Spawn, flow_url: str) -> None:
+    app = conveyor.App(flow_url)
     limited = app.task(name="limited", concurrency=1)(lambda i: i)
     jobs = [limited.enqueue(i) for i in range(4)]
     holder = spawn()

@@ -36,6 +36,9 @@ from tests.support.redis_server import delete_prefix, unique_prefix, with_prefix
 
 pytestmark = pytest.mark.redis
 
+# Snooze is a flow feature the Redis backend does not implement yet.
+CORE_KINDS = [k for k in FinishKind if k is not FinishKind.SNOOZE]
+
 _TIMES = {"run_at", "created_at", "lease_until", "started_at", "finished_at", "heartbeat_at",
           "claimed_at", "oldest_ready_age", "last_fetch_at"}  # fmt: skip
 
@@ -126,7 +129,7 @@ def run(backend: Backend, ops: list[tuple[str, Any]], seed: int) -> list[Any]:
         elif kind == "finish":
             params = []
             for job_id, token in jobs[: rng.randint(0, 3)]:
-                k = rng.choice(list(FinishKind))
+                k = rng.choice(CORE_KINDS)
                 stale = rng.random() < 0.2
                 params.append(JobFinishParams(
                     id=job_id, token=token + (1 if stale else 0), kind=k, worker_id=worker,

@@ -356,6 +356,23 @@ class JobLogInsertParams:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class JobImport:
+    """One job copied whole from another store: its row, attempt history and logs."""
+
+    job: JobRecord
+    attempts: Sequence[AttemptRecord] = ()
+    logs: Sequence[JobLogRecord] = ()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobImportParams:
+    """Jobs to insert under their own ids (``conveyor migrate``). Only queued, scheduled
+    and finished jobs: a running claim belongs to a worker of the other store."""
+
+    jobs: Sequence[JobImport]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class JobLogListParams:
     job_id: str
     limit: int = 10_000
@@ -500,6 +517,12 @@ class Backend(Protocol):
 
     def job_insert_many(self, params: Sequence[JobInsertParams]) -> None:
         """All or nothing, in one transaction (or one script)."""
+        ...
+
+    def job_import_many(self, params: JobImportParams) -> list[str]:
+        """Insert whole jobs (state, attempts, errors, history and logs kept) in one
+        transaction or script; ids already present are skipped, which makes a rerun of
+        ``conveyor migrate`` idempotent. Returns the ids inserted."""
         ...
 
     def job_insert_flow_many(self, params: Sequence[JobInsertParams]) -> list[InsertResult]:

@@ -11,6 +11,7 @@ from conveyor.cli.dashboard import dashboard
 from conveyor.cli.demo import demo
 from conveyor.cli.export import export
 from conveyor.cli.jobs import job, jobs
+from conveyor.cli.migrate import migrate
 from conveyor.cli.queues import queues
 from conveyor.cli.status import status
 from conveyor.cli.worker import worker
@@ -25,7 +26,7 @@ def cli() -> None:
 cli.add_command(worker)
 cli.add_command(status)
 cli.add_command(demo)
-for _command in (jobs, job, retry, cancel, delete, purge, export, backup, check, queues):
+for _command in (jobs, job, retry, cancel, delete, purge, export, backup, check, queues, migrate):
     cli.add_command(_command)
 cli.add_command(dashboard)
 

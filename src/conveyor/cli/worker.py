@@ -9,6 +9,7 @@ import click
 
 from conveyor.app import load_app
 from conveyor.errors import ConfigurationError
+from conveyor.worker.executors import POOLS
 
 
 @click.command("worker")
@@ -21,7 +22,27 @@ from conveyor.errors import ConfigurationError
     show_default=True,
     help="Jobs run at once.",
 )
-@click.option("--pool", type=click.Choice(["thread", "async"]), default="thread", show_default=True)
+@click.option(
+    "--pool",
+    type=click.Choice(list(POOLS)),
+    default="thread",
+    show_default=True,
+    help="thread/async: one process; process: child processes; "
+    "interpreter: subinterpreters (Python >= 3.13). See docs/pools.md.",
+)
+@click.option(
+    "--max-jobs-per-child",
+    type=click.IntRange(min=1),
+    default=None,
+    help="process/interpreter pools: replace a child after N jobs.",
+)
+@click.option(
+    "--max-memory-per-child",
+    type=click.FloatRange(min=1),
+    default=None,
+    metavar="MIB",
+    help="process pool: replace a child whose RSS exceeds MIB.",
+)
 @click.option(
     "-q",
     "--queue",
@@ -56,6 +77,8 @@ def worker(
     app_spec: str,
     concurrency: int,
     pool: str,
+    max_jobs_per_child: int | None,
+    max_memory_per_child: float | None,
     queues: tuple[str, ...],
     shutdown_timeout: float,
     burst: bool,
@@ -84,11 +107,16 @@ def worker(
             pool=pool,
             shutdown_timeout=shutdown_timeout,
             burst=burst,
+            app_spec=app_spec,
+            max_jobs_per_child=max_jobs_per_child,
+            max_memory_per_child=max_memory_per_child,
         )
         if metrics_port is not None:
             from conveyor.metrics import WorkerMetrics  # imports prometheus_client
 
             WorkerMetrics(w).serve(metrics_port, metrics_host)
+        # Inside the try: process/interpreter pools import the app at start and report
+        # a module that cannot load there as a ConfigurationError.
+        w.run()
     except ConfigurationError as exc:
         raise click.ClickException(str(exc)) from None
-    w.run()

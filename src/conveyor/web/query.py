@@ -23,10 +23,13 @@ from typing import Any
 from conveyor.backends.base import (
     Backend,
     JobCancelParams,
+    JobFilter,
     JobListParams,
     JobRecord,
     JobRetryParams,
+    WhereCondition,
 )
+from conveyor.query import parse_where
 from conveyor.states import JobState
 
 #: Rows read from the backend per round trip while searching or collecting a bulk set.
@@ -44,6 +47,9 @@ class JobQuery:
     state: JobState | None = None
     task: str | None = None
     search: str | None = None  # case-insensitive substring of the arguments JSON
+    #: ``--where`` conditions as the CLI takes them (``kwargs.user_id=42``), ``;``-separated;
+    #: applied by the backend (json_extract on SQLite) when it has the filters feature.
+    where: str | None = None
 
     @classmethod
     def from_params(cls, params: Mapping[str, str]) -> JobQuery:
@@ -61,6 +67,7 @@ class JobQuery:
             else None,
             task=get("task"),
             search=get("q"),
+            where=get("where"),
         )
 
     def to_params(self) -> dict[str, str]:
@@ -70,6 +77,7 @@ class JobQuery:
             "state": self.state and self.state.value,
             "task": self.task,
             "q": self.search,
+            "where": self.where,
         }
         return {k: v for k, v in out.items() if v}
 
@@ -77,10 +85,33 @@ class JobQuery:
     def is_empty(self) -> bool:
         return not self.to_params()
 
+    def conditions(self) -> tuple[WhereCondition, ...]:
+        """The parsed ``where`` conditions; none while one is malformed (see where_error)."""
+        if not self.where or self.where_error:
+            return ()
+        return tuple(parse_where(part.strip()) for part in self.where.split(";") if part.strip())
+
+    @property
+    def where_error(self) -> str | None:
+        """Why ``where`` cannot be used (shown above the table), or None."""
+        for part in (self.where or "").split(";"):
+            if part.strip():
+                try:
+                    parse_where(part.strip())
+                except ValueError as exc:
+                    return str(exc)
+        return None
+
     def list_params(self, *, after_id: str | None, limit: int) -> JobListParams:
         """The backend's part of the query (the one mapping to change for new filters)."""
+        where = self.conditions()
         return JobListParams(
-            queue=self.queue, state=self.state, task=self.task, after_id=after_id, limit=limit
+            queue=self.queue,
+            state=self.state,
+            task=self.task,
+            after_id=after_id,
+            limit=limit,
+            filter=JobFilter(where=where) if where else None,
         )
 
     def matches(self, job: JobRecord) -> bool:

@@ -20,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from conveyor.backends.base import ClaimedJob
@@ -94,9 +95,15 @@ async def _call_async(
         raise JobTimeout(f"task {task.name} timed out after {timeout} s") from None
 
 
-async def run_async(app: App, job: ClaimedJob, ctx: JobContext) -> Outcome:
+async def run_async(
+    app: App,
+    job: ClaimedJob,
+    ctx: JobContext,
+    offload: Callable[..., Awaitable[Any]] | None = None,
+) -> Outcome:
     """Run a job on the current event loop: async tasks directly (cancellable, timed out
-    with ``asyncio.timeout``), sync tasks in a thread (``asyncio.to_thread``)."""
+    with ``asyncio.timeout``), sync tasks in a thread (``offload``, by default
+    ``asyncio.to_thread``)."""
     prepared = prepare(app, job)
     if isinstance(prepared, Outcome):
         return prepared
@@ -106,7 +113,7 @@ async def run_async(app: App, job: ClaimedJob, ctx: JobContext) -> Outcome:
         if task.is_async:
             value = await _call_async(task, args, kwargs, job.timeout)
         else:
-            value = await asyncio.to_thread(task.fn, *args, **kwargs)
+            value = await (offload or asyncio.to_thread)(task.fn, *args, **kwargs)
     except asyncio.CancelledError:
         return Outcome.cancelled()
     except Snooze as snooze:

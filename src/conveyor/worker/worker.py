@@ -88,6 +88,9 @@ class Worker:
         shutdown_timeout: float = 30.0,
         burst: bool = False,
         executor: Executor | None = None,
+        app_spec: str | None = None,
+        max_jobs_per_child: int | None = None,
+        max_memory_per_child: float | None = None,
     ) -> None:
         if concurrency < 1:
             raise ConfigurationError(f"concurrency must be >= 1, got {concurrency}")
@@ -97,7 +100,15 @@ class Worker:
         self.pool = pool
         self.shutdown_timeout = shutdown_timeout
         self.burst = burst
-        self.executor = executor or make_executor(pool, app, concurrency)
+        # app_spec ("module:attr"): how process/interpreter pools import the app again.
+        self.executor = executor or make_executor(
+            pool,
+            app,
+            concurrency,
+            app_spec=app_spec,
+            max_jobs_per_child=max_jobs_per_child,
+            max_memory_per_child=max_memory_per_child,
+        )
         host = socket.gethostname()
         pid = os.getpid()
         self.id = f"{host}:{pid}:{new_id()[-8:]}"
@@ -125,18 +136,22 @@ class Worker:
         self.completer = Completer(app.backend)
         self.processed = itertools.count()
         s = app.settings
+        ops: frozenset[str] = getattr(app.backend, "ops_features", frozenset())
         self._services: list[Looper] = [
             Heartbeat(self, s.heartbeat_interval),
             Rescuer(self, s.rescue_interval),
-            Pruner(self, s.prune_interval),
         ]
+        if "purge" in ops:  # retention, where the backend can purge
+            self._services.append(Pruner(self, s.prune_interval))
         # Flow-control services, only where the backend implements them.
         from conveyor.worker.services.flow import flow_services
 
         self._services += flow_services(self)
         #: Hooks called as jobs are claimed, finish or are rescued (metrics); see observers.py.
         self.observers: list[WorkerObserver] = []
-        self.log_capture: LogCapture | None = self._make_log_capture() if s.capture_logs else None
+        self.log_capture: LogCapture | None = (
+            self._make_log_capture() if s.capture_logs and "logs" in ops else None
+        )
 
     def __repr__(self) -> str:
         return f"<Worker {self.id} pool={self.pool} c={self.concurrency}>"
@@ -200,7 +215,7 @@ class Worker:
         if self.pool == "async":
             from conveyor.worker.executors.async_ import AsyncExecutor
 
-            self.executor = AsyncExecutor(self.app, asyncio.get_running_loop())
+            self.executor = AsyncExecutor(self.app, asyncio.get_running_loop(), self.concurrency)
         try:
             await asyncio.to_thread(self.run, False)
         except asyncio.CancelledError:
@@ -255,7 +270,9 @@ class Worker:
             entry = self._inflight.get(job_id)
             if entry is not None:
                 entry.lost = True
-        log.warning("worker %s lost its claim on job %s (rescued elsewhere)", self.id, job_id)
+        # A job that finished between the lease snapshot and the answer is not lost.
+        if entry is not None:
+            log.warning("worker %s lost its claim on job %s (rescued elsewhere)", self.id, job_id)
 
     def on_outcome(self, job: ClaimedJob, outcome: Outcome) -> None:
         with self._lock:
@@ -325,10 +342,16 @@ class Worker:
             if jobs:
                 self._dispatch(jobs)
                 continue
-            if self.burst and self._idle():
-                log.info("burst: nothing ready or running; stopping")
-                return
-            backend.work_wait(IDLE_WAIT)
+            try:
+                if self.burst and self._idle():
+                    log.info("burst: nothing ready or running; stopping")
+                    return
+                backend.work_wait(IDLE_WAIT)
+            except BackendUnavailable as exc:
+                # The wait (a BLPOP on Redis) fails when the store goes away; the loop
+                # must survive it, or the worker stays alive but never claims again.
+                log.warning("waiting for work failed (%s); claiming again", exc)
+                self._stopping.wait(0.1)
 
     def _idle(self) -> bool:
         with self._lock:

@@ -6,8 +6,8 @@ SQLite ``jobs`` row; ready jobs sit in one sorted set per queue, scheduled ones 
 sorted set by due time, running ones in a per-worker in-flight set (plus the set of
 workers holding any, where the rescuer looks). All keys share the hash tag ``{<prefix>}`` (see ``keys.py``).
 
-Weaker than SQLite: no SQL (``supports_sql = False``: ``job_list`` filters by queue,
-state and task only, by scanning the id index); finished jobs and their attempts expire
+Weaker than SQLite: no SQL (``supports_sql = False``: filters, ``--where`` included, are
+evaluated in Python over a scan of the id index; see ``ops.py``); finished jobs and their attempts expire
 after ``result_ttl`` (default 7 days) instead of waiting for a pruner; durability is
 whatever the server is configured for (AOF ``everysec`` loses up to a second on a crash).
 Stronger: many hosts share one store, and Redis Cluster works (one slot per prefix).
@@ -36,7 +36,6 @@ from conveyor.backends.base import (
     JobExtendLeasesParams,
     JobFinishParams,
     JobInsertParams,
-    JobListParams,
     JobRecord,
     JobReleaseParams,
     JobRescueParams,
@@ -50,7 +49,9 @@ from conveyor.backends.base import (
 )
 from conveyor.backends.redis import reads, records
 from conveyor.backends.redis.connection import Unavailable, open_client
+from conveyor.backends.redis.flow import RedisFlowMixin
 from conveyor.backends.redis.keys import Keys
+from conveyor.backends.redis.ops import RedisOpsMixin
 from conveyor.backends.redis.records import chunks, num, opt_num
 from conveyor.backends.redis.scripts import Scripts
 from conveyor.backends.redis.url import parse_redis_url
@@ -72,6 +73,7 @@ _KIND = {
     FinishKind.DEAD: "d",
     FinishKind.CANCELLED: "c",
     FinishKind.DROP: "x",
+    FinishKind.SNOOZE: "z",
 }
 _WORKER_LOST = json.dumps(
     {"type": "WorkerLost", "message": "the worker running this job died", "traceback": ""}
@@ -83,7 +85,7 @@ def _json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-class RedisBackend:
+class RedisBackend(RedisOpsMixin, RedisFlowMixin):
     """Backend on Redis. Internal: use ``conveyor.App("redis://host:6379/0")``.
 
     URL options: ``?prefix=conveyor&result_ttl=604800&cluster=0`` (see ``url.py``).
@@ -172,7 +174,9 @@ class RedisBackend:
         k = self.keys
         keys = [k.base, k.jobs, k.scheduled, k.expiry, k.counts]
         with self._guard:
-            return sum(int(self._scripts.job_delete(keys, list(c))) for c in chunks(list(ids)))
+            return sum(
+                int(self._scripts.job_delete(keys, [self._ttl, *c])) for c in chunks(list(ids))
+            )
 
     def job_extend_leases(self, params: JobExtendLeasesParams) -> list[LeaseStatus]:
         if not params.jobs:
@@ -220,6 +224,9 @@ class RedisBackend:
     def job_insert_many(self, params: Sequence[JobInsertParams]) -> None:
         if not params:
             return
+        if not all(p.is_plain for p in params):
+            self.job_insert_flow_many(params)
+            return
         k = self.keys
         batch = [
             [
@@ -245,11 +252,6 @@ class RedisBackend:
                 job_id = str(exc).rsplit("DUPLICATE ", 1)[-1]
                 raise ConveyorError(f"a job with id {job_id!r} already exists") from None
             raise
-
-    def job_list(self, params: JobListParams) -> list[JobRecord]:
-        with self._guard:
-            self._prune()
-            return reads.list_jobs(self._client, self.keys, params)
 
     def job_promote_due(self) -> int:
         k = self.keys

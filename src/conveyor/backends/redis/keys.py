@@ -40,6 +40,8 @@ class Keys:
         self.workers = self.base + "workers"
         #: list of wake tokens that inserts, releases and rescues push (LTRIM-bounded)
         self.wake = self.base + "wake"
+        #: set of paused queue names (``conveyor queues pause``); the claim skips them
+        self.paused = self.base + "paused"
 
     def job(self, job_id: str) -> str:
         """Hash with the same fields as the SQLite ``jobs`` row (absent field = NULL)."""
@@ -48,6 +50,10 @@ class Keys:
     def attempts(self, job_id: str) -> str:
         """List of JSON attempt entries, oldest first (same TTL as the job)."""
         return f"{self.base}attempts:{job_id}"
+
+    def logs(self, job_id: str) -> str:
+        """List of JSON log records of a job (bounded; same TTL as the job)."""
+        return f"{self.base}logs:{job_id}"
 
     def done(self, job_id: str) -> str:
         """Short-lived list that gets one element when the job finishes (job_wait)."""

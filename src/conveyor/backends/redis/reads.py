@@ -1,4 +1,4 @@
-"""Read paths of the Redis backend that scan indexes: job lists, queue stats, workers.
+"""Read paths of the Redis backend that scan indexes: jobs by id, queue stats, workers.
 
 Kept apart from ``backend.py`` (which holds the transitions) so both stay small. None of
 these run a script: they read hashes and sorted sets with pipelined commands.
@@ -14,12 +14,10 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from conveyor.backends.base import JobListParams, JobRecord, QueueStats, WorkerInfo
+from conveyor.backends.base import JobRecord, QueueStats, WorkerInfo
 from conveyor.backends.redis import records
 from conveyor.backends.redis.keys import Keys
 
-#: Ids read per round trip when job_list scans the id index.
-LIST_PAGE = 500
 #: ready-set score band of one priority (see ready_score in scripts/_lib.lua)
 BAND = 1e13
 
@@ -36,28 +34,6 @@ def get_jobs(client: Any, keys: Keys, ids: Sequence[str]) -> list[JobRecord]:
         pipe.hmget(keys.job(job_id), records.JOB_FIELDS)
     found = (records.job_record(v) for v in pipe.execute())
     return [r for r in found if r is not None]
-
-
-def list_jobs(client: Any, keys: Keys, params: JobListParams) -> list[JobRecord]:
-    """Jobs in id order after ``after_id``, filtered in Python: a scan of the id index
-    (no secondary index per task or state, so a rare filter reads many hashes)."""
-    found: list[JobRecord] = []
-    cursor = "-" if params.after_id is None else "(" + params.after_id
-    while len(found) < params.limit:
-        ids = client.zrangebylex(keys.jobs, cursor, "+", 0, LIST_PAGE)
-        for record in get_jobs(client, keys, ids):
-            if (
-                (params.queue is None or record.queue == params.queue)
-                and (params.state is None or record.state == params.state)
-                and (params.task is None or record.task == params.task)
-            ):
-                found.append(record)
-                if len(found) == params.limit:
-                    break
-        if len(ids) < LIST_PAGE:
-            break
-        cursor = "(" + ids[-1]
-    return found
 
 
 def queue_stats(client: Any, keys: Keys, now: float) -> list[QueueStats]:

@@ -22,7 +22,7 @@ JOB_FIELDS = (
     "id", "task", "queue", "state", "priority", "payload", "attempt", "max_attempts",
     "rescues", "token", "run_at", "created_at", "timeout", "lease", "worker_id",
     "lease_until", "cancel_requested", "result", "error", "reason", "started_at",
-    "finished_at",
+    "finished_at", "progress", "progress_message", "unique_key", "waiting_on",
 )  # fmt: skip
 #: HMGET order of a worker hash: the fields of WorkerInfo.
 WORKER_FIELDS = (
@@ -56,7 +56,8 @@ def job_record(v: Sequence[str | None]) -> JobRecord | None:
         run_at=float(str(v[10])), created_at=float(str(v[11])), timeout=_float(v[12]),
         lease=float(str(v[13])), worker_id=v[14], lease_until=_float(v[15]),
         cancel_requested=v[16] == "1", result=v[17], error=v[18], reason=v[19],
-        started_at=_float(v[20]), finished_at=_float(v[21]),
+        started_at=_float(v[20]), finished_at=_float(v[21]), progress=_float(v[22]),
+        progress_message=v[23], unique_key=v[24], waiting_on=int(v[25] or 0),
     )  # fmt: skip
 
 

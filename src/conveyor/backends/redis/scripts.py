@@ -1,6 +1,9 @@
 """Load the Lua scripts (one per transition) and call them by SHA.
 
-Each ``scripts/<name>.lua`` is prefixed with ``scripts/_lib.lua`` and registered with
+Each ``scripts/<name>.lua`` is prefixed with ``scripts/_lib.lua`` and then every other
+library ``scripts/_*.lua`` (by name: flow control's ``_flow.lua``, ``_limits.lua``; each
+only defines local functions, so a script that does not call them pays a few closures),
+and registered with
 redis-py, which calls ``EVALSHA`` and, on ``NOSCRIPT`` (Redis restarted or its script
 cache was flushed), loads the source once more and retries: nothing to do after a restart.
 
@@ -20,8 +23,13 @@ from redis.commands.core import Script
 def load_source(name: str) -> str:
     """The full text sent to Redis for script ``name`` (library + script)."""
     folder = resources.files("conveyor.backends.redis") / "scripts"
-    lib = (folder / "_lib.lua").read_text(encoding="utf-8")
-    return lib + "\n" + (folder / f"{name}.lua").read_text(encoding="utf-8")
+    libs = sorted(
+        f.name for f in folder.iterdir() if f.name.startswith("_") and f.name.endswith(".lua")
+    )
+    # _lib.lua first: the other libraries use its helpers.
+    libs.remove("_lib.lua")
+    parts = [(folder / n).read_text(encoding="utf-8") for n in ("_lib.lua", *libs)]
+    return "\n".join([*parts, (folder / f"{name}.lua").read_text(encoding="utf-8")])
 
 
 class Scripts:

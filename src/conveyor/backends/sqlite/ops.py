@@ -28,6 +28,7 @@ from conveyor.backends.base import (
     IntegrityProblem,
     JobCountParams,
     JobFilter,
+    JobImportParams,
     JobListParams,
     JobLogInsertParams,
     JobLogListParams,
@@ -37,9 +38,12 @@ from conveyor.backends.base import (
     QueueInfo,
     QueuePauseParams,
     QueueResumeParams,
+    QueueStats,
 )
 from conveyor.backends.sqlite import rows
 from conveyor.backends.sqlite.filters import filter_sql
+from conveyor.errors import ConveyorError
+from conveyor.states import FINISHED_STATES, JobState
 
 #: Text of the record stored in place of the first record past a job's log bound.
 TRUNCATED_MESSAGE = "log truncated: this job reached its limit of {limit} records"
@@ -49,11 +53,15 @@ TRUNCATED_LOGGER = "conveyor.logs"
 class SQLiteOpsMixin:
     """Ops methods of :class:`~conveyor.backends.sqlite.backend.SQLiteBackend`."""
 
+    #: operations features this backend implements (see ``tests/support/features.py``)
+    ops_features = frozenset({"filters", "purge", "queues", "logs", "integrity"})
+
     _conn: sqlite3.Connection
     _lock: threading.RLock
     _sql: dict[str, str]
     _write: Callable[[], AbstractContextManager[sqlite3.Connection]]
     _read: Callable[..., list[tuple[object, ...]]]
+    queue_stats: Callable[[], list[QueueStats]]
 
     # -- jobs by filter ------------------------------------------------------------------
 
@@ -94,21 +102,18 @@ class SQLiteOpsMixin:
     # -- queues --------------------------------------------------------------------------
 
     def queue_list(self) -> list[QueueInfo]:
-        now = time.time()
         paused = {str(n): bool(p) for n, p in self._read("SELECT name, paused FROM queues")}
-        counts: dict[str, dict[str, int]] = {}
-        for queue, state, count in self._read(
-            "SELECT queue, state, COUNT(*) FROM jobs GROUP BY queue, state"
-        ):
-            counts.setdefault(str(queue), {})[str(state)] = int(str(count))
-        oldest = {
-            str(q): now - float(str(t))
-            for q, t in self._read(
-                "SELECT queue, MIN(run_at) FROM jobs WHERE state = 'queued' GROUP BY queue"
+        stats = {s.queue: s for s in self.queue_stats()}
+        names = sorted(set(paused) | set(stats))
+        return [
+            QueueInfo(
+                n,
+                paused.get(n, False),
+                stats[n].counts if n in stats else {},
+                stats[n].oldest_ready_age if n in stats else None,
             )
-        }
-        names = sorted(set(paused) | set(counts))
-        return [QueueInfo(n, paused.get(n, False), counts.get(n, {}), oldest.get(n)) for n in names]
+            for n in names
+        ]
 
     def queue_pause(self, params: QueuePauseParams) -> None:
         self._set_paused(params.queue, True)
@@ -167,6 +172,34 @@ class SQLiteOpsMixin:
             for j, a, t, lv, lg, m in found
         ]
 
+    # -- import (conveyor migrate) -------------------------------------------------------
+
+    def job_import_many(self, params: JobImportParams) -> list[str]:
+        inserted: list[str] = []
+        with self._write() as conn:
+            for item in params.jobs:
+                j = item.job
+                if j.state not in _IMPORTABLE:
+                    raise ConveyorError(f"cannot import job {j.id} in state {j.state}")
+                values = {c: getattr(j, c) for c in _IMPORT_COLUMNS}
+                values["state"] = str(j.state)
+                values["cancel_requested"] = int(j.cancel_requested)
+                cur = conn.execute(_IMPORT_SQL, values)
+                if cur.rowcount == 0:
+                    continue  # already there: a rerun after an interruption
+                inserted.append(j.id)
+                conn.executemany(
+                    "INSERT OR IGNORE INTO attempts (job_id, token, attempt, worker_id, "
+                    "started_at, finished_at, outcome, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        (j.id, a.token, a.attempt, a.worker_id, a.started_at, a.finished_at,
+                         a.outcome, a.error)
+                        for a in item.attempts
+                    ],
+                )  # fmt: skip
+                conn.executemany(self._sql["job_log_insert"], [_log_args(r) for r in item.logs])
+        return inserted
+
     # -- audit and backup ----------------------------------------------------------------
 
     def integrity_check(self, params: IntegrityCheckParams) -> list[IntegrityProblem]:
@@ -201,6 +234,19 @@ class SQLiteOpsMixin:
                 self._conn.backup(target, pages=1024, progress=step)
         finally:
             target.close()
+
+
+_IMPORTABLE = frozenset({JobState.QUEUED, JobState.SCHEDULED, *FINISHED_STATES})
+#: Columns an import writes; the claim columns (worker_id, lease_until) stay NULL.
+_IMPORT_COLUMNS = (
+    "id", "task", "queue", "state", "priority", "payload", "attempt", "max_attempts",
+    "rescues", "token", "run_at", "created_at", "timeout", "lease", "cancel_requested",
+    "result", "error", "reason", "started_at", "finished_at",
+)  # fmt: skip
+_IMPORT_SQL = (
+    f"INSERT OR IGNORE INTO jobs ({', '.join(_IMPORT_COLUMNS)}) "
+    f"VALUES ({', '.join(':' + c for c in _IMPORT_COLUMNS)})"
+)
 
 
 def _log_args(r: JobLogRecord) -> dict[str, object]:

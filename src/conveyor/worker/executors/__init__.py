@@ -1,5 +1,9 @@
-"""Executor pools behind one protocol: thread and async now; process and interpreter
-pools plug in here (see ``base.Executor``)."""
+"""Executor pools behind one protocol (see ``base.Executor``): thread, async, process and
+interpreter.
+
+The process and interpreter pools import the app again in each child process or
+subinterpreter, so they need its ``module:attr`` spec (``app_spec``; the CLI passes it).
+"""
 
 from __future__ import annotations
 
@@ -11,11 +15,24 @@ if TYPE_CHECKING:
     from conveyor.app import App
     from conveyor.worker.executors.base import Executor
 
-POOLS = ("thread", "async")
+POOLS = ("thread", "async", "process", "interpreter")
 
 
-def make_executor(pool: str, app: App, concurrency: int) -> Executor:
-    """The executor for a ``--pool`` name."""
+def make_executor(
+    pool: str,
+    app: App,
+    concurrency: int,
+    *,
+    app_spec: str | None = None,
+    max_jobs_per_child: int | None = None,
+    max_memory_per_child: float | None = None,
+) -> Executor:
+    """The executor for a ``--pool`` name.
+
+    ``max_jobs_per_child`` recycles a child process (or subinterpreter) after that many
+    jobs; ``max_memory_per_child`` (MiB, process pool only) after a job that left the child
+    above that resident size.
+    """
     if pool == "thread":
         from conveyor.worker.executors.thread import ThreadExecutor
 
@@ -23,5 +40,26 @@ def make_executor(pool: str, app: App, concurrency: int) -> Executor:
     if pool == "async":
         from conveyor.worker.executors.async_ import AsyncExecutor
 
-        return AsyncExecutor(app)
+        return AsyncExecutor(app, concurrency=concurrency)
+    if pool == "process":
+        from conveyor.worker.executors.process import ProcessExecutor
+
+        return ProcessExecutor(
+            app,
+            concurrency,
+            app_spec=app_spec,
+            max_jobs_per_child=max_jobs_per_child,
+            max_memory_mib=max_memory_per_child,
+        )
+    if pool == "interpreter":
+        from conveyor.worker.executors.interpreter import InterpreterExecutor
+
+        if max_memory_per_child is not None:
+            raise ConfigurationError(
+                "--max-memory-per-child applies to --pool process only: subinterpreters "
+                "share one process's memory"
+            )
+        return InterpreterExecutor(
+            app, concurrency, app_spec=app_spec, max_jobs_per_child=max_jobs_per_child
+        )
     raise ConfigurationError(f"unknown pool {pool!r}; choose one of {', '.join(POOLS)}")

@@ -1,9 +1,10 @@
 """Async pool: every job is a task on one event loop.
 
 ``async def`` tasks run on the loop: a timeout cancels them (``asyncio.timeout``) and a
-cancel request cancels them at their next ``await``. Sync tasks run in the loop's default
-thread pool (``asyncio.to_thread``): a cancel request sets ``current_job().cancel_requested``
-but their timeout is not enforced (use the thread pool for those).
+cancel request cancels them at their next ``await``. Sync tasks run on a fixed pool of
+daemon threads (a stopped worker never waits for them): a cancel request sets
+``current_job().cancel_requested`` but their timeout is not enforced (use the thread
+pool for those).
 
 The loop is the executor's own (a thread), or the caller's when the worker runs inside
 an existing loop (``await worker.arun()``).
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING
 from conveyor.backends.base import ClaimedJob
 from conveyor.context import JobContext
 from conveyor.worker.executors.base import DoneCallback
+from conveyor.worker.executors.daemon_pool import DaemonThreadPool
 from conveyor.worker.runner import run_async
 
 if TYPE_CHECKING:
@@ -34,8 +36,13 @@ class AsyncExecutor:
 
     name = "async"
 
-    def __init__(self, app: App, loop: asyncio.AbstractEventLoop | None = None) -> None:
+    def __init__(
+        self, app: App, loop: asyncio.AbstractEventLoop | None = None, concurrency: int = 10
+    ) -> None:
         self._app = app
+        # Sync tasks run on daemon threads: a task ignoring cancellation must not keep a
+        # stopped worker process from exiting (the default executor is joined at exit).
+        self._sync_pool = DaemonThreadPool(concurrency)
         self._loop = loop
         self._own_loop = loop is None
         self._thread: threading.Thread | None = None
@@ -62,7 +69,7 @@ class AsyncExecutor:
     async def _run(self, job: ClaimedJob, ctx: JobContext) -> None:
         assert self._done is not None
         try:
-            outcome = await run_async(self._app, job, ctx)
+            outcome = await run_async(self._app, job, ctx, self._sync_pool.run)
         finally:
             self._tasks.pop(job.id, None)
         self._done(job, outcome)

@@ -40,12 +40,13 @@ log = logging.getLogger("conveyor.worker")
 class _Watchdog:
     """Raises JobTimeout in threads whose job passed its deadline."""
 
-    def __init__(self) -> None:
+    def __init__(self, daemon: bool = True) -> None:
+        # daemon=False inside subinterpreters, where daemon threads are not allowed.
         self._cond = threading.Condition()
         self._heap: list[tuple[float, str]] = []
         self._armed: dict[str, int] = {}  # job id -> thread ident
         self._stopped = False
-        self._thread = threading.Thread(target=self._loop, name="conveyor-watchdog", daemon=True)
+        self._thread = threading.Thread(target=self._loop, name="conveyor-watchdog", daemon=daemon)
         self._thread.start()
 
     def arm(self, job_id: str, timeout: float) -> None:

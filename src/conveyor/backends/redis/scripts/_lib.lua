@@ -14,6 +14,7 @@
 local BASE = KEYS[1]
 local function k_job(id) return BASE .. 'job:' .. id end
 local function k_attempts(id) return BASE .. 'attempts:' .. id end
+local function k_logs(id) return BASE .. 'logs:' .. id end
 local function k_done(id) return BASE .. 'done:' .. id end
 local function k_ready(queue) return BASE .. 'ready:' .. queue end
 local function k_inflight(worker) return BASE .. 'inflight:' .. worker end
@@ -108,6 +109,7 @@ end
 local function finished(expiry_key, id, state, queue, ttl, t, watched)
   redis.call('EXPIRE', k_job(id), ttl)
   redis.call('EXPIRE', k_attempts(id), ttl)
+  redis.call('EXPIRE', k_logs(id), ttl)
   redis.call('ZADD', expiry_key, fmt(t + ttl), expiry_member(state, queue, id))
   notify_done(id, watched)
 end

@@ -26,8 +26,9 @@ local function take(i, want)
     local key = k_job(id)
     local f = redis.call('HMGET', key, 'state', 'task', 'queue', 'payload', 'attempt',
       'max_attempts', 'token', 'timeout', 'lease', 'run_at', 'rescues', 'priority')
-    -- A ready entry whose hash is gone or moved on is index debris: drop it.
-    if f[1] == 'queued' then
+    -- A ready entry whose hash is gone or moved on is index debris: drop it. A job over
+    -- its limit is deferred by limit_admit (_limits.lua), no attempt counted.
+    if f[1] == 'queued' and limit_admit(id, key, f[3], t) then
       local attempt = tostring(tonumber(f[5]) + 1)
       local token = tostring(tonumber(f[7]) + 1)
       local lease_until = fmt(t + tonumber(f[9]))
@@ -44,9 +45,19 @@ local function take(i, want)
   if #popped < want * 2 then empty[i] = true end
 end
 
+-- Paused queues (queue_pause) are skipped: marked empty, so neither pass takes from
+-- them. Checked here, inside the claim, so every worker obeys at its next claim.
+local paused = BASE .. 'paused'
+if redis.call('EXISTS', paused) == 1 then
+  for i = 1, nq do
+    local queue = string.sub(KEYS[6 + i], #BASE + 7) -- strip '<base>ready:'
+    if redis.call('SISMEMBER', paused, queue) == 1 then empty[i] = true end
+  end
+end
+
 for i = 1, nq do
   local want = math.min(tonumber(ARGV[3 + i]), remaining)
-  if want > 0 then take(i, want) end
+  if want > 0 and not empty[i] then take(i, want) end
 end
 for i = 1, nq do
   if remaining <= 0 then break end

@@ -1,15 +1,36 @@
 -- job_delete: delete jobs in any state, with their history and index entries.
 -- KEYS[1] base "{prefix}:"   KEYS[2] jobs (id index zset)   KEYS[3] scheduled zset
 -- KEYS[4] expiry zset        KEYS[5] counts hash
--- ARGV: job ids
--- Derived: job:<id>, attempts:<id>, done:<id>, ready:<queue>, inflight:<worker>.
+-- ARGV[1] result TTL seconds (for dependants cancelled here)   ARGV[2..] job ids
+-- Derived: job:<id>, attempts:<id>, done:<id>, ready:<queue>, inflight:<worker>;
+--   workflow keys of _flow.lua.
 -- A deleted running job's worker will have its finish refused (fencing). Waiters are
--- woken so they see the job is gone. Returns the number of jobs deleted.
+-- woken so they see the job is gone. Dependants of a job deleted before it succeeded are
+-- cancelled ("dependency <id> was deleted"), as it can never release them; the job's
+-- workflow edges go with it. Returns the number of jobs deleted.
+local t = now()
+local ttl = tonumber(ARGV[1])
 local deleted = 0
-for _, id in ipairs(ARGV) do
+local ids = {unpack(ARGV, 2)}
+local gone = {}
+for _, id in ipairs(ids) do
+  local f = redis.call('HMGET', k_job(id), 'state', 'flow')
+  if f[2] and f[1] ~= 'succeeded' then gone[#gone + 1] = {id, 'was deleted'} end
+end
+settle({}, gone, t, ttl)
+for _, id in ipairs(ids) do
   local key = k_job(id)
-  local f = redis.call('HMGET', key, 'state', 'queue', 'worker_id', 'watched')
+  local f = redis.call('HMGET', key, 'state', 'queue', 'worker_id', 'watched', 'flow')
   local state, queue = f[1], f[2]
+  if f[5] then
+    for _, parent in ipairs(redis.call('LRANGE', k_deps(id), 0, -1)) do
+      redis.call('SREM', k_children(parent), id)
+    end
+    for _, child in ipairs(redis.call('SMEMBERS', k_children(id))) do
+      redis.call('LREM', k_deps(child), 0, id)
+    end
+    redis.call('DEL', k_deps(id), k_children(id))
+  end
   if state then
     if state == 'queued' then
       redis.call('ZREM', k_ready(queue), id)
@@ -20,7 +41,7 @@ for _, id in ipairs(ARGV) do
     else
       redis.call('ZREM', KEYS[4], expiry_member(state, queue, id))
     end
-    redis.call('DEL', key, k_attempts(id))
+    redis.call('DEL', key, k_attempts(id), k_logs(id))
     redis.call('ZREM', KEYS[2], id)
     count(state, queue, -1)
     notify_done(id, f[4])
@@ -28,4 +49,5 @@ for _, id in ipairs(ARGV) do
   end
 end
 flush_counts(KEYS[5])
+wake(K_WAKE, flow_woken)
 return deleted

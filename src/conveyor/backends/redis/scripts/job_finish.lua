@@ -3,24 +3,31 @@
 -- KEYS[4] counts hash        KEYS[5] wake list        KEYS[6] jobs (id index zset)
 -- ARGV[1] result TTL in seconds (finished jobs and their attempts expire after it)
 -- ARGV[2]: JSON array, one array per job: [id, token (int), kind (s succeeded,
---   r retry, d dead, c cancelled, x drop), worker_id, attempt (int), result, error,
+--   r retry, d dead, c cancelled, x drop, z snooze), worker_id, attempt (int), result, error,
 --   reason, run_at, started_at, finished_at]; times are decimal strings; null = NULL
 -- Derived: job:<id>, attempts:<id>, done:<id>, inflight:<worker>.
 -- A job is changed only if it is running under that token; the others are refused
 -- (a stale worker) and returned. The attempt record and the state change are written
 -- by this one script, so a crash can never split "record the retry" from "ack".
+-- Snooze (z): back to scheduled at run_at with the attempt given back, recorded as a
+-- "snoozed" attempt; a cancel requested meanwhile wins (the job ends cancelled).
+-- Workflows: a job with field flow = '1' that ended moves its dependants (settle in
+-- _flow.lua) in this script: ready with results piped, or cancelled transitively.
 local t = now()
 local ts = fmt(t)
 local ttl = tonumber(ARGV[1])
 local refused = {}
 local retried = 0
-local outcome_of = {s = 'succeeded', r = 'failed', d = 'dead', c = 'cancelled'}
+local outcome_of = {s = 'succeeded', r = 'failed', d = 'dead', c = 'cancelled', z = 'snoozed'}
 local state_of = {s = 'succeeded', d = 'dead', c = 'cancelled'}
+local ended_ok, ended_bad = {}, {} -- workflow jobs that ended (settle's arguments)
+local parent_failed = {d = 'ended dead', c = 'was cancelled', x = 'was dropped'}
 local function arg(v) if v == cjson.null then return false end return v end
 for _, p in ipairs(cjson.decode(ARGV[2])) do
   local id, token, kind = p[1], string.format('%d', p[2]), p[3]
   local key = k_job(id)
-  local f = redis.call('HMGET', key, 'state', 'token', 'queue', 'worker_id', 'watched')
+  local f = redis.call('HMGET', key, 'state', 'token', 'queue', 'worker_id', 'watched',
+    'cancel_requested', 'flow')
   if f[1] ~= 'running' or f[2] ~= token then
     refused[#refused + 1] = id
   else
@@ -28,10 +35,15 @@ for _, p in ipairs(cjson.decode(ARGV[2])) do
     if f[4] then redis.call('SREM', k_inflight(f[4]), id) end
     count('running', queue, -1)
     local err, reason = arg(p[7]), arg(p[8])
+    if kind == 'z' and f[6] == '1' then
+      -- snoozing a job whose cancel was requested: it ends cancelled with that reason
+      kind = 'c'
+      reason = redis.call('HGET', key, 'reason') or 'cancelled while running'
+    end
     local fin = arg(p[11]) or ts
     if kind == 'x' then
       -- drop: the row and its history go, as SQLite's DELETE
-      redis.call('DEL', key, k_attempts(id))
+      redis.call('DEL', key, k_attempts(id), k_logs(id))
       redis.call('ZREM', KEYS[6], id)
       notify_done(id, f[5])
     else
@@ -41,6 +53,14 @@ for _, p in ipairs(cjson.decode(ARGV[2])) do
         local run_at = arg(p[9]) or ts
         hset_nullable(key, {'state', 'scheduled', 'run_at', run_at, 'error', err,
           'reason', reason, 'worker_id', false, 'lease_until', false})
+        redis.call('ZADD', KEYS[2], run_at, id)
+        count('scheduled', queue, 1)
+        retried = retried + 1
+      elseif kind == 'z' then
+        local run_at = arg(p[9]) or ts
+        redis.call('HSET', key, 'state', 'scheduled', 'run_at', run_at)
+        redis.call('HINCRBY', key, 'attempt', -1)
+        redis.call('HDEL', key, 'worker_id', 'lease_until')
         redis.call('ZADD', KEYS[2], run_at, id)
         count('scheduled', queue, 1)
         retried = retried + 1
@@ -58,14 +78,21 @@ for _, p in ipairs(cjson.decode(ARGV[2])) do
         hset_nullable(key, {'state', state_of[kind], 'error', err, 'reason', reason,
           'finished_at', fin, 'worker_id', false, 'lease_until', false})
       end
-      if kind ~= 'r' then
+      if kind ~= 'r' and kind ~= 'z' then
         count(state_of[kind], queue, 1)
         finished(KEYS[3], id, state_of[kind], queue, ttl, t, f[5])
       end
     end
+    if f[7] and kind ~= 'r' and kind ~= 'z' then
+      -- a workflow job ended: its dependants move below, in this same script
+      if kind == 's' then ended_ok[#ended_ok + 1] = id
+      else ended_bad[#ended_bad + 1] = {id, parent_failed[kind]} end
+      flow_expire(id, ttl)
+    end
   end
 end
+settle(ended_ok, ended_bad, t, ttl)
 flush_counts(KEYS[4])
--- A retry may be due at once (no backoff): let an idle worker look.
-wake(KEYS[5], retried)
+-- A retry may be due at once (no backoff), dependants may be ready: let idle workers look.
+wake(KEYS[5], retried + flow_woken)
 return refused

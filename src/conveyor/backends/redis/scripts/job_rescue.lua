@@ -25,6 +25,7 @@ for i = 5, #ARGV do dead[ARGV[i]] = true end
 
 local out = {}
 local requeued = 0
+local lost_flow = {} -- workflow jobs buried here: their dependants are settled below
 
 local function rescue(id, key, worker, f)
   local queue = f[6]
@@ -39,6 +40,10 @@ local function rescue(id, key, worker, f)
       'finished_at', ts)
     count('dead', queue, 1)
     finished(KEYS[6], id, 'dead', queue, ttl, t, f[10])
+    if f[11] then
+      lost_flow[#lost_flow + 1] = {id, 'ended dead (worker lost)'}
+      flow_expire(id, ttl)
+    end
   else
     redis.call('HSET', key, 'state', 'queued', 'rescues', tostring(rescues + 1))
     redis.call('ZADD', k_ready(queue), ready_score(f[7], f[8]), id)
@@ -61,7 +66,7 @@ for _, worker in ipairs(redis.call('SMEMBERS', KEYS[2])) do
       redis.call('SREM', inflight, id) -- debris (e.g. the job was deleted)
     elseif gone or tonumber(s[3]) < stale then
       local f = redis.call('HMGET', key, 'token', 'attempt', 'max_attempts', 'rescues',
-        'started_at', 'queue', 'priority', 'run_at', 'worker_id', 'watched')
+        'started_at', 'queue', 'priority', 'run_at', 'worker_id', 'watched', 'flow')
       rescue(id, key, worker, f)
     end
   end
@@ -77,6 +82,7 @@ for _, worker in ipairs(forget) do
     redis.call('ZREM', KEYS[3], worker)
   end
 end
+settle({}, lost_flow, t, ttl)
 flush_counts(KEYS[4])
-wake(KEYS[5], requeued)
+wake(KEYS[5], requeued + flow_woken)
 return out

@@ -17,6 +17,7 @@ for _, id in ipairs(ARGV) do
     redis.call('HDEL', key, 'finished_at', 'result', 'reason')
     redis.call('PERSIST', key)
     redis.call('PERSIST', k_attempts(id))
+    redis.call('PERSIST', k_logs(id))
     redis.call('DEL', k_done(id))
     redis.call('ZREM', KEYS[2], expiry_member(state, queue, id))
     redis.call('ZADD', k_ready(queue), ready_score(f[3], ts), id)

@@ -1,0 +1,181 @@
+"""The flow-control methods of the Redis backend (kept apart so backend.py stays small).
+
+Snooze is one more finish kind inside ``job_finish.lua``; progress, unique jobs,
+workflows and periodic slots are scripts of their own here (``job_progress.lua``,
+``job_insert_flow.lua``, ``periodic_fire.lua``), sharing ``scripts/_flow.lua``. Limits
+are applied inside ``job_claim.lua`` (``scripts/_limits.lua``). Each is one atomic
+script, as every other transition of the backend.
+
+Example:
+    >>> b = RedisBackend("redis://localhost:6379/0?prefix=demo")  # doctest: +SKIP
+    >>> b.job_progress_many([JobProgressParams("j1", 1, 0.5, "half")])  # doctest: +SKIP
+    ['j1']
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import redis.exceptions
+from redis.commands.core import Script
+
+from conveyor.backends.base import (
+    Dependency,
+    InsertResult,
+    JobDependenciesParams,
+    JobInsertParams,
+    JobProgressParams,
+    PeriodicFireParams,
+    PeriodicRecord,
+)
+from conveyor.backends.redis.records import num
+from conveyor.backends.redis.scripts import load_source
+from conveyor.errors import ConveyorError, JobNotFound
+
+if TYPE_CHECKING:
+    from conveyor.backends.redis.connection import Unavailable
+    from conveyor.backends.redis.keys import Keys
+
+FLOW_FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic"})
+#: Fired slots kept before the oldest slot being fired (seconds), as SQLite's
+#: SLOT_RETENTION: slack for a worker that stalls between reading a schedule and firing.
+SLOT_RETENTION = 86400.0
+_PERIODIC_FIELDS = ("spec", "last_slot", "last_fired_at", "last_job_id", "next_slot")
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+class FlowScripts:
+    """The flow-control scripts, registered on one client (loaded on first use)."""
+
+    def __init__(self, client: Any) -> None:
+        self.job_insert_flow = Script(client, load_source("job_insert_flow"))
+        self.job_progress = Script(client, load_source("job_progress"))
+        self.periodic_fire = Script(client, load_source("periodic_fire"))
+
+
+def flow_job(p: JobInsertParams) -> dict[str, object]:
+    """One job of a ``job_insert_flow`` batch (times as decimal strings; see the script)."""
+    limit = p.limit
+    return {
+        "id": p.id,
+        "task": p.task,
+        "queue": p.queue,
+        "payload": p.payload,
+        "priority": str(int(p.priority)),
+        "run_at": num(p.run_at) or "",
+        "max_attempts": str(int(p.max_attempts)),
+        "timeout": num(p.timeout),
+        "lease": repr(float(p.lease)),
+        "unique_key": p.unique_key,
+        "unique_until": num(p.unique_until),
+        "on_conflict": p.on_conflict,
+        "depends_on": list(p.depends_on),
+        "pipe": p.pipe,
+        "limit": None
+        if limit is None
+        else [
+            limit.key,
+            None if limit.concurrency is None else str(limit.concurrency),
+            None if limit.rate_count is None else str(limit.rate_count),
+            num(limit.rate_period),
+        ],
+    }
+
+
+def raise_insert_error(exc: redis.exceptions.ResponseError) -> None:
+    """Turn the insert scripts' error replies into conveyor's errors (else re-raise)."""
+    text = str(exc)
+    if "NOTFOUND " in text:
+        raise JobNotFound(text.rsplit("NOTFOUND ", 1)[-1]) from None
+    if "DUPLICATE " in text:
+        job_id = text.rsplit("DUPLICATE ", 1)[-1]
+        raise ConveyorError(f"a job with id {job_id!r} already exists") from None
+    raise exc
+
+
+class RedisFlowMixin:
+    """Flow-control methods; mixed into :class:`RedisBackend`."""
+
+    flow_features = FLOW_FEATURES
+
+    if TYPE_CHECKING:
+        keys: Keys
+        _client: Any
+        _guard: Unavailable
+        _ttl: int
+
+    @functools.cached_property
+    def _flow(self) -> FlowScripts:
+        return FlowScripts(self._client)
+
+    def job_dependencies_many(self, params: JobDependenciesParams) -> list[Dependency]:
+        ids = sorted(set(params.ids))  # SQLite orders by child id, then position
+        with self._guard:
+            pipe = self._client.pipeline(transaction=False)
+            for job_id in ids:
+                pipe.lrange(self.keys.base + "deps:" + job_id, 0, -1)
+            found = pipe.execute()
+        return [
+            Dependency(child, parent, position)
+            for child, parents in zip(ids, found, strict=True)
+            for position, parent in enumerate(parents)
+        ]
+
+    def job_insert_flow_many(self, params: Sequence[JobInsertParams]) -> list[InsertResult]:
+        if not params:
+            return []
+        batch = _json([flow_job(p) for p in params])
+        try:
+            with self._guard:
+                reply = self._flow.job_insert_flow([self.keys.base], [self._ttl, batch])
+        except redis.exceptions.ResponseError as exc:
+            raise_insert_error(exc)
+        return [InsertResult(i, bool(ins), bool(rep)) for i, ins, rep in json.loads(reply)]
+
+    def job_progress_many(self, params: Sequence[JobProgressParams]) -> list[str]:
+        if not params:
+            return []
+        batch = [[p.id, p.token, num(p.fraction), p.message] for p in params]
+        with self._guard:
+            refused: list[str] = self._flow.job_progress([self.keys.base], [_json(batch)])
+        return refused
+
+    def periodic_fire(self, params: PeriodicFireParams) -> list[float]:
+        args: list[str | int] = [
+            params.name,
+            params.spec,
+            "" if params.next_slot is None else repr(float(params.next_slot)),
+            repr(SLOT_RETENTION),
+            self._ttl,
+            _json([[repr(float(slot)), flow_job(job)] for slot, job in params.slots]),
+        ]
+        try:
+            with self._guard:
+                fired: list[str] = self._flow.periodic_fire([self.keys.base], args)
+        except redis.exceptions.ResponseError as exc:
+            raise_insert_error(exc)
+        return [float(s) for s in fired]
+
+    def periodic_list(self) -> list[PeriodicRecord]:
+        base = self.keys.base
+        with self._guard:
+            names = sorted(self._client.smembers(base + "periodic"))
+            pipe = self._client.pipeline(transaction=False)
+            for name in names:
+                pipe.hmget(base + "periodic:" + name, _PERIODIC_FIELDS)
+            found = pipe.execute()
+
+        def opt(v: str | None) -> float | None:
+            return None if v is None else float(v)
+
+        return [
+            PeriodicRecord(name, str(v[0]), opt(v[1]), opt(v[2]), v[3], opt(v[4]))
+            for name, v in zip(names, found, strict=True)
+            if v[0] is not None
+        ]

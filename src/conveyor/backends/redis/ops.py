@@ -1,0 +1,330 @@
+"""Operations on the Redis backend: listing and counting by filter, purge, pause and
+resume, per-job logs, import (``conveyor migrate``) and the integrity audit.
+
+A mixin of :class:`~conveyor.backends.redis.backend.RedisBackend`, kept apart from the
+transitions in ``backend.py``; writes are Lua scripts of their own (``scripts/queue_pause``,
+``job_log_insert``, ``job_purge``, ``job_import``, ``integrity_check``), registered here
+so the hot path's ``Scripts`` stays as it is.
+
+Costs differ from SQLite: there is no secondary index by task, state or argument, so
+``job_list``/``job_count`` with a filter scan the id index and read every job hash (in
+pages, pipelined); ``job_purge`` walks the finished-job index. Fine for ops commands;
+``docs/redis.md`` says so.
+
+Example:
+    >>> b = RedisBackend("redis://localhost:6379/0?prefix=demo")  # doctest: +SKIP
+    >>> b.queue_pause(QueuePauseParams("mail"))  # doctest: +SKIP
+    >>> [(q.queue, q.paused) for q in b.queue_list()]  # doctest: +SKIP
+    [('mail', True)]
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from redis.commands.core import Script
+
+from conveyor.backends.base import (
+    IntegrityCheckParams,
+    IntegrityProblem,
+    JobCountParams,
+    JobFilter,
+    JobImport,
+    JobImportParams,
+    JobListParams,
+    JobLogInsertParams,
+    JobLogListParams,
+    JobLogRecord,
+    JobPurgeParams,
+    JobRecord,
+    QueueInfo,
+    QueuePauseParams,
+    QueueResumeParams,
+)
+from conveyor.backends.redis import integrity, reads
+from conveyor.backends.redis.connection import Unavailable
+from conveyor.backends.redis.filters import matches
+from conveyor.backends.redis.keys import Keys
+from conveyor.backends.redis.scripts import load_source
+from conveyor.backends.sqlite.ops import TRUNCATED_LOGGER, TRUNCATED_MESSAGE
+from conveyor.errors import ConveyorError
+from conveyor.states import FINISHED_STATES, JobState
+
+#: Ids read per round trip when a filter scans the id index.
+SCAN_PAGE = 500
+#: Finished-index entries one purge script call reads (bounds how long it holds Redis).
+PURGE_PAGE = 2000
+#: Jobs per import script call.
+IMPORT_CHUNK = 200
+#: Job hash fields an import writes (the rest of JobRecord is per-claim state).
+_IMPORT_FIELDS = (
+    "id",
+    "task",
+    "queue",
+    "state",
+    "priority",
+    "payload",
+    "attempt",
+    "max_attempts",
+    "rescues",
+    "token",
+    "run_at",
+    "created_at",
+    "timeout",
+    "lease",
+    "cancel_requested",
+    "result",
+    "error",
+    "reason",
+    "started_at",
+    "finished_at",
+)
+IMPORTABLE = frozenset({JobState.QUEUED, JobState.SCHEDULED, *FINISHED_STATES})
+
+
+class _OpsScripts:
+    """The ops scripts, registered on one client (EVALSHA, reloaded after a restart)."""
+
+    def __init__(self, client: Any) -> None:
+        def load(name: str) -> Script:
+            return Script(client, load_source(name))
+
+        self.integrity_check = load("integrity_check")
+        self.job_import = load("job_import")
+        self.job_log_insert = load("job_log_insert")
+        self.job_purge = load("job_purge")
+        self.queue_pause = load("queue_pause")
+
+
+def _field(value: object) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def _log_json(r: JobLogRecord) -> str:
+    return json.dumps(
+        {
+            "attempt": r.attempt,
+            "ts": r.ts,
+            "level": r.level,
+            "logger": r.logger,
+            "message": r.message,
+        },
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+
+
+class RedisOpsMixin:
+    """Ops methods of :class:`~conveyor.backends.redis.backend.RedisBackend`."""
+
+    #: operations features this backend implements (see ``tests/support/features.py``)
+    ops_features = frozenset({"filters", "purge", "queues", "logs", "integrity"})
+
+    keys: Keys
+    _client: Any
+    _guard: Unavailable
+    _ttl: int
+    _ops_scripts: _OpsScripts | None = None
+
+    def _prune(self) -> None:
+        raise NotImplementedError  # RedisBackend's
+
+    def _server_time(self) -> float:
+        raise NotImplementedError  # RedisBackend's
+
+    @property
+    def _ops(self) -> _OpsScripts:
+        if self._ops_scripts is None:
+            self._ops_scripts = _OpsScripts(self._client)
+        return self._ops_scripts
+
+    # -- jobs by filter ------------------------------------------------------------------
+
+    def _scan(self, filters: Sequence[JobFilter], after_id: str | None) -> Iterator[JobRecord]:
+        """Matching jobs in id order after ``after_id`` (one page of hashes per trip)."""
+        cursor = "-" if after_id is None else "(" + after_id
+        while True:
+            ids = self._client.zrangebylex(self.keys.jobs, cursor, "+", 0, SCAN_PAGE)
+            for record in reads.get_jobs(self._client, self.keys, ids):
+                if all(matches(f, record) for f in filters):
+                    yield record
+            if len(ids) < SCAN_PAGE:
+                return
+            cursor = "(" + ids[-1]
+
+    def job_list(self, params: JobListParams) -> list[JobRecord]:
+        legacy = JobFilter(
+            queue=params.queue, task=params.task, states=(params.state,) if params.state else ()
+        )
+        filters = [legacy, params.filter or JobFilter()]
+        found: list[JobRecord] = []
+        with self._guard:
+            self._prune()
+            for record in self._scan(filters, params.after_id):
+                found.append(record)
+                if len(found) >= params.limit:
+                    break
+        return found
+
+    def job_count(self, params: JobCountParams) -> int:
+        with self._guard:
+            self._prune()
+            if params.filter == JobFilter():
+                return int(self._client.zcard(self.keys.jobs))
+            return sum(1 for _ in self._scan([params.filter], None))
+
+    def job_purge(self, params: JobPurgeParams) -> int:
+        k = self.keys
+        keys = [k.base, k.jobs, k.expiry, k.counts]
+        states = [str(s) for s in params.states]
+        deleted, offset = 0, 0
+        with self._guard:
+            self._prune()
+            while deleted < params.limit:
+                args: list[str | int] = [
+                    repr(params.finished_before), params.limit - deleted, offset, PURGE_PAGE
+                ]  # fmt: skip
+                gone, read = self._ops.job_purge(keys, [*args, *states])
+                deleted += int(gone)
+                # Deleted entries left the index: the next page starts that much earlier.
+                offset += int(read) - int(gone)
+                if int(read) < PURGE_PAGE:  # the end of the index
+                    break
+        return deleted
+
+    # -- queues --------------------------------------------------------------------------
+
+    def queue_list(self) -> list[QueueInfo]:
+        with self._guard:
+            self._prune()
+            stats = reads.queue_stats(self._client, self.keys, self._server_time())
+            paused = set(self._client.smembers(self.keys.paused))
+        by_name = {s.queue: s for s in stats}
+        return [
+            QueueInfo(
+                name,
+                name in paused,
+                by_name[name].counts if name in by_name else {},
+                by_name[name].oldest_ready_age if name in by_name else None,
+            )
+            for name in sorted(set(by_name) | paused)
+        ]
+
+    def queue_pause(self, params: QueuePauseParams) -> None:
+        self._set_paused(params.queue, True)
+
+    def queue_resume(self, params: QueueResumeParams) -> None:
+        self._set_paused(params.queue, False)
+
+    def _set_paused(self, queue: str, paused: bool) -> None:
+        k = self.keys
+        with self._guard:
+            self._ops.queue_pause([k.base, k.paused, k.wake], [queue, "1" if paused else "0"])
+
+    # -- logs ----------------------------------------------------------------------------
+
+    def job_log_insert_many(self, params: JobLogInsertParams) -> int:
+        groups: dict[str, list[JobLogRecord]] = {}
+        for r in params.records:
+            groups.setdefault(r.job_id, []).append(r)
+        if not groups:
+            return 0
+        batch = [
+            [job_id, [_log_json(r) for r in recs], [[str(r.attempt), repr(r.ts)] for r in recs]]
+            for job_id, recs in groups.items()
+        ]
+        limit = params.max_per_job
+        with self._guard:
+            return int(
+                self._ops.job_log_insert(
+                    [self.keys.base],
+                    [
+                        limit,
+                        TRUNCATED_MESSAGE.format(limit=limit),
+                        TRUNCATED_LOGGER,
+                        json.dumps(batch, ensure_ascii=False, separators=(",", ":")),
+                    ],
+                )
+            )
+
+    def job_log_list(self, params: JobLogListParams) -> list[JobLogRecord]:
+        if params.limit <= 0:
+            return []
+        with self._guard:
+            entries = self._client.lrange(self.keys.logs(params.job_id), 0, params.limit - 1)
+        out = []
+        for e in entries:
+            d = json.loads(e)
+            out.append(
+                JobLogRecord(
+                    params.job_id,
+                    int(d["attempt"]),
+                    float(d["ts"]),
+                    str(d["level"]),
+                    str(d["logger"]),
+                    str(d["message"]),
+                )
+            )
+        return out
+
+    # -- import (conveyor migrate) -------------------------------------------------------
+
+    def job_import_many(self, params: JobImportParams) -> list[str]:
+        jobs = list(params.jobs)
+        for item in jobs:  # checked before anything is written: a script is not rolled back
+            if item.job.state not in IMPORTABLE:
+                raise ConveyorError(f"cannot import job {item.job.id} in state {item.job.state}")
+        k = self.keys
+        keys = [k.base, k.jobs, k.scheduled, k.expiry, k.counts, k.wake]
+        inserted: list[str] = []
+        with self._guard:
+            for start in range(0, len(jobs), IMPORT_CHUNK):
+                batch = [_import_entry(j) for j in jobs[start : start + IMPORT_CHUNK]]
+                inserted += self._ops.job_import(
+                    keys, [self._ttl, json.dumps(batch, ensure_ascii=False)]
+                )
+        return inserted
+
+    # -- audit ---------------------------------------------------------------------------
+
+    def integrity_check(self, params: IntegrityCheckParams) -> list[IntegrityProblem]:
+        with self._guard:
+            self._prune()
+            return integrity.audit(
+                self._client, self.keys, self._ops.integrity_check, params.heartbeat_ttl
+            )
+
+
+def _import_entry(item: JobImport) -> list[object]:
+    j = item.job
+    fields: list[str] = []
+    for name in _IMPORT_FIELDS:
+        value = getattr(j, name)
+        if value is not None:
+            fields += [name, _field(value)]
+    attempts = [
+        json.dumps(
+            {
+                "job_id": j.id,
+                "attempt": a.attempt,
+                "token": a.token,
+                "worker_id": a.worker_id,
+                "started_at": a.started_at,
+                "finished_at": a.finished_at,
+                "outcome": a.outcome,
+                "error": a.error,
+            },
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
+        for a in item.attempts
+    ]
+    run_at = repr(float(j.run_at))
+    return [j.id, j.queue, str(j.state), str(j.priority), run_at, fields, attempts,
+            [_log_json(r) for r in item.logs]]  # fmt: skip

@@ -1,0 +1,295 @@
+-- _flow.lua: unique jobs and workflows, shared by job_insert_flow, periodic_fire and
+-- the scripts that end jobs (job_finish, job_cancel, job_rescue, job_delete), so a
+-- dependant moves in the same script as its parent's end (as SQLite's one transaction).
+-- Prepended after _lib.lua; defines local functions only.
+--
+-- Derived keys (same hash tag as KEYS[1]):
+--   deps:<id>      list of the job's parent ids, in depends_on order
+--   children:<id>  set of jobs waiting on this one (only while it is unfinished)
+--   unique         hash "len(task):task" .. unique_key -> id of the job holding the key
+--   limits         hash limit key -> "concurrency|rate_count|rate_period" ('' = none)
+-- Job hash fields added: waiting_on, pipe, unique_key, unique_until, limit_key,
+-- progress, progress_message, and flow = '1' on a job with parents or children (its
+-- deps/children keys then get the job's result TTL when it finishes).
+
+local function k_deps(id) return BASE .. 'deps:' .. id end
+local function k_children(id) return BASE .. 'children:' .. id end
+local K_UNIQUE, K_LIMITS = BASE .. 'unique', BASE .. 'limits'
+local K_JOBS, K_SCHEDULED, K_EXPIRY = BASE .. 'jobs', BASE .. 'scheduled', BASE .. 'expiry'
+local K_COUNTS, K_WAKE = BASE .. 'counts', BASE .. 'wake'
+local PIPE_FAILURE = '3'
+local flow_woken = 0 -- jobs made ready by this script (the caller wakes workers)
+
+local function is_final(state)
+  return state == 'succeeded' or state == 'dead' or state == 'cancelled'
+end
+
+-- Put a JSON value first in a payload's args. Payloads are written by conveyor's codec
+-- as {"args":[...],"kwargs":{...}}: splice the text, so numbers and empty containers
+-- survive byte for byte (a cjson round trip would turn [] into {} and round floats).
+local function prepend_arg(payload, value)
+  local head = '{"args":['
+  if string.sub(payload, 1, #head) == head then
+    local rest = string.sub(payload, #head + 1)
+    if string.sub(rest, 1, 1) == ']' then return head .. value .. rest end
+    return head .. value .. ',' .. rest
+  end
+  local data = cjson.decode(payload)
+  table.insert(data.args, 1, cjson.decode(value))
+  return cjson.encode(data)
+end
+
+-- The parents' results for a child: pipe 1 the one result, pipe 2 the list in order.
+local function piped_results(child, pipe)
+  local parents = redis.call('LRANGE', k_deps(child), 0, -1)
+  local results = {}
+  for i, parent in ipairs(parents) do
+    results[i] = redis.call('HGET', k_job(parent), 'result') or 'null'
+  end
+  if pipe == '1' then return results[1] or 'null' end
+  return '[' .. table.concat(results, ',') .. ']'
+end
+
+-- What happened to a failed parent, first argument of its on_failure handler.
+local function failure_info(parent, why)
+  local f = redis.call('HMGET', k_job(parent), 'state', 'reason', 'error')
+  return '{"job_id":' .. cjson.encode(parent) .. ',"state":' .. cjson.encode(f[1] or 'deleted')
+    .. ',"reason":' .. cjson.encode(f[2] or why) .. ',"error":' .. (f[3] or 'null') .. '}'
+end
+
+-- A job with parents or children ended: its workflow keys expire with it.
+local function flow_expire(id, ttl)
+  redis.call('EXPIRE', k_deps(id), ttl)
+  redis.call('EXPIRE', k_children(id), ttl)
+end
+
+-- A waiting job whose wait is over: scheduled if its run_at is ahead, else ready.
+local function ready_up(id, key, queue, priority, run_at, t)
+  count('waiting', queue, -1)
+  if tonumber(run_at) > t then
+    redis.call('HSET', key, 'state', 'scheduled', 'waiting_on', '0')
+    redis.call('ZADD', K_SCHEDULED, run_at, id)
+    count('scheduled', queue, 1)
+  else
+    redis.call('HSET', key, 'state', 'queued', 'waiting_on', '0')
+    redis.call('ZADD', k_ready(queue), ready_score(priority, run_at), id)
+    count('queued', queue, 1)
+  end
+  flow_woken = flow_woken + 1
+end
+
+local function cancel_waiting(id, key, queue, reason, t, ttl, watched)
+  redis.call('HSET', key, 'state', 'cancelled', 'reason', reason, 'finished_at', fmt(t),
+    'waiting_on', '0')
+  count('waiting', queue, -1)
+  count('cancelled', queue, 1)
+  finished(K_EXPIRY, id, 'cancelled', queue, ttl, t, watched)
+  flow_expire(id, ttl)
+end
+
+local function not_needed(parent)
+  return 'dependency ' .. parent .. ' succeeded: failure handler not needed'
+end
+
+-- Move the dependants of ended parents (same rules as SQLite's workflow.settle):
+-- succeeded: one parent fewer to wait for (ready at zero, with results piped);
+-- failed ({id, why} pairs: dead, cancelled, dropped, deleted): cancelled with the
+-- reason "dependency <id> <why>", transitively; an on_failure handler (pipe 3) is the
+-- other way round: ready when its parent fails, cancelled when it succeeds.
+local function settle(succeeded, failed, t, ttl)
+  local pending = {}
+  for _, item in ipairs(failed) do pending[#pending + 1] = item end
+  for _, parent in ipairs(succeeded) do
+    for _, child in ipairs(redis.call('SMEMBERS', k_children(parent))) do
+      local key = k_job(child)
+      local f = redis.call('HMGET', key, 'state', 'pipe', 'queue', 'priority', 'run_at',
+        'payload', 'watched')
+      if f[1] == 'waiting' then
+        if f[2] == PIPE_FAILURE then
+          cancel_waiting(child, key, f[3], not_needed(parent), t, ttl, f[7])
+          pending[#pending + 1] = {child, 'was cancelled'}
+        elseif redis.call('HINCRBY', key, 'waiting_on', -1) <= 0 then
+          if f[2] == '1' or f[2] == '2' then
+            redis.call('HSET', key, 'payload', prepend_arg(f[6], piped_results(child, f[2])))
+          end
+          ready_up(child, key, f[3], f[4], f[5], t)
+        end
+      end
+    end
+  end
+  while #pending > 0 do
+    local item = table.remove(pending)
+    local parent, why = item[1], item[2]
+    for _, child in ipairs(redis.call('SMEMBERS', k_children(parent))) do
+      local key = k_job(child)
+      local f = redis.call('HMGET', key, 'state', 'pipe', 'queue', 'priority', 'run_at',
+        'payload', 'watched')
+      if f[1] == 'waiting' then
+        if f[2] == PIPE_FAILURE then -- on_failure: this is what it waited for
+          redis.call('HSET', key, 'payload', prepend_arg(f[6], failure_info(parent, why)))
+          ready_up(child, key, f[3], f[4], f[5], t)
+        else
+          cancel_waiting(child, key, f[3], 'dependency ' .. parent .. ' ' .. why, t, ttl, f[7])
+          pending[#pending + 1] = {child, 'was cancelled'}
+        end
+      end
+    end
+  end
+end
+
+-- Unique keys: the holder's field in the unique hash.
+local function unique_field(task, ukey) return #task .. ':' .. task .. ukey end
+
+-- Settle a unique conflict for job params p (see job_insert_flow.lua for the fields).
+-- Returns nil when the key is free (an ended holder past its window gives it up), or
+-- {holder id, replaced} when a job holds it.
+local function unique_conflict(p, run_at, t)
+  local field = unique_field(p.task, p.unique_key)
+  local holder = redis.call('HGET', K_UNIQUE, field)
+  if not holder then return nil end
+  local key = k_job(holder)
+  local f = redis.call('HMGET', key, 'state', 'unique_until', 'queue', 'priority', 'run_at')
+  local state = f[1]
+  if not state or (is_final(state) and (not f[2] or tonumber(f[2]) <= t)) then
+    redis.call('HDEL', K_UNIQUE, field)
+    if state then redis.call('HDEL', key, 'unique_key', 'unique_until') end
+    return nil
+  end
+  if p.on_conflict ~= 'replace' or not (state == 'queued' or state == 'scheduled'
+      or state == 'waiting') then
+    return {holder, false}
+  end
+  -- Debounce: the newest arguments and run time win; a waiting job keeps waiting.
+  local new_state = state
+  if state ~= 'waiting' then
+    new_state = (tonumber(run_at) > t) and 'scheduled' or 'queued'
+    if state == 'queued' then redis.call('ZREM', k_ready(f[3]), holder)
+    else redis.call('ZREM', K_SCHEDULED, holder) end
+    if new_state == 'queued' then
+      redis.call('ZADD', k_ready(f[3]), ready_score(f[4], run_at), holder)
+      flow_woken = flow_woken + 1
+    else
+      redis.call('ZADD', K_SCHEDULED, run_at, holder)
+    end
+    count(state, f[3], -1)
+    count(new_state, f[3], 1)
+  end
+  local until_ = p.unique_until
+  if until_ == cjson.null then until_ = false end
+  hset_nullable(key, {'payload', p.payload, 'run_at', run_at, 'state', new_state,
+    'unique_until', until_})
+  return {holder, true}
+end
+
+-- Check a batch before writing anything (scripts do not roll back): no id twice, no id
+-- that exists, every parent earlier in the batch or stored. Returns an error reply or nil.
+local function flow_validate(jobs)
+  local seen = {}
+  for _, p in ipairs(jobs) do
+    if seen[p.id] or redis.call('EXISTS', k_job(p.id)) == 1 then
+      return redis.error_reply('DUPLICATE ' .. p.id)
+    end
+    for _, parent in ipairs(p.depends_on) do
+      if not seen[parent] and redis.call('EXISTS', k_job(parent)) == 0 then
+        return redis.error_reply('NOTFOUND ' .. parent)
+      end
+    end
+    seen[p.id] = true
+  end
+  return nil
+end
+
+local function opt(v) if v == cjson.null or v == '' then return false end return v end
+
+-- Insert one validated job (unique key, parents, limit); `standing` maps ids asked for
+-- to the ids that stand (unique conflicts earlier in the batch). Returns {id, inserted,
+-- replaced}, like InsertResult.
+local function flow_insert(p, standing, t, ttl)
+  local ts = fmt(t)
+  local run_at = opt(p.run_at) or ts
+  if opt(p.unique_key) then
+    local conflict = unique_conflict(p, run_at, t)
+    if conflict then
+      standing[p.id] = conflict[1]
+      return {conflict[1], false, conflict[2]}
+    end
+  end
+  local state = (tonumber(run_at) > t) and 'scheduled' or 'queued'
+  local payload, reason, finished_at, waiting = p.payload, false, false, 0
+  local pipe = tostring(p.pipe or 0)
+  local parents, states = {}, {}
+  for i, d in ipairs(p.depends_on) do
+    parents[i] = standing[d] or d
+    states[i] = redis.call('HGET', k_job(parents[i]), 'state')
+  end
+  if #parents > 0 then
+    local failed
+    for i, s in ipairs(states) do
+      if s == 'dead' or s == 'cancelled' then failed = failed or i end
+      if s ~= 'succeeded' then waiting = waiting + 1 end
+    end
+    if pipe == PIPE_FAILURE then
+      if states[1] == 'succeeded' then
+        state, waiting, reason, finished_at = 'cancelled', 0, not_needed(parents[1]), ts
+      elseif failed then
+        waiting = 0
+        payload = prepend_arg(payload, failure_info(parents[1], 'failed'))
+      else
+        state = 'waiting'
+      end
+    elseif failed then
+      state, waiting, finished_at = 'cancelled', 0, ts
+      reason = 'dependency ' .. parents[failed] .. ' ended ' .. states[failed]
+    elseif waiting > 0 then
+      state = 'waiting'
+    elseif pipe == '1' or pipe == '2' then
+      local results = {}
+      for i, parent in ipairs(parents) do
+        results[i] = redis.call('HGET', k_job(parent), 'result') or 'null'
+      end
+      payload = prepend_arg(payload, pipe == '1' and results[1]
+        or '[' .. table.concat(results, ',') .. ']')
+    end
+  end
+  local key = k_job(p.id)
+  local limit = opt(p.limit)
+  hset_nullable(key, {'id', p.id, 'task', p.task, 'queue', p.queue, 'state', state,
+    'priority', p.priority, 'payload', payload, 'attempt', '0',
+    'max_attempts', p.max_attempts, 'rescues', '0', 'token', '0', 'run_at', run_at,
+    'created_at', ts, 'lease', p.lease, 'cancel_requested', '0', 'timeout', opt(p.timeout),
+    'unique_key', opt(p.unique_key), 'unique_until', opt(p.unique_until),
+    'waiting_on', tostring(waiting), 'pipe', pipe, 'limit_key', limit and limit[1],
+    'reason', reason, 'finished_at', finished_at, 'flow', #parents > 0 and '1'})
+  redis.call('ZADD', K_JOBS, 0, p.id)
+  count(state, p.queue, 1)
+  if state == 'queued' then
+    redis.call('ZADD', k_ready(p.queue), ready_score(p.priority, run_at), p.id)
+    flow_woken = flow_woken + 1
+  elseif state == 'scheduled' then
+    redis.call('ZADD', K_SCHEDULED, run_at, p.id)
+    flow_woken = flow_woken + 1 -- a worker re-reads the earliest due time
+  elseif state == 'cancelled' then
+    finished(K_EXPIRY, p.id, 'cancelled', p.queue, ttl, t, false)
+  end
+  if #parents > 0 then
+    redis.call('RPUSH', k_deps(p.id), unpack(parents))
+    for i, parent in ipairs(parents) do
+      -- An ended parent has settled its dependants already: only live ones are told.
+      if not is_final(states[i]) then
+        redis.call('SADD', k_children(parent), p.id)
+        redis.call('HSET', k_job(parent), 'flow', '1')
+      end
+    end
+    if state == 'cancelled' then flow_expire(p.id, ttl) end
+  end
+  if opt(p.unique_key) then
+    redis.call('HSET', K_UNIQUE, unique_field(p.task, p.unique_key), p.id)
+  end
+  if limit then
+    local conf = {}
+    for i = 2, 4 do conf[i - 1] = opt(limit[i]) or '' end
+    redis.call('HSET', K_LIMITS, limit[1], table.concat(conf, '|'))
+  end
+  standing[p.id] = p.id
+  return {p.id, true, false}
+end

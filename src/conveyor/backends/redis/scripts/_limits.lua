@@ -1,0 +1,71 @@
+-- _limits.lua: concurrency and rate limits, applied by job_claim.lua (limit_admit).
+-- Prepended after _lib.lua and _flow.lua (uses K_LIMITS, K_SCHEDULED); local functions.
+--
+-- Derived keys (same hash tag as KEYS[1]):
+--   limits               hash limit key -> "concurrency|rate_count|rate_period" ('' = none),
+--                        written by job_insert_flow (see _flow.lua)
+--   limit:run:<key>      set of job ids claimed under the key; checked lazily (members no
+--                        longer running under that key are dropped when counted), so a
+--                        finish, release or rescue needs no bookkeeping of its own, and a
+--                        holder whose worker died frees its slot when it is rescued
+--   limit:hits:<key>     zset of recent starts (score = start time), for the rate window
+--
+-- Like SQLite (limits.py): a job over its limit goes back to scheduled a moment later
+-- (0.2-0.4 s for concurrency, when the window frees for a rate) before it is claimed, so
+-- no attempt, token or error is spent. A store where no limit was ever declared pays one
+-- EXISTS per claim call.
+
+local LIMIT_RECHECK = 0.2 -- seconds; jittered up to 2x so deferred jobs do not herd
+local limits_on = nil -- EXISTS limits, asked once per script call
+
+local function k_limit_run(key) return BASE .. 'limit:run:' .. key end
+local function k_limit_hits(key) return BASE .. 'limit:hits:' .. key end
+
+local function limit_defer(id, key, queue, run_at)
+  redis.call('HSET', key, 'state', 'scheduled', 'run_at', fmt(run_at))
+  redis.call('ZADD', K_SCHEDULED, fmt(run_at), id)
+  count('queued', queue, -1)
+  count('scheduled', queue, 1)
+end
+
+-- May job `id` (hash `key`, popped from ready:<queue>) start now? If not, it is deferred
+-- here and false returned; if so, its start is counted against its limit key.
+local function limit_admit(id, key, queue, t)
+  if limits_on == nil then limits_on = redis.call('EXISTS', K_LIMITS) == 1 end
+  if not limits_on then return true end
+  local lkey = redis.call('HGET', key, 'limit_key')
+  if not lkey then return true end
+  local conf = redis.call('HGET', K_LIMITS, lkey)
+  if not conf then return true end
+  local c, n, p = string.match(conf, '^([^|]*)|([^|]*)|([^|]*)$')
+  local concurrency, rate_count, period = tonumber(c), tonumber(n), tonumber(p)
+  local run = k_limit_run(lkey)
+  if concurrency then
+    local held = 0
+    for _, other in ipairs(redis.call('SMEMBERS', run)) do
+      local s = redis.call('HMGET', k_job(other), 'state', 'limit_key')
+      if s[1] == 'running' and s[2] == lkey then held = held + 1
+      else redis.call('SREM', run, other) end
+    end
+    if held >= concurrency then
+      limit_defer(id, key, queue, t + LIMIT_RECHECK * (1 + math.random()))
+      return false
+    end
+  end
+  local hits = k_limit_hits(lkey)
+  if rate_count and period then
+    redis.call('ZREMRANGEBYSCORE', hits, '-inf', fmt(t - period))
+    local n_hits = redis.call('ZCARD', hits)
+    if n_hits >= rate_count then
+      -- the earliest moment a start leaves the window
+      local first = redis.call('ZRANGE', hits, n_hits - rate_count, n_hits - rate_count,
+        'WITHSCORES')
+      limit_defer(id, key, queue, tonumber(first[2]) + period + math.random() * 0.01)
+      return false
+    end
+    redis.call('ZADD', hits, fmt(t), fmt(t) .. ':' .. id)
+    redis.call('PEXPIRE', hits, math.ceil(period * 1000) + 1000)
+  end
+  if concurrency then redis.call('SADD', run, id) end
+  return true
+end

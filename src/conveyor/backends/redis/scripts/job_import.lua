@@ -1,0 +1,44 @@
+-- job_import: insert whole jobs copied from another store (conveyor migrate), keeping
+-- their state, attempt count, errors, attempt history and logs.
+-- KEYS[1] base "{prefix}:"   KEYS[2] jobs (id index zset)   KEYS[3] scheduled zset
+-- KEYS[4] expiry zset        KEYS[5] counts hash          KEYS[6] wake list
+-- ARGV[1] result TTL seconds (a finished job's TTL starts again at the import)
+-- ARGV[2] JSON array, one entry per job: [id, queue, state, priority, run_at,
+--   [field, value, ...] (the hash; absent = NULL), [attempt JSON, ...], [log JSON, ...]]
+-- Derived: job:<id>, attempts:<id>, logs:<id>, ready:<queue>.
+-- Idempotent: an id that exists already is skipped, so a rerun after an interruption
+-- never duplicates. States are checked by the caller (queued, scheduled, finished only)
+-- before anything is written. Returns the ids inserted.
+local t = now()
+local ttl = tonumber(ARGV[1])
+local inserted = {}
+local woken = 0
+local function push_all(key, items)
+  for i = 1, #items, 1000 do
+    redis.call('RPUSH', key, unpack(items, i, math.min(i + 999, #items)))
+  end
+end
+for _, j in ipairs(cjson.decode(ARGV[2])) do
+  local id, queue, state, priority, run_at = j[1], j[2], j[3], j[4], j[5]
+  local key = k_job(id)
+  if redis.call('EXISTS', key) == 0 then
+    redis.call('HSET', key, unpack(j[6]))
+    redis.call('ZADD', KEYS[2], 0, id)
+    if #j[7] > 0 then push_all(k_attempts(id), j[7]) end
+    if #j[8] > 0 then push_all(k_logs(id), j[8]) end
+    if state == 'queued' then
+      redis.call('ZADD', k_ready(queue), ready_score(priority, run_at), id)
+      woken = woken + 1
+    elseif state == 'scheduled' then
+      redis.call('ZADD', KEYS[3], run_at, id)
+      woken = woken + 1
+    else
+      finished(KEYS[4], id, state, queue, ttl, t, false)
+    end
+    count(state, queue, 1)
+    inserted[#inserted + 1] = id
+  end
+end
+flush_counts(KEYS[5])
+wake(KEYS[6], woken)
+return inserted

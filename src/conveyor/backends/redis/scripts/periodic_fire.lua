@@ -1,0 +1,48 @@
+-- periodic_fire: enqueue the slots of one schedule that no worker fired yet.
+-- KEYS[1] base "{prefix}:"
+-- ARGV[1] schedule name   ARGV[2] spec   ARGV[3] next_slot ('' = NULL)
+-- ARGV[4] slot retention seconds   ARGV[5] result TTL seconds
+-- ARGV[6] JSON array of [slot (decimal string), job object as in job_insert_flow]
+-- Derived: periodic (set of schedule names), periodic:<name> (hash: spec, last_slot,
+--   last_fired_at, last_job_id, next_slot), slots:<name> (zset slot -> slot: the slots
+--   fired), and the keys job_insert_flow writes.
+-- Exactly once per (schedule, slot): ZADD NX of the slot and the insert of its job are
+-- this one script, so however many workers fire the same slot, one job is made, and a
+-- worker killed at any moment leaves either both or neither. Slots older than the
+-- oldest one fired minus the retention are pruned (only slots after the schedule's
+-- last one are ever fired again). Returns the slots fired (decimal strings).
+local t = now()
+local name = ARGV[1]
+local slots_key = BASE .. 'slots:' .. name
+local record = BASE .. 'periodic:' .. name
+local ttl = tonumber(ARGV[5])
+local items = cjson.decode(ARGV[6])
+local jobs = {}
+for i, item in ipairs(items) do jobs[i] = item[2] end
+local bad = flow_validate(jobs)
+if bad then return bad end
+local fired, lowest, last = {}, nil, nil
+for _, item in ipairs(items) do
+  local slot, job = item[1], item[2]
+  if redis.call('ZADD', slots_key, 'NX', slot, slot) == 1 then
+    flow_insert(job, {}, t, ttl)
+    fired[#fired + 1] = slot
+    if not lowest or tonumber(slot) < lowest then lowest = tonumber(slot) end
+    if not last or tonumber(slot) > tonumber(last[1]) then last = {slot, job.id} end
+  end
+end
+redis.call('SADD', BASE .. 'periodic', name)
+hset_nullable(record, {'spec', ARGV[2], 'next_slot', opt_num(ARGV[3])})
+if lowest then
+  redis.call('ZREMRANGEBYSCORE', slots_key, '-inf', '(' .. fmt(lowest - tonumber(ARGV[4])))
+end
+if last then
+  local prev = redis.call('HGET', record, 'last_slot')
+  if not prev or tonumber(prev) < tonumber(last[1]) then
+    redis.call('HSET', record, 'last_slot', last[1], 'last_fired_at', fmt(t),
+      'last_job_id', last[2])
+  end
+end
+flush_counts(K_COUNTS)
+wake(K_WAKE, flow_woken)
+return fired

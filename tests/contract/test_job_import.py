@@ -1,0 +1,69 @@
+"""Contract: whole jobs imported under their own ids (``conveyor migrate``): state,
+attempts, errors, history and logs kept; ids already present skipped (idempotent)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import pytest
+
+from conveyor.backends.base import (
+    AttemptRecord,
+    Backend,
+    IntegrityCheckParams,
+    JobClaimParams,
+    JobImport,
+    JobImportParams,
+    JobLogListParams,
+    JobLogRecord,
+    JobRecord,
+)
+from conveyor.errors import ConveyorError
+from conveyor.states import JobState
+
+
+def record(job_id: str, state: JobState, **kw: object) -> JobRecord:
+    now = time.time()
+    fields: dict[str, object] = dict(
+        id=job_id, task="t", queue="q", state=state, priority=0, payload='{"args":[1],"kwargs":{}}',
+        attempt=0, max_attempts=3, rescues=0, token=0, run_at=now - 5, created_at=now - 10,
+        timeout=None, lease=30.0, worker_id=None, lease_until=None, cancel_requested=False,
+        result=None, error=None, reason=None, started_at=None, finished_at=None,
+    )  # fmt: skip
+    fields.update(kw)
+    return JobRecord(**fields)  # type: ignore[arg-type]
+
+
+def test_import_keeps_state_history_and_skips_present_ids(backend: Backend) -> None:
+    err = '{"type":"ValueError","message":"boom","traceback":"tb"}'
+    dead = record(
+        "d1", JobState.DEAD, attempt=3, token=3, error=err, reason="attempts exhausted",
+        started_at=time.time() - 2, finished_at=time.time() - 1,
+    )  # fmt: skip
+    attempt = AttemptRecord("d1", 3, 3, "w9", dead.started_at, dead.finished_at, "dead", err)
+    log = JobLogRecord("d1", 3, 1000.5, "ERROR", "t", "it failed")
+    jobs = [
+        JobImport(dead, [attempt], [log]),
+        JobImport(record("q1", JobState.QUEUED)),
+        JobImport(record("s1", JobState.SCHEDULED, run_at=time.time() + 3600)),
+    ]
+    assert sorted(backend.job_import_many(JobImportParams(jobs))) == ["d1", "q1", "s1"]
+    assert backend.job_import_many(JobImportParams(jobs)) == []  # a rerun adds nothing
+    got = {j.id: j for j in backend.job_get_many(["d1", "q1", "s1"])}
+    assert got["d1"].state is JobState.DEAD and got["d1"].error == err
+    assert got["d1"].attempt == 3 and got["d1"].reason == "attempts exhausted"
+    assert got["d1"].created_at == pytest.approx(dead.created_at)
+    assert backend.job_attempts("d1") == [attempt]
+    assert backend.job_log_list(JobLogListParams("d1")) == [log]
+    assert got["s1"].state is JobState.SCHEDULED
+    assert backend.integrity_check(IntegrityCheckParams(30.0)) == []  # indexes complete
+    claimed = backend.job_claim(JobClaimParams("w", [("q", 10)], 10))
+    assert [c.id for c in claimed] == ["q1"]  # imported jobs are claimable
+
+
+def test_running_jobs_are_refused(backend: Backend) -> None:
+    running = dataclasses.replace(record("r1", JobState.RUNNING), worker_id="w", token=1)
+    with pytest.raises(ConveyorError):
+        backend.job_import_many(JobImportParams([JobImport(running)]))
+    assert backend.job_get_many(["r1"]) == []

@@ -1,0 +1,87 @@
+"""Tasks for the pool tests, importable by worker subprocesses, child processes and
+subinterpreters as ``tests.integration.pool_tasks:app`` (run with cwd = repo root).
+
+The store URL is ``$CONVEYOR_URL`` for worker subprocesses; in-process tests point
+``app.url`` at their own tmp database. Children and subinterpreters only run tasks (they
+never open the store), so their copy's URL does not matter.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import conveyor
+
+app = conveyor.App(
+    os.environ.get("CONVEYOR_URL", "sqlite:///:memory:"),
+    heartbeat_interval=0.2,
+    heartbeat_ttl=2.0,
+    rescue_interval=0.2,
+    max_attempts=3,
+    retry=conveyor.Backoff(base=0.0, jitter=0.0),  # retries due at once: tests stay fast
+)
+
+
+@app.task(name="pool.add")
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+@app.task(name="pool.flaky")
+def flaky() -> str:
+    """Fails on its first attempt, succeeds on the next."""
+    if conveyor.current_job().attempt == 1:
+        raise ValueError("first attempt fails")
+    return f"ok on attempt {conveyor.current_job().attempt}"
+
+
+@app.task(name="pool.sleepy")
+def sleepy(seconds: float) -> str:
+    # Short sleeps: the thread and interpreter pools interrupt between bytecodes only.
+    # Cooperative: stops early when the worker asks (cancel, release at shutdown).
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        conveyor.current_job().raise_if_cancelled()
+        time.sleep(0.01)
+    return "slept"
+
+
+@app.task(name="pool.asleepy")
+async def asleepy(seconds: float) -> str:
+    import asyncio
+
+    await asyncio.sleep(seconds)
+    return "slept"
+
+
+@app.task(name="pool.crash_once")
+def crash_once(code: int) -> str:
+    """Kills its own process on the first attempt (a crashing C extension, an OOM kill)."""
+    if conveyor.current_job().attempt == 1:
+        os._exit(code)
+    return "recovered"
+
+
+@app.task(name="pool.pid")
+def pid() -> int:
+    return os.getpid()
+
+
+@app.task(name="pool.block_once")
+def block_once(marker: str) -> str:
+    """First attempt: say it started (marker file), then block for a long time."""
+    if conveyor.current_job().attempt == 1:
+        Path(marker).write_text(str(os.getpid()))
+        sleepy(30.0)
+    return f"done on attempt {conveyor.current_job().attempt}"
+
+
+@app.task(name="pool.stubborn_once")
+def stubborn_once(marker: str) -> str:
+    """Like block_once, but ignores cancellation (a blocking C call)."""
+    if conveyor.current_job().attempt == 1:
+        Path(marker).write_text(str(os.getpid()))
+        time.sleep(30.0)
+    return f"done on attempt {conveyor.current_job().attempt}"
