@@ -16,16 +16,22 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench")
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="run the suite")
-    r.add_argument("--suite", default=",".join(SCENARIOS),
-                   help="comma-separated scenarios (default: all)")
-    r.add_argument("--arms", default=None, help=f"comma-separated; known: "
-                   f"{','.join(arm_registry.ALL)}")
-    r.add_argument("--quick", action="store_true",
-                   help="tiny N, conveyor-sqlite + huey-sqlite-thread1 unless --arms")
+    r.add_argument(
+        "--suite", default=",".join(SCENARIOS), help="comma-separated scenarios (default: all)"
+    )
+    r.add_argument(
+        "--arms", default=None, help=f"comma-separated; known: {','.join(arm_registry.ALL)}"
+    )
+    r.add_argument(
+        "--quick",
+        action="store_true",
+        help="tiny N, conveyor-sqlite + huey-sqlite-thread1 unless --arms",
+    )
     r.add_argument("--iterations", type=int, default=None, help="override measured iterations")
     r.add_argument("--warmup", type=int, default=None, help="override warm-up iterations")
-    r.add_argument("--scale", default=None,
-                   help="override sizes, e.g. W1=5000,E2=1000/10000,w3_s=3,W4_n=100")
+    r.add_argument(
+        "--scale", default=None, help="override sizes, e.g. W1=5000,E2=1000/10000,w3_s=3,W4_n=100"
+    )
     r.add_argument("--out", default=None, help="output directory")
     rep = sub.add_parser("report", help="regenerate BENCHMARKS.md from the latest full run")
     rep.add_argument("dir", nargs="?", default=None)

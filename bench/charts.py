@@ -38,11 +38,17 @@ def w1(rs: list[dict[str, Any]], path: str) -> None:
         return
     arms = sorted(by, key=lambda a: statistics.median(by[a]))
     med = [statistics.median(by[a]) for a in arms]
-    err = [[m - min(by[a]) for a, m in zip(arms, med, strict=True)],
-           [max(by[a]) - m for a, m in zip(arms, med, strict=True)]]
+    err = [
+        [m - min(by[a]) for a, m in zip(arms, med, strict=True)],
+        [max(by[a]) - m for a, m in zip(arms, med, strict=True)],
+    ]
     fig, ax = plt.subplots(figsize=(8, 0.4 * len(arms) + 1.5))
-    ax.barh(arms, med, xerr=err, color=["#d62728" if a.startswith("conveyor") else "#7f7f7f"
-                                          for a in arms])
+    ax.barh(
+        arms,
+        med,
+        xerr=err,
+        color=["#d62728" if a.startswith("conveyor") else "#7f7f7f" for a in arms],
+    )
     ax.set_xlabel("noop jobs/s (median, min-max), one worker process")
     ax.set_title("W1 pre-filled queue throughput")
     fig.tight_layout()
@@ -62,8 +68,13 @@ def w3(paths: list[str], path: str) -> None:
                 continue
             with open(p) as f:
                 data = list(csv.DictReader(f))
-            ax.plot([float(d["sched_s"]) for d in data],
-                    [float(d["latency_ms"]) for d in data], ".", ms=2, label=arm)
+            ax.plot(
+                [float(d["sched_s"]) for d in data],
+                [float(d["latency_ms"]) for d in data],
+                ".",
+                ms=2,
+                label=arm,
+            )
         ax.set_title(f"W3 at {pct}% of W1 capacity")
         ax.set_xlabel("scheduled arrival (s)")
         ax.set_yscale("log")

@@ -18,8 +18,11 @@ def arm_order(arms: list[str], iteration: int) -> list[str]:
 def pragma_parity(checks: dict[str, dict[str, Any]]) -> tuple[bool, list[str]]:
     """Do all SQLite arms (except ``*-default`` ones, kept as Huey's defaults on purpose)
     report the same PRAGMA values from their own connections?"""
-    compared = {arm: c["pragmas"] for arm, c in checks.items()
-                if c.get("pragmas") and not arm.endswith("-default")}
+    compared = {
+        arm: c["pragmas"]
+        for arm, c in checks.items()
+        if c.get("pragmas") and not arm.endswith("-default")
+    }
     lines = [f"{arm}: {p}" for arm, p in compared.items()]
     keys = ("journal_mode", "synchronous", "cache_size", "temp_store")
     values = {tuple(str(p.get(k)) for k in keys) for p in compared.values()}

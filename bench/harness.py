@@ -37,9 +37,24 @@ class RedisServer:
         self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="bench-redis-")
         self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no", "--dir", self.dir, "--daemonize", "no"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                self.dir,
+                "--daemonize",
+                "no",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         self.url = f"redis://127.0.0.1:{self.port}"
         self.client = redis.Redis(port=self.port, db=jobs.MARKER_DB)
         for _ in range(200):
@@ -97,8 +112,9 @@ def tree_rss(proc: psutil.Process) -> int:
 class Worker:
     """A fresh worker process, its log reader (for the ready line) and a tree sampler."""
 
-    def __init__(self, cmd: list[str], env: dict[str, str], ready_marker: str,
-                 interval: float = 0.05) -> None:
+    def __init__(
+        self, cmd: list[str], env: dict[str, str], ready_marker: str, interval: float = 0.05
+    ) -> None:
         self.cmd = cmd
         self.ready_marker = ready_marker
         self.ready_at: float | None = None
@@ -106,9 +122,16 @@ class Worker:
         self.samples: list[tuple[float, float, int]] = []  # (time, cpu_s, rss_bytes)
         self._stop = threading.Event()
         self.started = time.time()
-        self.proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, start_new_session=True,
-                                     text=True, errors="replace")
+        self.proc = subprocess.Popen(
+            cmd,
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            text=True,
+            errors="replace",
+        )
         self.ps = psutil.Process(self.proc.pid)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -167,18 +190,26 @@ class Worker:
 
 def run_producer(spec: dict[str, Any], env: dict[str, str], timeout: float) -> dict[str, Any]:
     """Run one producer process; return its JSON result or raise with its output."""
-    proc = subprocess.run([sys.executable, "-m", "bench.producer", json.dumps(spec)],
-                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.producer", json.dumps(spec)],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode != 0 or not lines:
-        raise RuntimeError(f"producer failed ({proc.returncode}): "
-                           f"{(proc.stderr or proc.stdout)[-1500:]}")
+        raise RuntimeError(
+            f"producer failed ({proc.returncode}): {(proc.stderr or proc.stdout)[-1500:]}"
+        )
     result: dict[str, Any] = json.loads(lines[-1])
     return result
 
 
-def wait_count(client: redis.Redis, n: int, timeout: float,
-               worker: Worker | None = None) -> tuple[int, float]:
+def wait_count(
+    client: redis.Redis, n: int, timeout: float, worker: Worker | None = None
+) -> tuple[int, float]:
     """Poll the shared counter every 2 ms (same for every arm) until it reaches ``n``."""
     deadline = time.time() + timeout
     done = 0
@@ -199,8 +230,14 @@ def verify(client: redis.Redis, n: int) -> dict[str, Any]:
     done = int(client.get(jobs.COUNTER) or 0)
     seen = int(client.bitcount(jobs.SEEN))
     ok = done == n and seen == n
-    return {"n": n, "done": done, "distinct": seen, "duplicates": done - seen,
-            "lost": n - seen, "valid": ok}
+    return {
+        "n": n,
+        "done": done,
+        "distinct": seen,
+        "duplicates": done - seen,
+        "lost": n - seen,
+        "valid": ok,
+    }
 
 
 def timings(client: redis.Redis) -> list[tuple[int, float, float, float]]:

@@ -35,10 +35,14 @@ def check(arm_cls: type[Arm], name: str) -> dict[str, Any]:
     """Availability, exact configuration and (for SQLite arms) the PRAGMAs in force."""
     _, variant = arms.load(name)
     reason = arm_cls.unavailable(variant)
-    out: dict[str, Any] = {"available": reason is None, "reason": reason,
-                           "config": variant.config, "storage": variant.storage,
-                           "unsupported": {**dict(variant.unsupported),
-                                           **arm_cls.gaps(variant)}, "w4": variant.w4}
+    out: dict[str, Any] = {
+        "available": reason is None,
+        "reason": reason,
+        "config": variant.config,
+        "storage": variant.storage,
+        "unsupported": {**dict(variant.unsupported), **arm_cls.gaps(variant)},
+        "w4": variant.w4,
+    }
     if reason is None and variant.storage == "sqlite":
         arm = arm_cls(variant)
         arm.open()
@@ -60,8 +64,7 @@ def _pragmas(name: str) -> dict[str, Any]:
         conn = getattr(app.backend, "connection", None)  # private; read-only check
     if conn is None:
         return {"error": "no connection to inspect"}
-    names = ("journal_mode", "synchronous", "cache_size", "temp_store", "busy_timeout",
-             "mmap_size")
+    names = ("journal_mode", "synchronous", "cache_size", "temp_store", "busy_timeout", "mmap_size")
     return {p: conn.execute(f"PRAGMA {p}").fetchone()[0] for p in names}
 
 
@@ -118,8 +121,13 @@ def open_loop(arm: Arm, rate: float, duration: float) -> dict[str, Any]:
         elif wait < -0.001:
             late += 1
         arm.enqueue_one((i, due, "noop"))
-    return {"n": n, "t_start": t_start, "t_last": t_start + (n - 1) / rate,
-            "producer_end": time.time(), "late_enqueues": late}
+    return {
+        "n": n,
+        "t_start": t_start,
+        "t_last": t_start + (n - 1) / rate,
+        "producer_end": time.time(),
+        "late_enqueues": late,
+    }
 
 
 def main() -> None:

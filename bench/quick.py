@@ -36,8 +36,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"single enqueue : {e1['jobs_per_s']:>10,.0f} jobs/s  (n={args.enqueue_n})")
         print(f"enqueue_many   : {e2['jobs_per_s']:>10,.0f} jobs/s  (n={args.enqueue_n})")
         if w1.get("valid"):
-            print(f"W1 one worker  : {w1['jobs_per_s']:>10,.0f} jobs/s  (n={args.n}, first "
-                  f"start to last finish; {w1['start_to_last_s']:.2f} s from worker command)")
+            print(
+                f"W1 one worker  : {w1['jobs_per_s']:>10,.0f} jobs/s  (n={args.n}, first "
+                f"start to last finish; {w1['start_to_last_s']:.2f} s from worker command)"
+            )
         else:
             print(f"W1 one worker  : invalid run: {w1.get('reason')}")
         return 0 if w1.get("valid") else 1

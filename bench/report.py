@@ -21,8 +21,10 @@ METRICS: dict[str, tuple[str, tuple[str, ...]]] = {
     "E2": ("jobs_per_s", ()),
     "W1": ("jobs_per_s", ("cpu_s_per_1000", "peak_rss_mib", "start_to_last_s")),
     "W2": ("p50_ms", ("p99_ms", "max_ms", "idle_cpu_pct")),
-    "W3": ("p99_ms", ("rate", "p50_ms", "max_ms", "peak_backlog", "drain_s", "lost",
-                      "late_enqueues")),
+    "W3": (
+        "p99_ms",
+        ("rate", "p50_ms", "max_ms", "peak_backlog", "drain_s", "lost", "late_enqueues"),
+    ),
     "W4": ("jobs_per_s", ("queue_p50_ms", "exec_p50_ms", "cpu_s_per_1000", "peak_rss_mib")),
     "W5": ("first_job_done_ms", ("ready_ms",)),
 }
@@ -77,20 +79,18 @@ def table(scen: str, rs: list[dict[str, Any]]) -> list[str]:
     primary, others = METRICS[scen]
     prim = summarise(rs, primary)
     extra = {m: summarise(rs, m) for m in others}
-    keys = sorted({(r["param"], r["arm"]) for r in rs},
-                  key=lambda k: (_pkey(k[0]), k[1]))
+    keys = sorted({(r["param"], r["arm"]) for r in rs}, key=lambda k: (_pkey(k[0]), k[1]))
     head = ["param", "arm", f"{primary} median (min-max)", "valid/runs", *others]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for key in keys:
         runs = [r for r in rs if (r["param"], r["arm"]) == key and r.get("warmup") != "True"]
         ok = sum(r.get("valid") == "True" for r in runs)
         v = prim.get(key, [])
-        cell = (f"{_fmt(statistics.median(v))} ({_fmt(min(v))}-{_fmt(max(v))})"
-                if v else "n/a")
-        cols = [_fmt(statistics.median(extra[m][key])) if extra[m].get(key) else "n/a"
-                for m in others]
-        lines.append("| " + " | ".join([key[0], key[1], cell, f"{ok}/{len(runs)}", *cols])
-                     + " |")
+        cell = f"{_fmt(statistics.median(v))} ({_fmt(min(v))}-{_fmt(max(v))})" if v else "n/a"
+        cols = [
+            _fmt(statistics.median(extra[m][key])) if extra[m].get(key) else "n/a" for m in others
+        ]
+        lines.append("| " + " | ".join([key[0], key[1], cell, f"{ok}/{len(runs)}", *cols]) + " |")
     if scen == "W4":
         lines += ["", *marginal_rss(rs)]
     return lines
@@ -108,7 +108,7 @@ def marginal_rss(rs: list[dict[str, Any]]) -> list[str]:
     rss = summarise(rs, "peak_rss_mib")
     out = ["Marginal RSS per extra unit of concurrency (MiB):", ""]
     seen = set()
-    for (param, arm) in rss:
+    for param, arm in rss:
         kind = param.split(" c=")[0]
         if (kind, arm) in seen:
             continue
@@ -118,31 +118,43 @@ def marginal_rss(rs: list[dict[str, Any]]) -> list[str]:
             continue
         lo = statistics.median(rss[(f"{kind} c={cs[0]}", arm)])
         hi = statistics.median(rss[(f"{kind} c={cs[-1]}", arm)])
-        out.append(f"- {arm} {kind}: {(hi - lo) / (cs[-1] - cs[0]):.1f} MiB/unit "
-                   f"(c={cs[0]} {lo:.0f} MiB -> c={cs[-1]} {hi:.0f} MiB)")
+        out.append(
+            f"- {arm} {kind}: {(hi - lo) / (cs[-1] - cs[0]):.1f} MiB/unit "
+            f"(c={cs[0]} {lo:.0f} MiB -> c={cs[-1]} {hi:.0f} MiB)"
+        )
     return out
 
 
 def body(meta: dict[str, Any], rows: dict[str, list[dict[str, Any]]], img: str) -> list[str]:
     env = meta["environment"]
     lines = ["## Environment", ""]
-    lines += [f"- CPU: {env['cpu']}, {env['cores']} cores; memory {env['memory']}",
-              f"- {env['os']}", f"- Python {env['python']}, SQLite {env['sqlite']}, "
-              f"redis-server {env['redis_server']} (private instance, loopback, no persistence)",
-              f"- load average (1/5/15 min) at start {env.get('loadavg_start', '?')}, "
-              f"at end {env.get('loadavg_end', '?')} on {env['cores']} cores",
-              "- packages: " + ", ".join(f"{k} {v}" for k, v in env["packages"].items()),
-              f"- run {meta['stamp']}: quick={meta['quick']}, scale {meta['scale']}", ""]
+    lines += [
+        f"- CPU: {env['cpu']}, {env['cores']} cores; memory {env['memory']}",
+        f"- {env['os']}",
+        f"- Python {env['python']}, SQLite {env['sqlite']}, "
+        f"redis-server {env['redis_server']} (private instance, loopback, no persistence)",
+        f"- load average (1/5/15 min) at start {env.get('loadavg_start', '?')}, "
+        f"at end {env.get('loadavg_end', '?')} on {env['cores']} cores",
+        "- packages: " + ", ".join(f"{k} {v}" for k, v in env["packages"].items()),
+        f"- run {meta['stamp']}: quick={meta['quick']}, scale {meta['scale']}",
+        "",
+    ]
     lines += ["## Fairness checklist (enforced in code)", ""]
-    lines += [f"- {c}" if not c.startswith("  ") else f"  - {c.strip()}"
-              for c in meta["checklist"]]
-    lines += ["", "## Arms", "", "| arm | configuration | storage | cannot do |", "|---|---|---|---|"]
+    lines += [f"- {c}" if not c.startswith("  ") else f"  - {c.strip()}" for c in meta["checklist"]]
+    lines += [
+        "",
+        "## Arms",
+        "",
+        "| arm | configuration | storage | cannot do |",
+        "|---|---|---|---|",
+    ]
     for arm, c in meta["checks"].items():
         cannot = "; ".join(f"{k}: {v}" for k, v in c.get("unsupported", {}).items())
         if not c["available"]:
             cannot = f"everything: {c['reason']}"
-        lines.append(f"| {arm} | {c.get('config', '')} | {c.get('storage', '')} | "
-                     f"{cannot or '-'} |")
+        lines.append(
+            f"| {arm} | {c.get('config', '')} | {c.get('storage', '')} | {cannot or '-'} |"
+        )
     lines.append("")
     from bench import targets  # late: targets imports this module
 
@@ -157,8 +169,11 @@ def body(meta: dict[str, Any], rows: dict[str, list[dict[str, Any]]], img: str) 
     bad = [r for rs in rows.values() for r in rs if r.get("valid") != "True"]
     if bad:
         lines += ["## Discarded runs", ""]
-        lines += [f"- {r['scenario']} {r['param']} {r['arm']} #{r['iteration']}: "
-                  f"{(r.get('reason') or '')[:200]}" for r in bad]
+        lines += [
+            f"- {r['scenario']} {r['param']} {r['arm']} #{r['iteration']}: "
+            f"{(r.get('reason') or '')[:200]}"
+            for r in bad
+        ]
     return lines
 
 
@@ -192,12 +207,16 @@ def write_benchmarks_md(outdir: str | None = None) -> str:
     charts.draw_all(outdir, rows, img)
     rel = os.path.relpath(outdir, harness.ROOT)
     reduced = " (reduced scale: see the scale line)" if meta.get("overrides") else ""
-    head = ["# conveyor benchmarks", "",
-            f"Generated by `python -m bench report` from `{rel}`{reduced}. Rerun with "
-            "`pip install -e '.[dev,bench]' && python -m bench run && python -m bench report`.",
-            "Method: `bench/` follows the design note on honest benchmarking (fairness "
-            "checklist below); absolute numbers hold for the machine described only, so "
-            "compare ratios measured side by side in the same run.", ""]
+    head = [
+        "# conveyor benchmarks",
+        "",
+        f"Generated by `python -m bench report` from `{rel}`{reduced}. Rerun with "
+        "`pip install -e '.[dev,bench]' && python -m bench run && python -m bench report`.",
+        "Method: `bench/` follows the design note on honest benchmarking (fairness "
+        "checklist below); absolute numbers hold for the machine described only, so "
+        "compare ratios measured side by side in the same run.",
+        "",
+    ]
     extra = os.path.join(harness.ROOT, "bench", "NOTES.md")
     notes: list[str] = []
     if os.path.exists(extra):

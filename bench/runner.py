@@ -23,17 +23,41 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from bench import environment, fairness, harness, report
 from bench import scenarios as sc
 
-FULL = {"E1": [1_000, 10_000], "E2": [1_000, 10_000, 100_000], "W1": 20_000, "W2": 500,
-        "W3": [0.5, 0.9], "w3_s": 10.0, "W4_n": 200, "W4_c": [1, 2, 4],
-        "W4_kinds": ["cpu", "io", "mixed"], "iterations": 5, "warmup": 1, "timeout": 300,
-        "idle_s": 3.0}
-QUICK = {"E1": [200], "E2": [500], "W1": 500, "W2": 20, "W3": [0.5, 0.9], "w3_s": 1.0,
-         "W4_n": 12, "W4_c": [1, 2], "W4_kinds": ["cpu", "io"], "iterations": 1, "warmup": 0,
-         "timeout": 60, "idle_s": 0.5}
+FULL = {
+    "E1": [1_000, 10_000],
+    "E2": [1_000, 10_000, 100_000],
+    "W1": 20_000,
+    "W2": 500,
+    "W3": [0.5, 0.9],
+    "w3_s": 10.0,
+    "W4_n": 200,
+    "W4_c": [1, 2, 4],
+    "W4_kinds": ["cpu", "io", "mixed"],
+    "iterations": 5,
+    "warmup": 1,
+    "timeout": 300,
+    "idle_s": 3.0,
+}
+QUICK = {
+    "E1": [200],
+    "E2": [500],
+    "W1": 500,
+    "W2": 20,
+    "W3": [0.5, 0.9],
+    "w3_s": 1.0,
+    "W4_n": 12,
+    "W4_c": [1, 2],
+    "W4_kinds": ["cpu", "io"],
+    "iterations": 1,
+    "warmup": 0,
+    "timeout": 60,
+    "idle_s": 0.5,
+}
 
 
-def plan(ctx: sc.Ctx, suites: list[str], arms: list[str], checks: dict[str, dict[str, Any]],
-         it: int = 0) -> list[tuple[str, str, str, Callable[[], Any]]]:
+def plan(
+    ctx: sc.Ctx, suites: list[str], arms: list[str], checks: dict[str, dict[str, Any]], it: int = 0
+) -> list[tuple[str, str, str, Callable[[], Any]]]:
     """(scenario, param label, arm, thunk) for one iteration, in run order per scenario."""
     s = ctx.scale
     steps: list[tuple[str, str, str, Callable[[], Any]]] = []
@@ -44,32 +68,43 @@ def plan(ctx: sc.Ctx, suites: list[str], arms: list[str], checks: dict[str, dict
     for scen in suites:
         usable = [a for a in arms if can(a, scen)]
         if scen == "E1":
-            steps += [(scen, str(n), a, lambda a=a, n=n: sc.e1(ctx, a, n))
-                      for n in s["E1"] for a in usable]
+            steps += [
+                (scen, str(n), a, lambda a=a, n=n: sc.e1(ctx, a, n))
+                for n in s["E1"]
+                for a in usable
+            ]
         elif scen == "E2":
-            steps += [(scen, str(n), a, lambda a=a, n=n: sc.e2(ctx, a, n))
-                      for n in s["E2"] for a in usable]
+            steps += [
+                (scen, str(n), a, lambda a=a, n=n: sc.e2(ctx, a, n))
+                for n in s["E2"]
+                for a in usable
+            ]
         elif scen == "W1":
-            steps += [(scen, str(s["W1"]), a, lambda a=a: sc.w1(ctx, a, s["W1"]))
-                      for a in usable]
+            steps += [(scen, str(s["W1"]), a, lambda a=a: sc.w1(ctx, a, s["W1"])) for a in usable]
         elif scen == "W2":
-            steps += [(scen, str(s["W2"]), a, lambda a=a: sc.w2(ctx, a, s["W2"]))
-                      for a in usable]
+            steps += [(scen, str(s["W2"]), a, lambda a=a: sc.w2(ctx, a, s["W2"])) for a in usable]
         elif scen == "W3":
-            steps += [(scen, f"{int(f * 100)}%", a, lambda a=a, f=f: sc.w3(ctx, a, f, it))
-                      for f in s["W3"] for a in usable]
+            steps += [
+                (scen, f"{int(f * 100)}%", a, lambda a=a, f=f: sc.w3(ctx, a, f, it))
+                for f in s["W3"]
+                for a in usable
+            ]
         elif scen == "W4":
             w4_arms = [a for a in usable if checks[a]["w4"]]
-            steps += [(scen, f"{k} c={c}", a,
-                       lambda a=a, k=k, c=c: sc.w4(ctx, a, k, c, s["W4_n"]))
-                      for k in s["W4_kinds"] for c in s["W4_c"] for a in w4_arms]
+            steps += [
+                (scen, f"{k} c={c}", a, lambda a=a, k=k, c=c: sc.w4(ctx, a, k, c, s["W4_n"]))
+                for k in s["W4_kinds"]
+                for c in s["W4_c"]
+                for a in w4_arms
+            ]
         elif scen == "W5":
             steps += [(scen, "1", a, lambda a=a: sc.w5(ctx, a)) for a in usable]
     return steps
 
 
-def _rotate(steps: list[tuple[str, str, str, Callable[[], Any]]], iteration: int,
-            arms: list[str]) -> list[tuple[str, str, str, Callable[[], Any]]]:
+def _rotate(
+    steps: list[tuple[str, str, str, Callable[[], Any]]], iteration: int, arms: list[str]
+) -> list[tuple[str, str, str, Callable[[], Any]]]:
     """Within each (scenario, param) group, order arms by the rotation for this iteration."""
     order = {a: i for i, a in enumerate(fairness.arm_order(arms, iteration))}
     return sorted(steps, key=lambda st: (st[0], _param_key(st[1]), order[st[2]]))
@@ -79,8 +114,13 @@ def _param_key(p: str) -> tuple[int, str]:
     return (int(p), "") if p.isdigit() else (0, p)
 
 
-def run(suites: list[str], arms: list[str], quick: bool, out: str | None,
-        overrides: dict[str, Any] | None = None) -> str:
+def run(
+    suites: list[str],
+    arms: list[str],
+    quick: bool,
+    out: str | None,
+    overrides: dict[str, Any] | None = None,
+) -> str:
     console = Console()
     scale = {**(QUICK if quick else FULL), **(overrides or {})}
     stamp = datetime.datetime.now().strftime("%Y%m%dT%H%M%S")
@@ -101,46 +141,78 @@ def run(suites: list[str], arms: list[str], quick: bool, out: str | None,
             try:
                 checks[a] = harness.run_producer({"arm": a, "action": "check"}, env, 120)
             except Exception as exc:  # e.g. the peer library fails to import
-                checks[a] = {"available": False, "reason": str(exc)[-300:], "config": "",
-                             "unsupported": {}, "w4": False}
+                checks[a] = {
+                    "available": False,
+                    "reason": str(exc)[-300:],
+                    "config": "",
+                    "unsupported": {},
+                    "w4": False,
+                }
         # W3 needs each arm's W1 capacity from this run: W1 always precedes W3.
         if "W3" in suites and "W1" not in suites:
             suites = ["W1", *suites]
         suites = sorted(suites, key=lambda x: ["E1", "E2", "W1", "W2", "W3", "W4", "W5"].index(x))
-        meta = {"stamp": stamp, "quick": quick, "overrides": overrides or {}, "suites": suites, "arms": arms,
-                "scale": scale, "checks": checks,
-                "environment": environment.describe(redis_server.version)}
+        meta = {
+            "stamp": stamp,
+            "quick": quick,
+            "overrides": overrides or {},
+            "suites": suites,
+            "arms": arms,
+            "scale": scale,
+            "checks": checks,
+            "environment": environment.describe(redis_server.version),
+        }
         meta["checklist"] = fairness.checklist(scale, checks)
         for line in meta["checklist"]:
             console.print(f"[dim]- {line}[/dim]")
         for a, c in checks.items():
             if not c["available"]:
                 console.print(f"[yellow]{a}: not available: {c['reason']}[/yellow]")
+
         def iters(scen: str) -> tuple[int, int]:
             """(warm-up, measured) iterations; a scenario may override the suite's."""
-            return (int(scale.get(f"warmup_{scen}", scale["warmup"])),
-                    int(scale.get(f"iterations_{scen}", scale["iterations"])))
+            return (
+                int(scale.get(f"warmup_{scen}", scale["warmup"])),
+                int(scale.get(f"iterations_{scen}", scale["iterations"])),
+            )
 
-        total = sum(len(plan(ctx, [scen], arms, checks)) * sum(iters(scen))
-                    for scen in suites)
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), console=console) as progress:
+        total = sum(len(plan(ctx, [scen], arms, checks)) * sum(iters(scen)) for scen in suites)
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+        ) as progress:
             task = progress.add_task("bench", total=total)
             for scen in suites:
                 n_warm, n_meas = iters(scen)
                 for it in range(n_warm + n_meas):
                     warm = it < n_warm
                     for s_name, param, arm, thunk in _rotate(
-                            plan(ctx, [scen], arms, checks, it), it, arms):
-                        progress.update(task, description=f"{s_name} {param} {arm}"
-                                        f"{' (warm-up)' if warm else f' #{it}'}")
+                        plan(ctx, [scen], arms, checks, it), it, arms
+                    ):
+                        progress.update(
+                            task,
+                            description=f"{s_name} {param} {arm}"
+                            f"{' (warm-up)' if warm else f' #{it}'}",
+                        )
                         row = _measure(thunk)
-                        row.update({"scenario": s_name, "param": param, "arm": arm,
-                                    "iteration": it - n_warm, "warmup": warm})
+                        row.update(
+                            {
+                                "scenario": s_name,
+                                "param": param,
+                                "arm": arm,
+                                "iteration": it - n_warm,
+                                "warmup": warm,
+                            }
+                        )
                         rows.setdefault(s_name, []).append(row)
                         if not row.get("valid"):
-                            console.print(f"[red]{s_name} {param} {arm}: discarded: "
-                                          f"{str(row.get('reason'))[:300]}[/red]")
+                            console.print(
+                                f"[red]{s_name} {param} {arm}: discarded: "
+                                f"{str(row.get('reason'))[:300]}[/red]"
+                            )
                         progress.advance(task)
                 if scen == "W1":
                     ctx.w1_capacity = _w1_capacity(rows.get("W1", []))
@@ -160,8 +232,11 @@ def _measure(thunk: Callable[[], Any]) -> dict[str, Any]:
     try:
         row: dict[str, Any] = thunk()
     except Exception as exc:  # one broken arm must not end the suite
-        row = {"valid": False, "reason": f"{type(exc).__name__}: {exc}"[:800],
-               "trace": traceback.format_exc()[-800:]}
+        row = {
+            "valid": False,
+            "reason": f"{type(exc).__name__}: {exc}"[:800],
+            "trace": traceback.format_exc()[-800:],
+        }
     row["wall_s"] = round(time.time() - t, 3)
     return row
 
@@ -174,8 +249,12 @@ def _w1_capacity(rows: list[dict[str, Any]]) -> dict[str, float]:
     return {a: statistics.median(v) for a, v in by.items()}
 
 
-def _write(outdir: str, rows: dict[str, list[dict[str, Any]]],
-           raw: list[tuple[str, list[dict[str, Any]]]], meta: dict[str, Any]) -> None:
+def _write(
+    outdir: str,
+    rows: dict[str, list[dict[str, Any]]],
+    raw: list[tuple[str, list[dict[str, Any]]]],
+    meta: dict[str, Any],
+) -> None:
     for scen, rs in rows.items():
         _csv(os.path.join(outdir, f"{scen}.csv"), rs)
     for name, rs in raw:

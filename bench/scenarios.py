@@ -30,14 +30,16 @@ class Ctx:
         self.counter += 1
         path = os.path.join(self.workdir, f"m{self.counter}.db")
         env = dict(os.environ)
-        env.update({
-            "BENCH_VARIANT": arm,
-            "BENCH_REDIS_URL": self.redis.url,
-            "BENCH_SQLITE_PATH": path,
-            "BENCH_RESULTS": "1" if results else "0",
-            "PYTHONPATH": harness.ROOT,
-            "PYTHONUNBUFFERED": "1",
-        })
+        env.update(
+            {
+                "BENCH_VARIANT": arm,
+                "BENCH_REDIS_URL": self.redis.url,
+                "BENCH_SQLITE_PATH": path,
+                "BENCH_RESULTS": "1" if results else "0",
+                "PYTHONPATH": harness.ROOT,
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
         if "redis" in arm:
             env["BENCH_CONVEYOR_URL"] = f"{self.redis.url}/0"
         else:
@@ -47,8 +49,13 @@ class Ctx:
         return env
 
 
-def _worker(arm: str, env: dict[str, str], concurrency: int | None = None,
-            burst: bool = True, verbose: bool = False) -> harness.Worker:
+def _worker(
+    arm: str,
+    env: dict[str, str],
+    concurrency: int | None = None,
+    burst: bool = True,
+    verbose: bool = False,
+) -> harness.Worker:
     a = arms.make(arm)
     cmd = a.worker_cmd(concurrency or a.variant.concurrency, burst, verbose)
     return harness.Worker(cmd, env, a.ready_marker)
@@ -71,7 +78,8 @@ def _finish(ctx: Ctx, worker: harness.Worker, n: int, timeout: float) -> dict[st
     row["cpu_at_done"] = cpu_done
     if not row["valid"]:
         row["reason"] = f"expected {n}, counted {done}; worker log: " + " | ".join(
-            list(worker.tail)[-5:])
+            list(worker.tail)[-5:]
+        )
     return row
 
 
@@ -87,8 +95,9 @@ def e2(ctx: Ctx, arm: str, n: int) -> dict[str, Any]:
     return {"n": n, "valid": True, **r}
 
 
-def _throughput_run(ctx: Ctx, arm: str, n: int, kind: str,
-                    concurrency: int | None = None) -> dict[str, Any]:
+def _throughput_run(
+    ctx: Ctx, arm: str, n: int, kind: str, concurrency: int | None = None
+) -> dict[str, Any]:
     """Pre-fill n jobs, start one fresh worker, first job start to last job end."""
     env = ctx.fresh_env(arm)
     harness.run_producer({"arm": arm, "action": "fill", "n": n, "kind": kind}, env, 600)
@@ -100,15 +109,17 @@ def _throughput_run(ctx: Ctx, arm: str, n: int, kind: str,
     first = min(s for _, _, s, _ in t)
     last = max(e for _, _, _, e in t)
     cpu = row.pop("cpu_at_done") - worker.cpu_at(first)
-    row.update({
-        "jobs_per_s": n / (last - first),
-        "span_s": last - first,
-        "start_to_last_s": last - worker.started,
-        "queue_p50_ms": statistics.median(s - t0 for _, t0, s, _ in t) * 1000,
-        "exec_p50_ms": statistics.median(e - s for _, _, s, e in t) * 1000,
-        "cpu_s_per_1000": cpu / n * 1000,
-        "peak_rss_mib": worker.peak_rss() / 2**20,
-    })
+    row.update(
+        {
+            "jobs_per_s": n / (last - first),
+            "span_s": last - first,
+            "start_to_last_s": last - worker.started,
+            "queue_p50_ms": statistics.median(s - t0 for _, t0, s, _ in t) * 1000,
+            "exec_p50_ms": statistics.median(e - s for _, _, s, e in t) * 1000,
+            "cpu_s_per_1000": cpu / n * 1000,
+            "peak_rss_mib": worker.peak_rss() / 2**20,
+        }
+    )
     return row
 
 
@@ -135,8 +146,11 @@ def w2(ctx: Ctx, arm: str, n: int) -> dict[str, Any]:
     try:
         if not _warm(ctx, arm, env, worker):
             worker.stop()
-            return {"n": n, "valid": False, "reason": "warm-up jobs never ran: "
-                    + " | ".join(list(worker.tail)[-5:])}
+            return {
+                "n": n,
+                "valid": False,
+                "reason": "warm-up jobs never ran: " + " | ".join(list(worker.tail)[-5:]),
+            }
         r = harness.run_producer({"arm": arm, "action": "w2", "n": n, "warmup": 3}, env, 600)
         # Idle CPU: the worker with an empty queue, over a fixed window, same for all.
         c0 = worker.sample_now()
@@ -148,8 +162,14 @@ def w2(ctx: Ctx, arm: str, n: int) -> dict[str, Any]:
     row = _finish(ctx, worker, n + 3, timeout=30)
     lat = r["latencies_ms"]
     row.pop("cpu_at_done", None)
-    row.update({"p50_ms": statistics.median(lat), "p99_ms": _pct(lat, 0.99),
-                "max_ms": max(lat), "idle_cpu_pct": (c1[1] - c0[1]) / (c1[0] - c0[0]) * 100})
+    row.update(
+        {
+            "p50_ms": statistics.median(lat),
+            "p99_ms": _pct(lat, 0.99),
+            "max_ms": max(lat),
+            "idle_cpu_pct": (c1[1] - c0[1]) / (c1[0] - c0[0]) * 100,
+        }
+    )
     return row
 
 
@@ -165,8 +185,9 @@ def w3(ctx: Ctx, arm: str, fraction: float, iteration: int) -> dict[str, Any]:
         if not _warm(ctx, arm, env, worker):
             worker.stop()
             return {"fraction": fraction, "valid": False, "reason": "warm-up never ran"}
-        r = harness.run_producer({"arm": arm, "action": "w3", "rate": rate,
-                                  "duration": duration}, env, duration + 300)
+        r = harness.run_producer(
+            {"arm": arm, "action": "w3", "rate": rate, "duration": duration}, env, duration + 300
+        )
     except Exception:
         worker.stop()
         raise
@@ -180,12 +201,24 @@ def w3(ctx: Ctx, arm: str, fraction: float, iteration: int) -> dict[str, Any]:
     lat = [(e - t0) * 1000 for _, t0, _, e in t]
     ends = sorted(e for *_, e in t)
     scheds = sorted(t0 for _, t0, _, _ in t)
-    row.update({"p50_ms": statistics.median(lat), "p99_ms": _pct(lat, 0.99),
-                "max_ms": max(lat), "peak_backlog": _peak_backlog(scheds, ends),
-                "drain_s": max(ends) - r["t_last"]})
-    ctx.raw.append((f"W3_{arm}_{int(fraction * 100)}_{iteration}", [
-        {"sched_s": round(t0 - r["t_start"], 6), "latency_ms": round((e - t0) * 1000, 3)}
-        for _, t0, _, e in sorted(t, key=lambda x: x[1])]))
+    row.update(
+        {
+            "p50_ms": statistics.median(lat),
+            "p99_ms": _pct(lat, 0.99),
+            "max_ms": max(lat),
+            "peak_backlog": _peak_backlog(scheds, ends),
+            "drain_s": max(ends) - r["t_last"],
+        }
+    )
+    ctx.raw.append(
+        (
+            f"W3_{arm}_{int(fraction * 100)}_{iteration}",
+            [
+                {"sched_s": round(t0 - r["t_start"], 6), "latency_ms": round((e - t0) * 1000, 3)}
+                for _, t0, _, e in sorted(t, key=lambda x: x[1])
+            ],
+        )
+    )
     return row
 
 
@@ -211,6 +244,5 @@ def w5(ctx: Ctx, arm: str) -> dict[str, Any]:
     t = harness.timings(ctx.redis.client)
     if t:
         row["first_job_done_ms"] = (t[0][3] - worker.started) * 1000
-    row["ready_ms"] = ((worker.ready_at - worker.started) * 1000
-                       if worker.ready_at else float("nan"))
+    row["ready_ms"] = (worker.ready_at - worker.started) * 1000 if worker.ready_at else float("nan")
     return row

@@ -10,12 +10,15 @@ from bench.report import summarise
 Rows = dict[str, list[dict[str, Any]]]
 
 
-def _best(rows: Rows, scen: str, metric: str, prefix: str,
-          param: str | None = None, lowest: bool = False) -> tuple[str, float] | None:
+def _best(
+    rows: Rows, scen: str, metric: str, prefix: str, param: str | None = None, lowest: bool = False
+) -> tuple[str, float] | None:
     """The best median of ``metric`` among arms whose name starts with ``prefix``."""
-    found = [(arm, statistics.median(v))
-             for (p, arm), v in summarise(rows.get(scen, []), metric).items()
-             if arm.startswith(prefix) and (param is None or p == param)]
+    found = [
+        (arm, statistics.median(v))
+        for (p, arm), v in summarise(rows.get(scen, []), metric).items()
+        if arm.startswith(prefix) and (param is None or p == param)
+    ]
     if not found:
         return None
     return (min if lowest else max)(found, key=lambda x: x[1])
@@ -39,30 +42,60 @@ def check(rows: Rows) -> list[str]:
         for peer, x, name in ((dram, d_x, "Dramatiq"), (cel, c_x, "Celery")):
             if conv and peer:
                 ratio = conv[1] / peer[1]
-                add(f"W1 {backend} >= {x}x {name}'s best ({peer[0]} {peer[1]:,.0f}/s)",
-                    (conv[0], ratio), lambda v, x=x: v >= x, "{:.1f}x")
+                add(
+                    f"W1 {backend} >= {x}x {name}'s best ({peer[0]} {peer[1]:,.0f}/s)",
+                    (conv[0], ratio),
+                    lambda v, x=x: v >= x,
+                    "{:.1f}x",
+                )
             else:
                 add(f"W1 {backend} >= {x}x {name}'s best", None, None)
     for backend, e1, e2 in (("sqlite", 20_000, 200_000), ("redis", 8_000, 100_000)):
-        add(f"E1 {backend} >= {e1:,}/s", _best(rows, "E1", "jobs_per_s",
-                                               f"conveyor-{backend}"), lambda v, t=e1: v >= t)
-        add(f"E2 {backend} >= {e2:,}/s", _best(rows, "E2", "jobs_per_s",
-                                               f"conveyor-{backend}"), lambda v, t=e2: v >= t)
+        add(
+            f"E1 {backend} >= {e1:,}/s",
+            _best(rows, "E1", "jobs_per_s", f"conveyor-{backend}"),
+            lambda v, t=e1: v >= t,
+        )
+        add(
+            f"E2 {backend} >= {e2:,}/s",
+            _best(rows, "E2", "jobs_per_s", f"conveyor-{backend}"),
+            lambda v, t=e2: v >= t,
+        )
     for backend in ("sqlite", "redis"):
         pre = f"conveyor-{backend}"
-        add(f"W2 {backend} p50 <= 2 ms", _best(rows, "W2", "p50_ms", pre, lowest=True),
-            lambda v: v <= 2, "{:.2f} ms")
-        add(f"W2 {backend} idle worker CPU < 2% of a core",
-            _best(rows, "W2", "idle_cpu_pct", pre, lowest=True), lambda v: v < 2, "{:.2f}%")
-        add(f"W3 {backend} at 90%: p99 <= 50 ms",
-            _best(rows, "W3", "p99_ms", pre, "90%", lowest=True), lambda v: v <= 50,
-            "{:.1f} ms")
-        add(f"W3 {backend} at 90%: zero lost",
-            _best(rows, "W3", "lost", pre, "90%", lowest=True), lambda v: v == 0, "{:.0f}")
+        add(
+            f"W2 {backend} p50 <= 2 ms",
+            _best(rows, "W2", "p50_ms", pre, lowest=True),
+            lambda v: v <= 2,
+            "{:.2f} ms",
+        )
+        add(
+            f"W2 {backend} idle worker CPU < 2% of a core",
+            _best(rows, "W2", "idle_cpu_pct", pre, lowest=True),
+            lambda v: v < 2,
+            "{:.2f}%",
+        )
+        add(
+            f"W3 {backend} at 90%: p99 <= 50 ms",
+            _best(rows, "W3", "p99_ms", pre, "90%", lowest=True),
+            lambda v: v <= 50,
+            "{:.1f} ms",
+        )
+        add(
+            f"W3 {backend} at 90%: zero lost",
+            _best(rows, "W3", "lost", pre, "90%", lowest=True),
+            lambda v: v == 0,
+            "{:.0f}",
+        )
     for backend in ("sqlite", "redis"):
-        add(f"W5 {backend} `conveyor worker` ready <= 300 ms",
+        add(
+            f"W5 {backend} `conveyor worker` ready <= 300 ms",
             _best(rows, "W5", "ready_ms", f"conveyor-{backend}", lowest=True),
-            lambda v: v <= 300, "{:.0f} ms")
-    lines.append("| W5 first job <= 50 ms after process start, in-process | not measured: "
-                 "the suite only times separate worker processes | - |")
+            lambda v: v <= 300,
+            "{:.0f} ms",
+        )
+    lines.append(
+        "| W5 first job <= 50 ms after process start, in-process | not measured: "
+        "the suite only times separate worker processes | - |"
+    )
     return lines

@@ -89,8 +89,11 @@ else:
 
 
 def enqueue(url: str, workload: str) -> None:
-    subprocess.run([sys.executable, "-c", _ENQUEUE, str(BENCH), workload, str(N)],
-                   check=True, env={**os.environ, "CONVEYOR_URL": url})
+    subprocess.run(
+        [sys.executable, "-c", _ENQUEUE, str(BENCH), workload, str(N)],
+        check=True,
+        env={**os.environ, "CONVEYOR_URL": url},
+    )
 
 
 def run_one(pool: str, workload: str, concurrency: int) -> tuple[float, float]:
@@ -99,13 +102,28 @@ def run_one(pool: str, workload: str, concurrency: int) -> tuple[float, float]:
         db = Path(tmp) / "w4.db"
         url = f"sqlite:///{db}"
         enqueue(url, workload)
-        env = {**os.environ, "CONVEYOR_URL": url,
-               "PYTHONPATH": os.pathsep.join([str(BENCH), str(ROOT)])}
+        env = {
+            **os.environ,
+            "CONVEYOR_URL": url,
+            "PYTHONPATH": os.pathsep.join([str(BENCH), str(ROOT)]),
+        }
         proc = subprocess.Popen(
-            [sys.executable, "-c", "from conveyor.cli.main import main; main()", "worker",
-             "w4_tasks:app", "--pool", pool, "-c", str(concurrency), "--burst",
-             "--log-level", "WARNING"],
-            cwd=tmp, env=env,
+            [
+                sys.executable,
+                "-c",
+                "from conveyor.cli.main import main; main()",
+                "worker",
+                "w4_tasks:app",
+                "--pool",
+                pool,
+                "-c",
+                str(concurrency),
+                "--burst",
+                "--log-level",
+                "WARNING",
+            ],
+            cwd=tmp,
+            env=env,
         )
         peak = 0
         done = threading.Event()
@@ -135,10 +153,11 @@ def run_one(pool: str, workload: str, concurrency: int) -> tuple[float, float]:
 
 def main() -> None:
     rows = []
-    header = ("| workload | c | pool | jobs/s | vs c=1 | peak RSS (MiB) | "
-              "marginal RSS/unit (MiB) |")
-    print(f"W4 on Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, N={N} jobs/run, "
-          f"median of {REPEAT}")
+    header = "| workload | c | pool | jobs/s | vs c=1 | peak RSS (MiB) | marginal RSS/unit (MiB) |"
+    print(
+        f"W4 on Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, N={N} jobs/run, "
+        f"median of {REPEAT}"
+    )
     print(header)
     print("|---|---|---|---|---|---|---|")
     for workload in WORKLOADS:
@@ -151,15 +170,26 @@ def main() -> None:
                 if base is None:
                     base = (rate, peak)
                 marginal = "-" if c == 1 else f"{(peak - base[1]) / (c - 1):.1f}"
-                row = (f"| {workload} | {c} | {pool} | {rate:.0f} | {rate / base[0]:.2f}x | "
-                       f"{peak:.0f} | {marginal} |")
+                row = (
+                    f"| {workload} | {c} | {pool} | {rate:.0f} | {rate / base[0]:.2f}x | "
+                    f"{peak:.0f} | {marginal} |"
+                )
                 print(row, flush=True)
                 rows.append(row)
     out = BENCH / "results" / "w4_pools.md"
     out.parent.mkdir(exist_ok=True)
-    out.write_text("\n".join([f"W4, Python {sys.version.split()[0]}, N={N}, median of {REPEAT}",
-                              "", header,
-                              "|---|---|---|---|---|---|---|", *rows, ""]))
+    out.write_text(
+        "\n".join(
+            [
+                f"W4, Python {sys.version.split()[0]}, N={N}, median of {REPEAT}",
+                "",
+                header,
+                "|---|---|---|---|---|---|---|",
+                *rows,
+                "",
+            ]
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -11,13 +11,20 @@ from bench.arms.base import Arm, Variant
 
 #: every variant the suite knows, without importing any peer library
 _CATALOGUE: dict[str, tuple[str, ...]] = {
-    "conveyor_arm": ("conveyor-sqlite", "conveyor-sqlite-c8", "conveyor-redis",
-                     "conveyor-redis-c8"),
-    "huey_arm": ("huey-sqlite-thread1", "huey-sqlite-process2", "huey-sqlite-default",
-                 "huey-redis-thread1"),
+    "conveyor_arm": (
+        "conveyor-sqlite",
+        "conveyor-sqlite-c8",
+        "conveyor-redis",
+        "conveyor-redis-c8",
+    ),
+    "huey_arm": (
+        "huey-sqlite-thread1",
+        "huey-sqlite-process2",
+        "huey-sqlite-default",
+        "huey-redis-thread1",
+    ),
     "dramatiq_arm": ("dramatiq-p1t1", "dramatiq-p2t8"),
-    "celery_arm": ("celery-solo", "celery-prefork2", "celery-threads8",
-                   "celery-prefork2-default"),
+    "celery_arm": ("celery-solo", "celery-prefork2", "celery-threads8", "celery-prefork2-default"),
     "rq_arm": ("rq-simple", "rq-fork"),
     "qler_arm": ("qler",),
 }

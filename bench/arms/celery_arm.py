@@ -47,10 +47,21 @@ class CeleryArm(Arm):
         job.apply_async(item).get(timeout=timeout)
 
     def worker_cmd(self, concurrency: int, burst: bool, verbose: bool = False) -> list[str]:
-        cmd = [bin_path("celery"), "-A", "bench.arms.celery_arm", "worker",
-               "-l", "INFO" if verbose else "WARNING",
-               "--without-gossip", "--without-mingle", "--without-heartbeat",
-               "-P", self.variant.pool, "-c", str(concurrency)]
+        cmd = [
+            bin_path("celery"),
+            "-A",
+            "bench.arms.celery_arm",
+            "worker",
+            "-l",
+            "INFO" if verbose else "WARNING",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            "-P",
+            self.variant.pool,
+            "-c",
+            str(concurrency),
+        ]
         if not self.variant.name.endswith("-default"):
             cmd += ["-O", "fair", "--prefetch-multiplier=1"]
         return cmd
@@ -58,12 +69,37 @@ class CeleryArm(Arm):
 
 ARM = CeleryArm
 VARIANTS = [
-    Variant("celery-solo", "celery_arm", "redis", "solo", 1,
-            "celery worker -P solo -O fair --prefetch-multiplier=1"),
-    Variant("celery-prefork2", "celery_arm", "redis", "prefork", 2,
-            "celery worker -P prefork -c 2 -O fair --prefetch-multiplier=1", w4=True),
-    Variant("celery-threads8", "celery_arm", "redis", "threads", 8,
-            "celery worker -P threads -c 8 -O fair --prefetch-multiplier=1"),
-    Variant("celery-prefork2-default", "celery_arm", "redis", "prefork", 2,
-            "celery worker -P prefork -c 2 (default prefetch 4, default -O)"),
+    Variant(
+        "celery-solo",
+        "celery_arm",
+        "redis",
+        "solo",
+        1,
+        "celery worker -P solo -O fair --prefetch-multiplier=1",
+    ),
+    Variant(
+        "celery-prefork2",
+        "celery_arm",
+        "redis",
+        "prefork",
+        2,
+        "celery worker -P prefork -c 2 -O fair --prefetch-multiplier=1",
+        w4=True,
+    ),
+    Variant(
+        "celery-threads8",
+        "celery_arm",
+        "redis",
+        "threads",
+        8,
+        "celery worker -P threads -c 8 -O fair --prefetch-multiplier=1",
+    ),
+    Variant(
+        "celery-prefork2-default",
+        "celery_arm",
+        "redis",
+        "prefork",
+        2,
+        "celery worker -P prefork -c 2 (default prefetch 4, default -O)",
+    ),
 ]

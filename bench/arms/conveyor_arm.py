@@ -64,19 +64,52 @@ class ConveyorArm(Arm):
         app.close()
 
     def worker_cmd(self, concurrency: int, burst: bool, verbose: bool = False) -> list[str]:
-        cmd = [bin_path("conveyor"), "worker", "bench.arms.conveyor_arm:app",
-               "-c", str(concurrency), "--pool", "thread"]
+        cmd = [
+            bin_path("conveyor"),
+            "worker",
+            "bench.arms.conveyor_arm:app",
+            "-c",
+            str(concurrency),
+            "--pool",
+            "thread",
+        ]
         return [*cmd, "--burst"] if burst else cmd
 
 
 ARM = ConveyorArm
 VARIANTS = [
-    Variant("conveyor-sqlite", "conveyor_arm", "sqlite", "thread", 1,
-            "conveyor worker -c 1 --pool thread; sqlite WAL synchronous=NORMAL", w4=True),
-    Variant("conveyor-sqlite-c8", "conveyor_arm", "sqlite", "thread", 8,
-            "conveyor worker -c 8 --pool thread; sqlite WAL synchronous=NORMAL"),
-    Variant("conveyor-redis", "conveyor_arm", "redis", "thread", 1,
-            "conveyor worker -c 1 --pool thread; redis on loopback", w4=True),
-    Variant("conveyor-redis-c8", "conveyor_arm", "redis", "thread", 8,
-            "conveyor worker -c 8 --pool thread; redis on loopback"),
+    Variant(
+        "conveyor-sqlite",
+        "conveyor_arm",
+        "sqlite",
+        "thread",
+        1,
+        "conveyor worker -c 1 --pool thread; sqlite WAL synchronous=NORMAL",
+        w4=True,
+    ),
+    Variant(
+        "conveyor-sqlite-c8",
+        "conveyor_arm",
+        "sqlite",
+        "thread",
+        8,
+        "conveyor worker -c 8 --pool thread; sqlite WAL synchronous=NORMAL",
+    ),
+    Variant(
+        "conveyor-redis",
+        "conveyor_arm",
+        "redis",
+        "thread",
+        1,
+        "conveyor worker -c 1 --pool thread; redis on loopback",
+        w4=True,
+    ),
+    Variant(
+        "conveyor-redis-c8",
+        "conveyor_arm",
+        "redis",
+        "thread",
+        8,
+        "conveyor worker -c 8 --pool thread; redis on loopback",
+    ),
 ]

@@ -46,14 +46,27 @@ class DramatiqArm(Arm):
 
     def worker_cmd(self, concurrency: int, burst: bool, verbose: bool = False) -> list[str]:
         threads = 8 if self.variant.name.endswith("t8") else 1
-        return [bin_path("dramatiq"), "bench.arms.dramatiq_arm", "-p", str(concurrency),
-                "-t", str(threads)]
+        return [
+            bin_path("dramatiq"),
+            "bench.arms.dramatiq_arm",
+            "-p",
+            str(concurrency),
+            "-t",
+            str(threads),
+        ]
 
 
 ARM = DramatiqArm
 VARIANTS = [
-    Variant("dramatiq-p1t1", "dramatiq_arm", "redis", "processes", 1,
-            "dramatiq -p 1 -t 1", w4=True),
-    Variant("dramatiq-p2t8", "dramatiq_arm", "redis", "processes", 2,
-            "dramatiq -p 2 -t 8 (its default on 2 cores)"),
+    Variant(
+        "dramatiq-p1t1", "dramatiq_arm", "redis", "processes", 1, "dramatiq -p 1 -t 1", w4=True
+    ),
+    Variant(
+        "dramatiq-p2t8",
+        "dramatiq_arm",
+        "redis",
+        "processes",
+        2,
+        "dramatiq -p 2 -t 8 (its default on 2 cores)",
+    ),
 ]

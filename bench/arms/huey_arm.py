@@ -32,14 +32,22 @@ class CommonPragmaStorage(SqliteStorage):
 def _make() -> Any:
     variant = env("BENCH_VARIANT", "huey-sqlite-thread1")
     if "redis" in variant:
-        return RedisHuey("bench", url=env("BENCH_REDIS_URL", "redis://127.0.0.1:6399") + "/0",
-                         results=env("BENCH_RESULTS") == "1",
-                         notify_result=True)  # documented: BLPOP instead of polling results
+        return RedisHuey(
+            "bench",
+            url=env("BENCH_REDIS_URL", "redis://127.0.0.1:6399") + "/0",
+            results=env("BENCH_RESULTS") == "1",
+            notify_result=True,
+        )  # documented: BLPOP instead of polling results
     path = env("BENCH_SQLITE_PATH", "/tmp/bench-huey.db")
     if variant.endswith("-default"):
         return SqliteHuey("bench", filename=path, results=env("BENCH_RESULTS") == "1")
-    return SqliteHuey("bench", filename=path, cache_mb=2, storage_class=CommonPragmaStorage,
-                      results=env("BENCH_RESULTS") == "1")
+    return SqliteHuey(
+        "bench",
+        filename=path,
+        cache_mb=2,
+        storage_class=CommonPragmaStorage,
+        results=env("BENCH_RESULTS") == "1",
+    )
 
 
 huey = _make()
@@ -66,8 +74,15 @@ class HueyArm(Arm):
 
     def worker_cmd(self, concurrency: int, burst: bool, verbose: bool = False) -> list[str]:
         kind = "process" if self.variant.pool == "process" else "thread"
-        cmd = [bin_path("huey_consumer"), "bench.arms.huey_arm.huey", "-w", str(concurrency),
-               "-k", kind, "-n"]
+        cmd = [
+            bin_path("huey_consumer"),
+            "bench.arms.huey_arm.huey",
+            "-w",
+            str(concurrency),
+            "-k",
+            kind,
+            "-n",
+        ]
         if not verbose:
             cmd.append("-q")  # Huey logs every job at INFO
         if self.variant.storage == "sqlite":
@@ -79,15 +94,39 @@ class HueyArm(Arm):
 
 ARM = HueyArm
 VARIANTS = [
-    Variant("huey-sqlite-thread1", "huey_arm", "sqlite", "thread", 1,
-            "huey_consumer -k thread -w 1 -n -d 0.001 -m 0.01; SqliteHuey, common PRAGMAs",
-            w4=True),
-    Variant("huey-sqlite-process2", "huey_arm", "sqlite", "process", 2,
-            "huey_consumer -k process -w 2 -n -d 0.001 -m 0.01; SqliteHuey, common PRAGMAs",
-            w4=True),
-    Variant("huey-sqlite-default", "huey_arm", "sqlite", "thread", 1,
-            "huey_consumer -k thread -w 1 -n -d 0.001 -m 0.01; SqliteHuey default PRAGMAs "
-            "(cache 8 MB, synchronous=FULL)"),
-    Variant("huey-redis-thread1", "huey_arm", "redis", "thread", 1,
-            "huey_consumer -k thread -w 1 -n; RedisHuey (blocking BRPOP, notify_result=True)"),
+    Variant(
+        "huey-sqlite-thread1",
+        "huey_arm",
+        "sqlite",
+        "thread",
+        1,
+        "huey_consumer -k thread -w 1 -n -d 0.001 -m 0.01; SqliteHuey, common PRAGMAs",
+        w4=True,
+    ),
+    Variant(
+        "huey-sqlite-process2",
+        "huey_arm",
+        "sqlite",
+        "process",
+        2,
+        "huey_consumer -k process -w 2 -n -d 0.001 -m 0.01; SqliteHuey, common PRAGMAs",
+        w4=True,
+    ),
+    Variant(
+        "huey-sqlite-default",
+        "huey_arm",
+        "sqlite",
+        "thread",
+        1,
+        "huey_consumer -k thread -w 1 -n -d 0.001 -m 0.01; SqliteHuey default PRAGMAs "
+        "(cache 8 MB, synchronous=FULL)",
+    ),
+    Variant(
+        "huey-redis-thread1",
+        "huey_arm",
+        "redis",
+        "thread",
+        1,
+        "huey_consumer -k thread -w 1 -n; RedisHuey (blocking BRPOP, notify_result=True)",
+    ),
 ]

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from bench.arms.base import Arm, Variant
 
-REASON = ("not installable: qler 0.5.0/0.5.1 require Python >= 3.12; the suite runs every "
-          "arm on the same Python 3.11")
+REASON = (
+    "not installable: qler 0.5.0/0.5.1 require Python >= 3.12; the suite runs every "
+    "arm on the same Python 3.11"
+)
 
 
 class QlerArm(Arm):

@@ -52,8 +52,16 @@ class RQArm(Arm):
 _NO_W4 = (("W4", "one job at a time per worker process; RQ's multi-worker pool is beta"),)
 ARM = RQArm
 VARIANTS = [
-    Variant("rq-simple", "rq_arm", "redis", "simple", 1, "rq worker -w SimpleWorker",
-            unsupported=_NO_W4),
-    Variant("rq-fork", "rq_arm", "redis", "fork", 1, "rq worker (default: fork per job)",
-            unsupported=_NO_W4),
+    Variant(
+        "rq-simple", "rq_arm", "redis", "simple", 1, "rq worker -w SimpleWorker", unsupported=_NO_W4
+    ),
+    Variant(
+        "rq-fork",
+        "rq_arm",
+        "redis",
+        "fork",
+        1,
+        "rq worker (default: fork per job)",
+        unsupported=_NO_W4,
+    ),
 ]

@@ -126,9 +126,11 @@ def _fired_slots(app: conveyor.App, name: str) -> list[float]:
 def test_periodic_three_workers_one_killed_every_slot_once(spawn: Spawn, flow_url: str) -> None:
     app = conveyor.App(flow_url)
     workers = [spawn(FLOW_PERIODIC="1") for _ in range(3)]
-    time.sleep(2.0)
+    # Wait on what the store records, not on the clock: a loaded machine starts slowly.
+    _wait_for(lambda: len(_fired_slots(app, "beat")) >= 2, timeout=30)
     workers[0].send_signal(signal.SIGKILL)
-    time.sleep(3.0)
+    fired_at_kill = len(_fired_slots(app, "beat"))
+    _wait_for(lambda: len(_fired_slots(app, "beat")) >= fired_at_kill + 3, timeout=30)
     for w in workers[1:]:
         w.send_signal(signal.SIGTERM)
     for w in workers[1:]:
