@@ -496,6 +496,13 @@ class Backend(Protocol):
         """Apply each finish fenced by its token; return the ids that were refused."""
         ...
 
+    def job_finish_and_claim(
+        self, finishes: Sequence[JobFinishParams], claim: JobClaimParams
+    ) -> tuple[list[str], list[ClaimedJob]]:
+        """``job_finish_many`` then ``job_claim`` in one transaction / round trip (the ack
+        of one batch rides with the next claim); returns (refused ids, claimed jobs)."""
+        ...
+
     def job_get_many(self, ids: Sequence[str]) -> list[JobRecord]: ...
 
     def job_insert_many(self, params: Sequence[JobInsertParams]) -> None:

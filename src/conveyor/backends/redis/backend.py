@@ -140,13 +140,42 @@ class RedisBackend:
         return self.job_get_many(ids)
 
     def job_claim(self, params: JobClaimParams) -> list[ClaimedJob]:
+        keys, args = self._claim_call(params)
+        with self._guard:
+            _promoted, reply = self._scripts.job_claim(keys, args)
+        return self._claimed(reply)
+
+    def job_finish_and_claim(
+        self, finishes: Sequence[JobFinishParams], claim: JobClaimParams
+    ) -> tuple[list[str], list[ClaimedJob]]:
+        """``job_finish_many(finishes)`` then ``job_claim(claim)`` in one pipelined round
+        trip (the seed-004 trick: the ack of one batch rides with the next claim). Each
+        script stays atomic on its own; the finishes run first."""
+        if not finishes:
+            return [], self.job_claim(claim)
+        finish_keys = self._finish_keys()
+        keys, args = self._claim_call(claim)
+        with self._guard:
+            pipe = self._client.pipeline(transaction=False)
+            for batch in self._finish_batches(finishes):
+                self._scripts.job_finish(finish_keys, [self._ttl, batch], client=pipe)
+            self._scripts.job_claim(keys, args, client=pipe)
+            # A script error raises here, as job_finish_many / job_claim would.
+            replies = pipe.execute()
+        refused: list[str] = [job_id for r in replies[:-1] for job_id in r]
+        _promoted, reply = replies[-1]
+        return refused, self._claimed(reply)
+
+    def _claim_call(self, params: JobClaimParams) -> tuple[list[str], list[str | int]]:
         k = self.keys
         keys = [k.base, k.scheduled, k.holders, k.inflight(params.worker_id), k.counts, k.wake]
         keys += [k.ready(queue) for queue, _ in params.queues]
         args: list[str | int] = [params.worker_id, params.total, PROMOTE_LIMIT]
         args += [limit for _, limit in params.queues]
-        with self._guard:
-            _promoted, reply = self._scripts.job_claim(keys, args)
+        return keys, args
+
+    @staticmethod
+    def _claimed(reply: str) -> list[ClaimedJob]:
         claimed = [
             ClaimedJob(
                 id=j[0],
@@ -165,7 +194,8 @@ class RedisBackend:
             )
             for j in json.loads(reply)
         ]
-        claimed.sort(key=lambda j: (-j.priority, j.run_at, j.id))
+        if len(claimed) > 1:
+            claimed.sort(key=lambda j: (-j.priority, j.run_at, j.id))
         return claimed
 
     def job_delete_many(self, ids: Sequence[str]) -> int:
@@ -188,30 +218,42 @@ class RedisBackend:
         ]
 
     def job_finish_many(self, params: Sequence[JobFinishParams]) -> list[str]:
-        k = self.keys
-        keys = [k.base, k.scheduled, k.expiry, k.counts, k.wake, k.jobs]
+        keys = self._finish_keys()
         refused: list[str] = []
-        for start in range(0, len(params), FINISH_CHUNK):
-            # ``or None``: SQLite treats 0 as "not given" too (``p.run_at or now``).
-            batch = [
-                [
-                    p.id,
-                    p.token,
-                    _KIND[p.kind],
-                    p.worker_id,
-                    p.attempt,
-                    p.result,
-                    p.error,
-                    p.reason,
-                    num(p.run_at or None),
-                    num(p.started_at),
-                    num(p.finished_at or None),
-                ]
-                for p in params[start : start + FINISH_CHUNK]
-            ]
+        for batch in self._finish_batches(params):
             with self._guard:
-                refused += self._scripts.job_finish(keys, [self._ttl, _json(batch)])
+                refused += self._scripts.job_finish(keys, [self._ttl, batch])
         return refused
+
+    def _finish_keys(self) -> list[str]:
+        k = self.keys
+        return [k.base, k.scheduled, k.expiry, k.counts, k.wake, k.jobs]
+
+    @staticmethod
+    def _finish_batches(params: Sequence[JobFinishParams]) -> list[str]:
+        """The JSON argument of each finish script call (``FINISH_CHUNK`` jobs each)."""
+        # ``or None``: SQLite treats 0 as "not given" too (``p.run_at or now``).
+        return [
+            _json(
+                [
+                    [
+                        p.id,
+                        p.token,
+                        _KIND[p.kind],
+                        p.worker_id,
+                        p.attempt,
+                        p.result,
+                        p.error,
+                        p.reason,
+                        num(p.run_at or None),
+                        num(p.started_at),
+                        num(p.finished_at or None),
+                    ]
+                    for p in params[start : start + FINISH_CHUNK]
+                ]
+            )
+            for start in range(0, len(params), FINISH_CHUNK)
+        ]
 
     def job_get_many(self, ids: Sequence[str]) -> list[JobRecord]:
         with self._guard:

@@ -209,45 +209,56 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
         return self.job_get_many(ids)
 
     def job_claim(self, params: JobClaimParams) -> list[ClaimedJob]:
+        return self.job_finish_and_claim((), params)[1]
+
+    def job_finish_and_claim(
+        self, finishes: Sequence[JobFinishParams], claim: JobClaimParams
+    ) -> tuple[list[str], list[ClaimedJob]]:
+        """``job_finish_many(finishes)`` then ``job_claim(claim)`` in one transaction: the
+        ack of one batch rides with the next claim (seed 004), one commit instead of two.
+        Returns (refused finish ids, claimed jobs)."""
         now = time.time()
-        claimed: list[ClaimedJob] = []
-        remaining = params.total
-        sql = self._sql["job_claim"]
         with self._lock:
             self._claim_snapshot = self._snapshot()
             self._conn.execute("BEGIN IMMEDIATE")
             try:
-                promoted = self._conn.execute(self._sql["job_promote_due"], {"now": now}).rowcount
-                empty: set[str] = set()
-                # First pass: each queue its weighted share; second: top up from any.
-                for pass_limits in (params.queues, [(q, params.total) for q, _ in params.queues]):
-                    for queue, limit in pass_limits:
-                        want = min(limit, remaining)
-                        if want <= 0 or queue in empty:
-                            continue
-                        got = self._conn.execute(
-                            sql,
-                            {
-                                "worker_id": params.worker_id,
-                                "now": now,
-                                "queue": queue,
-                                "limit": want,
-                            },
-                        ).fetchall()
-                        if len(got) < want:
-                            empty.add(queue)
-                        remaining -= len(got)
-                        claimed.extend(ClaimedJob(*r) for r in got)
-                if claimed and limits_exist(self._conn):
-                    claimed = apply_limits(self._conn, claimed, now)
+                stale = self._finish_in(self._conn, finishes, now) if finishes else []
+                promoted, claimed = self._claim_in(self._conn, claim, now)
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
-        if promoted:
+        if promoted or finishes:
             self._notifier.bump()
-        claimed.sort(key=lambda j: (-j.priority, j.run_at, j.id))
-        return claimed
+        return stale, claimed
+
+    def _claim_in(
+        self, conn: sqlite3.Connection, params: JobClaimParams, now: float
+    ) -> tuple[int, list[ClaimedJob]]:
+        claimed: list[ClaimedJob] = []
+        remaining = params.total
+        sql = self._sql["job_claim"]
+        promoted: int = conn.execute(self._sql["job_promote_due"], {"now": now}).rowcount
+        empty: set[str] = set()
+        # First pass: each queue its weighted share; second: top up from any.
+        for pass_limits in (params.queues, [(q, params.total) for q, _ in params.queues]):
+            for queue, limit in pass_limits:
+                want = min(limit, remaining)
+                if want <= 0 or queue in empty:
+                    continue
+                got = conn.execute(
+                    sql,
+                    {"worker_id": params.worker_id, "now": now, "queue": queue, "limit": want},
+                ).fetchall()
+                if len(got) < want:
+                    empty.add(queue)
+                remaining -= len(got)
+                claimed.extend(ClaimedJob(*r) for r in got)
+        if claimed and limits_exist(conn):
+            claimed = apply_limits(conn, claimed, now)
+        if len(claimed) > 1:
+            claimed.sort(key=lambda j: (-j.priority, j.run_at, j.id))
+        return promoted, claimed
 
     def job_delete_many(self, ids: Sequence[str]) -> int:
         with self._write() as conn:
@@ -280,48 +291,53 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
 
     def job_finish_many(self, params: Sequence[JobFinishParams]) -> list[str]:
         now = time.time()
+        with self._write() as conn:
+            return self._finish_in(conn, params, now)
+
+    def _finish_in(
+        self, conn: sqlite3.Connection, params: Sequence[JobFinishParams], now: float
+    ) -> list[str]:
         stale: list[str] = []
         attempts = []
         succeeded: list[str] = []
         failed: dict[str, str] = {}
-        with self._write() as conn:
-            for p in params:
-                finished = p.finished_at or now
-                args = {
+        for p in params:
+            finished = p.finished_at or now
+            args = {
+                "id": p.id,
+                "token": p.token,
+                "result": p.result,
+                "error": p.error,
+                "reason": p.reason,
+                "run_at": p.run_at or now,
+                "finished_at": finished,
+            }
+            if conn.execute(self._sql[_FINISH_QUERY[p.kind]], args).rowcount != 1:
+                stale.append(p.id)
+                continue
+            if p.kind is FinishKind.SUCCEEDED:
+                succeeded.append(p.id)
+            elif p.kind in _PARENT_FAILED:
+                failed[p.id] = _PARENT_FAILED[p.kind]
+            if p.kind is FinishKind.DROP:
+                conn.execute("DELETE FROM attempts WHERE job_id = ?", (p.id,))
+                conn.execute("DELETE FROM job_logs WHERE job_id = ?", (p.id,))
+                continue
+            attempts.append(
+                {
                     "id": p.id,
                     "token": p.token,
-                    "result": p.result,
-                    "error": p.error,
-                    "reason": p.reason,
-                    "run_at": p.run_at or now,
+                    "attempt": p.attempt,
+                    "worker_id": p.worker_id,
+                    "started_at": p.started_at,
                     "finished_at": finished,
+                    "outcome": _ATTEMPT_OUTCOME[p.kind],
+                    "error": p.error,
                 }
-                if conn.execute(self._sql[_FINISH_QUERY[p.kind]], args).rowcount != 1:
-                    stale.append(p.id)
-                    continue
-                if p.kind is FinishKind.SUCCEEDED:
-                    succeeded.append(p.id)
-                elif p.kind in _PARENT_FAILED:
-                    failed[p.id] = _PARENT_FAILED[p.kind]
-                if p.kind is FinishKind.DROP:
-                    conn.execute("DELETE FROM attempts WHERE job_id = ?", (p.id,))
-                    conn.execute("DELETE FROM job_logs WHERE job_id = ?", (p.id,))
-                    continue
-                attempts.append(
-                    {
-                        "id": p.id,
-                        "token": p.token,
-                        "attempt": p.attempt,
-                        "worker_id": p.worker_id,
-                        "started_at": p.started_at,
-                        "finished_at": finished,
-                        "outcome": _ATTEMPT_OUTCOME[p.kind],
-                        "error": p.error,
-                    }
-                )
-            conn.executemany(self._sql["attempt_insert"], attempts)
-            # Dependants move in the same commit as their parent's finish.
-            workflow.settle(conn, succeeded, failed, now)
+            )
+        conn.executemany(self._sql["attempt_insert"], attempts)
+        # Dependants move in the same commit as their parent's finish.
+        workflow.settle(conn, succeeded, failed, now)
         return stale
 
     def job_get_many(self, ids: Sequence[str]) -> list[JobRecord]:

@@ -1,0 +1,166 @@
+"""The hot-path calls on every backend: the ack riding with the next claim
+(``job_finish_and_claim``) and the worker's one-slot mode that uses it (the fetcher
+runs the job itself)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+import conveyor
+from conveyor.backends.base import (
+    Backend,
+    JobClaimParams,
+    JobFinishParams,
+    JobReleaseParams,
+)
+from conveyor.states import FinishKind, JobState
+from conveyor.worker.worker import Worker
+from tests.contract.helpers import claim, insert, register
+
+FAST = conveyor.Backoff(base=0.01, factor=1, max=0.01, jitter=0)
+
+
+def _done(job_id: str, token: int, result: str = "1") -> JobFinishParams:
+    return JobFinishParams(
+        id=job_id,
+        token=token,
+        kind=FinishKind.SUCCEEDED,
+        worker_id="w1",
+        attempt=1,
+        result=result,
+        started_at=time.time(),
+    )
+
+
+def test_finish_and_claim_writes_the_finishes_and_claims_the_next(backend: Backend) -> None:
+    register(backend)
+    ids = insert(backend, 3)
+    first, second = claim(backend, 2)
+    backend.job_release_many(JobReleaseParams("w1", [(second.id, second.token)]))
+    stale, jobs = backend.job_finish_and_claim(
+        [_done(first.id, first.token, '"a"'), _done(second.id, second.token)],
+        JobClaimParams("w1", [("q", 5)], 5),
+    )
+    assert stale == [second.id]  # released meanwhile: fenced out, as job_finish_many
+    assert sorted(j.id for j in jobs) == sorted(set(ids) - {first.id})
+    record = backend.job_get_many([first.id])[0]
+    assert record.state is JobState.SUCCEEDED and record.result == '"a"'
+    assert [a.outcome for a in backend.job_attempts(first.id)] == ["succeeded"]
+
+
+def test_finish_and_claim_with_nothing_to_finish_is_a_claim(backend: Backend) -> None:
+    register(backend)
+    insert(backend, 2)
+    stale, jobs = backend.job_finish_and_claim([], JobClaimParams("w1", [("q", 1)], 1))
+    assert stale == [] and len(jobs) == 1
+    assert backend.job_get_many([jobs[0].id])[0].state is JobState.RUNNING
+
+
+def test_enqueue_many_errors_write_nothing(app: conveyor.App) -> None:
+    @app.task
+    def add(a: int, b: int = 0) -> int:
+        return a + b
+
+    with pytest.raises(TypeError):
+        add.enqueue_many([(1,), (1, 2, 3)])
+    with pytest.raises(conveyor.errors.EncodeError, match="positional argument 0"):
+        add.enqueue_many([(1,), (object(),)])
+    with pytest.raises(TypeError, match="enqueue_many items"):
+        add.enqueue_many([(1,), 5])  # type: ignore[list-item]
+    assert sum(sum(s.counts.values()) for s in app.backend.queue_stats()) == 0
+    jobs = add.enqueue_many([(1,), [2, 3], {"a": 4}, conveyor.Args(5, b=1)])
+    assert len({j.id for j in jobs}) == 4 and [j.id for j in jobs] == sorted(j.id for j in jobs)
+    Worker(app, concurrency=1, burst=True).run(install_signals=False)
+    assert [j.result(timeout=5) for j in jobs] == [1, 5, 4, 6]
+
+
+# -- the one-slot worker (concurrency 1, thread pool: jobs run in the fetcher thread) ----
+
+
+@pytest.fixture
+def one_slot(app: conveyor.App) -> Iterator[list[Worker]]:
+    started: list[Worker] = []
+    yield started
+    for w in started:
+        w.stop(timeout=10)
+
+
+def test_one_slot_worker_runs_inline_and_retries(app: conveyor.App, one_slot: list[Worker]) -> None:
+    seen: list[str] = []
+    calls = {"n": 0}
+
+    @app.task(max_attempts=3, retry=FAST)
+    def flaky() -> str:
+        seen.append(threading.current_thread().name)
+        calls["n"] += 1
+        if calls["n"] < 3:
+            raise ValueError("again")
+        return "ok"
+
+    worker = Worker(app, concurrency=1, shutdown_timeout=5.0).start()
+    one_slot.append(worker)
+    job = flaky.enqueue()
+    assert job.result(timeout=20) == "ok"
+    assert set(seen) == {"conveyor-fetcher"}  # no pool thread, no hand-off
+    assert [a.outcome for a in job.attempts()] == ["failed", "failed", "succeeded"]
+
+
+def test_one_slot_worker_times_out_a_sync_task(app: conveyor.App, one_slot: list[Worker]) -> None:
+    @app.task(timeout=0.3, max_attempts=1)
+    def spin() -> None:
+        end = time.monotonic() + 5
+        while time.monotonic() < end:  # pure Python: interruptible at bytecode
+            pass
+
+    @app.task
+    def after() -> str:
+        return "next"
+
+    one_slot.append(Worker(app, concurrency=1, shutdown_timeout=5.0).start())
+    job, nxt = spin.enqueue(), after.enqueue()
+    with pytest.raises(conveyor.JobFailed) as info:
+        job.result(timeout=20)
+    assert info.value.error_type == "JobTimeout"
+    assert nxt.result(timeout=20) == "next"  # the fetcher thread survived the interrupt
+
+
+def test_one_slot_graceful_stop_releases_the_running_job(app: conveyor.App) -> None:
+    started = threading.Event()
+
+    @app.task
+    def long() -> None:
+        started.set()
+        time.sleep(2)
+
+    job = long.enqueue()
+    worker = Worker(app, concurrency=1, shutdown_timeout=0.2).start()
+    assert started.wait(10)
+    worker.stop(timeout=10)
+    record = job.refresh()
+    assert record.state is JobState.QUEUED and record.attempt == 0
+    assert [a.outcome for a in job.attempts()] == ["released"]
+    time.sleep(2.2)  # the job returns in the abandoned thread: its finish is not written
+    assert job.refresh().state is JobState.QUEUED
+
+
+def test_one_slot_stop_writes_the_last_finish(app: conveyor.App) -> None:
+    @app.task
+    def quick(i: int) -> int:
+        return i
+
+    jobs = quick.enqueue_many([(i,) for i in range(50)])
+    worker = Worker(app, concurrency=1, shutdown_timeout=5.0).start()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if sum(1 for j in jobs if j.refresh().state is JobState.SUCCEEDED) >= 10:
+            break
+        time.sleep(0.01)
+    worker.stop(timeout=10)
+    states = [j.refresh().state for j in jobs]
+    # Every job is either done or back in the queue: none stuck running, none lost.
+    assert set(states) <= {JobState.SUCCEEDED, JobState.QUEUED}
+    assert states.count(JobState.SUCCEEDED) >= 10
