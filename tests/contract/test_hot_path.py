@@ -1,6 +1,6 @@
 """The hot-path calls on every backend: the ack riding with the next claim
-(``job_finish_and_claim``) and the worker's one-slot mode that uses it (the fetcher
-runs the job itself)."""
+(``job_finish_and_claim``), the batch insert of plain jobs (``job_insert_batch``), and
+the worker's one-slot mode that uses the first (the fetcher runs the job itself)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,10 @@ from conveyor.backends.base import (
     Backend,
     JobClaimParams,
     JobFinishParams,
+    JobInsertBatchParams,
     JobReleaseParams,
 )
+from conveyor.ids import new_ids
 from conveyor.states import FinishKind, JobState
 from conveyor.worker.worker import Worker
 from tests.contract.helpers import claim, insert, register
@@ -58,6 +60,34 @@ def test_finish_and_claim_with_nothing_to_finish_is_a_claim(backend: Backend) ->
     stale, jobs = backend.job_finish_and_claim([], JobClaimParams("w1", [("q", 1)], 1))
     assert stale == [] and len(jobs) == 1
     assert backend.job_get_many([jobs[0].id])[0].state is JobState.RUNNING
+
+
+def test_insert_batch_matches_insert_many(backend: Backend) -> None:
+    ids = new_ids(3)
+    backend.job_insert_batch(
+        JobInsertBatchParams(
+            task="t",
+            queue="q",
+            ids=ids,
+            payloads=[f'{{"args":[{i}],"kwargs":{{}}}}' for i in range(3)],
+            priority=2,
+            max_attempts=3,
+            timeout=1.5,
+            lease=10.0,
+        )
+    )
+    later = new_ids(1)
+    backend.job_insert_batch(
+        JobInsertBatchParams(
+            task="t", queue="q", ids=later, payloads=["{}"], run_at=time.time() + 3600
+        )
+    )
+    records = backend.job_get_many(ids + later)
+    assert [r.state for r in records] == [JobState.QUEUED] * 3 + [JobState.SCHEDULED]
+    assert [r.payload for r in records[:3]] == [f'{{"args":[{i}],"kwargs":{{}}}}' for i in range(3)]
+    assert {(r.priority, r.max_attempts, r.timeout, r.lease) for r in records[:3]} == {
+        (2, 3, 1.5, 10.0)
+    }
 
 
 def test_enqueue_many_errors_write_nothing(app: conveyor.App) -> None:

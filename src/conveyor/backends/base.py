@@ -251,6 +251,40 @@ class JobInsertParams:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class JobInsertBatchParams:
+    """Many plain jobs of one task sharing every option (``enqueue_many``'s fast path):
+    job ``ids[i]`` gets ``payloads[i]``. Same meaning as that many plain
+    :class:`JobInsertParams`, without building one object per job."""
+
+    task: str
+    queue: str
+    ids: Sequence[str]
+    payloads: Sequence[str]
+    priority: int = 0
+    run_at: float | None = None  # None: ready now; in the future: scheduled
+    max_attempts: int = 5
+    timeout: float | None = None
+    lease: float = 30.0
+
+    def expand(self) -> list[JobInsertParams]:
+        """The same jobs as :class:`JobInsertParams` (for backends without a fast path)."""
+        return [
+            JobInsertParams(
+                id=job_id,
+                task=self.task,
+                queue=self.queue,
+                payload=payload,
+                priority=self.priority,
+                run_at=self.run_at,
+                max_attempts=self.max_attempts,
+                timeout=self.timeout,
+                lease=self.lease,
+            )
+            for job_id, payload in zip(self.ids, self.payloads, strict=True)
+        ]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class InsertResult:
     """What ``job_insert_flow_many`` did with one job: ``id`` is the job that stands (the
     existing one on a unique conflict)."""
@@ -507,6 +541,10 @@ class Backend(Protocol):
 
     def job_insert_many(self, params: Sequence[JobInsertParams]) -> None:
         """All or nothing, in one transaction (or one script)."""
+        ...
+
+    def job_insert_batch(self, params: JobInsertBatchParams) -> None:
+        """``job_insert_many`` for plain jobs sharing their options: all or nothing."""
         ...
 
     def job_insert_flow_many(self, params: Sequence[JobInsertParams]) -> list[InsertResult]:

@@ -35,6 +35,7 @@ from conveyor.backends.base import (
     JobClaimParams,
     JobExtendLeasesParams,
     JobFinishParams,
+    JobInsertBatchParams,
     JobInsertParams,
     JobListParams,
     JobRecord,
@@ -262,21 +263,40 @@ class RedisBackend:
     def job_insert_many(self, params: Sequence[JobInsertParams]) -> None:
         if not params:
             return
-        k = self.keys
-        batch = [
+        self._insert_rows(
             [
-                p.id,
-                p.task,
-                p.queue,
-                p.payload,
-                str(int(p.priority)),
-                num(p.run_at) or "",
-                str(int(p.max_attempts)),
-                num(p.timeout) or "",
-                repr(float(p.lease)),
+                [
+                    p.id,
+                    p.task,
+                    p.queue,
+                    p.payload,
+                    str(int(p.priority)),
+                    num(p.run_at) or "",
+                    str(int(p.max_attempts)),
+                    num(p.timeout) or "",
+                    repr(float(p.lease)),
+                ]
+                for p in params
             ]
-            for p in params
-        ]
+        )
+
+    def job_insert_batch(self, params: JobInsertBatchParams) -> None:
+        if not params.ids:
+            return
+        # The shared fields are formatted once, not once per job.
+        task, queue = params.task, params.queue
+        priority, run_at = str(int(params.priority)), num(params.run_at) or ""
+        attempts, timeout = str(int(params.max_attempts)), num(params.timeout) or ""
+        lease = repr(float(params.lease))
+        self._insert_rows(
+            [
+                [i, task, queue, p, priority, run_at, attempts, timeout, lease]
+                for i, p in zip(params.ids, params.payloads, strict=True)
+            ]
+        )
+
+    def _insert_rows(self, batch: list[list[str]]) -> None:
+        k = self.keys
         try:
             with self._guard:
                 self._scripts.job_insert(
