@@ -492,6 +492,11 @@ class Backend(Protocol):
     name: str
     #: the store answers SQL (``conveyor jobs --where`` can use json_extract)
     supports_sql: bool
+    #: a one-slot worker should run jobs in its fetcher and write each finish with its next
+    #: claim (``job_finish_and_claim``): True where that saves work (SQLite: one commit
+    #: instead of two), False where the store does the same work either way and writing
+    #: the ack from the completer overlaps it with the next job (Redis)
+    ack_with_claim: bool
     #: the URL it was opened with, password removed
     url: str
     #: flow-control features implemented: "snooze", "progress", "unique", "workflows",

@@ -136,12 +136,14 @@ class Worker:
         self._thread: threading.Thread | None = None
         self._last_fetch_at: float | None = None
         self.completer = Completer(app.backend)
-        # One slot on the thread pool: the fetcher thread runs each job itself and its
-        # finish rides with the next claim (one transaction / one round trip per job, no
-        # thread hand-off). Measured on the 2-core box, W1 noop -c 1: SQLite 1,300 ->
-        # see BENCHMARKS.md "Hot path". Other pools and sizes keep the pool + completer.
+        # One slot on the thread pool, on a store where it saves work (ack_with_claim):
+        # the fetcher thread runs each job itself and its finish rides with the next
+        # claim (one transaction per job, no thread hand-off). W1 noop -c 1 on SQLite,
+        # 2-core box, median of 3: 1,444 -> 2,081 jobs/s (BENCHMARKS.md, "Hot path").
+        # Other pools, sizes and stores keep the pool + completer.
         self._inline: ThreadExecutor | None = None
-        if concurrency == 1 and pool == "thread" and executor is None:
+        inline_ok = bool(getattr(app.backend, "ack_with_claim", False))
+        if concurrency == 1 and pool == "thread" and executor is None and inline_ok:
             from conveyor.worker.executors.thread import ThreadExecutor
 
             if isinstance(self.executor, ThreadExecutor):
