@@ -196,3 +196,16 @@ def test_one_slot_stop_writes_the_last_finish(app: conveyor.App) -> None:
     # Every job is either done or back in the queue: none stuck running, none lost.
     assert set(states) <= {JobState.SUCCEEDED, JobState.QUEUED}
     assert states.count(JobState.SUCCEEDED) >= 10
+
+
+def test_insert_batch_is_all_or_nothing(backend: Backend) -> None:
+    (taken,) = new_ids(1)
+    backend.job_insert_batch(JobInsertBatchParams("t", "q", [taken], ["{}"]))
+    fresh = new_ids(2)
+    with pytest.raises(Exception):  # noqa: B017 - each store raises its own duplicate error
+        backend.job_insert_batch(
+            JobInsertBatchParams("t", "q", [fresh[0], taken, fresh[1]], ["{}", "{}", "{}"])
+        )
+    assert backend.job_get_many(fresh) == []
+    backend.job_insert_batch(JobInsertBatchParams("t", "q", fresh, ["{}", "{}"]))  # usable
+    assert len(backend.job_get_many(fresh)) == 2

@@ -383,11 +383,24 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
             params.timeout,
             params.lease,
         )
-        with self._write() as conn:
-            conn.executemany(
-                self._sql["job_insert_batch"],
-                [(i, p, *shared) for i, p in zip(params.ids, params.payloads, strict=True)],
-            )
+        sql = self._sql["job_insert_batch"]
+        rows = [(i, p, *shared) for i, p in zip(params.ids, params.payloads, strict=True)]
+        # The transaction is written out rather than through _write(): a single enqueue
+        # is one call of this, and the generator context manager plus executemany's
+        # set-up were ~3 µs of its ~50 (E1).
+        conn = self._conn
+        with self._lock:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if len(rows) == 1:
+                    conn.execute(sql, rows[0])
+                else:
+                    conn.executemany(sql, rows)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        self._notifier.bump()
 
     @staticmethod
     def _insert_values(p: JobInsertParams, now: float) -> dict[str, object]:
