@@ -209,3 +209,24 @@ def test_insert_batch_is_all_or_nothing(backend: Backend) -> None:
     assert backend.job_get_many(fresh) == []
     backend.job_insert_batch(JobInsertBatchParams("t", "q", fresh, ["{}", "{}"]))  # usable
     assert len(backend.job_get_many(fresh)) == 2
+
+
+def test_sqlite_wait_after_an_empty_claim_sees_another_connection(tmp_path: object) -> None:
+    from conveyor.backends.sqlite.backend import SQLiteBackend
+
+    url = f"sqlite:///{tmp_path}/wake.db"
+    fetcher, producer = SQLiteBackend(url), SQLiteBackend(url)  # two connections
+    try:
+        register(fetcher)
+        assert claim(fetcher) == []
+        insert(producer)  # commits after the empty claim, on another connection
+        t = time.monotonic()
+        fetcher.work_wait(5.0)
+        assert time.monotonic() - t < 1.0  # seen through data_version, not the timeout
+        assert len(claim(fetcher)) == 1
+        t = time.monotonic()
+        fetcher.work_wait(5.0)  # right after a non-empty claim: no waiting
+        assert time.monotonic() - t < 0.5
+    finally:
+        fetcher.close()
+        producer.close()

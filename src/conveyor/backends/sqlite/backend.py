@@ -105,6 +105,7 @@ _PARENT_FAILED = {
     FinishKind.CANCELLED: "was cancelled",
     FinishKind.DROP: "was dropped",
 }
+_DATA_VERSION = "PRAGMA data_version"
 _WORKER_LOST = json.dumps(
     {"type": "WorkerLost", "message": "the worker running this job died", "traceback": ""}
 )
@@ -224,11 +225,19 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
         Returns (refused finish ids, claimed jobs)."""
         now = time.time()
         with self._lock:
-            self._claim_snapshot = self._snapshot()
+            generation = self._notifier.generation
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 stale = self._finish_in(self._conn, finishes, now) if finishes else []
                 promoted, claimed = self._claim_in(self._conn, claim, now)
+                # work_wait() after an empty claim must see any commit made after it.
+                # data_version is read inside the write transaction (no other connection
+                # can commit until ours does) and only when a wait can follow: outside a
+                # transaction the PRAGMA opens a read snapshot, 8-10% of the fetcher's
+                # wall time in the W1 -c 1 py-spy profile. -1 never matches, so a wait
+                # right after a non-empty claim returns at once (one extra claim at most).
+                version = -1 if claimed else int(self._conn.execute(_DATA_VERSION).fetchone()[0])
+                self._claim_snapshot = (generation, version)
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
