@@ -1,9 +1,12 @@
-"""Issue 2's quick check for conveyor's SQLite backend: single enqueue jobs/s,
+"""Issue 2/3's quick check for conveyor's backends: single enqueue jobs/s,
 ``enqueue_many`` jobs/s, and W1 throughput (20,000 noop jobs pre-enqueued, one
 ``conveyor worker`` process, first job start to last job end).
 
-``python -m bench.quick [--n 20000]``. Reuses the suite's harness (same job body, same
-marker, same verification) so the numbers match ``python -m bench run``.
+``python -m bench.quick [--n 20000] [--backend sqlite|redis|both] [--repeat 1]``.
+Reuses the suite's harness (same job body, same marker, same verification) so the
+numbers match ``python -m bench run``. The harness starts its own ``redis-server`` on a
+free port (for the completion marker, and as the broker of the Redis arm). With
+``--repeat N`` every figure is the median of N runs (min and max shown).
 """
 
 from __future__ import annotations
@@ -11,38 +14,56 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import tempfile
+from collections.abc import Callable
+from typing import Any
 
 from bench import harness
 from bench import scenarios as sc
 
-ARM = "conveyor-sqlite"
+ARMS = {"sqlite": "conveyor-sqlite", "redis": "conveyor-redis"}
+
+
+def _median(runs: list[dict[str, Any]]) -> str:
+    rates = sorted(r["jobs_per_s"] for r in runs if r.get("valid", True))
+    if not rates:
+        return "invalid run: " + "; ".join(str(r.get("reason")) for r in runs)
+    spread = f"  [min {rates[0]:,.0f}, max {rates[-1]:,.0f}]" if len(rates) > 1 else ""
+    return f"{statistics.median(rates):>10,.0f} jobs/s{spread}"
+
+
+def _runs(
+    repeat: int, scenario: Callable[[sc.Ctx, str, int], dict[str, Any]], *a: Any
+) -> list[dict[str, Any]]:
+    return [scenario(*a) for _ in range(repeat)]
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.quick")
     p.add_argument("--n", type=int, default=20_000, help="W1 jobs (default 20,000)")
     p.add_argument("--enqueue-n", type=int, default=10_000, help="E1/E2 jobs")
+    p.add_argument("--backend", choices=("sqlite", "redis", "both"), default="both")
+    p.add_argument("--repeat", type=int, default=1, help="runs per figure (median)")
     args = p.parse_args(argv)
+    backends = ["sqlite", "redis"] if args.backend == "both" else [args.backend]
     server = harness.RedisServer()
     workdir = tempfile.mkdtemp(prefix="bench-quick-")
+    ok = True
     try:
         os.environ["BENCH_REDIS_URL"] = server.url
         ctx = sc.Ctx(redis=server, workdir=workdir, scale={"timeout": 300})
-        e1 = sc.e1(ctx, ARM, args.enqueue_n)
-        e2 = sc.e2(ctx, ARM, args.enqueue_n)
-        w1 = sc.w1(ctx, ARM, args.n)
-        print(f"conveyor SQLite, {harness.ROOT}")
-        print(f"single enqueue : {e1['jobs_per_s']:>10,.0f} jobs/s  (n={args.enqueue_n})")
-        print(f"enqueue_many   : {e2['jobs_per_s']:>10,.0f} jobs/s  (n={args.enqueue_n})")
-        if w1.get("valid"):
-            print(
-                f"W1 one worker  : {w1['jobs_per_s']:>10,.0f} jobs/s  (n={args.n}, first "
-                f"start to last finish; {w1['start_to_last_s']:.2f} s from worker command)"
-            )
-        else:
-            print(f"W1 one worker  : invalid run: {w1.get('reason')}")
-        return 0 if w1.get("valid") else 1
+        for backend in backends:
+            arm = ARMS[backend]
+            e1 = _runs(args.repeat, sc.e1, ctx, arm, args.enqueue_n)
+            e2 = _runs(args.repeat, sc.e2, ctx, arm, args.enqueue_n)
+            w1 = _runs(args.repeat, sc.w1, ctx, arm, args.n)
+            ok = ok and all(r.get("valid") for r in w1)
+            print(f"conveyor {backend}, {harness.ROOT}, median of {args.repeat}")
+            print(f"  single enqueue : {_median(e1)}  (n={args.enqueue_n})")
+            print(f"  enqueue_many   : {_median(e2)}  (n={args.enqueue_n})")
+            print(f"  W1 one worker  : {_median(w1)}  (n={args.n}, first start to last finish)")
+        return 0 if ok else 1
     finally:
         server.stop()
         shutil.rmtree(workdir, ignore_errors=True)

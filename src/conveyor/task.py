@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 from conveyor import limits, unique
 from conveyor.arity import arity_checker
-from conveyor.backends.base import JobInsertParams, require_feature
+from conveyor.backends.base import JobInsertBatchParams, JobInsertParams, require_feature
 from conveyor.codec import Decoder, encode_payload
 from conveyor.errors import ConfigurationError
-from conveyor.ids import new_id
+from conveyor.ids import new_id, new_ids
 from conveyor.limits import LimitKey
 from conveyor.retry import Backoff, RetryDelayHook
 from conveyor.unique import UniqueKey
@@ -95,6 +95,27 @@ class Args:
         self.kwargs = kwargs
 
 
+_NO_KWARGS: Mapping[str, Any] = {}
+
+
+def _call_of(
+    item: Args | Sequence[Any] | Mapping[str, Any],
+) -> tuple[Sequence[Any], Mapping[str, Any]]:
+    """(args, kwargs) of one ``enqueue_many`` item."""
+    if type(item) is tuple or type(item) is list:  # the common case, checked first
+        return item, _NO_KWARGS
+    if isinstance(item, Args):
+        return item.args, item.kwargs
+    if isinstance(item, Mapping):
+        return (), item
+    if isinstance(item, (list, tuple)):
+        return item, _NO_KWARGS
+    raise TypeError(
+        "enqueue_many items must be Args(...), a tuple/list of positional "
+        f"arguments or a dict of keyword arguments, got {type(item).__name__}"
+    )
+
+
 def _seconds(delay: Delay) -> float:
     if isinstance(delay, datetime.timedelta):
         return delay.total_seconds()
@@ -119,6 +140,66 @@ class Enqueuer(Generic[P, R]):
     def __init__(self, task: Task[P, R], overrides: Mapping[str, Any]) -> None:
         self._task = task
         self._overrides = dict(overrides)
+        self._plain: bool | None = None  # no flow fields: the batch fast path applies
+
+    def _is_plain(self) -> bool:
+        """True when no job of this enqueuer can carry a unique key, parents or a limit
+        (decided by options alone, so once): ``_flow_fields`` would always be empty."""
+        if self._plain is None:
+            o, opts = self._overrides, self._task.options
+            self._plain = (
+                o.get("unique_key", opts.unique_key) is None
+                and not o.get("depends_on")
+                and not o.get("pipe")
+                and opts.concurrency is None
+                and opts.rate is None
+            )
+        return self._plain
+
+    def _insert_plain(
+        self, calls: Sequence[tuple[Sequence[Any], Mapping[str, Any]]], run_at: float | None
+    ) -> list[Job[R]]:
+        """Check, encode and write plain jobs in one ``job_insert_batch``: one shared
+        params object instead of one per job (``enqueue_many`` spends its time per item,
+        so everything not per item is hoisted here; measured in BENCHMARKS.md)."""
+        from conveyor.job import Job
+
+        task, o = self._task, self._overrides
+        app, opts = task.app, task.options
+        check, limit = task.check_arguments, app.max_payload_bytes
+        payloads = []
+        for args, kwargs in calls:
+            check(*args, **kwargs)
+            payloads.append(encode_payload(args, kwargs, max_bytes=limit))
+        if run_at is None:
+            if o.get("at") is not None:
+                run_at = _epoch(o["at"])
+            elif o.get("delay") is not None:
+                run_at = time.time() + _seconds(o["delay"])
+        ids = new_ids(len(payloads))
+        params = JobInsertBatchParams(
+            task=opts.name,
+            queue=o.get("queue") or opts.queue,
+            ids=ids,
+            payloads=payloads,
+            priority=o.get("priority", opts.priority),
+            run_at=run_at,
+            max_attempts=o.get("max_attempts", opts.max_attempts),
+            timeout=o.get("timeout", opts.timeout),
+            lease=opts.lease,
+        )
+        backend = app.backend
+        insert_batch = getattr(backend, "job_insert_batch", None)
+        if insert_batch is not None:
+            insert_batch(params)
+        else:  # a backend without the fast path
+            backend.job_insert_many(params.expand())
+        hooks = app.enqueue_hooks
+        if hooks:
+            for _ in ids:
+                for hook in hooks:
+                    hook(params.queue, params.task)
+        return [Job(app, i, task) for i in ids]
 
     # -- building jobs -------------------------------------------------------------------
 
@@ -206,12 +287,17 @@ class Enqueuer(Generic[P, R]):
 
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> Job[R]:
         """Enqueue one job now (or per ``with_options(delay=, at=)``)."""
+        if self._is_plain():
+            return self._insert_plain([(args, kwargs)], None)[0]
         return self._insert([self._params(args, kwargs, None)])[0]
 
     def enqueue_many(
         self, items: Iterable[Args | Sequence[Any] | Mapping[str, Any]]
     ) -> list[Job[R]]:
         """Enqueue many jobs in one transaction: all are written or none."""
+        if self._is_plain():
+            calls = [_call_of(item) for item in items]
+            return self._insert_plain(calls, None) if calls else []
         params = []
         for item in items:
             if isinstance(item, Args):

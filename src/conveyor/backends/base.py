@@ -251,6 +251,40 @@ class JobInsertParams:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class JobInsertBatchParams:
+    """Many plain jobs of one task sharing every option (``enqueue_many``'s fast path):
+    job ``ids[i]`` gets ``payloads[i]``. Same meaning as that many plain
+    :class:`JobInsertParams`, without building one object per job."""
+
+    task: str
+    queue: str
+    ids: Sequence[str]
+    payloads: Sequence[str]
+    priority: int = 0
+    run_at: float | None = None  # None: ready now; in the future: scheduled
+    max_attempts: int = 5
+    timeout: float | None = None
+    lease: float = 30.0
+
+    def expand(self) -> list[JobInsertParams]:
+        """The same jobs as :class:`JobInsertParams` (for backends without a fast path)."""
+        return [
+            JobInsertParams(
+                id=job_id,
+                task=self.task,
+                queue=self.queue,
+                payload=payload,
+                priority=self.priority,
+                run_at=self.run_at,
+                max_attempts=self.max_attempts,
+                timeout=self.timeout,
+                lease=self.lease,
+            )
+            for job_id, payload in zip(self.ids, self.payloads, strict=True)
+        ]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class InsertResult:
     """What ``job_insert_flow_many`` did with one job: ``id`` is the job that stands (the
     existing one on a unique conflict)."""
@@ -475,6 +509,11 @@ class Backend(Protocol):
     name: str
     #: the store answers SQL (``conveyor jobs --where`` can use json_extract)
     supports_sql: bool
+    #: a one-slot worker should run jobs in its fetcher and write each finish with its next
+    #: claim (``job_finish_and_claim``): True where that saves work (SQLite: one commit
+    #: instead of two), False where the store does the same work either way and writing
+    #: the ack from the completer overlaps it with the next job (Redis)
+    ack_with_claim: bool
     #: the URL it was opened with, password removed
     url: str
     #: flow-control features implemented: "snooze", "progress", "unique", "workflows",
@@ -513,6 +552,13 @@ class Backend(Protocol):
         """Apply each finish fenced by its token; return the ids that were refused."""
         ...
 
+    def job_finish_and_claim(
+        self, finishes: Sequence[JobFinishParams], claim: JobClaimParams
+    ) -> tuple[list[str], list[ClaimedJob]]:
+        """``job_finish_many`` then ``job_claim`` in one transaction / round trip (the ack
+        of one batch rides with the next claim); returns (refused ids, claimed jobs)."""
+        ...
+
     def job_get_many(self, ids: Sequence[str]) -> list[JobRecord]: ...
 
     def job_insert_many(self, params: Sequence[JobInsertParams]) -> None:
@@ -523,6 +569,9 @@ class Backend(Protocol):
         """Insert whole jobs (state, attempts, errors, history and logs kept) in one
         transaction or script; ids already present are skipped, which makes a rerun of
         ``conveyor migrate`` idempotent. Returns the ids inserted."""
+
+    def job_insert_batch(self, params: JobInsertBatchParams) -> None:
+        """``job_insert_many`` for plain jobs sharing their options: all or nothing."""
         ...
 
     def job_insert_flow_many(self, params: Sequence[JobInsertParams]) -> list[InsertResult]:

@@ -98,6 +98,13 @@ class Completer:
                 log.warning("store unavailable, %d finishes kept for retry: %s", len(batch), exc)
                 time.sleep(delay)
                 delay = min(delay * 2, 2.0)
+        self.report(batch, stale)
+        with self._lock:
+            self._pending -= len(batch)
+
+    def report(self, batch: list[JobFinishParams], stale: list[str]) -> None:
+        """Log refused finishes and tell ``on_written``; also used by the worker's one-slot
+        mode, which writes its finishes together with its next claim."""
         for job_id in stale:
             log.warning(
                 "stale finish refused for job %s: it was rescued or released meanwhile; "
@@ -105,7 +112,5 @@ class Completer:
                 job_id,
             )
         self.stale_total += len(stale)
-        with self._lock:
-            self._pending -= len(batch)
         if self._on_written is not None:
             self._on_written(batch, stale)

@@ -35,6 +35,7 @@ from conveyor.backends.base import (
     JobClaimParams,
     JobExtendLeasesParams,
     JobFinishParams,
+    JobInsertBatchParams,
     JobInsertParams,
     JobRecord,
     JobReleaseParams,
@@ -73,6 +74,7 @@ _QUERY_NAMES = (
     "job_finish_succeeded",
     "integrity_check",
     "job_insert",
+    "job_insert_batch",
     "job_log_insert",
     "job_promote_due",
     "job_purge",
@@ -103,6 +105,7 @@ _PARENT_FAILED = {
     FinishKind.CANCELLED: "was cancelled",
     FinishKind.DROP: "was dropped",
 }
+_DATA_VERSION = "PRAGMA data_version"
 _WORKER_LOST = json.dumps(
     {"type": "WorkerLost", "message": "the worker running this job died", "traceback": ""}
 )
@@ -113,6 +116,9 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
 
     name = "sqlite"
     supports_sql = True
+    #: one commit per job instead of two; W1 -c 1, runs alternated, pool + completer vs
+    #: inline: 1,651 / 1,838 / 2,453 -> 2,030 / 2,251 / 2,891 jobs/s (BENCHMARKS.md)
+    ack_with_claim = True
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -209,45 +215,64 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
         return self.job_get_many(ids)
 
     def job_claim(self, params: JobClaimParams) -> list[ClaimedJob]:
+        return self.job_finish_and_claim((), params)[1]
+
+    def job_finish_and_claim(
+        self, finishes: Sequence[JobFinishParams], claim: JobClaimParams
+    ) -> tuple[list[str], list[ClaimedJob]]:
+        """``job_finish_many(finishes)`` then ``job_claim(claim)`` in one transaction: the
+        ack of one batch rides with the next claim (seed 004), one commit instead of two.
+        Returns (refused finish ids, claimed jobs)."""
         now = time.time()
-        claimed: list[ClaimedJob] = []
-        remaining = params.total
-        sql = self._sql["job_claim"]
         with self._lock:
-            self._claim_snapshot = self._snapshot()
+            generation = self._notifier.generation
             self._conn.execute("BEGIN IMMEDIATE")
             try:
-                promoted = self._conn.execute(self._sql["job_promote_due"], {"now": now}).rowcount
-                empty: set[str] = set()
-                # First pass: each queue its weighted share; second: top up from any.
-                for pass_limits in (params.queues, [(q, params.total) for q, _ in params.queues]):
-                    for queue, limit in pass_limits:
-                        want = min(limit, remaining)
-                        if want <= 0 or queue in empty:
-                            continue
-                        got = self._conn.execute(
-                            sql,
-                            {
-                                "worker_id": params.worker_id,
-                                "now": now,
-                                "queue": queue,
-                                "limit": want,
-                            },
-                        ).fetchall()
-                        if len(got) < want:
-                            empty.add(queue)
-                        remaining -= len(got)
-                        claimed.extend(ClaimedJob(*r) for r in got)
-                if claimed and limits_exist(self._conn):
-                    claimed = apply_limits(self._conn, claimed, now)
+                stale = self._finish_in(self._conn, finishes, now) if finishes else []
+                promoted, claimed = self._claim_in(self._conn, claim, now)
+                # work_wait() after an empty claim must see any commit made after it.
+                # data_version is read inside the write transaction (no other connection
+                # can commit until ours does) and only when a wait can follow: outside a
+                # transaction the PRAGMA opens a read snapshot, 8-10% of the fetcher's
+                # wall time in the W1 -c 1 py-spy profile. -1 never matches, so a wait
+                # right after a non-empty claim returns at once (one extra claim at most).
+                version = -1 if claimed else int(self._conn.execute(_DATA_VERSION).fetchone()[0])
+                self._claim_snapshot = (generation, version)
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
-        if promoted:
+        if promoted or finishes:
             self._notifier.bump()
-        claimed.sort(key=lambda j: (-j.priority, j.run_at, j.id))
-        return claimed
+        return stale, claimed
+
+    def _claim_in(
+        self, conn: sqlite3.Connection, params: JobClaimParams, now: float
+    ) -> tuple[int, list[ClaimedJob]]:
+        claimed: list[ClaimedJob] = []
+        remaining = params.total
+        sql = self._sql["job_claim"]
+        promoted: int = conn.execute(self._sql["job_promote_due"], {"now": now}).rowcount
+        empty: set[str] = set()
+        # First pass: each queue its weighted share; second: top up from any.
+        for pass_limits in (params.queues, [(q, params.total) for q, _ in params.queues]):
+            for queue, limit in pass_limits:
+                want = min(limit, remaining)
+                if want <= 0 or queue in empty:
+                    continue
+                got = conn.execute(
+                    sql,
+                    {"worker_id": params.worker_id, "now": now, "queue": queue, "limit": want},
+                ).fetchall()
+                if len(got) < want:
+                    empty.add(queue)
+                remaining -= len(got)
+                claimed.extend(ClaimedJob(*r) for r in got)
+        if claimed and limits_exist(conn):
+            claimed = apply_limits(conn, claimed, now)
+        if len(claimed) > 1:
+            claimed.sort(key=lambda j: (-j.priority, j.run_at, j.id))
+        return promoted, claimed
 
     def job_delete_many(self, ids: Sequence[str]) -> int:
         with self._write() as conn:
@@ -280,48 +305,53 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
 
     def job_finish_many(self, params: Sequence[JobFinishParams]) -> list[str]:
         now = time.time()
+        with self._write() as conn:
+            return self._finish_in(conn, params, now)
+
+    def _finish_in(
+        self, conn: sqlite3.Connection, params: Sequence[JobFinishParams], now: float
+    ) -> list[str]:
         stale: list[str] = []
         attempts = []
         succeeded: list[str] = []
         failed: dict[str, str] = {}
-        with self._write() as conn:
-            for p in params:
-                finished = p.finished_at or now
-                args = {
+        for p in params:
+            finished = p.finished_at or now
+            args = {
+                "id": p.id,
+                "token": p.token,
+                "result": p.result,
+                "error": p.error,
+                "reason": p.reason,
+                "run_at": p.run_at or now,
+                "finished_at": finished,
+            }
+            if conn.execute(self._sql[_FINISH_QUERY[p.kind]], args).rowcount != 1:
+                stale.append(p.id)
+                continue
+            if p.kind is FinishKind.SUCCEEDED:
+                succeeded.append(p.id)
+            elif p.kind in _PARENT_FAILED:
+                failed[p.id] = _PARENT_FAILED[p.kind]
+            if p.kind is FinishKind.DROP:
+                conn.execute("DELETE FROM attempts WHERE job_id = ?", (p.id,))
+                conn.execute("DELETE FROM job_logs WHERE job_id = ?", (p.id,))
+                continue
+            attempts.append(
+                {
                     "id": p.id,
                     "token": p.token,
-                    "result": p.result,
-                    "error": p.error,
-                    "reason": p.reason,
-                    "run_at": p.run_at or now,
+                    "attempt": p.attempt,
+                    "worker_id": p.worker_id,
+                    "started_at": p.started_at,
                     "finished_at": finished,
+                    "outcome": _ATTEMPT_OUTCOME[p.kind],
+                    "error": p.error,
                 }
-                if conn.execute(self._sql[_FINISH_QUERY[p.kind]], args).rowcount != 1:
-                    stale.append(p.id)
-                    continue
-                if p.kind is FinishKind.SUCCEEDED:
-                    succeeded.append(p.id)
-                elif p.kind in _PARENT_FAILED:
-                    failed[p.id] = _PARENT_FAILED[p.kind]
-                if p.kind is FinishKind.DROP:
-                    conn.execute("DELETE FROM attempts WHERE job_id = ?", (p.id,))
-                    conn.execute("DELETE FROM job_logs WHERE job_id = ?", (p.id,))
-                    continue
-                attempts.append(
-                    {
-                        "id": p.id,
-                        "token": p.token,
-                        "attempt": p.attempt,
-                        "worker_id": p.worker_id,
-                        "started_at": p.started_at,
-                        "finished_at": finished,
-                        "outcome": _ATTEMPT_OUTCOME[p.kind],
-                        "error": p.error,
-                    }
-                )
-            conn.executemany(self._sql["attempt_insert"], attempts)
-            # Dependants move in the same commit as their parent's finish.
-            workflow.settle(conn, succeeded, failed, now)
+            )
+        conn.executemany(self._sql["attempt_insert"], attempts)
+        # Dependants move in the same commit as their parent's finish.
+        workflow.settle(conn, succeeded, failed, now)
         return stale
 
     def job_get_many(self, ids: Sequence[str]) -> list[JobRecord]:
@@ -343,6 +373,43 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
         values = [self._insert_values(p, now) for p in params]
         with self._write() as conn:
             conn.executemany(self._sql["job_insert"], values)
+
+    def job_insert_batch(self, params: JobInsertBatchParams) -> None:
+        # Positional parameters, one tuple per job built from the shared fields: named
+        # parameters cost SQLite a name lookup per column per row (measured, 10k jobs:
+        # executemany 4.8 -> ~3 µs a row).
+        now = time.time()
+        run_at = now if params.run_at is None else params.run_at
+        state = "scheduled" if params.run_at is not None and params.run_at > now else "queued"
+        shared = (
+            params.task,
+            params.queue,
+            state,
+            params.priority,
+            params.max_attempts,
+            run_at,
+            now,
+            params.timeout,
+            params.lease,
+        )
+        sql = self._sql["job_insert_batch"]
+        rows = [(i, p, *shared) for i, p in zip(params.ids, params.payloads, strict=True)]
+        # The transaction is written out rather than through _write(): a single enqueue
+        # is one call of this, and the generator context manager plus executemany's
+        # set-up were ~3 µs of its ~50 (E1).
+        conn = self._conn
+        with self._lock:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if len(rows) == 1:
+                    conn.execute(sql, rows[0])
+                else:
+                    conn.executemany(sql, rows)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        self._notifier.bump()
 
     @staticmethod
     def _insert_values(p: JobInsertParams, now: float) -> dict[str, object]:

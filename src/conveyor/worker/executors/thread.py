@@ -108,6 +108,11 @@ class ThreadExecutor:
             thread.start()
             self._threads.append(thread)
 
+    def start_inline(self) -> None:
+        """Prepare for :meth:`run_one` in the caller's thread only (no pool threads): the
+        worker's one-slot mode, where the fetcher runs each job itself."""
+        self._watchdog = _Watchdog()
+
     def submit(self, job: ClaimedJob, ctx: JobContext) -> None:
         self._queue.put((job, ctx))
 
@@ -126,26 +131,32 @@ class ThreadExecutor:
             self._watchdog.stop()
 
     def _work(self) -> None:
-        assert self._done is not None and self._watchdog is not None
+        assert self._done is not None
         while True:
             item = self._queue.get()
             if item is None:
                 return
             job, ctx = item
-            outcome: Outcome | None = None
-            task = self._app.tasks.get(job.task)
-            # async tasks time out inside their own loop (asyncio.timeout), not here
-            watched = bool(job.timeout) and task is not None and not task.is_async
-            try:
-                if watched:
-                    self._watchdog.arm(job.id, job.timeout or 0.0)
-                outcome = run_sync(self._app, job, ctx)
-            except JobTimeout as exc:  # delivered just outside the task's own frames
-                outcome = outcome or Outcome.failed(exc)
-            finally:
-                if watched:
-                    self._disarm(job.id)
-            self._done(job, outcome)
+            self._done(job, self.run_one(job, ctx))
+
+    def run_one(self, job: ClaimedJob, ctx: JobContext) -> Outcome:
+        """Run one job in the calling thread, its timeout watched (same guarantees as a
+        pool thread: the watchdog interrupts whichever thread armed it)."""
+        assert self._watchdog is not None
+        outcome: Outcome | None = None
+        task = self._app.tasks.get(job.task)
+        # async tasks time out inside their own loop (asyncio.timeout), not here
+        watched = bool(job.timeout) and task is not None and not task.is_async
+        try:
+            if watched:
+                self._watchdog.arm(job.id, job.timeout or 0.0)
+            outcome = run_sync(self._app, job, ctx)
+        except JobTimeout as exc:  # delivered just outside the task's own frames
+            outcome = outcome or Outcome.failed(exc)
+        finally:
+            if watched:
+                self._disarm(job.id)
+        return outcome
 
     def _disarm(self, job_id: str) -> None:
         assert self._watchdog is not None
