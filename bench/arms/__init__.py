@@ -14,6 +14,7 @@ _CATALOGUE: dict[str, tuple[str, ...]] = {
     "conveyor_arm": (
         "conveyor-sqlite",
         "conveyor-sqlite-c8",
+        "conveyor-sqlite-process",
         "conveyor-redis",
         "conveyor-redis-c8",
     ),

@@ -71,7 +71,7 @@ class ConveyorArm(Arm):
             "-c",
             str(concurrency),
             "--pool",
-            "thread",
+            self.variant.pool,
         ]
         return [*cmd, "--burst"] if burst else cmd
 
@@ -102,6 +102,15 @@ VARIANTS = [
         "thread",
         1,
         "conveyor worker -c 1 --pool thread; redis on loopback",
+        w4=True,
+    ),
+    Variant(
+        "conveyor-sqlite-process",
+        "conveyor_arm",
+        "sqlite",
+        "process",
+        2,
+        "conveyor worker -c 2 --pool process (spawned children); sqlite WAL synchronous=NORMAL",
         w4=True,
     ),
     Variant(
