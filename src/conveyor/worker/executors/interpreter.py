@@ -24,9 +24,10 @@ What is enforced:
   thread pool, cooperative. A listener thread inside the subinterpreter sets
   ``current_job().cancel_requested`` within ~50 ms (3.13 only); a task that checks it can
   stop early. A task that ignores it runs to its end; if it fails, the job ends
-  ``cancelled``. At shutdown, a subinterpreter still busy after the shutdown timeout keeps
-  the process alive until the task returns... unless we exit without finalizing: we do
-  (``os._exit(0)`` at exit, logged), since its job was released already.
+  ``cancelled``.
+- **Shutdown**: a subinterpreter still busy after the shutdown timeout (its job already
+  released) can be neither killed nor finalized, and would make the process hang at exit
+  until the task returns; the worker logs it and exits with ``os._exit(0)`` instead.
 - **Crashes**: a segfault or ``os._exit`` in a task takes down the whole worker (one
   process); its jobs are rescued by another worker. Use ``--pool process`` for untrusted
   or crash-prone code.
