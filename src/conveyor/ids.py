@@ -33,22 +33,7 @@ _RAND_MASK = (1 << 80) - 1
 
 def new_id() -> str:
     """A new sortable id."""
-    global _last_ms, _last_rand
-    ms = time.time_ns() // 1_000_000
-    with _lock:
-        if ms <= _last_ms:
-            # Same millisecond (or a clock step back): keep order by incrementing.
-            ms = _last_ms
-            rand = (_last_rand + 1) & _RAND_MASK
-        else:
-            rand = int.from_bytes(os.urandom(10), "big")
-        _last_ms, _last_rand = ms, rand
-    # 128 bits, left-aligned to 130 (as base32 pads), as 13 pairs of characters from a
-    # table: big-endian, so string order is numeric order. (base64.b32encode is pure
-    # Python on 3.11 and costs 10 µs.)
-    value = ((ms << 80) | rand) << 2
-    pairs = _PAIRS
-    return "".join([pairs[(value >> shift) & 1023] for shift in _SHIFTS])
+    return new_ids(1)[0]
 
 
 def new_ids(count: int) -> list[str]:

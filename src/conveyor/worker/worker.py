@@ -433,16 +433,7 @@ class Worker:
 
     def _run_here(self, jobs: list[ClaimedJob]) -> None:
         assert self._inline is not None
-        entries = [
-            _InFlight(j, JobContext(j.id, j.task, j.queue, j.attempt, j.max_attempts)) for j in jobs
-        ]
-        with self._lock:
-            for entry in entries:
-                self._inflight[entry.job.id] = entry
-        if self.observers:
-            for observer in self.observers:
-                observer.on_claimed(jobs)
-        for entry in entries:
+        for entry in self._track(jobs):
             self.on_outcome(entry.job, self._inline.run_one(entry.job, entry.ctx))
 
     def _write_unwritten(self) -> None:
@@ -467,6 +458,11 @@ class Worker:
         return True
 
     def _dispatch(self, jobs: list[ClaimedJob]) -> None:
+        for entry in self._track(jobs):
+            self.executor.submit(entry.job, entry.ctx)
+
+    def _track(self, jobs: list[ClaimedJob]) -> list[_InFlight]:
+        """Record claimed jobs as in flight (heartbeats extend their leases from now on)."""
         entries = [
             _InFlight(j, JobContext(j.id, j.task, j.queue, j.attempt, j.max_attempts)) for j in jobs
         ]
@@ -476,8 +472,7 @@ class Worker:
         if self.observers:
             for observer in self.observers:
                 observer.on_claimed(jobs)
-        for entry in entries:
-            self.executor.submit(entry.job, entry.ctx)
+        return entries
 
     def _shutdown(self) -> None:
         deadline = time.monotonic() + self.shutdown_timeout
