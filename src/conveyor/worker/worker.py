@@ -66,6 +66,10 @@ log = logging.getLogger("conveyor.worker")
 
 #: How long the fetch loop sleeps at most before re-checking stop flags (seconds).
 IDLE_WAIT = 0.25
+#: With fewer than ``concurrency // 4`` slots free and jobs still running, the fetcher
+#: waits up to this long (seconds) for more slots before claiming, so a claim serves
+#: several slots. Bounds the extra start delay of a queued job behind busy slots.
+CLAIM_GATHER = 0.002
 
 
 class _InFlight:
@@ -136,6 +140,7 @@ class Worker:
         self._thread: threading.Thread | None = None
         self._last_fetch_at: float | None = None
         self.completer = Completer(app.backend)
+        self._claim_batch = max(1, concurrency // 4)
         # One slot on the thread pool, on a store where it saves work (ack_with_claim):
         # the fetcher thread runs each job itself and its finish rides with the next
         # claim (one transaction per job, no thread hand-off). W1 noop -c 1 on SQLite,
@@ -352,6 +357,12 @@ class Worker:
                 if free <= 0 or self.completer.pending > MAX_PENDING:
                     self._slot_freed.wait(IDLE_WAIT)
                     continue
+                if free < self._claim_batch and free < self.concurrency:
+                    # Slots free one by one while short jobs finish: wait a moment for a
+                    # few more, so one claim transaction serves several (still never more
+                    # jobs than free slots: no prefetch).
+                    self._slot_freed.wait(CLAIM_GATHER)
+                    free = self.concurrency - len(self._inflight)
             try:
                 jobs = backend.job_claim(
                     JobClaimParams(self.id, self.selection.allocate(free), free)
