@@ -8,6 +8,8 @@ import io
 import json
 import logging
 import sqlite3
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -181,3 +183,43 @@ def test_check_finds_corruption(store: tuple[str, dict[str, str]]) -> None:
     assert ("active_with_finished_at", ids["later"]) in kinds
     assert ("orphan_attempt", "gone") in kinds
     assert CliRunner().invoke(cli, ["check", "--url", url]).exit_code == 1
+
+
+def test_job_shows_workflow_parents_and_progress(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'flow.db'}"
+    app = conveyor.App(url)
+
+    release = threading.Event()
+
+    @app.task(name="t.fetch")
+    def fetch(n: int) -> int:
+        conveyor.current_job().progress(0.5, "halfway")
+        release.wait(10)
+        return n
+
+    @app.task(name="t.total")
+    def total(values: list[int]) -> int:
+        return sum(values)
+
+    first, second, callback = conveyor.group(fetch.s(1), fetch.s(2)).then(total.s()).enqueue_all()
+    shown = json.loads(run(url, "job", callback.id, "--json").output)
+    assert [p["id"] for p in shown["depends_on"]] == [first.id, second.id]
+    assert {p["state"] for p in shown["depends_on"]} == {"queued"}
+    assert shown["job"]["state"] == "waiting"
+    text = run(url, "job", callback.id).output
+    assert "depends on" in text and first.id in text and "t.fetch" in text
+    worker = Worker(app, concurrency=2).start()
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # progress is written by a throttled service
+            running = json.loads(run(url, "job", first.id, "--json").output)["job"]
+            if running["progress"] is not None:
+                break
+            time.sleep(0.05)
+        assert (running["progress"], running["progress_message"]) == (0.5, "halfway")
+        release.set()
+        assert callback.result(timeout=10) == 3
+    finally:
+        release.set()
+        worker.stop(timeout=10)
+    app.close()

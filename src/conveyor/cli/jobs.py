@@ -20,7 +20,13 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 
-from conveyor.backends.base import JobFilter, JobListParams, JobLogListParams
+from conveyor.backends.base import (
+    Backend,
+    JobDependenciesParams,
+    JobFilter,
+    JobListParams,
+    JobLogListParams,
+)
 from conveyor.cli.common import echo_json, open_app, store_options
 from conveyor.cli.filters import filter_options, job_dict
 
@@ -100,10 +106,12 @@ def job(url: str | None, app_spec: str | None, job_id: str, as_json: bool) -> No
     record = found[0]
     attempts = backend.job_attempts(job_id)
     logs = backend.job_log_list(JobLogListParams(job_id))
+    parents = _parents(backend, job_id)
     if as_json:
         echo_json(
             {
                 "job": job_dict(record),
+                "depends_on": parents,
                 "attempts": [_decoded(dataclasses.asdict(a)) for a in attempts],
                 "logs": [dataclasses.asdict(r) for r in logs],
             }
@@ -117,6 +125,13 @@ def job(url: str | None, app_spec: str | None, job_id: str, as_json: bool) -> No
         if k != "error"
     )
     console.print(Panel(body, title=f"job {record.id}", expand=False))
+    if parents:
+        deps = Table(title="depends on (workflow parents, in order)")
+        for col in ("#", "job", "task", "state"):
+            deps.add_column(col)
+        for n, p in enumerate(parents, 1):
+            deps.add_row(str(n), p["id"], p["task"], p["state"])
+        console.print(deps)
     table = Table(title="attempts")
     for col in ("#", "token", "worker", "started (UTC)", "took", "outcome", "error"):
         table.add_column(col)
@@ -154,6 +169,23 @@ def job(url: str | None, app_spec: str | None, job_id: str, as_json: bool) -> No
             markup=False,
             highlight=False,
         )
+
+
+def _parents(backend: Backend, job_id: str) -> list[dict[str, str]]:
+    """The workflow parents of a job with their current state (empty where the backend
+    has no workflows, or for a plain job)."""
+    if "workflows" not in getattr(backend, "flow_features", frozenset()):
+        return []
+    deps = backend.job_dependencies_many(JobDependenciesParams([job_id]))
+    found = {r.id: r for r in backend.job_get_many([d.parent_id for d in deps])}
+    return [
+        {
+            "id": d.parent_id,
+            "task": found[d.parent_id].task if d.parent_id in found else "-",
+            "state": str(found[d.parent_id].state) if d.parent_id in found else "deleted",
+        }
+        for d in deps
+    ]
 
 
 def _error(text: str | None) -> dict[str, Any]:
