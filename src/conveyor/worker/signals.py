@@ -16,6 +16,7 @@ import signal
 import sys
 import threading
 import traceback
+from collections.abc import Callable
 from types import FrameType
 from typing import TYPE_CHECKING
 
@@ -33,26 +34,37 @@ def dump_stacks() -> str:
     return "".join(parts)
 
 
+def _off_main(action: Callable[[], None]) -> None:
+    """Run ``action`` on a short-lived thread, never inside the handler itself.
+
+    A handler runs on the main thread between two bytecodes, possibly while that thread
+    holds one of the worker's (non-reentrant) locks: taking the same lock in the handler
+    would deadlock the worker for good (seen as a worker ignoring SIGTERM). A separate
+    thread simply waits until the main thread lets go."""
+    threading.Thread(target=action, name="conveyor-signal", daemon=True).start()
+
+
+def _write_stacks() -> None:
+    sys.stderr.write(dump_stacks())
+    sys.stderr.flush()
+
+
 def install(worker: Worker) -> None:
     """Install the handlers (must be called from the main thread)."""
     interrupts = {"count": 0}
 
     def on_term(signum: int, frame: FrameType | None) -> None:
-        worker.stop_soon()
+        _off_main(worker.stop_soon)
 
     def on_int(signum: int, frame: FrameType | None) -> None:
         interrupts["count"] += 1
-        if interrupts["count"] >= 2:
-            worker.stop_now()
-        else:
-            worker.stop_soon()
+        _off_main(worker.stop_now if interrupts["count"] >= 2 else worker.stop_soon)
 
     def on_tstp(signum: int, frame: FrameType | None) -> None:
-        worker.quiet()
+        _off_main(worker.quiet)
 
     def on_ttin(signum: int, frame: FrameType | None) -> None:
-        sys.stderr.write(dump_stacks())
-        sys.stderr.flush()
+        _off_main(_write_stacks)
 
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, on_int)
