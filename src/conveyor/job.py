@@ -19,10 +19,10 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
+from conveyor.aio import to_thread
 from conveyor.backends.base import AttemptRecord, JobCancelParams, JobRecord, JobWaitParams
 from conveyor.errors import JobCancelled, JobFailed, JobNotFound
 from conveyor.states import JobState
@@ -126,7 +126,7 @@ class Job(Generic[R]):
 
     async def arefresh(self) -> JobRecord:
         """Asyncio twin of :meth:`refresh`."""
-        return await asyncio.to_thread(self.refresh)
+        return await to_thread(self.refresh)
 
     async def astatus(self) -> JobState:
         """Asyncio twin of :attr:`status`."""
@@ -134,7 +134,7 @@ class Job(Generic[R]):
 
     async def await_(self, timeout: float | None = None) -> JobRecord:
         """Asyncio twin of :meth:`wait` (``await`` is a keyword, hence the underscore)."""
-        return await asyncio.to_thread(self.wait, timeout)
+        return await to_thread(self.wait, timeout)
 
     async def aresult(self, timeout: float | None = None) -> R:
         """Asyncio twin of :meth:`result`."""
@@ -142,7 +142,7 @@ class Job(Generic[R]):
 
     async def acancel(self, reason: str = "cancelled by user") -> Job[R]:
         """Asyncio twin of :meth:`cancel`."""
-        return await asyncio.to_thread(self.cancel, reason)
+        return await to_thread(self.cancel, reason)
 
     # -- helpers -------------------------------------------------------------------------
 

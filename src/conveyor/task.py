@@ -19,7 +19,6 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import datetime
 import inspect
@@ -28,6 +27,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 from conveyor import limits, unique
+from conveyor.aio import to_thread
 from conveyor.arity import arity_checker
 from conveyor.backends.base import JobInsertBatchParams, JobInsertParams, require_feature
 from conveyor.codec import Decoder, encode_payload
@@ -361,24 +361,24 @@ class Enqueuer(Generic[P, R]):
     async def aenqueue(self, *args: P.args, **kwargs: P.kwargs) -> Job[R]:
         """Asyncio twin of :meth:`enqueue`."""
         params = self._params(args, kwargs, None)
-        return (await asyncio.to_thread(self._insert, [params]))[0]
+        return (await to_thread(self._insert, [params]))[0]
 
     async def aenqueue_many(
         self, items: Iterable[Args | Sequence[Any] | Mapping[str, Any]]
     ) -> list[Job[R]]:
         """Asyncio twin of :meth:`enqueue_many`."""
         materialised = list(items)
-        return await asyncio.to_thread(self.enqueue_many, materialised)
+        return await to_thread(self.enqueue_many, materialised)
 
     async def aenqueue_after(self, delay: Delay, *args: P.args, **kwargs: P.kwargs) -> Job[R]:
         """Asyncio twin of :meth:`enqueue_after`."""
         params = self._params(args, kwargs, time.time() + _seconds(delay))
-        return (await asyncio.to_thread(self._insert, [params]))[0]
+        return (await to_thread(self._insert, [params]))[0]
 
     async def aschedule_at(self, when: When, *args: P.args, **kwargs: P.kwargs) -> Job[R]:
         """Asyncio twin of :meth:`schedule_at`."""
         params = self._params(args, kwargs, _epoch(when))
-        return (await asyncio.to_thread(self._insert, [params]))[0]
+        return (await to_thread(self._insert, [params]))[0]
 
 
 class Task(Enqueuer[P, R]):

@@ -15,3 +15,4 @@ def test_import_conveyor_loads_no_optional_dependency() -> None:
     loaded = {name.split(".")[0] for name in json.loads(out.stdout)}
     assert loaded.isdisjoint(HEAVY), sorted(loaded & set(HEAVY))
     assert "conveyor.backends.sqlite.backend" not in json.loads(out.stdout)  # opened lazily
+    assert "asyncio" not in loaded  # ~25 ms; only the asyncio twins need it, when awaited
