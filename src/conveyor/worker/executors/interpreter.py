@@ -46,16 +46,15 @@ import atexit
 import importlib
 import logging
 import os
-import queue
 import sys
 import threading
-import time
 from typing import TYPE_CHECKING, Any
 
 from conveyor.backends.base import ClaimedJob
 from conveyor.context import JobContext
 from conveyor.errors import ConfigurationError
 from conveyor.worker.executors.base import DoneCallback
+from conveyor.worker.executors.slots import SlotThreads
 from conveyor.worker.executors.wire import failure, job_to_wire, outcome_from_wire
 from conveyor.worker.outcome import Outcome
 
@@ -206,32 +205,20 @@ class InterpreterExecutor:
         self._app_spec = app_spec
         self._concurrency = concurrency
         self._max_jobs = max_jobs_per_child
-        self._queue: queue.SimpleQueue[tuple[ClaimedJob, JobContext] | None] = queue.SimpleQueue()
-        self._threads: list[threading.Thread] = []
+        self._threads = SlotThreads("interp", concurrency)
         self._done: DoneCallback | None = None
         self._lock = threading.Lock()
         self._running: dict[str, _Interp313 | _Interp314] = {}
 
     def start(self, done: DoneCallback) -> None:
         self._done = done
-        errors: list[BaseException] = []
-        ready = threading.Barrier(self._concurrency + 1)
-        for n in range(self._concurrency):
-            thread = threading.Thread(
-                target=self._slot,
-                args=(ready, errors),
-                name=f"conveyor-interp-{n}",
-                daemon=True,
-            )
-            thread.start()
-            self._threads.append(thread)
-        ready.wait()
+        errors = self._threads.start(lambda n, ready, errs: self._slot(ready, errs))
         if errors:
             self.stop(5.0)
             raise ConfigurationError(str(errors[0]))
 
     def submit(self, job: ClaimedJob, ctx: JobContext) -> None:
-        self._queue.put((job, ctx))
+        self._threads.submit(job, ctx)
 
     def cancel(self, job_id: str) -> None:
         with self._lock:
@@ -240,12 +227,7 @@ class InterpreterExecutor:
             interp.cancel(job_id)
 
     def stop(self, timeout: float) -> None:
-        for _ in self._threads:
-            self._queue.put(None)
-        deadline = time.monotonic() + timeout
-        for thread in self._threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
-        busy = sum(thread.is_alive() for thread in self._threads)
+        busy = self._threads.stop(timeout)
         if busy:
             # CPython can neither kill a running subinterpreter nor finalize the process
             # while one runs (exit would hang until the task returns). The jobs were
@@ -271,7 +253,7 @@ class InterpreterExecutor:
             return
         assert self._done is not None
         while True:
-            item = self._queue.get()
+            item = self._threads.next()
             if item is None:
                 break
             job, _ctx = item

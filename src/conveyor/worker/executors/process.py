@@ -33,7 +33,6 @@ import contextlib
 import logging
 import multiprocessing
 import multiprocessing.connection
-import queue
 import signal
 import sys
 import threading
@@ -46,6 +45,7 @@ from conveyor.backends.base import ClaimedJob
 from conveyor.context import JobContext
 from conveyor.errors import ConfigurationError
 from conveyor.worker.executors.base import DoneCallback
+from conveyor.worker.executors.slots import SlotThreads
 from conveyor.worker.executors.wire import (
     OutcomeWire,
     failure,
@@ -190,31 +190,21 @@ class ProcessExecutor:
         self._max_jobs = max_jobs_per_child
         self._max_rss = int(max_memory_mib * 1024 * 1024) if max_memory_mib else None
         self._ctx = multiprocessing.get_context("spawn")
-        self._queue: queue.SimpleQueue[tuple[ClaimedJob, JobContext] | None] = queue.SimpleQueue()
         self._slots = [_Slot() for _ in range(concurrency)]
-        self._threads: list[threading.Thread] = []
+        self._threads = SlotThreads("proc", concurrency)
         self._done: DoneCallback | None = None
 
     def start(self, done: DoneCallback) -> None:
         self._done = done
-        errors: list[BaseException] = []
-        ready = threading.Barrier(self._concurrency + 1)
-        for n, slot in enumerate(self._slots):
-            thread = threading.Thread(
-                target=self._supervise,
-                args=(slot, ready, errors),
-                name=f"conveyor-proc-{n}",
-                daemon=True,
-            )
-            thread.start()
-            self._threads.append(thread)
-        ready.wait()
+        errors = self._threads.start(
+            lambda n, ready, errs: self._supervise(self._slots[n], ready, errs)
+        )
         if errors:
             self.stop(STOP_GRACE)
             raise ConfigurationError(str(errors[0]))
 
     def submit(self, job: ClaimedJob, ctx: JobContext) -> None:
-        self._queue.put((job, ctx))
+        self._threads.submit(job, ctx)
 
     def cancel(self, job_id: str) -> None:
         for slot in self._slots:
@@ -224,11 +214,7 @@ class ProcessExecutor:
                     slot.child.proc.kill()
 
     def stop(self, timeout: float) -> None:
-        for _ in self._threads:
-            self._queue.put(None)
-        deadline = time.monotonic() + timeout
-        for thread in self._threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+        self._threads.stop(timeout)
         for slot in self._slots:  # whatever did not stop in time
             with slot.lock:
                 child, slot.child = slot.child, None
@@ -252,7 +238,7 @@ class ProcessExecutor:
             return
         assert self._done is not None
         while True:
-            item = self._queue.get()
+            item = self._threads.next()
             if item is None:
                 break
             job, _ctx = item

@@ -20,7 +20,6 @@ from __future__ import annotations
 import ctypes
 import heapq
 import logging
-import queue
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING
 from conveyor.backends.base import ClaimedJob
 from conveyor.context import JobContext
 from conveyor.worker.executors.base import DoneCallback
+from conveyor.worker.executors.slots import SlotThreads
 from conveyor.worker.outcome import Outcome
 from conveyor.worker.runner import JobTimeout, run_sync
 
@@ -94,19 +94,14 @@ class ThreadExecutor:
 
     def __init__(self, app: App, concurrency: int) -> None:
         self._app = app
-        self._concurrency = concurrency
-        self._queue: queue.SimpleQueue[tuple[ClaimedJob, JobContext] | None] = queue.SimpleQueue()
-        self._threads: list[threading.Thread] = []
+        self._threads = SlotThreads("thread", concurrency)
         self._done: DoneCallback | None = None
         self._watchdog: _Watchdog | None = None
 
     def start(self, done: DoneCallback) -> None:
         self._done = done
         self._watchdog = _Watchdog()
-        for n in range(self._concurrency):
-            thread = threading.Thread(target=self._work, name=f"conveyor-thread-{n}", daemon=True)
-            thread.start()
-            self._threads.append(thread)
+        self._threads.start(self._work)
 
     def start_inline(self) -> None:
         """Prepare for :meth:`run_one` in the caller's thread only (no pool threads): the
@@ -114,7 +109,7 @@ class ThreadExecutor:
         self._watchdog = _Watchdog()
 
     def submit(self, job: ClaimedJob, ctx: JobContext) -> None:
-        self._queue.put((job, ctx))
+        self._threads.submit(job, ctx)
 
     def cancel(self, job_id: str) -> None:
         # Sync code cannot be cancelled from outside; the context flag (set by the
@@ -122,18 +117,15 @@ class ThreadExecutor:
         return None
 
     def stop(self, timeout: float) -> None:
-        for _ in self._threads:
-            self._queue.put(None)
-        deadline = time.monotonic() + timeout
-        for thread in self._threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+        self._threads.stop(timeout)
         if self._watchdog:
             self._watchdog.stop()
 
-    def _work(self) -> None:
+    def _work(self, n: int, ready: threading.Barrier, errors: list[BaseException]) -> None:
+        ready.wait()  # nothing to open for a plain thread
         assert self._done is not None
         while True:
-            item = self._queue.get()
+            item = self._threads.next()
             if item is None:
                 return
             job, ctx = item
