@@ -3,11 +3,11 @@ attempts, errors, history and logs kept; ids already present skipped (idempotent
 
 from __future__ import annotations
 
-import dataclasses
 import time
 
 import pytest
 
+from conveyor import records
 from conveyor.backends.base import (
     AttemptRecord,
     Backend,
@@ -63,7 +63,7 @@ def test_import_keeps_state_history_and_skips_present_ids(backend: Backend) -> N
 
 
 def test_running_jobs_are_refused(backend: Backend) -> None:
-    running = dataclasses.replace(record("r1", JobState.RUNNING), worker_id="w", token=1)
+    running = records.replace(record("r1", JobState.RUNNING), worker_id="w", token=1)
     with pytest.raises(ConveyorError):
         backend.job_import_many(JobImportParams([JobImport(running)]))
     assert backend.job_get_many(["r1"]) == []

@@ -7,7 +7,6 @@ thought of (a retry of a rescued job, a cancel racing a release, ...).
 
 from __future__ import annotations
 
-import dataclasses
 import random
 import time
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from conveyor import records
 from conveyor.backends.base import (
     Backend,
     JobCancelParams,
@@ -44,11 +44,11 @@ _TIMES = {"run_at", "created_at", "lease_until", "started_at", "finished_at", "h
 
 
 def norm(value: Any) -> Any:
-    """Comparable form: dataclasses as dicts with times reduced to 'set or not'."""
+    """Comparable form: records as dicts with times reduced to 'set or not'."""
     if isinstance(value, list | tuple):
         return [norm(v) for v in value]
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        d = dataclasses.asdict(value)
+    if hasattr(type(value), "__record_fields__"):
+        d = records.asdict(value)
         return {k: (v is not None) if k in _TIMES else norm(v) for k, v in d.items()}
     return value
 

@@ -23,14 +23,14 @@ Example (what a worker does, in short)::
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from typing import Protocol
 
+from conveyor.records import record
 from conveyor.states import FinishKind, JobState
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class AttemptRecord:
     """One attempt of a job: who ran it, when, and how it ended."""
 
@@ -45,7 +45,7 @@ class AttemptRecord:
     error: str | None  # JSON {"type","message","traceback"} or None
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class ClaimedJob:
     """What a claim hands the worker: just enough to run and finish one attempt."""
 
@@ -64,7 +64,7 @@ class ClaimedJob:
     priority: int
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class JobRecord:
     """The full stored row of a job, for handles, the CLI and tests."""
 
@@ -97,7 +97,7 @@ class JobRecord:
     waiting_on: int = 0  # parents not yet succeeded (state ``waiting`` while > 0)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class IntegrityProblem:
     """One thing ``conveyor check`` found wrong (``kind`` is a short stable slug)."""
 
@@ -106,7 +106,7 @@ class IntegrityProblem:
     detail: str
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class JobLogRecord:
     """One log record a task emitted during one attempt of its job."""
 
@@ -118,7 +118,7 @@ class JobLogRecord:
     message: str
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class QueueInfo:
     """A queue as operators see it: paused flag, counts by state, oldest ready age."""
 
@@ -128,7 +128,7 @@ class QueueInfo:
     oldest_ready_age: float | None
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class QueueStats:
     """Counts of one queue by state, and how long its oldest ready job has waited."""
 
@@ -137,7 +137,7 @@ class QueueStats:
     oldest_ready_age: float | None  # seconds, None when nothing is ready
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class WorkerInfo:
     """A worker as it describes itself in its heartbeat."""
 
@@ -157,13 +157,13 @@ class WorkerInfo:
 # -- params, one per method --------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class JobCancelParams:
     ids: Sequence[str]
     reason: str = "cancelled by user"
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class JobClaimParams:
     """Claim up to ``limit`` jobs from each queue in order, then top up to ``total`` from
     the same queues in the same order. Due scheduled jobs are promoted first."""
@@ -173,13 +173,13 @@ class JobClaimParams:
     total: int
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class JobExtendLeasesParams:
     worker_id: str
     jobs: Sequence[tuple[str, int]]  # (id, token) of every job the worker still runs
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class LeaseStatus:
     """Answer of a lease extension for one job."""
 
@@ -188,7 +188,7 @@ class LeaseStatus:
     cancel_requested: bool
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class JobFinishParams:
     """End one attempt. ``kind`` picks the target state; the write is fenced by token."""
 
@@ -205,7 +205,7 @@ class JobFinishParams:
     finished_at: float | None = None
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class LimitSpec:
     """A limit a job counts against while it runs: at most ``concurrency`` running jobs
     with this ``key``, and at most ``rate_count`` starts per ``rate_period`` seconds."""
@@ -216,7 +216,7 @@ class LimitSpec:
     rate_period: float | None = None
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class JobInsertParams:
     """One job to write. The fields after ``lease`` are flow control: a job that uses any
     of them (``is_plain`` False) goes through ``job_insert_flow_many``."""
@@ -250,7 +250,7 @@ class JobInsertParams:
         return self.unique_key is None and not self.depends_on and self.limit is None
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class JobInsertBatchParams:
     """Many plain jobs of one task sharing every option (``enqueue_many``'s fast path):
     job ``ids[i]`` gets ``payloads[i]``. Same meaning as that many plain
@@ -284,7 +284,7 @@ class JobInsertBatchParams:
         ]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class InsertResult:
     """What ``job_insert_flow_many`` did with one job: ``id`` is the job that stands (the
     existing one on a unique conflict)."""
@@ -294,19 +294,19 @@ class InsertResult:
     replaced: bool = False
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class JobDependenciesParams:
     ids: Sequence[str]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class Dependency:
     child_id: str
     parent_id: str
     position: int
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class JobProgressParams:
     """Progress of a running job, fenced by its claim token (a stale worker's is ignored)."""
 
@@ -316,7 +316,7 @@ class JobProgressParams:
     message: str | None
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class PeriodicFireParams:
     """Fire ``slots`` of schedule ``name``: each (slot, job) is enqueued only if no worker
     fired that slot before (exactly once per slot). ``next_slot`` is for status only."""
@@ -327,7 +327,7 @@ class PeriodicFireParams:
     next_slot: float | None
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class PeriodicRecord:
     name: str
     spec: str
@@ -337,7 +337,7 @@ class PeriodicRecord:
     next_slot: float | None
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class WhereCondition:
     """``<root>.<path> = value`` on a job's JSON: root is ``args``, ``kwargs`` or
     ``result``; ``path`` holds object keys (identifiers) and list indexes (ints).
@@ -348,7 +348,7 @@ class WhereCondition:
     value: object  # a decoded JSON value (str, int, float, bool, None, list, dict)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class JobFilter:
     """Which jobs an ops command acts on; every field narrows (AND). Empty = all jobs."""
 
@@ -362,12 +362,12 @@ class JobFilter:
     where: tuple[WhereCondition, ...] = ()
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class JobCountParams:
     filter: JobFilter
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class JobListParams:
     """A page of jobs in id order. ``queue``/``state``/``task`` are kept for callers of
     the first version; ``filter`` adds the rest (both apply)."""
@@ -380,7 +380,7 @@ class JobListParams:
     filter: JobFilter | None = None
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class JobLogInsertParams:
     """Store captured log records. At most ``max_per_job`` records are kept per job; the
     first record past it is replaced by one truncation marker, the rest are skipped."""
@@ -389,7 +389,7 @@ class JobLogInsertParams:
     max_per_job: int = 1000
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class JobImport:
     """One job copied whole from another store: its row, attempt history and logs."""
 
@@ -398,7 +398,7 @@ class JobImport:
     logs: Sequence[JobLogRecord] = ()
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class JobImportParams:
     """Jobs to insert under their own ids (``conveyor migrate``). Only queued, scheduled
     and finished jobs: a running claim belongs to a worker of the other store."""
@@ -406,13 +406,13 @@ class JobImportParams:
     jobs: Sequence[JobImport]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class JobLogListParams:
     job_id: str
     limit: int = 10_000
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class JobPurgeParams:
     """Delete finished jobs (with their attempts and logs) finished before a time."""
 
@@ -421,12 +421,12 @@ class JobPurgeParams:
     limit: int = 1000  # per call, so one purge never holds the write lock for long
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class IntegrityCheckParams:
     heartbeat_ttl: float  # a worker silent for longer than this is not live
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class JobReleaseParams:
     """Give running jobs back to ``queued`` without counting an attempt (shutdown)."""
 
@@ -434,7 +434,7 @@ class JobReleaseParams:
     jobs: Sequence[tuple[str, int]]  # (id, token)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class JobRescueParams:
     """Rescue running jobs whose worker is gone.
 
@@ -449,39 +449,39 @@ class JobRescueParams:
     max_rescues: int = 3
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class RescueResult:
     job_id: str
     worker_id: str | None
     state: JobState  # queued (rescued) or dead (worker lost too often / attempts spent)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class JobRetryParams:
     """Manual retry of finished jobs: dead/cancelled (or succeeded) -> queued."""
 
     ids: Sequence[str]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class QueuePauseParams:
     """Pause a queue: persisted; claims skip it until it is resumed."""
 
     queue: str
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class QueueResumeParams:
     queue: str
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class JobWaitParams:
     id: str
     timeout: float | None
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class WorkerHeartbeatParams:
     worker: WorkerInfo
     last_fetch_at: float | None = None

@@ -19,11 +19,12 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+from conveyor import records
 from conveyor.backends.base import JobCountParams, JobFilter, JobRecord
 from conveyor.cli.common import open_app, store_options
 from conveyor.cli.filters import filter_options, iter_jobs, job_dict
 
-FIELDS = list(JobRecord.__dataclass_fields__)
+FIELDS = list(records.fields(JobRecord))
 
 
 @click.command("export")

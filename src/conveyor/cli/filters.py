@@ -18,7 +18,6 @@ Example::
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import json
 from collections.abc import Callable, Iterator
@@ -26,6 +25,7 @@ from typing import Any
 
 import click
 
+from conveyor import records
 from conveyor.backends.base import Backend, JobFilter, JobListParams, JobRecord
 from conveyor.query import parse_time, parse_where
 from conveyor.states import JobState
@@ -123,7 +123,7 @@ def iter_jobs(
 
 def job_dict(j: JobRecord) -> dict[str, Any]:
     """A job as JSON-ready data: payload/result/error decoded back to values."""
-    data = dataclasses.asdict(j)
+    data = records.asdict(j)
     data["state"] = str(j.state)
     for key in ("payload", "result", "error"):
         if data[key] is not None:

@@ -10,7 +10,6 @@ Example::
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import json
 from typing import Any
@@ -20,6 +19,7 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 
+from conveyor import records
 from conveyor.backends.base import (
     Backend,
     JobDependenciesParams,
@@ -112,8 +112,8 @@ def job(url: str | None, app_spec: str | None, job_id: str, as_json: bool) -> No
             {
                 "job": job_dict(record),
                 "depends_on": parents,
-                "attempts": [_decoded(dataclasses.asdict(a)) for a in attempts],
-                "logs": [dataclasses.asdict(r) for r in logs],
+                "attempts": [_decoded(records.asdict(a)) for a in attempts],
+                "logs": [records.asdict(r) for r in logs],
             }
         )
         return

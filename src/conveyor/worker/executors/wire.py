@@ -20,12 +20,12 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+from conveyor import records
 from conveyor.backends.base import ClaimedJob
 from conveyor.context import JobContext
 from conveyor.worker.outcome import ERROR, Outcome, RemoteError
@@ -39,7 +39,7 @@ OutcomeWire = tuple[str, str | None, str | None, str | None, int]
 
 
 def job_to_wire(job: ClaimedJob) -> JobWire:
-    return dataclasses.astuple(job)
+    return records.astuple(job)
 
 
 def job_from_wire(wire: JobWire) -> ClaimedJob:
