@@ -16,7 +16,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import random
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -48,6 +47,8 @@ class Backoff:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
         raw = float(min(self.max, self.base * self.factor ** max(0, attempt - 1)))
         if self.jitter:
+            import random  # lazily: only jittered delays need it
+
             raw *= 1 + random.uniform(-self.jitter, self.jitter)
         return max(0.0, raw)
 

@@ -55,3 +55,16 @@ def _is_zombie(pid: int) -> bool:
     except OSError:
         return False
     return data[data.rfind(b")") + 2 : data.rfind(b")") + 3] == b"Z"
+
+
+def host_name() -> str:
+    """This machine's name, as ``socket.gethostname()`` gives it.
+
+    ``os.uname()`` answers the same on POSIX without importing :mod:`socket`, which the
+    worker otherwise never needs (start-up time counts: see W5 in BENCHMARKS.md).
+    """
+    if hasattr(os, "uname"):
+        return os.uname().nodename
+    import socket
+
+    return socket.gethostname()

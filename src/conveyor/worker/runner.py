@@ -19,7 +19,6 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -69,6 +68,8 @@ def run_sync(app: App, job: ClaimedJob, ctx: JobContext) -> Outcome:
     token = set_current(ctx)
     try:
         if task.is_async:
+            import asyncio  # only async tasks need it: importing it costs ~25 ms of start-up
+
             value = asyncio.run(_call_async(task, args, kwargs, job.timeout))
         else:
             value = task.fn(*args, **kwargs)
@@ -88,6 +89,8 @@ def run_sync(app: App, job: ClaimedJob, ctx: JobContext) -> Outcome:
 async def _call_async(
     task: Task[Any, Any], args: list[Any], kwargs: dict[str, Any], timeout: float | None
 ) -> Any:
+    import asyncio
+
     try:
         async with asyncio.timeout(timeout):
             return await task.fn(*args, **kwargs)
@@ -104,6 +107,8 @@ async def run_async(
     """Run a job on the current event loop: async tasks directly (cancellable, timed out
     with ``asyncio.timeout``), sync tasks in a thread (``offload``, by default
     ``asyncio.to_thread``)."""
+    import asyncio
+
     prepared = prepare(app, job)
     if isinstance(prepared, Outcome):
         return prepared

@@ -24,11 +24,9 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import logging
 import os
-import socket
 import threading
 import time
 from collections.abc import Sequence
@@ -45,6 +43,7 @@ from conveyor.backends.base import (
 from conveyor.context import JobContext
 from conveyor.errors import BackendUnavailable, ConfigurationError
 from conveyor.ids import new_id
+from conveyor.worker import procinfo
 from conveyor.worker.completer import MAX_PENDING, Completer
 from conveyor.worker.executors import make_executor
 from conveyor.worker.outcome import Outcome, finish_params
@@ -115,7 +114,7 @@ class Worker:
             max_jobs_per_child=max_jobs_per_child,
             max_memory_per_child=max_memory_per_child,
         )
-        host = socket.gethostname()
+        host = procinfo.host_name()
         pid = os.getpid()
         self.id = f"{host}:{pid}:{new_id()[-8:]}"
         self.info = WorkerInfo(
@@ -235,6 +234,8 @@ class Worker:
 
         With ``pool="async"`` jobs run as tasks of this loop; the fetch loop itself runs
         in a thread so the loop never blocks on storage."""
+        import asyncio  # here, not at module level: importing it costs ~25 ms of start-up
+
         if self.pool == "async":
             from conveyor.worker.executors.async_ import AsyncExecutor
 

@@ -16,8 +16,6 @@ import dataclasses
 import os
 import re
 import sqlite3
-import uuid
-from importlib import resources
 from urllib.parse import parse_qs, urlsplit
 
 from conveyor.errors import ConfigurationError
@@ -92,7 +90,7 @@ def open_connection(target: SQLiteTarget) -> sqlite3.Connection:
 
 def memory_key() -> str:
     """A unique notifier key for an in-memory database (one per backend)."""
-    return f":memory:{uuid.uuid4().hex}"
+    return f":memory:{os.urandom(16).hex()}"
 
 
 def _create_private_file(path: str) -> None:
@@ -113,7 +111,7 @@ def _migrate(conn: sqlite3.Connection) -> None:
         # Re-read under the write lock: another process may have migrated meanwhile.
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         for target in range(version + 1, SCHEMA_VERSION + 1):
-            script = resources.files(__package__).joinpath(_MIGRATIONS[target]).read_text("utf-8")
+            script = read_packaged(_MIGRATIONS[target])
             for statement in _split(script):
                 if not _already_applied(conn, statement):
                     conn.execute(statement)
@@ -141,6 +139,20 @@ def _split(script: str) -> list[str]:
 
 def load_query(name: str) -> str:
     """The text of ``queries/<name>.sql`` beside this module."""
-    return (
-        resources.files(__package__).joinpath("queries").joinpath(f"{name}.sql").read_text("utf-8")
-    )
+    return read_packaged("queries", f"{name}.sql")
+
+
+def read_packaged(*parts: str) -> str:
+    """A text file shipped beside this module.
+
+    Read by path, which is all a normal install needs; :mod:`importlib.resources` (which
+    costs ~10 ms to import: pathlib, tempfile, shutil...) only when the package is not on
+    the file system, e.g. imported from a zip.
+    """
+    try:
+        with open(os.path.join(os.path.dirname(__file__), *parts), encoding="utf-8") as f:
+            return f.read()
+    except (FileNotFoundError, NotADirectoryError):
+        from importlib import resources
+
+        return resources.files(__package__).joinpath(*parts).read_text("utf-8")

@@ -17,7 +17,6 @@ Example:
 
 from __future__ import annotations
 
-import ctypes
 import heapq
 import logging
 import threading
@@ -60,7 +59,7 @@ class _Watchdog:
             ident = self._armed.pop(job_id, None)
             if ident is not None:
                 # Clear a timeout that was raised but not yet delivered.
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), None)
+                _set_async_exc(ident, None)
 
     def stop(self) -> None:
         with self._cond:
@@ -82,9 +81,17 @@ class _Watchdog:
                 ident = self._armed.get(job_id)
                 if ident is not None:
                     log.warning("job %s timed out; interrupting its thread", job_id)
-                    ctypes.pythonapi.PyThreadState_SetAsyncExc(
-                        ctypes.c_ulong(ident), ctypes.py_object(JobTimeout)
-                    )
+                    _set_async_exc(ident, JobTimeout)
+
+
+def _set_async_exc(ident: int, exc: type[BaseException] | None) -> None:
+    """Raise ``exc`` in thread ``ident`` at its next bytecode (``None`` clears a pending
+    one). :mod:`ctypes` is imported here, by the first job with a timeout, rather than
+    at start-up (~4 ms)."""
+    import ctypes
+
+    arg = ctypes.py_object(exc) if exc is not None else None
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), arg)
 
 
 class ThreadExecutor:
