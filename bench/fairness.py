@@ -32,6 +32,7 @@ def pragma_parity(checks: dict[str, dict[str, Any]]) -> tuple[bool, list[str]]:
 def checklist(scale: dict[str, Any], checks: dict[str, dict[str, Any]]) -> list[str]:
     """The checklist lines printed with every result."""
     same, pragma_lines = pragma_parity(checks)
+    defaults = [a for a in checks if a.endswith("-default")]
     return [
         "Same machine, same run, same Python, one private redis-server (no persistence) "
         "shared by every Redis arm and by the completion marker.",
@@ -52,8 +53,15 @@ def checklist(scale: dict[str, Any], checks: dict[str, dict[str, Any]]) -> list[
         "workers run with each system's default GC.",
         "Connections and schema set-up are opened before the timed window for every arm "
         "(producer) and inside it for every arm (worker start, W5).",
-        "Each arm runs in its documented best configuration, printed below, plus defaults "
-        "where they differ (celery-prefork2-default, huey-sqlite-default).",
+        "Each arm runs in its documented best configuration, printed below"
+        + (
+            f", plus its defaults where they differ ({', '.join(defaults)})."
+            if defaults
+            else " (the defaults-configuration arms were not in this run)."
+        ),
+        "Bytecode: every system runs from compiled .pyc files (pip compiles the peers at "
+        "install; the harness compiles conveyor's and the suite's sources before the run), "
+        "so no arm pays compilation in W5 or anywhere else.",
         "CPU time and peak RSS cover the whole worker process tree (psutil, 50 ms samples; "
         "reaped children counted through children_user/system).",
     ]

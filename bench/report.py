@@ -26,7 +26,7 @@ METRICS: dict[str, tuple[str, tuple[str, ...]]] = {
         ("rate", "p50_ms", "max_ms", "peak_backlog", "drain_s", "lost", "late_enqueues"),
     ),
     "W4": ("jobs_per_s", ("queue_p50_ms", "exec_p50_ms", "cpu_s_per_1000", "peak_rss_mib")),
-    "W5": ("first_job_done_ms", ("ready_ms",)),
+    "W5": ("first_job_done_ms", ("ready_ms", "inprocess_first_job_ms", "python_start_ms")),
 }
 TITLES = {
     "E1": "E1 enqueue one at a time (jobs/s, higher is better)",
@@ -35,7 +35,8 @@ TITLES = {
     "W2": "W2 sequential round trip enqueue -> worker -> result (ms); idle CPU % of a core",
     "W3": "W3 open loop at 50% / 90% of the arm's W1 capacity (latency from scheduled time)",
     "W4": "W4 cpu / io / mixed x concurrency",
-    "W5": "W5 cold start (ms from worker command)",
+    "W5": "W5 cold start (ms from spawning the worker command; in-process: from spawning "
+    "one process that enqueues and runs the job itself; python_start_ms: `python -c` alone)",
 }
 
 

@@ -114,6 +114,16 @@ def _param_key(p: str) -> tuple[int, str]:
     return (int(p), "") if p.isdigit() else (0, p)
 
 
+def _compile_sources() -> None:
+    """Compile conveyor's (editable install) and the suite's sources to .pyc, as pip did
+    for every peer at install time: otherwise, with PYTHONDONTWRITEBYTECODE set (as on
+    the reference machine), only conveyor would recompile itself in every process."""
+    import compileall
+
+    for folder in ("src", "bench"):
+        compileall.compile_dir(os.path.join(harness.ROOT, folder), quiet=1)
+
+
 def run(
     suites: list[str],
     arms: list[str],
@@ -127,6 +137,7 @@ def run(
     outdir = out or os.path.join(harness.ROOT, "bench", "results", stamp)
     os.makedirs(outdir, exist_ok=True)
     workdir = tempfile.mkdtemp(prefix="bench-work-")
+    _compile_sources()
     # SIGTERM -> SystemExit, so the finally below stops our redis-server and workers.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     redis_server = harness.RedisServer()

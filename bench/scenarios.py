@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import statistics
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -245,4 +247,24 @@ def w5(ctx: Ctx, arm: str) -> dict[str, Any]:
     if t:
         row["first_job_done_ms"] = (t[0][3] - worker.started) * 1000
     row["ready_ms"] = (worker.ready_at - worker.started) * 1000 if worker.ready_at else float("nan")
+    # The interpreter's own start-up by the same method: the floor under every W5 figure.
+    row["python_start_ms"] = _spawn_until_done([sys.executable, COLD_START, "--floor"], env)
+    store = ctx.fresh_env(arm)  # an empty store of its own
+    cmd = arms.make(arm).in_process_cmd(store)
+    if cmd is not None:
+        row["inprocess_first_job_ms"] = _spawn_until_done(cmd, store)
     return row
+
+
+COLD_START = os.path.join(os.path.dirname(__file__), "cold_start.py")
+
+
+def _spawn_until_done(cmd: list[str], env: dict[str, str]) -> float:
+    """Milliseconds from just before spawning ``cmd`` to the wall time it prints as
+    ``done <t>`` (see bench/cold_start.py)."""
+    started = time.time()
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60, check=False)
+    for line in out.stdout.splitlines():
+        if line.startswith("done "):
+            return (float(line.split()[1]) - started) * 1000
+    raise RuntimeError(f"{cmd[1]} did not finish a job: {out.stdout[-300:]} {out.stderr[-500:]}")

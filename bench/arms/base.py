@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 #: (job index, enqueue/scheduled wall time, kind)
 Item = tuple[int, float, str]
@@ -72,6 +72,12 @@ class Arm:
 
     def close(self) -> None:
         """Release connections."""
+
+    def in_process_cmd(self, store: Mapping[str, str]) -> list[str] | None:
+        """W5 in-process: a command that, in one fresh process, imports the system, opens
+        the empty store ``store`` describes (a measurement's environment), enqueues one job, runs it with an in-process worker and prints
+        ``done <wall time>`` when the job body ran. ``None``: not measured for this arm."""
+        return None
 
     # -- worker side -----------------------------------------------------------------------
     def worker_cmd(self, concurrency: int, burst: bool, verbose: bool = False) -> list[str]:

@@ -9,7 +9,9 @@ The URL comes from ``BENCH_CONVEYOR_URL``; for SQLite the harness passes
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+import os
+import sys
+from collections.abc import Mapping, Sequence
 
 import conveyor
 from bench.arms.base import Arm, Item, Variant, bin_path, env
@@ -62,6 +64,13 @@ class ConveyorArm(Arm):
 
     def close(self) -> None:
         app.close()
+
+    def in_process_cmd(self, store: Mapping[str, str]) -> list[str] | None:
+        # One row per backend: the -c 8 and process variants would time the same thing.
+        if self.variant.name not in ("conveyor-sqlite", "conveyor-redis"):
+            return None
+        script = os.path.join(os.path.dirname(os.path.dirname(__file__)), "cold_start.py")
+        return [sys.executable, script, store["BENCH_CONVEYOR_URL"]]
 
     def worker_cmd(self, concurrency: int, burst: bool, verbose: bool = False) -> list[str]:
         cmd = [

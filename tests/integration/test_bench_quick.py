@@ -55,4 +55,8 @@ def test_quick_suite_runs_and_every_run_verifies(tmp_path: Path) -> None:
             if row.get("done"):
                 # the run's own verification: every job ran exactly once
                 assert row["done"] == row["distinct"] == row["n"], row
+    # W5 in-process: the conveyor arm spawned one process that enqueued and ran a job
+    w5 = {r["arm"]: r for r in csv.DictReader((out / "W5.csv").open())}
+    assert float(w5["conveyor-sqlite"]["inprocess_first_job_ms"]) > 0, w5
+    assert float(w5["conveyor-sqlite"]["python_start_ms"]) > 0, w5
     assert (out / "report.md").exists()
