@@ -20,7 +20,10 @@ def main(argv: list[str] | None = None) -> int:
         "--suite", default=",".join(SCENARIOS), help="comma-separated scenarios (default: all)"
     )
     r.add_argument(
-        "--arms", default=None, help=f"comma-separated; known: {','.join(arm_registry.ALL)}"
+        "--arms",
+        default=None,
+        help="comma-separated, or 'all' (default: each system's best configuration: "
+        f"{','.join(arm_registry.FULL)}); known: {','.join(arm_registry.ALL)}",
     )
     r.add_argument(
         "--quick",
@@ -43,8 +46,11 @@ def main(argv: list[str] | None = None) -> int:
     bad = [s for s in suites if s not in SCENARIOS]
     if bad:
         p.error(f"unknown scenario(s) {bad}")
-    default_arms = arm_registry.QUICK if args.quick else arm_registry.ALL
-    chosen = [a.strip() for a in args.arms.split(",")] if args.arms else default_arms
+    default_arms = arm_registry.QUICK if args.quick else arm_registry.FULL
+    if args.arms == "all":
+        chosen = list(arm_registry.ALL)
+    else:
+        chosen = [a.strip() for a in args.arms.split(",")] if args.arms else default_arms
     for a in chosen:
         arm_registry.family_of(a)  # fail fast on a typo
     overrides: dict[str, object] = {}

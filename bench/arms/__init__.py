@@ -32,6 +32,23 @@ _CATALOGUE: dict[str, tuple[str, ...]] = {
 
 ALL = [name for names in _CATALOGUE.values() for name in names]
 QUICK = ["conveyor-sqlite", "huey-sqlite-thread1"]
+#: the default of ``python -m bench run``: every system in its best configuration (both
+#: storages for conveyor and Huey; Celery's two best pools). The single-thread and
+#: defaults-configuration variants run with ``--arms all`` or by name.
+FULL = [
+    "conveyor-sqlite",
+    "conveyor-sqlite-c8",
+    "conveyor-sqlite-process",
+    "conveyor-redis",
+    "conveyor-redis-c8",
+    "huey-sqlite-thread1",
+    "huey-redis-thread1",
+    "dramatiq-p2t8",
+    "celery-prefork2",
+    "celery-threads8",
+    "rq-simple",
+    "qler",
+]
 
 
 def family_of(name: str) -> str:
