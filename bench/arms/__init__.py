@@ -17,6 +17,10 @@ _CATALOGUE: dict[str, tuple[str, ...]] = {
         "conveyor-sqlite-process",
         "conveyor-redis",
         "conveyor-redis-c8",
+        "conveyor-sqlite-prefetch",
+        "conveyor-sqlite-c8-prefetch",
+        "conveyor-redis-prefetch",
+        "conveyor-redis-c8-prefetch",
     ),
     "huey_arm": (
         "huey-sqlite-thread1",

@@ -82,8 +82,13 @@ class ConveyorArm(Arm):
             "--pool",
             self.variant.pool,
         ]
+        if self.variant.name.endswith("-prefetch"):
+            cmd += ["--prefetch", str(PREFETCH)]
         return [*cmd, "--burst"] if burst else cmd
 
+
+#: Jobs a prefetch variant claims beyond its free slots (``conveyor worker --prefetch``).
+PREFETCH = 16
 
 ARM = ConveyorArm
 VARIANTS = [
@@ -129,5 +134,37 @@ VARIANTS = [
         "thread",
         8,
         "conveyor worker -c 8 --pool thread; redis on loopback",
+    ),
+    Variant(
+        "conveyor-sqlite-prefetch",
+        "conveyor_arm",
+        "sqlite",
+        "thread",
+        1,
+        f"conveyor worker -c 1 --pool thread --prefetch {PREFETCH}; sqlite WAL synchronous=NORMAL",
+    ),
+    Variant(
+        "conveyor-sqlite-c8-prefetch",
+        "conveyor_arm",
+        "sqlite",
+        "thread",
+        8,
+        f"conveyor worker -c 8 --pool thread --prefetch {PREFETCH}; sqlite WAL synchronous=NORMAL",
+    ),
+    Variant(
+        "conveyor-redis-prefetch",
+        "conveyor_arm",
+        "redis",
+        "thread",
+        1,
+        f"conveyor worker -c 1 --pool thread --prefetch {PREFETCH}; redis on loopback",
+    ),
+    Variant(
+        "conveyor-redis-c8-prefetch",
+        "conveyor_arm",
+        "redis",
+        "thread",
+        8,
+        f"conveyor worker -c 8 --pool thread --prefetch {PREFETCH}; redis on loopback",
     ),
 ]

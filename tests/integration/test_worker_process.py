@@ -65,6 +65,45 @@ def test_sigterm_lets_short_jobs_finish_and_releases_long_ones(
     assert app.backend.worker_list() == []
 
 
+def test_prefetched_jobs_of_a_killed_worker_are_rescued_and_sigterm_releases_them(
+    sqlite_url: str, spawn_worker: Spawn, tmp_path: Path
+) -> None:
+    """`--prefetch`: jobs the worker holds but never started come back both ways: after
+    SIGKILL through the rescuer, after SIGTERM at once, attempt not counted."""
+    app = _app(sqlite_url)
+    marker = tmp_path / "started"
+    jobs = [app_tasks.sleepy.enqueue(60 if i == 0 else 0.01, str(marker)) for i in range(4)]
+    first = spawn_worker("-c", "1", "--prefetch", "3")
+    wait_for(lambda: len(_lines(marker)) == 1, what="the long job to start")
+    wait_for(
+        lambda: all(j.refresh().state is JobState.RUNNING for j in jobs),
+        what="the other three to be prefetched",
+    )
+    first.send_signal(signal.SIGKILL)
+    first.wait(10)
+    # Two slots: the rescued long job takes one, the rest run in the other.
+    second = spawn_worker("-c", "2", "--prefetch", "2", "--shutdown-timeout", "30")
+    for job in jobs[1:]:  # rescued (attempt 1 lost, never started) and run by the second
+        assert job.result(timeout=30) == second.pid
+        assert [a.outcome for a in job.attempts()] == ["lost", "succeeded"]
+    wait_for(lambda: len(_lines(marker)) == 5, what="the long job to start again")
+    blocker = app_tasks.sleepy.enqueue(60, str(marker))
+    wait_for(lambda: len(_lines(marker)) == 6, what="a second long job to fill the slots")
+    more = [app_tasks.sleepy.enqueue(0.01, str(marker)) for _ in range(2)]
+    wait_for(
+        lambda: all(j.refresh().state is JobState.RUNNING for j in more),
+        what="new jobs to be prefetched behind the long ones",
+    )
+    second.send_signal(signal.SIGTERM)
+    # Released at once, though the long jobs keep their slots for up to 30 s.
+    wait_for(lambda: all(j.refresh().state is JobState.QUEUED for j in more), what="release")
+    for job in more:
+        assert job.refresh().attempt == 0
+        assert [a.outcome for a in job.attempts()] == ["released"]
+    assert blocker.refresh().state is JobState.RUNNING
+    second.send_signal(signal.SIGINT)  # (a second signal: stop now)
+
+
 def test_second_int_stops_at_once(sqlite_url: str, spawn_worker: Spawn, tmp_path: Path) -> None:
     _app(sqlite_url)
     marker = tmp_path / "started"

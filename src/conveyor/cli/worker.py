@@ -44,6 +44,14 @@ from conveyor.worker.executors import POOLS
     help="process pool: replace a child whose RSS exceeds MIB.",
 )
 @click.option(
+    "--prefetch",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Claim up to N jobs beyond the free slots; they wait in this worker "
+    "(leases kept, released on stop). Faster for short jobs; see docs/guarantees.md.",
+)
+@click.option(
     "-q",
     "--queue",
     "queues",
@@ -79,6 +87,7 @@ def worker(
     pool: str,
     max_jobs_per_child: int | None,
     max_memory_per_child: float | None,
+    prefetch: int,
     queues: tuple[str, ...],
     shutdown_timeout: float,
     burst: bool,
@@ -110,6 +119,7 @@ def worker(
             app_spec=app_spec,
             max_jobs_per_child=max_jobs_per_child,
             max_memory_per_child=max_memory_per_child,
+            prefetch=prefetch,
         )
         if metrics_port is not None:
             from conveyor.metrics import WorkerMetrics  # imports prometheus_client

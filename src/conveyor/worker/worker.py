@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import collections
 import itertools
 import logging
 import os
@@ -32,6 +33,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from conveyor import records
 from conveyor.backends.base import (
     ClaimedJob,
     JobClaimParams,
@@ -71,6 +73,24 @@ IDLE_WAIT = 0.25
 CLAIM_GATHER = 0.002
 
 
+#: One-slot worker with prefetch: a finish held for the next claim for longer than this
+#: (seconds) is written by the completer instead.
+FLUSH_AFTER = 0.05
+
+
+class _Flusher(Looper):
+    """Hands a one-slot worker's held finishes to the completer once they are old."""
+
+    name = "flusher"
+
+    def __init__(self, worker: Worker, interval: float) -> None:
+        super().__init__(interval)
+        self.worker = worker
+
+    def tick(self) -> None:
+        self.worker._write_unwritten(older_than=FLUSH_AFTER)
+
+
 class _InFlight:
     __slots__ = ("ctx", "job", "lost")
 
@@ -96,9 +116,15 @@ class Worker:
         app_spec: str | None = None,
         max_jobs_per_child: int | None = None,
         max_memory_per_child: float | None = None,
+        prefetch: int = 0,
     ) -> None:
         if concurrency < 1:
             raise ConfigurationError(f"concurrency must be >= 1, got {concurrency}")
+        if prefetch < 0:
+            raise ConfigurationError(f"prefetch must be >= 0, got {prefetch}")
+        #: Jobs claimed beyond the free slots, waiting in this worker for a slot (0: every
+        #: claim is sized to the free slots). See docs/guarantees.md, "Prefetch".
+        self.prefetch = prefetch
         self.app = app
         self.selection = QueueSelection.parse(list(queues) if queues else ["default"])
         self.concurrency = concurrency
@@ -130,6 +156,8 @@ class Worker:
         self._lock = threading.Lock()
         self._slot_freed = threading.Condition(self._lock)
         self._inflight: dict[str, _InFlight] = {}
+        #: Prefetched: claimed and in ``_inflight`` (leases extended), not yet started.
+        self._buffer: collections.deque[_InFlight] = collections.deque()
         self._released: set[str] = set()
         self._stopping = threading.Event()
         self._hard = threading.Event()
@@ -152,7 +180,10 @@ class Worker:
 
             if isinstance(self.executor, ThreadExecutor):
                 self._inline = self.executor
+        #: One-slot mode: finishes held to ride with the next claim. Guarded by
+        #: ``_unwritten_lock``: with prefetch, the flusher may take them first.
         self._unwritten: list[JobFinishParams] = []
+        self._unwritten_lock = threading.Lock()
         self.processed = itertools.count()
         s = app.settings
         ops: frozenset[str] = getattr(app.backend, "ops_features", frozenset())
@@ -160,6 +191,11 @@ class Worker:
             Heartbeat(self, s.heartbeat_interval),
             Rescuer(self, s.rescue_interval),
         ]
+        if self._inline is not None and prefetch:
+            # A prefetched batch runs in the fetcher thread and its finishes ride with the
+            # next claim; a slow job later in the batch must not hold back the results of
+            # the ones before it: past FLUSH_AFTER they go to the completer instead.
+            self._services.append(_Flusher(self, FLUSH_AFTER / 2))
         if "purge" in ops:  # retention, where the backend can purge
             self._services.append(Pruner(self, s.prune_interval))
         # Flow-control services, only where the backend implements them.
@@ -285,9 +321,13 @@ class Worker:
     def request_cancel(self, job_id: str) -> None:
         with self._lock:
             entry = self._inflight.get(job_id)
+            buffered = entry is not None and entry in self._buffer
         if entry is not None and not entry.ctx.cancel_requested:
             entry.ctx.request_cancel()
-            self.executor.cancel(job_id)
+            # A prefetched job is not in the executor yet: it finishes as cancelled when
+            # its turn comes, without running.
+            if not buffered:
+                self.executor.cancel(job_id)
 
     def mark_lost(self, job_id: str) -> None:
         with self._lock:
@@ -310,13 +350,16 @@ class Worker:
         params = finish_params(outcome, job, task, self.id, entry.ctx.cancel_requested)
         if self._inline is not None:
             # Called in the fetcher thread itself: written with the next claim.
-            self._unwritten.append(params)
+            with self._unwritten_lock:
+                self._unwritten.append(params)
         else:
             self.completer.put(params)
         if self.observers:
             for observer in self.observers:
                 observer.on_finished(job, params)
         next(self.processed)
+        if self._buffer and self._inline is None:
+            self._start_buffered()
 
     # -- internals -----------------------------------------------------------------------
 
@@ -353,17 +396,18 @@ class Worker:
             if self._quiet.is_set():
                 self._stopping.wait(IDLE_WAIT)
                 continue
+            capacity = self.concurrency + self.prefetch
             with self._lock:
-                free = self.concurrency - len(self._inflight)
+                free = capacity - len(self._inflight)
                 if free <= 0 or self.completer.pending > MAX_PENDING:
                     self._slot_freed.wait(IDLE_WAIT)
                     continue
-                if free < self._claim_batch and free < self.concurrency:
+                if free < self._claim_batch and free < capacity:
                     # Slots free one by one while short jobs finish: wait a moment for a
                     # few more, so one claim transaction serves several (still never more
-                    # jobs than free slots: no prefetch).
+                    # jobs than free slots plus the prefetch allowance).
                     self._slot_freed.wait(CLAIM_GATHER)
-                    free = self.concurrency - len(self._inflight)
+                    free = capacity - len(self._inflight)
             try:
                 jobs = backend.job_claim(
                     JobClaimParams(self.id, self.selection.allocate(free), free)
@@ -398,6 +442,7 @@ class Worker:
         thread = threading.Thread(target=self._inline_loop, name="conveyor-fetcher", daemon=True)
         thread.start()
         self._stopping.wait()
+        self._release_buffered()  # now, not after the running job
         if not self._hard.is_set():
             thread.join(self.shutdown_timeout)
 
@@ -412,23 +457,27 @@ class Worker:
                     self._write_unwritten()
                     self._stopping.wait(IDLE_WAIT)
                     continue
-                claim = JobClaimParams(self.id, self.selection.allocate(1), 1)
+                n = 1 + self.prefetch
+                claim = JobClaimParams(self.id, self.selection.allocate(n), n)
                 try:
+                    with self._unwritten_lock:
+                        batch, self._unwritten = self._unwritten, []
                     if finish_and_claim is not None:
-                        stale, jobs = finish_and_claim(self._unwritten, claim)
+                        stale, jobs = finish_and_claim(batch, claim)
                     else:
-                        stale = backend.job_finish_many(self._unwritten)
+                        stale = backend.job_finish_many(batch)
                         jobs = backend.job_claim(claim)
                     failures = 0
                 except BackendUnavailable as exc:  # the finishes are kept and retried
+                    with self._unwritten_lock:
+                        self._unwritten[:0] = batch
                     failures += 1
                     delay = min(0.1 * 2**failures, 5.0)
                     log.warning("claim failed (%s); retrying in %.1f s", exc, delay)
                     self._stopping.wait(delay)
                     continue
-                if self._unwritten:
-                    self.completer.report(self._unwritten, stale)
-                    self._unwritten = []
+                if batch:
+                    self.completer.report(batch, stale)
                 self._last_fetch_at = time.time()
                 if jobs:
                     self._run_here(jobs)
@@ -444,13 +493,45 @@ class Worker:
             self.stop_soon()
 
     def _run_here(self, jobs: list[ClaimedJob]) -> None:
+        """Run a claimed batch (one job, or more with prefetch) in this thread, in order."""
         assert self._inline is not None
-        for entry in self._track(jobs):
-            self.on_outcome(entry.job, self._inline.run_one(entry.job, entry.ctx))
+        first, *rest = self._track(jobs)
+        with self._lock:
+            self._buffer.extend(rest)
+        entry: _InFlight | None = first
+        while entry is not None:
+            if entry.ctx.cancel_requested:  # cancelled while it waited in the buffer
+                outcome = Outcome.cancelled("cancelled before it started")
+            else:
+                outcome = self._inline.run_one(entry.job, entry.ctx)
+            self.on_outcome(entry.job, outcome)
+            entry = self._next_buffered()
 
-    def _write_unwritten(self) -> None:
-        """Hand finishes not yet written to the completer (stopping, or quiet)."""
-        batch, self._unwritten = self._unwritten, []
+    def _next_buffered(self) -> _InFlight | None:
+        """The oldest prefetched job, to start now; ``None`` when there is none, or when
+        stopping (the shutdown releases what is still buffered). A job rescued elsewhere
+        while it waited is dropped. Its recorded start time becomes now."""
+        with self._lock:
+            while self._buffer and not self._stopping.is_set():
+                entry = self._buffer.popleft()
+                if not entry.lost:
+                    break
+                self._inflight.pop(entry.job.id, None)
+            else:
+                return None
+        entry.job = records.replace(entry.job, claimed_at=time.time())
+        return entry
+
+    def _write_unwritten(self, older_than: float | None = None) -> None:
+        """Hand finishes not yet written to the completer: all of them (stopping, quiet),
+        or, from the flusher, all once the oldest finished ``older_than`` seconds ago."""
+        with self._unwritten_lock:
+            if not self._unwritten:
+                return
+            oldest = self._unwritten[0].finished_at or 0.0
+            if older_than is not None and time.time() - oldest < older_than:
+                return
+            batch, self._unwritten = self._unwritten, []
         for params in batch:
             self.completer.put(params)
 
@@ -470,7 +551,24 @@ class Worker:
         return True
 
     def _dispatch(self, jobs: list[ClaimedJob]) -> None:
-        for entry in self._track(jobs):
+        """Hand claimed jobs to free slots; with prefetch, buffer the rest."""
+        entries = self._track(jobs)
+        with self._lock:
+            running = len(self._inflight) - len(self._buffer) - len(entries)
+            free = max(0, self.concurrency - running)
+            self._buffer.extend(entries[free:])
+        for entry in entries[:free]:
+            self.executor.submit(entry.job, entry.ctx)
+
+    def _start_buffered(self) -> None:
+        """A pool slot freed: start the oldest prefetched job in it (or finish it as
+        cancelled if a cancel arrived while it waited)."""
+        entry = self._next_buffered()
+        if entry is None:
+            return
+        if entry.ctx.cancel_requested:
+            self.on_outcome(entry.job, Outcome.cancelled("cancelled before it started"))
+        else:
             self.executor.submit(entry.job, entry.ctx)
 
     def _track(self, jobs: list[ClaimedJob]) -> list[_InFlight]:
@@ -488,6 +586,7 @@ class Worker:
 
     def _shutdown(self) -> None:
         deadline = time.monotonic() + self.shutdown_timeout
+        self._release_buffered()
         with self._lock:
             while self._inflight and not self._hard.is_set():
                 remaining = deadline - time.monotonic()
@@ -511,9 +610,20 @@ class Worker:
             log.warning("could not deregister worker %s: %s", self.id, exc)
         log.info("worker %s stopped", self.id)
 
-    def _release(self, leftovers: list[_InFlight]) -> None:
-        log.warning("releasing %d running job(s) back to the queue", len(leftovers))
-        for entry in leftovers:
+    def _release_buffered(self) -> None:
+        """Prefetched jobs never started: back to the queue at once, attempt not counted."""
+        with self._lock:
+            buffered = list(self._buffer)
+            self._buffer.clear()
+            for entry in buffered:
+                self._inflight.pop(entry.job.id, None)
+        if buffered:
+            self._release(buffered, started=False)
+
+    def _release(self, leftovers: list[_InFlight], started: bool = True) -> None:
+        what = "running" if started else "prefetched"
+        log.warning("releasing %d %s job(s) back to the queue", len(leftovers), what)
+        for entry in leftovers if started else ():
             entry.ctx.request_cancel()  # cooperative sync tasks can stop early
             self.executor.cancel(entry.job.id)
         try:

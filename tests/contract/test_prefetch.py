@@ -1,0 +1,153 @@
+"""``Worker(prefetch=N)``: claims beyond the free slots, held by the worker (leases kept)
+until a slot frees; released at once on stop, cancellable while they wait, their start
+time recorded when they really start. Runs on every backend, with one slot (on SQLite the
+fetcher runs the batch itself) and with a pool of two."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+import conveyor
+from conveyor.states import JobState
+from conveyor.worker.worker import Worker
+
+
+def _wait_until(predicate: object, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return
+        time.sleep(0.01)
+    raise AssertionError("condition not reached")
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_prefetch_holds_claims_beyond_the_slots_and_runs_each_job_once(
+    app: conveyor.App, concurrency: int
+) -> None:
+    gate = threading.Event()
+    ran: list[int] = []
+
+    @app.task
+    def step(i: int) -> int:
+        gate.wait(20)
+        ran.append(i)
+        return i
+
+    jobs = step.enqueue_many([(i,) for i in range(20)])
+    worker = Worker(app, concurrency=concurrency, prefetch=3).start()
+    try:
+        # The slots block on the gate; the worker also holds `prefetch` claimed jobs.
+        _wait_until(
+            lambda: sum(j.refresh().state is JobState.RUNNING for j in jobs) == concurrency + 3
+        )
+        time.sleep(0.3)  # and claims no more than that while nothing finishes
+        assert sum(j.refresh().state is JobState.RUNNING for j in jobs) == concurrency + 3
+        gate.set()
+        assert [j.result(timeout=20) for j in jobs] == list(range(20))
+    finally:
+        gate.set()
+        worker.stop(timeout=10)
+    assert sorted(ran) == list(range(20))
+    assert all([a.outcome for a in j.attempts()] == ["succeeded"] for j in jobs)
+
+
+def test_stop_releases_prefetched_jobs_at_once_without_counting_an_attempt(
+    app: conveyor.App,
+) -> None:
+    started = threading.Event()
+    gate = threading.Event()
+
+    @app.task
+    def hold(i: int) -> int:
+        started.set()
+        gate.wait(20)
+        return i
+
+    first, *waiting = hold.enqueue_many([(i,) for i in range(4)])
+    worker = Worker(app, concurrency=1, prefetch=3, shutdown_timeout=10.0).start()
+    assert started.wait(20)
+    _wait_until(lambda: all(j.refresh().state is JobState.RUNNING for j in waiting))
+    stopping = threading.Thread(target=worker.stop, kwargs={"timeout": 20})
+    stopping.start()
+    # Released while the running job still holds its slot: not after the shutdown timeout.
+    _wait_until(lambda: all(j.refresh().state is JobState.QUEUED for j in waiting), 5.0)
+    gate.set()
+    stopping.join(20)
+    assert first.result(timeout=10) == 0  # the running job was let finish
+    for job in waiting:
+        record = job.refresh()
+        assert record.state is JobState.QUEUED and record.attempt == 0
+        assert [a.outcome for a in job.attempts()] == ["released"]
+
+
+def test_a_prefetched_job_cancelled_while_it_waits_never_runs(app: conveyor.App) -> None:
+    started = threading.Event()
+    gate = threading.Event()
+    ran: list[str] = []
+
+    @app.task
+    def work(name: str) -> str:
+        ran.append(name)
+        started.set()
+        gate.wait(20)
+        return name
+
+    first = work.enqueue("first")
+    second = work.enqueue("second")
+    worker = Worker(app, concurrency=1, prefetch=1).start()
+    try:
+        assert started.wait(20)
+        _wait_until(lambda: second.refresh().state is JobState.RUNNING)
+        second.cancel()  # a request: delivered to the worker by its heartbeat
+        time.sleep(1.0)  # several heartbeats (0.2 s in these tests)
+        gate.set()
+        assert first.result(timeout=20) == "first"
+        _wait_until(lambda: second.refresh().state is JobState.CANCELLED)
+    finally:
+        gate.set()
+        worker.stop(timeout=10)
+    assert ran == ["first"]
+    assert second.refresh().reason == "cancelled before it started"
+
+
+def test_a_prefetched_job_records_its_real_start_and_results_are_not_held_back(
+    app: conveyor.App,
+) -> None:
+    gate = threading.Event()
+
+    @app.task
+    def quick() -> str:
+        return "quick"
+
+    @app.task
+    def slow() -> str:
+        gate.wait(20)
+        return "slow"
+
+    done_quick = quick.enqueue()
+    slow_job = slow.enqueue()
+    worker = Worker(app, concurrency=1, prefetch=4).start()
+    try:
+        # The quick job's result is written while the slow one (same batch) still runs.
+        assert done_quick.result(timeout=5) == "quick"
+        assert slow_job.refresh().state is JobState.RUNNING
+        time.sleep(0.3)
+        gate.set()
+        assert slow_job.result(timeout=20) == "slow"
+    finally:
+        gate.set()
+        worker.stop(timeout=10)
+    (quick_attempt,) = done_quick.attempts()
+    (slow_attempt,) = slow_job.attempts()
+    assert quick_attempt.finished_at is not None and slow_attempt.started_at is not None
+    # Claimed together; the slow job's attempt starts when it ran, after the quick one.
+    assert slow_attempt.started_at >= quick_attempt.finished_at - 0.01
+
+
+def test_prefetch_must_not_be_negative(app: conveyor.App) -> None:
+    with pytest.raises(conveyor.ConfigurationError):
+        Worker(app, prefetch=-1)
