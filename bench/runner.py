@@ -27,7 +27,7 @@ FULL = {
     "E1": [1_000, 10_000],
     "E2": [1_000, 10_000, 100_000],
     # W1/W2/W3 sizes are the suite's choice (benchmarking.md fixes only E1 and E2): chosen
-    # so the whole default run (12 arms, 5 iterations + 1 warm-up of everything) fits
+    # so the whole default run (14 arms, 5 iterations + 1 warm-up of everything) fits
     # about 75 minutes on the 2-core reference box.
     "W1": 10_000,
     "W2": 300,

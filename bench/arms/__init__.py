@@ -37,13 +37,16 @@ _CATALOGUE: dict[str, tuple[str, ...]] = {
 ALL = [name for names in _CATALOGUE.values() for name in names]
 QUICK = ["conveyor-sqlite", "huey-sqlite-thread1"]
 #: the default of ``python -m bench run``: every system in its best configuration (both
-#: storages for conveyor and Huey; Celery's two best pools). The single-thread and
+#: storages for conveyor and Huey; Celery's two best pools; conveyor with and without
+#: prefetch, since its default claims only for free slots). The single-thread and
 #: defaults-configuration variants run with ``--arms all`` or by name.
 FULL = [
     "conveyor-sqlite",
+    "conveyor-sqlite-prefetch",
     "conveyor-sqlite-c8",
     "conveyor-sqlite-process",
     "conveyor-redis",
+    "conveyor-redis-prefetch",
     "conveyor-redis-c8",
     "huey-sqlite-thread1",
     "huey-redis-thread1",
