@@ -70,7 +70,7 @@ def test_prefetched_jobs_of_a_killed_worker_are_rescued_and_sigterm_releases_the
 ) -> None:
     """`--prefetch`: jobs the worker holds but never started come back both ways: after
     SIGKILL through the rescuer, after SIGTERM at once, attempt not counted."""
-    app = _app(sqlite_url)
+    _app(sqlite_url)
     marker = tmp_path / "started"
     jobs = [app_tasks.sleepy.enqueue(60 if i == 0 else 0.01, str(marker)) for i in range(4)]
     first = spawn_worker("-c", "1", "--prefetch", "3")
