@@ -1,4 +1,5 @@
-# Set-up and the two commands the README starts with. Everything installs into .venv.
+# Set-up and the two commands the README starts with. Everything installs into .venv
+# (Python 3.11); the benchmark has its own .venv-bench (Python 3.12), below.
 PY ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
