@@ -8,7 +8,19 @@ import platform
 import sqlite3
 from typing import Any
 
-PACKAGES = ("conveyor", "celery", "kombu", "redis", "dramatiq", "rq", "huey", "psutil")
+PACKAGES = (
+    "conveyor",
+    "celery",
+    "kombu",
+    "redis",
+    "dramatiq",
+    "rq",
+    "huey",
+    "qler",
+    "sqler",
+    "aiosqlite",
+    "psutil",
+)
 
 
 def cpu_model() -> str:

@@ -16,8 +16,8 @@ def arm_order(arms: list[str], iteration: int) -> list[str]:
 
 
 def pragma_parity(checks: dict[str, dict[str, Any]]) -> tuple[bool, list[str]]:
-    """Do all SQLite arms (except ``*-default`` ones, kept as Huey's defaults on purpose)
-    report the same PRAGMA values from their own connections?"""
+    """Do all SQLite arms (except ``*-default`` ones, kept at Huey's and qler's defaults on
+    purpose) report the same PRAGMA values from their own connections?"""
     compared = {
         arm: c["pragmas"]
         for arm, c in checks.items()
@@ -45,7 +45,8 @@ def checklist(scale: dict[str, Any], checks: dict[str, dict[str, Any]]) -> list[
         f"{'yes' if same else 'NO'}.",
         *[f"  {line}" for line in pragma_lines],
         "Fresh producer process and fresh worker process per measurement; fresh Redis "
-        "(FLUSHALL) and a new SQLite file per measurement.",
+        "(FLUSHALL) and a new SQLite file per measurement (created by `qler init` for "
+        "qler, its documented first step, untimed).",
         f"Warm-up runs per scenario and arm: {scale['warmup']} (discarded); measured "
         f"iterations: {scale['iterations']}; tables show the median with min and max.",
         "Arm order rotates each iteration (start position shifts by one), not hash().",

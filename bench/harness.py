@@ -113,9 +113,15 @@ class Worker:
     """A fresh worker process, its log reader (for the ready line) and a tree sampler."""
 
     def __init__(
-        self, cmd: list[str], env: dict[str, str], ready_marker: str, interval: float = 0.05
+        self,
+        cmd: list[str],
+        env: dict[str, str],
+        ready_marker: str,
+        interval: float = 0.05,
+        stop_grace: float = 10.0,
     ) -> None:
         self.cmd = cmd
+        self.stop_grace = stop_grace
         self.ready_marker = ready_marker
         self.ready_at: float | None = None
         self.tail: collections.deque[str] = collections.deque(maxlen=40)
@@ -169,8 +175,10 @@ class Worker:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def stop(self, grace: float = 10.0) -> None:
-        """SIGTERM the worker's own process group, SIGKILL it after ``grace`` seconds."""
+    def stop(self, grace: float | None = None) -> None:
+        """SIGTERM the worker's own process group, SIGKILL it after ``grace`` seconds
+        (default: the arm's ``stop_grace``). Always after the measurement."""
+        grace = self.stop_grace if grace is None else grace
         self._stop.set()
         if self.proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):

@@ -13,6 +13,7 @@ import os
 import sqlite3
 import sys
 import time
+import traceback
 from typing import Any
 
 from bench import arms
@@ -46,14 +47,20 @@ def check(arm_cls: type[Arm], name: str) -> dict[str, Any]:
     if reason is None and variant.storage == "sqlite":
         arm = arm_cls(variant)
         arm.open()
-        out["pragmas"] = _pragmas(name)
+        out["pragmas"] = _pragmas(name, arm)
         arm.close()
     return out
 
 
-def _pragmas(name: str) -> dict[str, Any]:
+def _pragmas(name: str, arm: Arm) -> dict[str, Any]:
     """Read the PRAGMAs from the arm's own connection (introspection only, not timed)."""
+    names = ("journal_mode", "synchronous", "cache_size", "temp_store", "busy_timeout", "mmap_size")
     conn: sqlite3.Connection | None = None
+    if name.startswith("qler"):
+        from bench.arms.qler_arm import QlerArm
+
+        assert isinstance(arm, QlerArm)
+        return arm.read_pragmas(names)  # aiosqlite: sqler's own pragma_report
     if name.startswith("huey"):
         from bench.arms.huey_arm import huey
 
@@ -64,7 +71,6 @@ def _pragmas(name: str) -> dict[str, Any]:
         conn = getattr(app.backend, "connection", None)  # private; read-only check
     if conn is None:
         return {"error": "no connection to inspect"}
-    names = ("journal_mode", "synchronous", "cache_size", "temp_store", "busy_timeout", "mmap_size")
     return {p: conn.execute(f"PRAGMA {p}").fetchone()[0] for p in names}
 
 
@@ -132,7 +138,14 @@ def open_loop(arm: Arm, rate: float, duration: float) -> dict[str, Any]:
 
 def main() -> None:
     spec = json.loads(sys.argv[1])
-    result = run(spec)
+    try:
+        result = run(spec)
+    except BaseException:
+        # Exit now: a peer's non-daemon threads (qler's aiosqlite connections) would keep
+        # a failed producer alive until the harness's timeout.
+        traceback.print_exc()
+        sys.stderr.flush()
+        os._exit(1)
     sys.stdout.write("\n" + json.dumps(result) + "\n")
     sys.stdout.flush()
     os._exit(0)  # some peers leave non-daemon threads behind; do not wait on them

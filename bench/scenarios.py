@@ -51,6 +51,20 @@ class Ctx:
         return env
 
 
+def _fresh(ctx: Ctx, arm: str, results: bool = False) -> dict[str, str]:
+    """A fresh store, created by the arm's own init command where it has one (qler: two
+    processes running qler's schema set-up at once on a new file race on ALTER TABLE)."""
+    env = ctx.fresh_env(arm, results)
+    cmd = arms.make(arm).store_init_cmd(env)
+    if cmd:
+        proc = subprocess.run(
+            cmd, env=env, cwd=harness.ROOT, capture_output=True, text=True, timeout=120
+        )
+        if proc.returncode != 0:
+            raise RuntimeError(f"store init failed: {(proc.stderr or proc.stdout)[-800:]}")
+    return env
+
+
 def _worker(
     arm: str,
     env: dict[str, str],
@@ -60,7 +74,7 @@ def _worker(
 ) -> harness.Worker:
     a = arms.make(arm)
     cmd = a.worker_cmd(concurrency or a.variant.concurrency, burst, verbose)
-    return harness.Worker(cmd, env, a.ready_marker)
+    return harness.Worker(cmd, env, a.ready_marker, stop_grace=a.stop_grace)
 
 
 def _pct(values: list[float], p: float) -> float:
@@ -86,13 +100,13 @@ def _finish(ctx: Ctx, worker: harness.Worker, n: int, timeout: float) -> dict[st
 
 
 def e1(ctx: Ctx, arm: str, n: int) -> dict[str, Any]:
-    env = ctx.fresh_env(arm)
+    env = _fresh(ctx, arm)
     r = harness.run_producer({"arm": arm, "action": "e1", "n": n}, env, timeout=600)
     return {"n": n, "valid": True, **r}
 
 
 def e2(ctx: Ctx, arm: str, n: int) -> dict[str, Any]:
-    env = ctx.fresh_env(arm)
+    env = _fresh(ctx, arm)
     r = harness.run_producer({"arm": arm, "action": "e2", "n": n}, env, timeout=600)
     return {"n": n, "valid": True, **r}
 
@@ -101,7 +115,7 @@ def _throughput_run(
     ctx: Ctx, arm: str, n: int, kind: str, concurrency: int | None = None
 ) -> dict[str, Any]:
     """Pre-fill n jobs, start one fresh worker, first job start to last job end."""
-    env = ctx.fresh_env(arm)
+    env = _fresh(ctx, arm)
     harness.run_producer({"arm": arm, "action": "fill", "n": n, "kind": kind}, env, 600)
     worker = _worker(arm, env, concurrency, burst=True)
     row = _finish(ctx, worker, n, timeout=ctx.scale["timeout"])
@@ -143,7 +157,7 @@ def _warm(ctx: Ctx, arm: str, env: dict[str, str], worker: harness.Worker) -> bo
 
 
 def w2(ctx: Ctx, arm: str, n: int) -> dict[str, Any]:
-    env = ctx.fresh_env(arm, results=True)
+    env = _fresh(ctx, arm, results=True)
     worker = _worker(arm, env, burst=False)
     try:
         if not _warm(ctx, arm, env, worker):
@@ -181,7 +195,7 @@ def w3(ctx: Ctx, arm: str, fraction: float, iteration: int) -> dict[str, Any]:
         return {"fraction": fraction, "valid": False, "reason": "no W1 capacity measured"}
     rate = capacity * fraction
     duration = ctx.scale["w3_s"]
-    env = ctx.fresh_env(arm)
+    env = _fresh(ctx, arm)
     worker = _worker(arm, env, burst=False)
     try:
         if not _warm(ctx, arm, env, worker):
@@ -238,7 +252,7 @@ def _peak_backlog(scheds: list[float], ends: list[float]) -> int:
 
 def w5(ctx: Ctx, arm: str) -> dict[str, Any]:
     """Cold start: one job waiting; worker command to ready line, and to first job done."""
-    env = ctx.fresh_env(arm)
+    env = _fresh(ctx, arm)
     harness.run_producer({"arm": arm, "action": "fill", "n": 1}, env, 120)
     worker = _worker(arm, env, burst=True, verbose=True)
     row = _finish(ctx, worker, 1, timeout=60)
@@ -249,7 +263,7 @@ def w5(ctx: Ctx, arm: str) -> dict[str, Any]:
     row["ready_ms"] = (worker.ready_at - worker.started) * 1000 if worker.ready_at else float("nan")
     # The interpreter's own start-up by the same method: the floor under every W5 figure.
     row["python_start_ms"] = _spawn_until_done([sys.executable, COLD_START, "--floor"], env)
-    store = ctx.fresh_env(arm)  # an empty store of its own
+    store = _fresh(ctx, arm)  # an empty store of its own
     cmd = arms.make(arm).in_process_cmd(store)
     if cmd is not None:
         row["inprocess_first_job_ms"] = _spawn_until_done(cmd, store)

@@ -31,7 +31,7 @@ _CATALOGUE: dict[str, tuple[str, ...]] = {
     "dramatiq_arm": ("dramatiq-p1t1", "dramatiq-p2t8"),
     "celery_arm": ("celery-solo", "celery-prefork2", "celery-threads8", "celery-prefork2-default"),
     "rq_arm": ("rq-simple", "rq-fork"),
-    "qler_arm": ("qler",),
+    "qler_arm": ("qler", "qler-default"),
 }
 
 ALL = [name for names in _CATALOGUE.values() for name in names]

@@ -3,7 +3,8 @@
 Producer side (runs in a fresh producer process per measurement): ``open`` (connections,
 outside every timed window), ``enqueue_one``, ``enqueue_batch``, ``round_trip``.
 Worker side: ``worker_cmd`` (a fresh worker process per measurement, started by the
-harness with ``subprocess.Popen``). Completion is detected by the harness from the shared
+harness with ``subprocess.Popen``). Store side: ``store_init_cmd``, for a system whose
+documented set-up creates its store before any producer or worker opens it (qler). Completion is detected by the harness from the shared
 marker (:mod:`bench.jobs`), never by an arm.
 """
 
@@ -73,6 +74,10 @@ class Arm:
     def close(self) -> None:
         """Release connections."""
 
+    #: Seconds the harness gives the worker after SIGTERM (once the measurement is over)
+    #: before SIGKILL. Only wall time of the run depends on it.
+    stop_grace: float = 10.0
+
     def in_process_cmd(self, store: Mapping[str, str]) -> list[str] | None:
         """W5 in-process: a command that, in one fresh process, imports the system, opens
         the empty store ``store`` describes (a measurement's environment), enqueues one job, runs it with an in-process worker and prints
@@ -87,6 +92,14 @@ class Arm:
 
     #: a substring of the worker's log output that says "ready to take jobs"
     ready_marker: str = ""
+
+    # -- store side ------------------------------------------------------------------------
+    def store_init_cmd(self, env: Mapping[str, str]) -> list[str] | None:
+        """The system's documented "create the store" command, run by the harness once per
+        fresh store (``env`` is the measurement's), before the producer or the worker
+        opens it, outside every timed window. ``None`` (most arms): each process creates
+        what it needs when it connects."""
+        return None
 
 
 def bin_path(name: str) -> str:
