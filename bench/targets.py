@@ -87,18 +87,15 @@ def check(rows: Rows) -> list[str]:
             lambda v: v == 0,
             "{:.0f}",
         )
-    for backend in ("sqlite", "redis"):
-        add(
-            f"W5 {backend} `conveyor worker` ready <= 300 ms",
-            _best(rows, "W5", "ready_ms", f"conveyor-{backend}", lowest=True),
-            lambda v: v <= 300,
-            "{:.0f} ms",
-        )
-    for backend in ("sqlite", "redis"):
-        add(
-            f"W5 {backend} first job <= 50 ms after process start, in-process",
-            _best(rows, "W5", "inprocess_first_job_ms", f"conveyor-{backend}", lowest=True),
-            lambda v: v <= 50,
-            "{:.0f} ms",
-        )
+    for metric, what, limit in (
+        ("ready_ms", "`conveyor worker` ready", 300),
+        ("inprocess_first_job_ms", "first job after process start, in-process,", 50),
+    ):
+        for backend in ("sqlite", "redis"):
+            add(
+                f"W5 {backend} {what} <= {limit} ms",
+                _best(rows, "W5", metric, f"conveyor-{backend}", lowest=True),
+                lambda v, limit=limit: v <= limit,
+                "{:.0f} ms",
+            )
     return lines

@@ -76,6 +76,8 @@ CLAIM_GATHER = 0.002
 #: One-slot worker with prefetch: a finish held for the next claim for longer than this
 #: (seconds) is written by the completer instead.
 FLUSH_AFTER = 0.05
+#: The reason recorded for a prefetched job cancelled while it waited for a slot.
+CANCELLED_BEFORE_START = "cancelled before it started"
 
 
 class _Flusher(Looper):
@@ -501,7 +503,7 @@ class Worker:
         entry: _InFlight | None = first
         while entry is not None:
             if entry.ctx.cancel_requested:  # cancelled while it waited in the buffer
-                outcome = Outcome.cancelled("cancelled before it started")
+                outcome = Outcome.cancelled(CANCELLED_BEFORE_START)
             else:
                 outcome = self._inline.run_one(entry.job, entry.ctx)
             self.on_outcome(entry.job, outcome)
@@ -567,7 +569,7 @@ class Worker:
         if entry is None:
             return
         if entry.ctx.cancel_requested:
-            self.on_outcome(entry.job, Outcome.cancelled("cancelled before it started"))
+            self.on_outcome(entry.job, Outcome.cancelled(CANCELLED_BEFORE_START))
         else:
             self.executor.submit(entry.job, entry.ctx)
 
