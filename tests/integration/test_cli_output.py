@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import conveyor
+from conveyor.backends.base import JobClaimParams, JobProgressParams
 from conveyor.worker.worker import Worker
 from tests.support.redis_server import isolated_url
 
@@ -256,3 +257,23 @@ def test_redis_listing_pipe_and_terminal(request: pytest.FixtureRequest) -> None
     shown = pipe(url, "job", ids["dead"])
     assert NASTY_ERROR_SHOWN in shown and "\x1b" not in shown
     assert pipe(url, "jobs", "--state", "cancelled") == "no jobs match\n"
+
+
+def test_status_shows_progress_messages_literally(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'progress.db'}"
+    app = conveyor.App(url)
+
+    @app.task(name="t.slow")
+    def slow() -> None: ...
+
+    job = slow.enqueue()
+    [claimed] = app.backend.job_claim(JobClaimParams("w-1", [("default", 1)], 1))
+    app.backend.job_progress_many(
+        [JobProgressParams(job.id, claimed.token, 0.4, "[/] [link=http://x]step\x1b[2J")]
+    )
+    app.close()
+    row = next(line for line in pipe(url, "status").splitlines() if line.startswith(job.id))
+    assert row.endswith("40%  [/] [link=http://x]step\\x1b[2J")
+    raw = tty(url, "status", columns=120)
+    assert_literal(raw)
+    assert "[/] [link=http://x]step\\x1b[2J" in visible(raw)
