@@ -97,8 +97,9 @@ def status(url: str | None, app_spec: str | None, as_json: bool, utc: bool) -> N
             Column("c", key=True, right=True),
             Column("running", key=True, right=True),
             Column("queues", key=True),
-            Column("heartbeat", right=True),
-            Column("last fetch", right=True),
+            # Ages without " ago", so that a pipe's columns split on whitespace.
+            Column("since heartbeat", right=True),
+            Column("since fetch", right=True),
         ],
         [
             [
@@ -107,8 +108,8 @@ def status(url: str | None, app_spec: str | None, as_json: bool, utc: bool) -> N
                 w.concurrency,
                 w.running,
                 ",".join(w.queues),
-                since(w.heartbeat_at) + " ago",
-                since(w.last_fetch_at) + " ago",
+                since(w.heartbeat_at),
+                since(w.last_fetch_at),
             ]
             for w in workers
         ],
@@ -145,18 +146,16 @@ def status(url: str | None, app_spec: str | None, as_json: bool, utc: bool) -> N
                 Column("last fire"),
                 Column("last job", key=True),
                 Column("next fire"),
+                Column("due in", right=True),
             ],
             [
                 [
                     p.name,
                     p.spec,
-                    "-"
-                    if p.last_slot is None
-                    else f"{iso_time(p.last_slot, utc=utc)} ({since(p.last_slot)} ago)",
+                    iso_time(p.last_slot, utc=utc),
                     p.last_job_id or "-",
-                    "-"
-                    if p.next_slot is None
-                    else f"{iso_time(p.next_slot, utc=utc)} (in {age(max(0.0, p.next_slot - now))})",
+                    iso_time(p.next_slot, utc=utc),
+                    "-" if p.next_slot is None else age(max(0.0, p.next_slot - now)),
                 ]
                 for p in schedules
             ],
