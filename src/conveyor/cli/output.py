@@ -49,8 +49,9 @@ _CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f{_UNICODE_CONTROL}]")
 _CONTROL_BUT_NEWLINE = re.compile(f"[\x00-\x09\x0b-\x1f\x7f-\x9f{_UNICODE_CONTROL}]")
 _NAMED = {"\t": "\\t", "\r": "\\r", "\n": "\\n"}
 
-#: Narrowest a wrapping column is squeezed to before rows become blocks instead.
-MIN_OTHER_WIDTH = 6
+#: Narrowest a wrapping column is squeezed to before rows become blocks instead (a
+#: column whose values are all shorter needs only their width).
+MIN_OTHER_WIDTH = 16
 #: Space between columns (rich's padding of one each side, outer edges unpadded).
 _GAP = 2
 
@@ -219,11 +220,17 @@ class Output:
     # -- terminal mode -----------------------------------------------------------
 
     def _fits(self, columns: Sequence[Column], cells: list[list[str]]) -> bool:
-        """Whether key columns at full width and the rest at MIN_OTHER_WIDTH fit."""
+        """Whether key columns at full width and the others at their narrowest readable
+        width fit: MIN_OTHER_WIDTH (or their longest value if shorter), and never less
+        than the longest word of their header (rich wraps headers between words)."""
         need = _GAP * (len(columns) - 1)
         for i, col in enumerate(columns):
-            natural = max(cell_len(col.header), *(cell_len(row[i]) for row in cells))
-            need += natural if col.key else min(natural, MIN_OTHER_WIDTH)
+            longest = max(cell_len(row[i]) for row in cells)
+            if col.key:
+                need += max(cell_len(col.header), longest)
+            else:
+                word = max(cell_len(w) for w in col.header.split() or [""])
+                need += max(word, min(longest, MIN_OTHER_WIDTH))
         return need <= self.console.width
 
     def _rich_table(
