@@ -157,7 +157,7 @@ class Output:
         if not rows:
             if self._printed:
                 self._write("")
-            self._write(empty)
+            self._write(literal(empty))
             return
         cells = [[literal(v) for v in row] for row in rows]
         if not self.terminal:
@@ -265,7 +265,7 @@ class Output:
         if self._printed:
             self._write("")
         if title:
-            self.console.print(Text(title, style="bold"))
+            self.console.print(Text(literal(title), style="bold"))
         for n, row in enumerate(cells):
             if n:
                 self.console.print()
