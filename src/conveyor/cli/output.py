@@ -167,10 +167,11 @@ class Output:
             [_preview(cell, col.preview) for cell, col in zip(row, columns, strict=True)]
             for row in cells
         ]
-        if self._fits(columns, shown):
-            self._rich_table(columns, shown, title)
-        else:
+        widths = self._plan(columns, shown)
+        if widths is None:
             self._rich_records(columns, shown, title)
+        else:
+            self._rich_table(columns, shown, title, widths)
 
     def fields(self, pairs: Sequence[tuple[str, object]], *, title: str | None = None) -> None:
         """``name: value`` lines (one record in full); values are whole in both modes."""
@@ -219,22 +220,44 @@ class Output:
 
     # -- terminal mode -----------------------------------------------------------
 
-    def _fits(self, columns: Sequence[Column], cells: list[list[str]]) -> bool:
-        """Whether key columns at full width and the others at their narrowest readable
-        width fit: MIN_OTHER_WIDTH (or their longest value if shorter), and never less
-        than the longest word of their header (rich wraps headers between words)."""
-        need = _GAP * (len(columns) - 1)
-        for i, col in enumerate(columns):
-            longest = max(cell_len(row[i]) for row in cells)
-            if col.key:
-                need += max(cell_len(col.header), longest)
-            else:
-                word = max(cell_len(w) for w in col.header.split() or [""])
-                need += max(word, min(longest, MIN_OTHER_WIDTH))
-        return need <= self.console.width
+    def _plan(self, columns: Sequence[Column], cells: list[list[str]]) -> list[int] | None:
+        """Column widths for the terminal, or None when the table cannot fit.
+
+        Key columns get their full width. The others start at theirs and, when the
+        terminal is too narrow, give way: previews (payload, error) first, then the
+        rest evenly, none below its narrowest readable width (MIN_OTHER_WIDTH, or its
+        longest value if shorter, never less than the longest word of its header).
+        """
+        natural = [
+            max(cell_len(col.header), *(cell_len(row[i]) for row in cells))
+            for i, col in enumerate(columns)
+        ]
+        floor = [
+            n
+            if col.key
+            else max(
+                max(cell_len(w) for w in col.header.split() or [""]),
+                min(max(cell_len(row[i]) for row in cells), MIN_OTHER_WIDTH),
+            )
+            for i, (col, n) in enumerate(zip(columns, natural, strict=True))
+        ]
+        room = self.console.width - _GAP * (len(columns) - 1)
+        if sum(floor) > room:
+            return None
+        widths = list(natural)
+        for group in (
+            [i for i, c in enumerate(columns) if c.preview is not None],
+            [i for i, c in enumerate(columns) if not c.key and c.preview is None],
+        ):
+            _shrink(widths, floor, group, sum(widths) - room)
+        return widths
 
     def _rich_table(
-        self, columns: Sequence[Column], cells: list[list[str]], title: str | None
+        self,
+        columns: Sequence[Column],
+        cells: list[list[str]],
+        title: str | None,
+        widths: list[int],
     ) -> None:
         table = Table(
             title=_text(title),
@@ -244,13 +267,12 @@ class Output:
             pad_edge=False,
             header_style="bold underline",
         )
-        for i, col in enumerate(columns):
-            natural = max(cell_len(col.header), *(cell_len(row[i]) for row in cells))
+        for col, width in zip(columns, widths, strict=True):
             table.add_column(
                 Text(col.header),
                 justify="right" if col.right else "left",
-                # A fixed width is never collapsed by rich: keys always show whole.
-                width=natural if col.key else None,
+                # Fixed widths that fit: rich collapses nothing, keys show whole.
+                width=width,
                 no_wrap=col.key,
                 overflow="fold",
             )
@@ -281,6 +303,18 @@ class Output:
     def _write(self, text: str) -> None:
         click.echo(text, file=self.stream)
         self._printed = True
+
+
+def _shrink(widths: list[int], floor: list[int], group: list[int], excess: int) -> None:
+    """Take ``excess`` columns of width from ``group``, widest first, none below its
+    floor (in place)."""
+    while excess > 0:
+        able = [i for i in group if widths[i] > floor[i]]
+        if not able:
+            return
+        widest = max(able, key=lambda i: widths[i])
+        widths[widest] -= 1
+        excess -= 1
 
 
 def _grid(items: Sequence[tuple[str, str]]) -> Table:
