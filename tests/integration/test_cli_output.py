@@ -240,6 +240,13 @@ def test_terminal_times_are_iso(sqlite_store: Store) -> None:
     text = visible(tty(url, "job", ids["dead"], "--utc", columns=200))
     utc = dt.datetime.fromtimestamp(record["run_at"], dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     assert re.search(rf"run_at\s+{re.escape(utc)}", text)
+    created = dt.datetime.fromtimestamp(record["created_at"], LOCAL_OFFSET)
+    row = next(
+        line
+        for line in visible(tty(url, "jobs", columns=150)).splitlines()
+        if line.startswith(ids["dead"])
+    )
+    assert created.isoformat("T", "seconds") in row.split()  # room for times: kept whole
 
 
 # -- on Redis -------------------------------------------------------------------
