@@ -14,11 +14,10 @@ from collections.abc import Callable
 from typing import cast
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from conveyor.backends.base import IntegrityCheckParams
 from conveyor.cli.common import echo_json, open_app, store_options
+from conveyor.cli.output import Column, Output
 
 
 @click.command("backup")
@@ -58,11 +57,11 @@ def check(url: str | None, app_spec: str | None, as_json: bool) -> None:
     elif not problems:
         click.echo("ok: no problems found")
     else:
-        table = Table(title=f"{len(problems)} problem(s)")
-        for col in ("kind", "job", "detail"):
-            table.add_column(col)
-        for p in problems:
-            table.add_row(p.kind, p.job_id or "-", p.detail)
-        Console().print(table)
+        Output().table(
+            [Column("kind", key=True), Column("job", key=True), Column("detail")],
+            [[p.kind, p.job_id or "-", p.detail] for p in problems],
+            title=f"{len(problems)} problem(s)",
+            empty="ok: no problems found",
+        )
     if problems:
         raise SystemExit(1)

@@ -10,14 +10,10 @@ Example::
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from typing import Any
 
 import click
-from rich.console import Console
-from rich.panel import Panel
-from rich.table import Table
 
 from conveyor import records
 from conveyor.backends.base import (
@@ -28,19 +24,11 @@ from conveyor.backends.base import (
     JobLogListParams,
 )
 from conveyor.cli.common import echo_json, open_app, store_options
-from conveyor.cli.filters import filter_options, job_dict
+from conveyor.cli.filters import filter_options, is_empty, job_dict
+from conveyor.cli.output import Column, Output, iso_time, utc_option
 
-
-def when(ts: float | None) -> str:
-    if ts is None:
-        return "-"
-    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def short(text: str | None, width: int = 40) -> str:
-    if text is None:
-        return "-"
-    return text if len(text) <= width else text[: width - 1] + "…"
+#: Fields of a job record that hold epoch timestamps (shown as ISO 8601).
+TIME_FIELDS = frozenset({"run_at", "created_at", "lease_until", "started_at", "finished_at"})
 
 
 @click.command("jobs")
@@ -49,6 +37,7 @@ def short(text: str | None, width: int = 40) -> str:
 @click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
 @click.option("--after", metavar="ID", help="Page: only ids after this one.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@utc_option
 def jobs(
     url: str | None,
     app_spec: str | None,
@@ -56,6 +45,7 @@ def jobs(
     limit: int,
     after: str | None,
     as_json: bool,
+    utc: bool,
 ) -> None:
     """List jobs matching the filters, in id (= creation) order."""
     backend = open_app(url, app_spec).backend
@@ -64,40 +54,44 @@ def jobs(
     if as_json:
         echo_json({"jobs": [job_dict(j) for j in found], "next_after": next_after})
         return
-    table = Table(title=f"jobs — {backend.url}")
-    for col in (
-        "id",
-        "task",
-        "queue",
-        "state",
-        "attempt",
-        "created (UTC)",
-        "finished (UTC)",
-        "payload",
-    ):
-        table.add_column(col)
-    for j in found:
-        table.add_row(
-            j.id,
-            j.task,
-            j.queue,
-            str(j.state),
-            f"{j.attempt}/{j.max_attempts}",
-            when(j.created_at),
-            when(j.finished_at),
-            short(j.payload),
-        )
-    console = Console()
-    console.print(table)
+    out = Output()
+    out.table(
+        [
+            Column("id", key=True),
+            Column("task", key=True),
+            Column("queue", key=True),
+            Column("state", key=True),
+            Column("attempt", key=True, right=True),
+            Column("created"),
+            Column("finished"),
+            Column("payload", preview=60),
+        ],
+        [
+            [
+                j.id,
+                j.task,
+                j.queue,
+                j.state,
+                f"{j.attempt}/{j.max_attempts}",
+                iso_time(j.created_at, utc=utc),
+                iso_time(j.finished_at, utc=utc),
+                j.payload,
+            ]
+            for j in found
+        ],
+        title=f"jobs — {backend.url}",
+        empty="no jobs" if is_empty(job_filter) and after is None else "no jobs match",
+    )
     if next_after:
-        console.print(f"more: --after {next_after}")
+        out.line(f"more: --after {next_after}")
 
 
 @click.command("job")
 @store_options
 @click.argument("job_id")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def job(url: str | None, app_spec: str | None, job_id: str, as_json: bool) -> None:
+@utc_option
+def job(url: str | None, app_spec: str | None, job_id: str, as_json: bool, utc: bool) -> None:
     """One job in full: record, every attempt (with traceback), and its logs."""
     backend = open_app(url, app_spec).backend
     found = backend.job_get_many([job_id])
@@ -117,58 +111,83 @@ def job(url: str | None, app_spec: str | None, job_id: str, as_json: bool) -> No
             }
         )
         return
-    console = Console()
-    data = job_dict(record)
-    body = "\n".join(
-        f"[bold]{k}[/]: {json.dumps(v) if isinstance(v, (dict, list)) else v}"
-        for k, v in data.items()
-        if k != "error"
+    out = Output(sections=True)
+    out.fields(
+        [(k, _field(k, v, utc)) for k, v in job_dict(record).items() if k != "error"],
+        title=f"job {record.id}",
     )
-    console.print(Panel(body, title=f"job {record.id}", expand=False))
     if parents:
-        deps = Table(title="depends on (workflow parents, in order)")
-        for col in ("#", "job", "task", "state"):
-            deps.add_column(col)
-        for n, p in enumerate(parents, 1):
-            deps.add_row(str(n), p["id"], p["task"], p["state"])
-        console.print(deps)
-    table = Table(title="attempts")
-    for col in ("#", "token", "worker", "started (UTC)", "took", "outcome", "error"):
-        table.add_column(col)
-    for a in attempts:
-        took = (
-            "-"
-            if a.started_at is None or a.finished_at is None
-            else f"{a.finished_at - a.started_at:.3f}s"
+        out.table(
+            [
+                Column("#", key=True, right=True),
+                Column("job", key=True),
+                Column("task", key=True),
+                Column("state", key=True),
+            ],
+            [[n, p["id"], p["task"], p["state"]] for n, p in enumerate(parents, 1)],
+            title="depends on (workflow parents, in order)",
+            empty="no parents",
         )
-        err = _error(a.error)
-        table.add_row(
-            str(a.attempt),
-            str(a.token),
-            a.worker_id or "-",
-            when(a.started_at),
-            took,
-            a.outcome,
-            short(f"{err.get('type')}: {err.get('message')}", 60) if err else "-",
-        )
-    console.print(table)
+    out.table(
+        [
+            Column("#", key=True, right=True),
+            Column("token", key=True, right=True),
+            Column("worker", key=True),
+            Column("started"),
+            Column("took", right=True),
+            Column("outcome", key=True),
+            Column("error", preview=80),
+        ],
+        [
+            [
+                a.attempt,
+                a.token,
+                a.worker_id or "-",
+                iso_time(a.started_at, utc=utc),
+                "-"
+                if a.started_at is None or a.finished_at is None
+                else f"{a.finished_at - a.started_at:.3f}s",
+                a.outcome,
+                _error_line(a.error),
+            ]
+            for a in attempts
+        ],
+        title="attempts",
+        empty="no attempts yet",
+    )
     for a in attempts:
         tb = _error(a.error).get("traceback")
         if tb:
-            console.print(
-                Panel(str(tb).rstrip(), title=f"attempt {a.attempt} traceback", expand=False)
-            )
+            out.block(str(tb), title=f"attempt {a.attempt} traceback")
     if record.error and not attempts:
-        console.print(
-            Panel(str(_error(record.error).get("traceback") or record.error), title="error")
-        )
-    console.print(f"[bold]logs[/] ({len(logs)})")
-    for r in logs:
-        console.print(
-            f"{when(r.ts)} #{r.attempt} {r.level:<8} {r.logger}: {r.message}",
-            markup=False,
-            highlight=False,
-        )
+        out.block(str(_error(record.error).get("traceback") or record.error), title="error")
+    out.table(
+        [
+            Column("time"),
+            Column("#", key=True, right=True),
+            Column("level", key=True),
+            Column("logger", key=True),
+            Column("message"),
+        ],
+        [[iso_time(r.ts, utc=utc), r.attempt, r.level, r.logger, r.message] for r in logs],
+        title=f"logs ({len(logs)})",
+        empty="no logs",
+    )
+
+
+def _field(name: str, value: object, utc: bool) -> object:
+    """A job field as shown by ``conveyor job ID``: times ISO 8601, JSON values as JSON."""
+    if name in TIME_FIELDS and isinstance(value, (int, float)):
+        return iso_time(value, utc=utc)
+    if isinstance(value, (dict, list)):
+        return json.dumps(value)
+    return value
+
+
+def _error_line(text: str | None) -> str:
+    """``Type: message`` of a stored error, or ``-``."""
+    err = _error(text)
+    return f"{err.get('type')}: {err.get('message')}" if err else "-"
 
 
 def _parents(backend: Backend, job_id: str) -> list[dict[str, str]]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import click
+from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from conveyor.app import App
@@ -104,7 +105,8 @@ def migrate(
                 source.backend.queue_pause(QueuePauseParams(q.queue))
         total = source.backend.job_count(JobCountParams(JobFilter(states=MOVED)))
         columns = (TextColumn("migrating"), BarColumn(), MofNCompleteColumn())
-        with Progress(*columns, transient=True) as bar:
+        # On stderr, like export's: stdout carries only the summary lines.
+        with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
             task = bar.add_task("jobs", total=total)
             moved, skipped = migrate_jobs(
                 source.backend,

@@ -12,12 +12,11 @@ Example::
 from __future__ import annotations
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from conveyor.backends.base import QueuePauseParams, QueueResumeParams
 from conveyor.cli.common import age, echo_json, open_app, store_options
 from conveyor.cli.filters import STATES
+from conveyor.cli.output import Column, Output
 
 
 @click.group("queues", invoke_without_command=True)
@@ -44,20 +43,25 @@ def queues(ctx: click.Context, url: str | None, app_spec: str | None, as_json: b
             ]
         )
         return
-    table = Table(title="queues")
-    table.add_column("queue")
-    table.add_column("paused")
-    for state in STATES:
-        table.add_column(state, justify="right")
-    table.add_column("oldest ready", justify="right")
-    for q in found:
-        table.add_row(
-            q.queue,
-            "PAUSED" if q.paused else "-",
-            *[str(q.counts.get(s, 0)) for s in STATES],
-            age(q.oldest_ready_age),
-        )
-    Console().print(table)
+    Output().table(
+        [
+            Column("queue", key=True),
+            Column("paused", key=True),
+            *[Column(state, key=True, right=True) for state in STATES],
+            Column("oldest ready", right=True),
+        ],
+        [
+            [
+                q.queue,
+                "PAUSED" if q.paused else "-",
+                *[q.counts.get(s, 0) for s in STATES],
+                age(q.oldest_ready_age),
+            ]
+            for q in found
+        ],
+        title="queues",
+        empty="no queues",
+    )
 
 
 def _toggle(ctx: click.Context, name: str, pause: bool) -> None:

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import datetime
 import time
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from conveyor.backends.base import JobListParams
 from conveyor.cli.common import age, echo_json, open_app, since, store_options
+from conveyor.cli.output import Column, Output, iso_time, utc_option
 from conveyor.states import JobState
 
 STATES = [s.value for s in JobState]
@@ -19,7 +17,8 @@ STATES = [s.value for s in JobState]
 @click.command("status")
 @store_options
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def status(url: str | None, app_spec: str | None, as_json: bool) -> None:
+@utc_option
+def status(url: str | None, app_spec: str | None, as_json: bool, utc: bool) -> None:
     """Queues, states and workers of a store."""
     app = open_app(url, app_spec)
     backend = app.backend
@@ -77,67 +76,94 @@ def status(url: str | None, app_spec: str | None, as_json: bool) -> None:
             }
         )
         return
-    console = Console()
-    table = Table(title=f"queues — {backend.url}")
-    table.add_column("queue")
-    for state in STATES:
-        table.add_column(state, justify="right")
-    table.add_column("oldest ready", justify="right")
-    for s in stats:
-        table.add_row(
-            s.queue, *[str(s.counts.get(st, 0)) for st in STATES], age(s.oldest_ready_age)
-        )
-    console.print(table)
-    wt = Table(title="workers")
-    for col in ("id", "pool", "c", "running", "queues", "heartbeat", "last fetch"):
-        wt.add_column(col)
-    for w in workers:
-        wt.add_row(
-            w.id,
-            w.pool,
-            str(w.concurrency),
-            str(w.running),
-            ",".join(w.queues),
-            since(w.heartbeat_at) + " ago",
-            since(w.last_fetch_at) + " ago",
-        )
-    console.print(wt)
+    out = Output(sections=True)
+    out.table(
+        [
+            Column("queue", key=True),
+            *[Column(state, key=True, right=True) for state in STATES],
+            Column("oldest ready", right=True),
+        ],
+        [
+            [s.queue, *[s.counts.get(st, 0) for st in STATES], age(s.oldest_ready_age)]
+            for s in stats
+        ],
+        title=f"queues — {backend.url}",
+        empty=f"no queues in {backend.url}",
+    )
+    out.table(
+        [
+            Column("id", key=True),
+            Column("pool", key=True),
+            Column("c", key=True, right=True),
+            Column("running", key=True, right=True),
+            Column("queues", key=True),
+            # Ages without " ago", so that a pipe's columns split on whitespace.
+            Column("since heartbeat", right=True),
+            Column("since fetch", right=True),
+        ],
+        [
+            [
+                w.id,
+                w.pool,
+                w.concurrency,
+                w.running,
+                ",".join(w.queues),
+                since(w.heartbeat_at),
+                since(w.last_fetch_at),
+            ]
+            for w in workers
+        ],
+        title="workers",
+        empty="no live workers",
+    )
     if running:
-        rt = Table(title="running jobs (first 20)")
-        for col in ("id", "task", "worker", "progress", "message"):
-            rt.add_column(col)
-        for j in running:
-            rt.add_row(
-                j.id,
-                j.task,
-                j.worker_id or "-",
-                progress_text(j.progress),
-                j.progress_message or "",
-            )
-        console.print(rt)
-
+        out.table(
+            [
+                Column("id", key=True),
+                Column("task", key=True),
+                Column("worker", key=True),
+                Column("progress", right=True),
+                Column("message"),
+            ],
+            [
+                [
+                    j.id,
+                    j.task,
+                    j.worker_id or "-",
+                    progress_text(j.progress),
+                    j.progress_message or "",
+                ]
+                for j in running
+            ],
+            title="running jobs (first 20)",
+            empty="no running jobs",
+        )
     if schedules:
-        pt = Table(title="periodic")
-        for col in ("schedule", "spec", "last fire", "last job", "next fire"):
-            pt.add_column(col)
-        for p in schedules:
-            last = (
-                "-" if p.last_slot is None else f"{clock(p.last_slot)} ({since(p.last_slot)} ago)"
-            )
-            nxt = (
-                "-"
-                if p.next_slot is None
-                else f"{clock(p.next_slot)} (in {age(max(0.0, p.next_slot - now))})"
-            )
-            pt.add_row(p.name, p.spec, last, p.last_job_id or "-", nxt)
-        console.print(pt)
+        out.table(
+            [
+                Column("schedule", key=True),
+                Column("spec", key=True),
+                Column("last fire"),
+                Column("last job", key=True),
+                Column("next fire"),
+                Column("due in", right=True),
+            ],
+            [
+                [
+                    p.name,
+                    p.spec,
+                    iso_time(p.last_slot, utc=utc),
+                    p.last_job_id or "-",
+                    iso_time(p.next_slot, utc=utc),
+                    "-" if p.next_slot is None else age(max(0.0, p.next_slot - now)),
+                ]
+                for p in schedules
+            ],
+            title="periodic",
+            empty="no periodic schedules",
+        )
 
 
 def progress_text(fraction: float | None) -> str:
     """'40%' or '-' (no progress reported)."""
     return "-" if fraction is None else f"{fraction * 100:.0f}%"
-
-
-def clock(ts: float) -> str:
-    """Local wall time of an epoch timestamp, to the second."""
-    return datetime.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
