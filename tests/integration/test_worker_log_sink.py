@@ -28,6 +28,8 @@ from conveyor.task import Args
 from tests.integration import log_tasks
 from tests.integration.conftest import ROOT, wait_for, worker_env
 
+pytestmark = pytest.mark.slow
+
 JOBS = 200
 LINE = 16 * 1024
 SLOW = 256 * 1024  # bytes per second

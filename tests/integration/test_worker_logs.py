@@ -23,6 +23,8 @@ from tests.integration import log_tasks
 from tests.integration.conftest import ROOT, wait_for, worker_env
 from tests.support.redis_server import RedisServer
 
+pytestmark = pytest.mark.slow
+
 TASKS = "tests.integration.log_tasks"
 
 
@@ -235,6 +237,7 @@ def test_a_default_worker_runs_jobs_of_every_declared_queue(
     assert mail.refresh().state is JobState.SUCCEEDED
 
 
+@pytest.mark.redis
 def test_redis_url_is_printed_without_its_password(tmp_path: Path, spawn: Spawn) -> None:
     server = RedisServer(tmp_path / "redis").start()
     try:

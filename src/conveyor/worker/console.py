@@ -38,6 +38,7 @@ import json
 import logging
 import re
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any, TextIO
@@ -59,6 +60,9 @@ EVENT_FIELDS = "conveyor_event"
 
 #: Seconds the drain at shutdown may take (a full queue read at 256 KiB/s takes ~1 s).
 DRAIN_TIMEOUT = 5.0
+
+#: Seconds the accounting line at shutdown may take to write.
+SUMMARY_TIMEOUT = 1.0
 
 FORMATS = ("text", "json")
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -200,6 +204,17 @@ class QueuedStreamHandler(logging.Handler):
         except Exception:  # a closed stderr: nothing left to tell
             pass
 
+    def _print_within(
+        self, timeout: float, level: int, msg: str, *args: object, fields: dict[str, Any]
+    ) -> None:
+        thread = threading.Thread(
+            target=lambda: self._print(level, msg, *args, fields=fields),
+            name="conveyor-console-summary",
+            daemon=True,
+        )
+        thread.start()
+        thread.join(timeout)
+
     # -- lifecycle -----------------------------------------------------------------------
 
     def start(self) -> None:
@@ -214,7 +229,10 @@ class QueuedStreamHandler(logging.Handler):
         lost = w.dropped + w.failed + left
         if w.emitted == 0 or (not lost and self.level > logging.INFO):
             return left  # nothing was logged (a start-up error) or the level hides it
-        self._print(
+        # Written by a thread of its own with a deadline too: a reader that stopped for
+        # good must not keep the process from exiting.
+        self._print_within(
+            SUMMARY_TIMEOUT,
             logging.WARNING if lost else logging.INFO,
             "log lines: emitted=%d written=%d dropped=%d failed=%d unwritten=%d "
             "(drained in %.2f s)",

