@@ -321,6 +321,8 @@ class EventLog(BaseObserver):
             worker_log.info("stopping: no job running", extra=fields)
 
     def on_released(self, jobs: Sequence[ClaimedJob], started: bool) -> None:
+        if not jobs:  # every release was refused (already rescued): said by the worker
+            return
         what = "running" if started else "prefetched"
         for job in jobs:
             jobs_log.info(
