@@ -279,3 +279,19 @@ def test_log_level_is_a_choice(spawn: Spawn) -> None:
     out.finish()
     assert out.proc.returncode == 2
     assert "Invalid value for '--log-level'" in out.text()
+
+
+def test_jobs_waiting_in_a_queue_nobody_declares_are_named_at_start(
+    app: conveyor.App, spawn: Spawn
+) -> None:
+    job = log_tasks.send.with_options(queue="urgent").enqueue("a@example.com")
+    out = spawn("--burst")
+    out.finish()
+    assert re.search(
+        r"WARNING conveyor\.worker: queue 'urgent' holds 1 waiting job\(s\) but this worker "
+        r"does not consume it \(add --queue urgent\)",
+        out.text(),
+    ), out.text()
+    assert job.refresh().state is JobState.QUEUED
+    spawn("--burst", "-q", "urgent").finish()
+    assert job.refresh().state is JobState.SUCCEEDED

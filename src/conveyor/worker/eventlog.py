@@ -180,6 +180,38 @@ class EventLog(BaseObserver):
                     extra={EVENT_FIELDS: {"event": "queue.undeclared", "queue": queue}},
                 )
 
+        self._warn_waiting_elsewhere(app, consumed | set(declared))
+
+    def _warn_waiting_elsewhere(self, app: App, known: set[str]) -> None:
+        """Warn about queues that hold jobs waiting now that no task declares and this
+        worker does not consume (``with_options(queue="urgent")``): nobody may ever run
+        them. One read of the store's queue counts, once, at start."""
+        try:
+            stats = app.backend.queue_stats()
+        except Exception as exc:  # a courtesy check: never a reason not to start
+            worker_log.debug("could not read queue counts at start: %s", exc)
+            return
+        for stat in stats:
+            waiting = sum(
+                stat.counts.get(str(st), 0) for st in (JobState.QUEUED, JobState.SCHEDULED)
+            )
+            if stat.queue in known or not waiting:
+                continue
+            worker_log.warning(
+                "queue %r holds %d waiting job(s) but this worker does not consume it "
+                "(add --queue %s)",
+                stat.queue,
+                waiting,
+                stat.queue,
+                extra={
+                    EVENT_FIELDS: {
+                        "event": "queue.not_consumed",
+                        "queue": stat.queue,
+                        "waiting": waiting,
+                    }
+                },
+            )
+
     def _refresh(self) -> None:
         self._info = jobs_log.isEnabledFor(logging.INFO)
         self._debug = jobs_log.isEnabledFor(logging.DEBUG)
