@@ -208,15 +208,21 @@ def test_start_lines_default_queues_and_queue_warnings(app: conveyor.App, spawn:
     default = spawn("--burst")
     default.finish()
     text = default.text()
-    assert re.search(r"ready: url=sqlite:///\S+jobs\.db pool=thread concurrency=10", text)
-    assert "queues: default:1, mail:1 (no --queue given" in text, text
+    assert re.search(
+        r"ready: queues=default:1,mail:1 pool=thread concurrency=10 prefetch=0 "
+        r"url=sqlite:///\S+jobs\.db$",
+        text,
+        re.MULTILINE,
+    ), text
+    assert "no --queue given: consuming every queue the app's tasks declare" in text, text
     assert f"{_task('send')} (mail)" in text and f"{_task('noop')} (default)" in text
     assert "WARNING" not in text, text
     # A typo: the declared queue is not consumed, the consumed one is not declared.
     typo = spawn("--burst", "-q", "emial:2", "-q", "default")
     typo.finish()
     text = typo.text()
-    assert "queues: emial:2, default:1\n" in text + "\n", text
+    assert "ready: queues=emial:2,default:1 pool=" in text, text
+    assert "no --queue given" not in text
     assert re.search(
         rf"WARNING conveyor\.worker: queue 'mail' is declared by task\(s\) "
         rf"{re.escape(_task('send'))} but this worker does not consume it",
@@ -250,7 +256,7 @@ def test_redis_url_is_printed_without_its_password(tmp_path: Path, spawn: Spawn)
         out = spawn("--burst", url=url)
         out.finish()
         assert out.proc.returncode == 0, out.text()
-        assert f"ready: url=redis://127.0.0.1:{server.port}/0 " in out.text(), out.text()
+        assert f" url=redis://127.0.0.1:{server.port}/0\n" in out.text(), out.text()
         assert "s3cret-pw" not in out.text()
     finally:
         server.stop()

@@ -116,37 +116,34 @@ class EventLog(BaseObserver):
     def on_started(self, worker: Worker) -> None:
         self._refresh()
         app, sel = worker.app, worker.selection
-        weights = ", ".join(f"{name}:{weight}" for name, weight in sel.weights)
+        # "ready: queues=" starts the line as it always did (tools wait for it: bench/).
+        weights = ",".join(f"{name}:{weight}" for name, weight in sel.weights)
         worker_log.info(
-            "worker %s ready: url=%s pool=%s concurrency=%d prefetch=%d",
+            "worker %s ready: queues=%s pool=%s concurrency=%d prefetch=%d url=%s",
             worker.id,
-            app.backend.url,
+            weights,
             worker.pool,
             worker.concurrency,
             worker.prefetch,
+            app.backend.url,
             extra={
                 EVENT_FIELDS: {
                     "event": "worker.started",
                     "worker_id": worker.id,
-                    "url": app.backend.url,
+                    "queues": dict(sel.weights),
                     "pool": worker.pool,
                     "concurrency": worker.concurrency,
                     "prefetch": worker.prefetch,
+                    "url": app.backend.url,
                 }
             },
         )
         declared = declared_queues(app)
-        how = (
-            " (no --queue given: every queue the app's tasks declare, plus default)"
-            if self.queues_defaulted
-            else ""
-        )
-        worker_log.info(
-            "queues: %s%s",
-            weights,
-            how,
-            extra={EVENT_FIELDS: {"event": "worker.queues", "queues": dict(sel.weights)}},
-        )
+        if self.queues_defaulted:
+            worker_log.info(
+                "no --queue given: consuming every queue the app's tasks declare, plus default",
+                extra={EVENT_FIELDS: {"event": "worker.queues_defaulted"}},
+            )
         tasks = {name: task.options.queue for name, task in app.tasks.items()}
         worker_log.info(
             "tasks: %s",
