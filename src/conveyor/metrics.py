@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from conveyor.backends.base import ClaimedJob, JobFinishParams, RescueResult
 from conveyor.states import FinishKind, JobState
+from conveyor.worker.observers import BaseObserver
 from conveyor.worker.services.base import Looper
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ def _prometheus() -> Any:
         ) from None
 
 
-class WorkerMetrics:
+class WorkerMetrics(BaseObserver):
     """A registry of one worker's metrics, an observer feeding it, and a refresher."""
 
     def __init__(self, worker: Worker, refresh: float = 2.0) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import sys
 
 import click
 
@@ -57,7 +56,8 @@ from conveyor.worker.executors import POOLS
     "queues",
     multiple=True,
     metavar="NAME[:WEIGHT]",
-    help="Queue to consume (repeatable, weighted). Default: default.",
+    help="Queue to consume (repeatable, weighted). Default: every queue the app's "
+    "tasks declare, plus default.",
 )
 @click.option(
     "--shutdown-timeout",
@@ -68,7 +68,21 @@ from conveyor.worker.executors import POOLS
 )
 @click.option("--burst", is_flag=True, help="Exit 0 when no job is ready or running.")
 @click.option("--url", envvar="CONVEYOR_URL", help="Override the app's store URL.")
-@click.option("--log-level", default="INFO", show_default=True)
+@click.option(
+    "--log-level",
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+    default="INFO",
+    show_default=True,
+    help="INFO: one line per failed, dead, cancelled, rescued or released job; "
+    "DEBUG adds succeeded jobs.",
+)
+@click.option(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="json: one JSON object per line (ts, level, logger, message, event fields).",
+)
 @click.option(
     "--metrics-port",
     type=click.IntRange(1, 65535),
@@ -93,25 +107,26 @@ def worker(
     burst: bool,
     url: str | None,
     log_level: str,
+    log_format: str,
     metrics_port: int | None,
     metrics_host: str,
 ) -> None:
     """Run jobs of APP (module:attribute). TERM/INT stop gracefully, a second INT stops at
     once, TSTP stops fetching, TTIN prints every thread's stack."""
-    logging.basicConfig(
-        level=log_level.upper(),
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    from conveyor.worker import console
+    from conveyor.worker.eventlog import default_queue_specs
     from conveyor.worker.worker import Worker
 
+    # Every line goes through a bounded queue to stderr: a slow reader costs dropped
+    # (and counted) lines, never job time. Drained with a deadline on the way out.
+    handler = console.install(logging.getLevelName(log_level.upper()), log_format)
     try:
         app = load_app(app_spec)
         if url:
             app.url = url
         w = Worker(
             app,
-            queues=list(queues) or None,
+            queues=list(queues) or default_queue_specs(app),
             concurrency=concurrency,
             pool=pool,
             shutdown_timeout=shutdown_timeout,
@@ -121,6 +136,7 @@ def worker(
             max_memory_per_child=max_memory_per_child,
             prefetch=prefetch,
         )
+        w.events.queues_defaulted = not queues
         if metrics_port is not None:
             from conveyor.metrics import WorkerMetrics  # imports prometheus_client
 
@@ -130,3 +146,5 @@ def worker(
         w.run()
     except ConfigurationError as exc:
         raise click.ClickException(str(exc)) from None
+    finally:
+        console.uninstall(handler)

@@ -1,16 +1,17 @@
-"""Observers: small typed hooks a worker calls as jobs move (metrics use them).
+"""Observers: small typed hooks a worker calls as jobs move (metrics and the event log
+use them).
 
-The worker keeps a list and calls each hook inline, so a hook must be cheap and must not
-block (count, observe a histogram; no I/O). With no observers registered the hot path
-pays one truthiness test per batch.
+The worker keeps a list and calls each hook inline, on its own threads, so a hook must
+be cheap and must not block (count, observe a histogram, hand a line to a non-blocking
+log handler; no I/O). With no observers registered the hot path pays one truthiness
+test per batch. :class:`BaseObserver` implements every hook as a no-op: subclass it and
+override what you need.
 
 Example::
 
-    class Count:
+    class Count(BaseObserver):
         n = 0
         def on_claimed(self, jobs): self.n += len(jobs)
-        def on_finished(self, job, params): pass
-        def on_rescued(self, results): pass
 
     worker.observers.append(Count())
 """
@@ -18,12 +19,18 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from conveyor.backends.base import ClaimedJob, JobFinishParams, RescueResult
 
+if TYPE_CHECKING:
+    from conveyor.worker.worker import Worker
+
 
 class WorkerObserver(Protocol):
+    def on_started(self, worker: Worker) -> None:
+        """The worker registered and is about to claim its first jobs."""
+
     def on_claimed(self, jobs: Sequence[ClaimedJob]) -> None:
         """Jobs this worker just claimed (they start now)."""
 
@@ -32,3 +39,33 @@ class WorkerObserver(Protocol):
 
     def on_rescued(self, results: Sequence[RescueResult]) -> None:
         """Jobs this worker's rescuer took back from dead workers."""
+
+    def on_stopping(self, running: int, timeout: float, hard: bool) -> None:
+        """Shutdown began: ``running`` jobs get up to ``timeout`` seconds (none if
+        ``hard``) before they are released."""
+
+    def on_released(self, jobs: Sequence[ClaimedJob], started: bool) -> None:
+        """Jobs given back to their queue at shutdown (attempt not counted); ``started``
+        is False for prefetched jobs that never ran."""
+
+
+class BaseObserver:
+    """Every hook of :class:`WorkerObserver`, doing nothing."""
+
+    def on_started(self, worker: Worker) -> None:
+        pass
+
+    def on_claimed(self, jobs: Sequence[ClaimedJob]) -> None:
+        pass
+
+    def on_finished(self, job: ClaimedJob, params: JobFinishParams) -> None:
+        pass
+
+    def on_rescued(self, results: Sequence[RescueResult]) -> None:
+        pass
+
+    def on_stopping(self, running: int, timeout: float, hard: bool) -> None:
+        pass
+
+    def on_released(self, jobs: Sequence[ClaimedJob], started: bool) -> None:
+        pass

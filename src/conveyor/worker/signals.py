@@ -12,6 +12,7 @@ Example::
 
 from __future__ import annotations
 
+import logging
 import signal
 import sys
 import threading
@@ -22,6 +23,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from conveyor.worker.worker import Worker
+
+log = logging.getLogger("conveyor.worker")
 
 
 def dump_stacks() -> str:
@@ -49,16 +52,36 @@ def _write_stacks() -> None:
     sys.stderr.flush()
 
 
+def _noted(name: str, what: str, action: Callable[[], None]) -> Callable[[], None]:
+    """``action``, after logging that signal ``name`` arrived (logged off the main
+    thread too: a handler must not take the logging locks the main thread may hold)."""
+
+    def run() -> None:
+        log.info(
+            "received %s: %s",
+            name,
+            what,
+            extra={"conveyor_event": {"event": "worker.signal", "signal": name}},
+        )
+        action()
+
+    return run
+
+
 def install(worker: Worker) -> None:
     """Install the handlers (must be called from the main thread)."""
     interrupts = {"count": 0}
+    graceful = "stopping gracefully (no more claims; running jobs may finish)"
 
     def on_term(signum: int, frame: FrameType | None) -> None:
-        _off_main(worker.stop_soon)
+        _off_main(_noted("SIGTERM", graceful, worker.stop_soon))
 
     def on_int(signum: int, frame: FrameType | None) -> None:
         interrupts["count"] += 1
-        _off_main(worker.stop_now if interrupts["count"] >= 2 else worker.stop_soon)
+        if interrupts["count"] >= 2:
+            _off_main(_noted("a second SIGINT", "stopping now", worker.stop_now))
+        else:
+            _off_main(_noted("SIGINT", graceful, worker.stop_soon))
 
     def on_tstp(signum: int, frame: FrameType | None) -> None:
         _off_main(worker.quiet)

@@ -47,6 +47,7 @@ from conveyor.errors import BackendUnavailable, ConfigurationError
 from conveyor.ids import new_id
 from conveyor.worker import procinfo
 from conveyor.worker.completer import MAX_PENDING, Completer
+from conveyor.worker.eventlog import EventLog
 from conveyor.worker.executors import make_executor
 from conveyor.worker.outcome import Outcome, finish_params
 from conveyor.worker.procinfo import process_start_time
@@ -204,8 +205,11 @@ class Worker:
         from conveyor.worker.services.flow import flow_services
 
         self._services += flow_services(self)
-        #: Hooks called as jobs are claimed, finish or are rescued (metrics); see observers.py.
-        self.observers: list[WorkerObserver] = []
+        #: One line per job event and the start/shutdown lines (logging); see eventlog.py.
+        self.events = EventLog()
+        #: Hooks called as jobs are claimed, finish or are rescued (metrics, the event
+        #: log); see observers.py.
+        self.observers: list[WorkerObserver] = [self.events]
         self.log_capture: LogCapture | None = (
             self._make_log_capture() if s.capture_logs and "logs" in ops else None
         )
@@ -383,13 +387,8 @@ class Worker:
             self.executor.start(self.on_outcome)
         for service in self._services:
             service.start()
-        log.info(
-            "worker %s ready: queues=%s pool=%s concurrency=%d",
-            self.id,
-            ",".join(self.selection.names),
-            self.pool,
-            self.concurrency,
-        )
+        for observer in self.observers:  # the event log prints the start lines
+            observer.on_started(self)
 
     def _fetch_loop(self) -> None:
         backend = self.app.backend
@@ -590,6 +589,10 @@ class Worker:
         deadline = time.monotonic() + self.shutdown_timeout
         self._release_buffered()
         with self._lock:
+            running = len(self._inflight)
+        for observer in self.observers:  # "stopping: waiting up to S s for N job(s)"
+            observer.on_stopping(running, self.shutdown_timeout, self._hard.is_set())
+        with self._lock:
             while self._inflight and not self._hard.is_set():
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
@@ -623,8 +626,6 @@ class Worker:
             self._release(buffered, started=False)
 
     def _release(self, leftovers: list[_InFlight], started: bool = True) -> None:
-        what = "running" if started else "prefetched"
-        log.warning("releasing %d %s job(s) back to the queue", len(leftovers), what)
         for entry in leftovers if started else ():
             entry.ctx.request_cancel()  # cooperative sync tasks can stop early
             self.executor.cancel(entry.job.id)
@@ -637,3 +638,7 @@ class Worker:
             return
         for job_id in refused:
             log.warning("release of job %s refused: it was already rescued", job_id)
+        gone = set(refused)
+        released = [f.job for f in leftovers if f.job.id not in gone]
+        for observer in self.observers:  # one line per job, then "released N"
+            observer.on_released(released, started)

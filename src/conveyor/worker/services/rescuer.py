@@ -13,19 +13,15 @@ Example::
 
 from __future__ import annotations
 
-import logging
 import time
 from typing import TYPE_CHECKING
 
 from conveyor.backends.base import JobRescueParams
-from conveyor.states import JobState
 from conveyor.worker.procinfo import pid_alive
 from conveyor.worker.services.base import Looper
 
 if TYPE_CHECKING:
     from conveyor.worker.worker import Worker
-
-log = logging.getLogger("conveyor.worker")
 
 
 class Rescuer(Looper):
@@ -53,15 +49,6 @@ class Rescuer(Looper):
                 max_rescues=settings.max_rescues,
             )
         )
-        if rescued:
+        if rescued:  # the event log (an observer) prints one line per rescued job
             for observer in worker.observers:
                 observer.on_rescued(rescued)
-        for r in rescued:
-            if r.state is JobState.DEAD:
-                log.warning(
-                    "job %s lost its worker %s too often: dead (worker lost)", r.job_id, r.worker_id
-                )
-            else:
-                log.warning(
-                    "job %s rescued from dead worker %s: queued again", r.job_id, r.worker_id
-                )
