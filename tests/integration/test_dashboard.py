@@ -17,9 +17,9 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -33,7 +33,7 @@ from conveyor.cli.main import cli
 from conveyor.errors import ConfigurationError
 from conveyor.states import JobState
 from conveyor.web import create_app
-from conveyor.web.query import pause_supported, paused_queues
+from conveyor.web.query import paused_queues
 from conveyor.web.security import check_bind
 
 BASE = "http://127.0.0.1"
@@ -88,7 +88,7 @@ def store(tmp_path: Path) -> Iterator[Store]:
 
 @pytest.fixture
 def client(store: Store) -> Iterator[TestClient]:
-    with TestClient(create_app(store.app, sample_interval=0.05), base_url=BASE) as c:
+    with TestClient(create_app(store.app), base_url=BASE) as c:
         yield c
 
 
@@ -109,8 +109,8 @@ def test_pages_render_real_data(client: TestClient, store: Store) -> None:
     overview = client.get("/")
     assert overview.status_code == 200
     assert "mail" in overview.text and "default" in overview.text
-    assert "<svg" in overview.text  # throughput sparkline
-    assert ("Pause" in overview.text) == pause_supported(store.app.backend)
+    assert "<svg" in overview.text  # throughput chart and sparklines
+    assert "Pause" in overview.text
 
     jobs = client.get("/jobs").text
     for name in ("billing.charge_card", "media.resize_image", "mail.send_welcome"):
@@ -146,12 +146,15 @@ def test_jobs_filters_search_and_paging(client: TestClient, store: Store) -> Non
     by_task = client.get("/jobs", params={"task": "billing.charge_card", "queue": "default"}).text
     assert store.succeeded[0].id in by_task and store.queued[0].id not in by_task
 
+    # Newest first: the last enqueued comes first, paging goes on to older jobs.
     first = client.get("/jobs", params={"queue": "mail", "limit": "2"}).text
-    assert store.queued[1].id in first and store.queued[2].id not in first
+    assert store.queued[2].id in first and store.queued[1].id in first
+    assert store.queued[0].id not in first
+    assert first.index(store.queued[2].id) < first.index(store.queued[1].id)
     next_link = re.search(r'href="(/jobs\?[^"]*after=[^"]+)"', first)
     assert next_link
     second = client.get(next_link.group(1).replace("&amp;", "&")).text
-    assert store.queued[2].id in second and store.queued[0].id not in second
+    assert store.queued[0].id in second and store.queued[1].id not in second
     assert "Next page" not in second
 
 
@@ -165,14 +168,18 @@ def test_workers_page_shows_heartbeats(client: TestClient, store: Store) -> None
     assert "No workers are registered" in client.get("/workers").text
 
 
-def test_sampler_records_throughput(store: Store) -> None:
-    web = create_app(store.app)
-    state = web.state.dashboard
-    state.sample()
+def test_throughput_comes_from_the_store(store: Store) -> None:
+    """A dashboard started after the jobs ran still shows them (no sampling), and one
+    more finished job shows up at the next read, in its state's series."""
+    state = create_app(store.app).state.dashboard
+    before = state.history.read(store.app.backend, time.time())
+    assert sum(before.totals()) == 4  # 3 succeeded + 1 dead, finished in the fixture
+    assert sum(before.by_state()[JobState.DEAD]) == 1
     store.app.tasks["billing.charge_card"].enqueue("cus_x", 1)
     conveyor.Worker(store.app, burst=True).run(install_signals=False)
-    state.sample()
-    assert state.ring.throughput("default")[-1] > 0
+    after = state.history.read(store.app.backend, time.time())
+    assert sum(after.by_state()[JobState.SUCCEEDED]) == 4
+    assert sum(after.totals("default")) == 5 and sum(after.totals("mail")) == 0
 
 
 # -- actions -----------------------------------------------------------------------------
@@ -202,32 +209,9 @@ def test_bulk_action_needs_the_confirmed_count(client: TestClient, store: Store)
     assert store.state(store.scheduled.id) is JobState.SCHEDULED  # other queue untouched
 
 
-def test_queue_pause_and_resume(
-    client: TestClient, store: Store, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    backend: Any = store.app.backend
+def test_queue_pause_and_resume(client: TestClient, store: Store) -> None:
+    backend = store.app.backend
     token = csrf_of(client.get(f"/jobs/{store.dead.id}").text)
-    if not pause_supported(backend):
-        # Hidden and refused while the backend cannot pause, then a stand-in with the
-        # shape the ops protocol gives these methods (a params object with ``queue``;
-        # a plain name while the params class does not exist yet).
-        assert "Pause" not in client.get("/").text
-        assert post(client, "/queues/mail/pause", {"csrf": token}).status_code == 404
-        paused: set[str] = set()
-        monkeypatch.setattr(
-            backend, "queue_pause", lambda p: paused.add(getattr(p, "queue", p)), raising=False
-        )
-        monkeypatch.setattr(
-            backend, "queue_resume", lambda p: paused.discard(getattr(p, "queue", p)), raising=False
-        )
-        monkeypatch.setattr(
-            backend,
-            "queue_list",
-            raising=False,
-            value=lambda: [
-                SimpleNamespace(queue=q, paused=q in paused) for q in ("default", "mail")
-            ],
-        )
     assert "Pause" in client.get("/").text
     done = post(client, "/queues/mail/pause", {"csrf": token})
     assert done.status_code == 303 and paused_queues(backend) == {"mail"}
@@ -333,7 +317,7 @@ def server(store: Store) -> Iterator[str]:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))  # handed to uvicorn already bound: no port race
     port = sock.getsockname()[1]
-    config = uvicorn.Config(create_app(store.app, sample_interval=0.2), log_level="warning")
+    config = uvicorn.Config(create_app(store.app), log_level="warning")
     srv = uvicorn.Server(config)
     thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
