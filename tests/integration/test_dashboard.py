@@ -29,6 +29,7 @@ from click.testing import CliRunner
 from starlette.testclient import TestClient
 
 import conveyor
+from conveyor.backends.base import JobListParams
 from conveyor.cli.main import cli
 from conveyor.errors import ConfigurationError
 from conveyor.states import JobState
@@ -130,7 +131,7 @@ def test_pages_render_real_data(client: TestClient, store: Store) -> None:
 
 
 def test_user_data_is_escaped(client: TestClient, store: Store) -> None:
-    for path in ("/jobs", f"/jobs/{store.dead.id}"):
+    for path in ("/jobs", "/jobs?state=dead&sort=task", f"/jobs/{store.dead.id}"):
         page = client.get(path).text
         assert "<script>alert" not in page
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
@@ -156,6 +157,97 @@ def test_jobs_filters_search_and_paging(client: TestClient, store: Store) -> Non
     second = client.get(next_link.group(1).replace("&amp;", "&")).text
     assert store.queued[0].id in second and store.queued[1].id not in second
     assert "Next page" not in second
+
+
+def ids_in(page: str) -> list[str]:
+    """Job ids in the order the jobs table lists them."""
+    return re.findall(r'<a class="mono" href="/jobs/([^"]+)"', page)
+
+
+def test_jobs_sort_newest_first_by_header_and_across_pages(
+    client: TestClient, store: Store
+) -> None:
+    everything = ids_in(client.get("/jobs").text)
+    assert everything == sorted(everything, reverse=True)  # newest first by default
+    assert everything[0] == store.scheduled.id  # the last one enqueued
+
+    oldest = ids_in(client.get("/jobs", params={"sort": "created", "dir": "asc"}).text)
+    assert oldest == everything[::-1]
+
+    # The header links carry the sort; the next page keeps it (and the filters).
+    first = client.get("/jobs", params={"sort": "task", "limit": "3"}).text
+    tasks = re.findall(r'<td><span class="mono">([^<]+)</span></td>', first)
+    assert tasks == ["billing.charge_card"] * 3
+    assert 'href="/jobs?sort=task&amp;dir=desc&amp;limit=3"' in first  # click again: desc
+    next_link = re.search(r'href="(/jobs\?[^"]*offset=3[^"]*)"', first)
+    assert next_link and "sort=task" in next_link.group(1)
+    second = client.get(next_link.group(1).replace("&amp;", "&")).text
+    rest = re.findall(r'<td><span class="mono">([^<]+)</span></td>', second)
+    assert rest == ["billing.charge_card", "mail.send_welcome", "mail.send_welcome"]
+    assert not set(ids_in(first)) & set(ids_in(second))
+
+    # Anything but a known column is the default order, never an error or a query.
+    for bad in ("id; DROP TABLE jobs", "payload", "__class__"):
+        assert ids_in(client.get("/jobs", params={"sort": bad}).text) == everything
+    assert len(store.app.backend.job_list(JobListParams(limit=100))) == len(everything)
+
+
+def test_failed_and_dead_jobs_show_their_error_first(client: TestClient, store: Store) -> None:
+    @store.app.task(name="flaky.sync", max_attempts=3)
+    def sync() -> None:
+        raise ConnectionError("upstream timed out after 30 s " + "x" * 300)
+
+    retrying = sync.enqueue()
+    conveyor.Worker(store.app, burst=True).run(install_signals=False)
+    assert store.state(retrying.id) is JobState.SCHEDULED  # failed once, retry pending
+
+    listing = client.get("/jobs").text
+    assert "<th>error</th>" in listing.replace('<th><a class="sort', "")
+    row = next(r for r in listing.split("<tr>") if retrying.id in r)
+    cell = re.search(r'<span class="err" title="([^"]*)">(.*?)</span></td>', row)
+    assert cell, row
+    assert cell.group(2).startswith("<strong>ConnectionError</strong>: upstream timed out")
+    assert "x" * 300 not in cell.group(2) and cell.group(2).endswith("…")  # truncated...
+    assert cell.group(1).endswith("x" * 300)  # ...and whole in its tooltip
+    ok_row = next(r for r in listing.split("<tr>") if store.succeeded[0].id in r)
+    assert "Error" not in ok_row
+    assert "<th>error</th>" not in client.get("/jobs", params={"state": "queued"}).text
+
+    for job, title in ((store.dead, "Error"), (retrying, "Last error (will retry)")):
+        page = client.get(f"/jobs/{job.id}").text
+        top = page.index('<section class="failure">')
+        assert top < page.index('<dl class="fields">') < page.index("<h2>Arguments</h2>")
+        assert f"<h2>{title}</h2>" in page[top:] and "Traceback" in page[top:]
+
+
+def test_actions_are_offered_and_accepted_only_where_they_apply(
+    client: TestClient, store: Store
+) -> None:
+    dead = client.get("/jobs", params={"state": "dead"}).text
+    assert "Retry all matching" in dead and "Delete all matching" in dead
+    assert "Cancel all matching" not in dead
+    queued = client.get("/jobs", params={"state": "queued"}).text
+    assert "Cancel all matching" in queued and "Retry all matching" not in queued
+    page = client.get(f"/jobs/{store.dead.id}").text
+    assert ">Retry<" in page and ">Cancel<" not in page
+    token = csrf_of(page)
+
+    # The server refuses what the page does not offer: nothing changes.
+    refused = client.get("/jobs/bulk", params={"action": "cancel", "state": "dead"})
+    assert refused.status_code == 409 and "does not apply to dead jobs" in refused.text
+    bulk = {"csrf": token, "action": "cancel", "state": "dead", "expected": "1"}
+    assert post(client, "/jobs/bulk", bulk).status_code == 409
+    assert post(client, f"/jobs/{store.dead.id}/cancel", {"csrf": token}).status_code == 409
+    assert post(client, f"/jobs/{store.queued[0].id}/retry", {"csrf": token}).status_code == 409
+    assert store.state(store.dead.id) is JobState.DEAD
+    assert store.state(store.queued[0].id) is JobState.QUEUED
+
+    # Unfiltered, "retry all matching" counts (and retries) only dead and cancelled jobs.
+    confirm = client.get("/jobs/bulk", params={"action": "retry"}).text
+    assert "<strong>1</strong> jobs match" in confirm and "cancelled, dead" in confirm
+    done = post(client, "/jobs/bulk", {"csrf": token, "action": "retry", "expected": "1"})
+    assert done.status_code == 303 and store.state(store.dead.id) is JobState.QUEUED
+    assert all(store.state(j.id) is JobState.SUCCEEDED for j in store.succeeded)
 
 
 def test_workers_page_shows_heartbeats(client: TestClient, store: Store) -> None:
@@ -370,6 +462,59 @@ def test_end_to_end_in_chromium(server: str, store: Store, tmp_path: Path) -> No
             [tmp_path / "dashboard.png", tmp_path / "dashboard-job.png"],
             ROOT / "docs" / "img" / "dashboard.png",
         )
+
+
+def test_triage_in_chromium(server: str, store: Store) -> None:
+    """What a user sees first: newest jobs on top, a header click that sorts and survives
+    a reload, a dead job's error in the list and on top of its page, the hour's
+    throughput with labelled axes, and only the bulk actions that apply."""
+    sync_playwright = _need_browser()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            errors: list[str] = []
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+
+            page.goto(server + "/")
+            chart = page.locator("svg.chart")
+            assert chart.is_visible()
+            labels = chart.locator("text.label").all_text_contents()
+            assert labels[0].startswith("time (UTC)") and labels[1] == "jobs/min"
+            assert chart.locator("rect.succeeded").count() >= 1  # jobs finished before start
+            assert chart.locator("rect.dead").count() == 1
+            assert "succeeded 3" in page.locator(".legend").inner_text()
+
+            page.goto(server + "/jobs")
+            first_id = page.locator("table.jobs tbody tr").first.locator("a.mono")
+            assert first_id.inner_text() == store.scheduled.id  # newest first
+            page.locator("th a.sort", has_text="task").click()
+            page.wait_for_url("**/jobs?sort=task*")
+            page.reload()
+            tasks = page.locator("table.jobs tbody tr td:nth-child(2)").all_inner_texts()
+            assert tasks == sorted(tasks) and tasks[0] == "billing.charge_card"
+            assert "▲" in page.locator("th a.sort.on").inner_text()
+
+            page.select_option("select[name=state]", "dead")
+            page.get_by_role("button", name="Filter").click()
+            page.wait_for_url("**/jobs?*state=dead*")
+            assert "sort=task" in page.url  # filtering keeps the order
+            assert page.locator("th", has_text="error").count() == 1
+            error = page.locator("table.jobs .err").first.inner_text()
+            assert error.startswith("ValueError: cannot decode image '<script>")
+            bulk = page.locator(".bar a.btn").all_inner_texts()
+            assert bulk == ["Retry all matching", "Delete all matching"]
+
+            page.get_by_role("link", name=store.dead.id).click()
+            page.wait_for_url(f"**/jobs/{store.dead.id}")
+            failure = page.locator("section.failure")
+            box = failure.bounding_box()
+            assert box is not None and box["y"] + 60 < 800  # above the fold
+            assert "Traceback" in failure.inner_text() and "ValueError" in failure.inner_text()
+            assert page.get_by_role("button", name="Cancel").count() == 0
+            assert errors == []  # nothing blocked by the CSP, no failed request
+        finally:
+            browser.close()
 
 
 def combine(sync_playwright: Any, parts: list[Path], out: Path) -> None:

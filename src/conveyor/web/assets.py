@@ -28,7 +28,7 @@ tr:last-child td { border-bottom:none; }
 td.num, th.num { text-align:right; font-variant-numeric:tabular-nums; }
 td.empty { color:var(--muted); text-align:center; padding:18px; }
 code, .mono { font:12px ui-monospace,SFMono-Regular,Menlo,monospace; }
-.args { max-width:360px; overflow:hidden; text-overflow:ellipsis; white-space:nowrap; display:block;
+.args { max-width:180px; overflow:hidden; text-overflow:ellipsis; white-space:nowrap; display:block;
   color:#374151; }
 pre { background:#0f172a; color:#e2e8f0; padding:12px; border-radius:6px; overflow:auto;
   font:12px/1.5 ui-monospace,monospace; max-height:420px; margin:6px 0; }
@@ -72,11 +72,14 @@ svg.chart text.empty { fill:var(--muted); font-size:13px; }
 .swatch { display:inline-block; width:10px; height:10px; border-radius:2px; margin-right:5px; }
 .swatch.succeeded { background:#22c55e; } .swatch.dead { background:#ef4444; }
 .swatch.cancelled { background:#9ca3af; }
-.err { max-width:360px; overflow:hidden; text-overflow:ellipsis; white-space:nowrap; display:block;
+.err { max-width:240px; overflow:hidden; text-overflow:ellipsis; white-space:nowrap; display:block;
   color:#991b1b; }
 section.failure { border:1px solid #fca5a5; background:#fef2f2; border-radius:6px;
   padding:2px 12px 10px; margin:10px 0 14px; }
 section.failure h2 { margin:8px 0 6px; color:#991b1b; }
+section.failure div { overflow-wrap:anywhere; }
+th { white-space:nowrap; }
+table.jobs th, table.jobs td { padding:7px 8px; } table.jobs td span[title] { white-space:nowrap; }
 th a.sort { color:inherit; text-decoration:none; } th a.sort:hover { text-decoration:underline; }
 th a.sort.on { color:var(--accent); }
 .muted { color:var(--muted); } h2 .muted { font-weight:400; font-size:13px; }
