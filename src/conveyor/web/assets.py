@@ -34,7 +34,7 @@ pre { background:#0f172a; color:#e2e8f0; padding:12px; border-radius:6px; overfl
   font:12px/1.5 ui-monospace,monospace; max-height:420px; margin:6px 0; }
 .badge { display:inline-block; padding:1px 8px; border-radius:999px; font-size:12px; font-weight:600; }
 .s-queued { background:#dbeafe; color:#1e40af; } .s-scheduled { background:#ede9fe; color:#5b21b6; }
-.s-running { background:#fef3c7; color:#92400e; } .s-succeeded { background:#dcfce7; color:#166534; }
+.s-running { background:#fef3c7; color:#92400e; } .s-waiting { background:#e0f2fe; color:#075985; } .s-succeeded { background:#dcfce7; color:#166534; }
 .s-dead { background:#fee2e2; color:#991b1b; } .s-cancelled { background:#e5e7eb; color:#374151; }
 .s-paused { background:#fde68a; color:#78350f; } .s-failed { background:#ffedd5; color:#9a3412; }
 .s-lost, .s-released, .s-dropped { background:#f3f4f6; color:#4b5563; }

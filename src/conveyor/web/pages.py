@@ -104,7 +104,8 @@ def throughput_section(history: History) -> str:
     chart = bar_chart(
         history.starts,
         [(s.value, by_state[s]) for s in CHART_STATES],
-        x_label=f"time (UTC), one bar per {history.bucket_s} s",
+        x_label="time (UTC), one bar per "
+        + ("minute" if history.bucket_s == 60 else f"{history.bucket_s} s"),
         y_label="jobs/min",
     )
     totals = history.totals()
