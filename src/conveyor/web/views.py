@@ -145,12 +145,11 @@ async def job_action(request: Request) -> Response:
     verb = {"retry": "retried", "cancel": "cancelled", "delete": "deleted"}[action]
     page = f"/jobs/{quote(job_id, safe='')}"
     if job.state not in ACTION_STATES[action]:
-        flash = f"Job {job_id} is {job.state.value}: {action} does not apply, nothing done."
-        body = f'<p><a class="btn" href="{esc(page)}">Back to the job</a></p>'
-        return _render(
-            request, "Not applicable", f"<h1>{esc(flash)}</h1>{body}", active="/jobs",
-            status_code=409,
-        )  # fmt: skip
+        message = f"Job {job_id} is {job.state.value}: {action} does not apply, nothing done."
+        body = (
+            f'<h1>{esc(message)}</h1><p><a class="btn" href="{esc(page)}">Back to the job</a></p>'
+        )
+        return _render(request, "Not applicable", body, active="/jobs", status_code=409)
     done = await run_in_threadpool(apply_action, backend, action, [job_id])
     flash = (
         f"Job {job_id} {verb}." if done else f"Job {job_id} was not {verb} (its state changed?)."
