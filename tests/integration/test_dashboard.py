@@ -252,6 +252,28 @@ def test_actions_are_offered_and_accepted_only_where_they_apply(
     assert all(store.state(j.id) is JobState.SUCCEEDED for j in store.succeeded)
 
 
+def test_triage_reads_on_every_backend(app: conveyor.App) -> None:
+    """The store reads behind triage, through the pages, on SQLite and on Redis."""
+
+    @app.task(name="t.ok")
+    def ok(n: int) -> int:
+        return n
+
+    @app.task(name="t.bad", max_attempts=1)
+    def bad() -> None:
+        raise KeyError("missing <key>")
+
+    first, dead, last = ok.enqueue(1), bad.enqueue(), ok.enqueue(2)
+    conveyor.Worker(app, burst=True).run(install_signals=False)
+    with TestClient(create_app(app), base_url=BASE) as c:
+        overview = c.get("/").text
+        assert '<rect class="succeeded"' in overview and '<rect class="dead"' in overview
+        assert "succeeded <strong>2</strong>" in overview and "dead <strong>1</strong>" in overview
+        assert ids_in(c.get("/jobs").text) == [last.id, dead.id, first.id]
+        listing = c.get("/jobs", params={"state": "dead"}).text
+        assert "<strong>KeyError</strong>: &#x27;missing &lt;key&gt;&#x27;" in listing
+
+
 def test_workers_page_shows_heartbeats(client: TestClient, store: Store) -> None:
     worker = conveyor.Worker(store.app, queues=["idle"]).start()
     try:
