@@ -278,7 +278,7 @@ def jobs_page(
     scan = ""
     if page.truncated:
         scan = (
-            f" · sorted the newest {page.scanned} matching jobs only; narrow the filters"
+            f" · sorted only the newest {page.scanned} jobs these filters select; narrow them"
             if not sort.by_id
             else f" · search scanned {page.scanned} jobs and stopped; narrow the filters or go on"
         )
