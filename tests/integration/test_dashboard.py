@@ -35,6 +35,7 @@ from conveyor.cli.main import cli
 from conveyor.errors import ConfigurationError
 from conveyor.states import JobState
 from conveyor.web import create_app
+from conveyor.web import query as query_module
 from conveyor.web.query import paused_queues
 from conveyor.web.security import check_bind
 from conveyor.web.throughput import ThroughputHistory
@@ -167,7 +168,7 @@ def ids_in(page: str) -> list[str]:
 
 
 def test_jobs_sort_newest_first_by_header_and_across_pages(
-    client: TestClient, store: Store
+    client: TestClient, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     everything = ids_in(client.get("/jobs").text)
     assert everything == sorted(everything, reverse=True)  # newest first by default
@@ -187,6 +188,13 @@ def test_jobs_sort_newest_first_by_header_and_across_pages(
     rest = re.findall(r'<td><span class="mono">([^<]+)</span></td>', second)
     assert rest == ["billing.charge_card", "mail.send_welcome", "mail.send_welcome"]
     assert not set(ids_in(first)) & set(ids_in(second))
+
+    # Sorting by another column reads only the newest SCAN_LIMIT jobs, and says so.
+    monkeypatch.setattr(query_module, "SCAN_LIMIT", 3)
+    capped = client.get("/jobs", params={"sort": "task"}).text
+    assert "sorted only the newest 3 jobs" in capped
+    assert sorted(ids_in(capped)) == sorted(everything[:3])
+    monkeypatch.undo()
 
     # Anything but a known column is the default order, never an error or a query.
     for bad in ("id; DROP TABLE jobs", "payload", "__class__"):
