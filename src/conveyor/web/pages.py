@@ -396,7 +396,11 @@ def job_page(
     failure = ""
     history = f"<h2>Error</h2>{_error(job.error)}"
     if shows_error(job):
-        title = "Error" if job.state is JobState.DEAD else "Last error (will retry)"
+        title = {
+            JobState.DEAD: "Error",
+            JobState.CANCELLED: "Last error (then cancelled)",
+            JobState.RUNNING: "Last error (running again now)",
+        }.get(job.state, "Last error (will retry)")
         failure = f'<section class="failure"><h2>{esc(title)}</h2>{_error(job.error)}</section>'
         history = ""
     elif job.error:
