@@ -375,9 +375,11 @@ class JobListParams:
     queue: str | None = None
     state: JobState | None = None
     task: str | None = None
-    after_id: str | None = None  # paging: ids strictly greater
+    after_id: str | None = None  # paging: ids strictly greater (strictly less if descending)
     limit: int = 100
     filter: JobFilter | None = None
+    #: newest first (descending id, which is creation order); ``after_id`` pages downwards
+    descending: bool = False
 
 
 @record
@@ -488,6 +490,44 @@ class WorkerHeartbeatParams:
     running: int = 0
 
 
+#: Bound on ``job_finished_histogram``'s buckets (a week by the minute): one call stays small.
+MAX_HISTOGRAM_BUCKETS = 10_080
+
+
+@record
+class JobFinishedHistogramParams:
+    """Count jobs finished at or after ``since`` in buckets of ``bucket_s`` seconds:
+    bucket ``n`` holds ``since + n * bucket_s <= finished_at < since + (n + 1) * bucket_s``.
+    At most :data:`MAX_HISTOGRAM_BUCKETS` buckets up to now (a ValueError beyond)."""
+
+    since: float
+    bucket_s: int = 60
+
+
+@record
+class FinishedBucket:
+    """How many jobs of one queue reached one finished state within one time bucket."""
+
+    start: float  # the bucket's first second: ``since + n * bucket_s``
+    queue: str
+    state: JobState  # succeeded, dead or cancelled
+    count: int
+
+
+def check_histogram(params: JobFinishedHistogramParams, now: float) -> None:
+    """Refuse a histogram request no backend should answer (shared by the backends).
+
+    >>> check_histogram(JobFinishedHistogramParams(since=0.0, bucket_s=60), now=3600.0)
+    >>> check_histogram(JobFinishedHistogramParams(since=0.0, bucket_s=0), now=1.0)
+    Traceback (most recent call last):
+    ValueError: bucket_s must be a positive number of seconds, not 0
+    """
+    if params.bucket_s <= 0:
+        raise ValueError(f"bucket_s must be a positive number of seconds, not {params.bucket_s}")
+    if (now - params.since) / params.bucket_s > MAX_HISTOGRAM_BUCKETS:
+        raise ValueError(f"more than {MAX_HISTOGRAM_BUCKETS} buckets: raise since or bucket_s")
+
+
 def require_feature(backend: object, feature: str) -> None:
     """Raise ConfigurationError when ``backend`` does not implement a flow feature.
 
@@ -557,6 +597,11 @@ class Backend(Protocol):
     ) -> tuple[list[str], list[ClaimedJob]]:
         """``job_finish_many`` then ``job_claim`` in one transaction / round trip (the ack
         of one batch rides with the next claim); returns (refused ids, claimed jobs)."""
+        ...
+
+    def job_finished_histogram(self, params: JobFinishedHistogramParams) -> list[FinishedBucket]:
+        """Jobs finished since ``params.since`` counted per time bucket, queue and state
+        (the dashboard's throughput history). Read-only; empty buckets are left out."""
         ...
 
     def job_get_many(self, ids: Sequence[str]) -> list[JobRecord]: ...

@@ -22,23 +22,22 @@ from starlette.routing import Route
 
 from conveyor.app import App
 from conveyor.web import views
-from conveyor.web.sampler import SampleRing
 from conveyor.web.security import Guard, SecurityMiddleware
 from conveyor.web.state import DashboardState
+from conveyor.web.throughput import ThroughputHistory
 
 
 def create_app(
     conveyor_app_or_url: App | str,
     *,
     token: str | None = None,
-    sample_interval: float = 5.0,
-    samples: int = 120,
     page_size: int = 50,
+    history_minutes: int = 60,
 ) -> Starlette:
     """Build a dashboard for an app (or a store URL; then the dashboard owns and closes it).
 
     ``token``: when set, every request must carry it (see :mod:`conveyor.web.security`).
-    ``sample_interval`` and ``samples``: throughput history (default 5 s x 120 = 10 min).
+    ``history_minutes``: how far back the throughput chart reads the store (by minute).
     """
     owns = isinstance(conveyor_app_or_url, str)
     conveyor_app = (
@@ -48,9 +47,8 @@ def create_app(
     state = DashboardState(
         conveyor_app=conveyor_app,
         guard=guard,
-        ring=SampleRing(samples),
+        history=ThroughputHistory(minutes=history_minutes),
         owns_app=owns,
-        sample_interval=sample_interval,
         page_size=page_size,
     )
 

@@ -28,13 +28,13 @@ tr:last-child td { border-bottom:none; }
 td.num, th.num { text-align:right; font-variant-numeric:tabular-nums; }
 td.empty { color:var(--muted); text-align:center; padding:18px; }
 code, .mono { font:12px ui-monospace,SFMono-Regular,Menlo,monospace; }
-.args { max-width:360px; overflow:hidden; text-overflow:ellipsis; white-space:nowrap; display:block;
+.args { max-width:180px; overflow:hidden; text-overflow:ellipsis; white-space:nowrap; display:block;
   color:#374151; }
 pre { background:#0f172a; color:#e2e8f0; padding:12px; border-radius:6px; overflow:auto;
   font:12px/1.5 ui-monospace,monospace; max-height:420px; margin:6px 0; }
 .badge { display:inline-block; padding:1px 8px; border-radius:999px; font-size:12px; font-weight:600; }
 .s-queued { background:#dbeafe; color:#1e40af; } .s-scheduled { background:#ede9fe; color:#5b21b6; }
-.s-running { background:#fef3c7; color:#92400e; } .s-succeeded { background:#dcfce7; color:#166534; }
+.s-running { background:#fef3c7; color:#92400e; } .s-waiting { background:#e0f2fe; color:#075985; } .s-succeeded { background:#dcfce7; color:#166534; }
 .s-dead { background:#fee2e2; color:#991b1b; } .s-cancelled { background:#e5e7eb; color:#374151; }
 .s-paused { background:#fde68a; color:#78350f; } .s-failed { background:#ffedd5; color:#9a3412; }
 .s-lost, .s-released, .s-dropped { background:#f3f4f6; color:#4b5563; }
@@ -58,7 +58,30 @@ dl.fields dt { color:var(--muted); } dl.fields dd { margin:0; }
 .card { background:#fff; border:1px solid var(--line); border-radius:6px; padding:10px 14px; min-width:150px; }
 .card .n { font-size:22px; font-weight:700; } .card .l { color:var(--muted); font-size:12px; }
 svg.spark polyline { fill:none; stroke:var(--accent); stroke-width:1.6; }
-svg.spark text { fill:var(--muted); font-size:11px; }
+.chartbox { display:inline-block; background:#fff; border:1px solid var(--line); border-radius:6px;
+  padding:8px 10px; max-width:100%; overflow-x:auto; }
+svg.chart { display:block; }
+svg.chart rect.succeeded { fill:#22c55e; } svg.chart rect.dead { fill:#ef4444; }
+svg.chart rect.cancelled { fill:#9ca3af; }
+svg.chart rect.hit { fill:transparent; } svg.chart rect.hit:hover { fill:rgba(37,99,235,.08); }
+svg.chart line.grid { stroke:#eef0f3; } svg.chart line.axis { stroke:#9ca3af; }
+svg.chart text.tick { fill:var(--muted); font-size:11px; }
+svg.chart text.label { fill:#374151; font-size:12px; }
+svg.chart text.empty { fill:var(--muted); font-size:13px; }
+.legend { display:flex; gap:16px; font-size:12px; color:#374151; padding:4px 0 0 48px; }
+.swatch { display:inline-block; width:10px; height:10px; border-radius:2px; margin-right:5px; }
+.swatch.succeeded { background:#22c55e; } .swatch.dead { background:#ef4444; }
+.swatch.cancelled { background:#9ca3af; }
+.err { max-width:240px; overflow:hidden; text-overflow:ellipsis; white-space:nowrap; display:block;
+  color:#991b1b; }
+section.failure { border:1px solid #fca5a5; background:#fef2f2; border-radius:6px;
+  padding:2px 12px 10px; margin:10px 0 14px; }
+section.failure h2 { margin:8px 0 6px; color:#991b1b; }
+section.failure div { overflow-wrap:anywhere; }
+th { white-space:nowrap; }
+table.jobs th, table.jobs td { padding:7px 8px; } table.jobs td span[title] { white-space:nowrap; }
+th a.sort { color:inherit; text-decoration:none; } th a.sort:hover { text-decoration:underline; }
+th a.sort.on { color:var(--accent); }
 .muted { color:var(--muted); } h2 .muted { font-weight:400; font-size:13px; }
 details summary { cursor:pointer; color:var(--muted); font-size:12px; }
 a.card { color:inherit; text-decoration:none; } a.card:hover { border-color:#93c5fd; }

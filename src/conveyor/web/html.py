@@ -1,4 +1,4 @@
-"""HTML building blocks: escaping, the page layout, badges, tables, forms, sparklines.
+"""HTML building blocks: escaping, the page layout, badges, tables, forms, charts.
 
 No template engine: pages are small and a missing escape is the bug to fear most, so
 every value goes through :func:`esc` (or a helper that calls it) and helpers return
@@ -70,13 +70,22 @@ def duration(start: float | None, end: float | None) -> str:
 
 
 def table(
-    headers: Sequence[str], rows: Iterable[Sequence[str]], *, empty: str, cls: str = ""
+    headers: Sequence[str],
+    rows: Iterable[Sequence[str]],
+    *,
+    empty: str,
+    cls: str = "",
+    head_html: Sequence[str] | None = None,
 ) -> str:
-    """A table of already-rendered cells (call :func:`esc` on raw values first)."""
+    """A table of already-rendered cells (call :func:`esc` on raw values first).
+
+    ``head_html``: already-rendered header cells (sort links) instead of ``headers``.
+    """
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
     if not body:
         body = f'<tr><td class="empty" colspan="{len(headers)}">{esc(empty)}</td></tr>'
-    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    cells = head_html if head_html is not None else [esc(h) for h in headers]
+    head = "".join(f"<th>{c}</th>" for c in cells)
     return f'<table class="{esc(cls)}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
@@ -104,22 +113,113 @@ def post_button(
 def sparkline(
     values: Sequence[float], *, width: int = 240, height: int = 40, label: str = ""
 ) -> str:
-    """An inline SVG line of ``values`` (scaled to their max); a flat line when empty."""
-    if len(values) < 2:
-        return (
-            f'<svg class="spark" width="{width}" height="{height}" role="img" '
-            f'aria-label="{esc(label)}: collecting samples"><text x="4" y="{height // 2 + 4}">'
-            "collecting samples…</text></svg>"
-        )
-    top = max(values) or 1.0
-    step = width / (len(values) - 1)
+    """An inline SVG line of ``values`` (scaled to their max; flat at zero when all are)."""
+    top = max(values, default=0) or 1.0
+    step = width / max(len(values) - 1, 1)
     points = " ".join(
         f"{i * step:.1f},{height - 2 - (v / top) * (height - 4):.1f}" for i, v in enumerate(values)
     )
     return (
         f'<svg class="spark" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
-        f'role="img" aria-label="{esc(label)}"><polyline points="{points}"/></svg>'
+        f'role="img" aria-label="{esc(label)}"><title>{esc(label)}</title>'
+        f'<polyline points="{points}"/></svg>'
     )
+
+
+def tick_step(value: float) -> int:
+    """The smallest round whole number >= ``value`` (at least 1), for axis ticks.
+
+    >>> [tick_step(v) for v in (0, 0.75, 1.2, 7, 12, 120, 1300)]
+    [1, 1, 2, 8, 15, 150, 1500]
+    """
+    scale = 1
+    while True:
+        for m in (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8):
+            step = m * scale
+            if step == int(step) and step >= value:
+                return int(step)
+        scale *= 10
+
+
+def bar_chart(
+    starts: Sequence[float],
+    series: Sequence[tuple[str, Sequence[int]]],
+    *,
+    x_label: str,
+    y_label: str,
+    width: int = 760,
+    height: int = 220,
+    tick_every: int = 10,
+) -> str:
+    """Stacked bars with labelled axes, as inline SVG (no script: the CSP allows none).
+
+    ``starts[i]`` is bar i's time (epoch seconds, labelled HH:MM UTC every
+    ``tick_every`` bars); ``series`` are (CSS class, values), stacked bottom up. Each bar
+    carries a ``<title>`` with its numbers, which browsers show on hover.
+
+    >>> svg = bar_chart([0.0, 60.0], [("ok", [1, 3])], x_label="time", y_label="jobs/min")
+    >>> svg.count('<rect class="ok"'), ">jobs/min<" in svg, ">00:00<" in svg, ">00:01<" in svg
+    (2, True, True, True)
+    """
+    left, right, top, bottom = 48, 12, 12, 40
+    plot_w, plot_h = width - left - right, height - top - bottom
+    n = len(starts)
+    stacks = [sum(values[i] for _, values in series) for i in range(n)]
+    step = tick_step(max(stacks, default=0) / 4)
+    top_value = step * 4  # five whole-number ticks: 0, step ... 4 * step
+    bar_w = plot_w / max(n, 1)
+    parts = [
+        f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        f'role="img" aria-label="{esc(y_label)} by {esc(x_label)}">'
+    ]
+    for k in range(5):  # y grid and ticks
+        y = top + plot_h - plot_h * k / 4
+        text = str(step * k)
+        parts.append(
+            f'<line class="grid" x1="{left}" x2="{left + plot_w}" y1="{y:.1f}" y2="{y:.1f}"/>'
+            f'<text class="tick" x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{text}</text>'
+        )
+    for i, start in enumerate(starts):
+        x = left + i * bar_w
+        y = top + plot_h
+        tip = [f"{utc(start)[11:16]} UTC"]
+        for cls, values in series:
+            v = values[i]
+            if v:
+                h = plot_h * v / top_value
+                y -= h
+                parts.append(
+                    f'<rect class="{esc(cls)}" x="{x + 0.5:.1f}" y="{y:.1f}" '
+                    f'width="{max(bar_w - 1, 1):.1f}" height="{h:.1f}"/>'
+                )
+            tip.append(f"{v} {cls}")
+        parts.append(
+            f'<rect class="hit" x="{x:.1f}" y="{top}" width="{bar_w:.1f}" height="{plot_h}">'
+            f"<title>{esc(', '.join(tip))}</title></rect>"
+        )
+        if i % tick_every == 0 or i == n - 1:
+            cx = x + bar_w / 2
+            parts.append(
+                f'<line class="axis" x1="{cx:.1f}" x2="{cx:.1f}" y1="{top + plot_h}" '
+                f'y2="{top + plot_h + 4}"/><text class="tick" x="{cx:.1f}" '
+                f'y="{top + plot_h + 16}" text-anchor="middle">{utc(start)[11:16]}</text>'
+            )
+    parts.append(
+        f'<line class="axis" x1="{left}" x2="{left + plot_w}" y1="{top + plot_h}" '
+        f'y2="{top + plot_h}"/><line class="axis" x1="{left}" x2="{left}" y1="{top}" '
+        f'y2="{top + plot_h}"/>'
+        f'<text class="label" x="{left + plot_w / 2:.1f}" y="{height - 4}" '
+        f'text-anchor="middle">{esc(x_label)}</text>'
+        f'<text class="label" x="12" y="{top + plot_h / 2:.1f}" text-anchor="middle" '
+        f'transform="rotate(-90 12 {top + plot_h / 2:.1f})">{esc(y_label)}</text>'
+    )
+    if not any(stacks):
+        parts.append(
+            f'<text class="empty" x="{left + plot_w / 2:.1f}" y="{top + plot_h / 2:.1f}" '
+            'text-anchor="middle">no jobs finished in this window</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
 
 
 NAV = (("/", "Overview"), ("/jobs", "Jobs"), ("/workers", "Workers"))
@@ -144,6 +244,7 @@ def layout(
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{esc(title)} · conveyor</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="/static/dashboard.css">
 <script src="/static/dashboard.js" defer></script>
 </head><body>

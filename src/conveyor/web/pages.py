@@ -15,23 +15,35 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
-from conveyor.backends.base import AttemptRecord, JobRecord, QueueStats, WorkerInfo
+from conveyor.backends.base import AttemptRecord, JobLogRecord, JobRecord, QueueStats, WorkerInfo
 from conveyor.states import JobState
-from conveyor.web.html import ago, badge, duration, esc, post_button, sparkline, table, url, utc
-from conveyor.web.query import ACTION_STATES, JobQuery, Page
-from conveyor.web.sampler import SampleRing
+from conveyor.web.html import (
+    ago,
+    badge,
+    bar_chart,
+    duration,
+    esc,
+    post_button,
+    sparkline,
+    table,
+    url,
+    utc,
+)
+from conveyor.web.query import ACTION_STATES, JobQuery, Page, Sort, action_states, bulk_actions
+from conveyor.web.throughput import CHART_STATES, History
 
 STATES = [s.value for s in JobState]
 ACTION_LABELS = {"retry": "Retry", "cancel": "Cancel", "delete": "Delete"}
+#: Longest error message shown in the jobs table (the job's page shows all of it).
+ERROR_CHARS = 160
 
 
 def overview_page(
     stats: Sequence[QueueStats],
-    ring: SampleRing,
+    history: History,
     *,
     workers: int,
     paused: set[str],
-    can_pause: bool,
     csrf: str,
 ) -> str:
     totals = {s: sum(q.counts.get(s, 0) for q in stats) for s in STATES}
@@ -44,8 +56,6 @@ def overview_page(
         f'<a class="card" href="/workers"><div class="n">{workers}</div>'
         '<div class="l">workers</div></a>'
     )
-    total = ring.total_throughput()
-    rate = f"{total[-1]:.2f} jobs/s" if total else "–"
     rows = []
     for q in stats:
         cells = [
@@ -61,25 +71,54 @@ def overview_page(
             )
         cells.append(ago_seconds(q.oldest_ready_age))
         cells.append(
-            sparkline(ring.throughput(q.queue), width=140, height=24, label=f"{q.queue} throughput")
-        )
-        if can_pause:
-            paused_now = q.queue in paused
-            cells.append(
-                post_button(
-                    f"/queues/{quote(q.queue, safe='')}/{'resume' if paused_now else 'pause'}",
-                    "Resume" if paused_now else "Pause",
-                    csrf,
-                )
+            sparkline(
+                history.totals(q.queue),
+                width=140,
+                height=24,
+                label=f"{q.queue}: jobs finished per minute, last hour",
             )
+        )
+        paused_now = q.queue in paused
+        cells.append(
+            post_button(
+                f"/queues/{quote(q.queue, safe='')}/{'resume' if paused_now else 'pause'}",
+                "Resume" if paused_now else "Pause",
+                csrf,
+            )
+        )
         rows.append(cells)
-    headers = ["queue", *STATES, "oldest ready", "throughput"] + ([""] if can_pause else [])
+    headers = ["queue", *STATES, "oldest ready", "finished/min (1 h)", ""]
     return (
         "<h1>Overview</h1>"
         f'<div class="cards">{cards}</div>'
-        f'<h2>Throughput <span class="muted">(finished jobs/s, all queues — now {rate})</span></h2>'
-        f"{sparkline(total, width=600, height=60, label='throughput, all queues')}"
-        "<h2>Queues</h2>" + table(headers, rows, empty="No jobs yet.", cls="queues")
+        + throughput_section(history)
+        + "<h2>Queues</h2>"
+        + table(headers, rows, empty="No jobs yet.", cls="queues")
+    )
+
+
+def throughput_section(history: History) -> str:
+    """The chart of the last hour by minute, stacked by finished state, with a legend."""
+    by_state = history.by_state()
+    minutes = len(history.starts)
+    chart = bar_chart(
+        history.starts,
+        [(s.value, by_state[s]) for s in CHART_STATES],
+        x_label="time (UTC), one bar per "
+        + ("minute" if history.bucket_s == 60 else f"{history.bucket_s} s"),
+        y_label="jobs/min",
+    )
+    totals = history.totals()
+    last_full = totals[-2] if len(totals) > 1 else 0
+    legend = "".join(
+        f'<span class="key"><span class="swatch {s.value}"></span>{esc(s.value)} '
+        f"<strong>{sum(by_state[s])}</strong></span>"
+        for s in CHART_STATES
+    )
+    return (
+        f'<h2>Throughput <span class="muted">(jobs finished per minute, last {minutes} '
+        f"minutes, from the store — last full minute: {last_full} jobs/min)</span></h2>"
+        f'<div class="chartbox">{chart}<div class="legend">{legend}</div></div>'
     )
 
 
@@ -100,15 +139,88 @@ def args_text(payload: str) -> str:
         return payload
 
 
+def error_parts(text: str | None) -> tuple[str, str] | None:
+    """(type, message) of a stored error JSON; the raw text as the message otherwise."""
+    if not text:
+        return None
+    try:
+        err = json.loads(text)
+    except ValueError:
+        return "", text
+    if not isinstance(err, dict):
+        return "", text
+    return str(err.get("type") or ""), str(err.get("message") or "")
+
+
+def shows_error(job: JobRecord) -> bool:
+    """A failed (retrying) or dead job: its error is what the user came to see. A
+    succeeded job may still carry an earlier attempt's error; that one is history."""
+    return bool(job.error) and job.state is not JobState.SUCCEEDED
+
+
+def error_cell(job: JobRecord) -> str:
+    parts = error_parts(job.error) if shows_error(job) else None
+    if parts is None:
+        return '<span class="muted">-</span>'
+    kind, message = parts
+    short = message if len(message) <= ERROR_CHARS else message[: ERROR_CHARS - 1] + "…"
+    whole = f"{kind}: {message}" if kind else message
+    head = f"<strong>{esc(kind)}</strong>: " if kind else ""
+    return f'<span class="err" title="{esc(whole[:2000])}">{head}{esc(short)}</span>'
+
+
+#: The jobs table's columns: (header, sort column or None).
+JOB_COLUMNS: tuple[tuple[str, str | None], ...] = (
+    ("id", None),
+    ("task", "task"),
+    ("queue", "queue"),
+    ("state", "state"),
+    ("attempt", "attempt"),
+    ("arguments", None),
+    ("error", None),
+    ("created", "created"),
+    ("finished", "finished"),
+)
+
+
+def sort_link(label: str, column: str | None, query: JobQuery, sort: Sort, limit: int) -> str:
+    """A header cell: a link that sorts by its column (the other way when it already
+    does), marked with the current direction."""
+    if column is None:
+        return esc(label)
+    target = sort.toggled(column)
+    on = sort.column == column
+    arrow = (" ▼" if sort.descending else " ▲") if on else ""
+    order = "descending" if target.descending else "ascending"
+    href = url("/jobs", {**query.to_params(), **target.to_params(), "limit": str(limit)})
+    return (
+        f'<a class="sort{" on" if on else ""}" href="{href}" '
+        f'title="sort by {esc(label)}, {order}">{esc(label)}{arrow}</a>'
+    )
+
+
 def jobs_page(
-    query: JobQuery, page: Page, *, queues: Sequence[str], after: str | None, limit: int
+    query: JobQuery,
+    page: Page,
+    *,
+    sort: Sort,
+    queues: Sequence[str],
+    paged: bool,
+    limit: int,
 ) -> str:
+    """``paged``: this is not the first page (the request had ``after`` or ``offset``)."""
+
     def select(name: str, options: Sequence[str], current: str | None) -> str:
         opts = '<option value="">any</option>' + "".join(
             f"<option{' selected' if o == current else ''}>{esc(o)}</option>" for o in options
         )
         return f'<label>{name}<select name="{name}">{opts}</select></label>'
 
+    # The sort rides along as hidden fields, so filtering keeps the order.
+    keep_sort = "".join(
+        f'<input type="hidden" name="{esc(k)}" value="{esc(v)}">'
+        for k, v in sort.to_params().items()
+    )
     form = (
         '<form class="filters" method="get" action="/jobs">'
         + select(
@@ -118,6 +230,7 @@ def jobs_page(
         + f'<label>task<input name="task" value="{esc(query.task)}" placeholder="module.function"></label>'
         + f'<label>search arguments<input name="q" value="{esc(query.search)}" placeholder="text"></label>'
         + f'<label>where<input name="where" value="{esc(query.where)}" placeholder="kwargs.user_id=42; args.0=7"></label>'
+        + keep_sort
         + '<button class="btn primary" type="submit">Filter</button>'
         + ('<a class="btn" href="/jobs">Clear</a>' if not query.is_empty else "")
         + "</form>"
@@ -127,47 +240,63 @@ def jobs_page(
             else ""
         )
     )
-    rows = [
-        [
-            f'<a class="mono" href="/jobs/{esc(j.id)}">{esc(j.id)}</a>',
-            f'<span class="mono">{esc(j.task)}</span>',
-            esc(j.queue),
-            badge(j.state.value),
-            f"{j.attempt}/{j.max_attempts}",
-            f'<span class="args mono" title="{esc(args_text(j.payload))}">{esc(args_text(j.payload))}</span>',
-            ago(j.created_at),
-            ago(j.finished_at),
-        ]
-        for j in page.jobs
-    ]
+    with_errors = query.state is JobState.DEAD or any(shows_error(j) for j in page.jobs)
+    columns = [c for c in JOB_COLUMNS if c[0] != "error" or with_errors]
+    rows = []
+    for j in page.jobs:
+        cells = {
+            "id": f'<a class="mono" href="/jobs/{esc(j.id)}">{esc(j.id)}</a>',
+            "task": f'<span class="mono">{esc(j.task)}</span>',
+            "queue": esc(j.queue),
+            "state": badge(j.state.value),
+            "attempt": f"{j.attempt}/{j.max_attempts}",
+            "arguments": f'<span class="args mono" title="{esc(args_text(j.payload))}">'
+            f"{esc(args_text(j.payload))}</span>",
+            "error": error_cell(j),
+            "created": ago(j.created_at),
+            "finished": ago(j.finished_at),
+        }
+        rows.append([cells[name] for name, _ in columns])
     bulk = " ".join(
         f'<a class="btn{" danger" if a == "delete" else ""}" '
-        f'href="{url("/jobs/bulk", {**query.to_params(), "action": a})}">{label} all matching</a>'
-        for a, label in ACTION_LABELS.items()
+        f'href="{url("/jobs/bulk", {**query.to_params(), "action": a})}">'
+        f"{ACTION_LABELS[a]} all matching</a>"
+        for a in bulk_actions(query)
     )
+    here = {**query.to_params(), **sort.to_params(), "limit": str(limit)}
     nav = []
-    if after:
-        nav.append(
-            f'<a class="btn" href="{url("/jobs", {**query.to_params(), "limit": str(limit)})}">« First page</a>'
-        )
+    if paged:
+        nav.append(f'<a class="btn" href="{url("/jobs", here)}">« First page</a>')
     if page.next_after:
         nav.append(
-            f'<a class="btn" href="{url("/jobs", {**query.to_params(), "after": page.next_after, "limit": str(limit)})}">Next page »</a>'
+            f'<a class="btn" href="{url("/jobs", {**here, "after": page.next_after})}">Next page »</a>'
         )
-    scan = (
-        f" · search scanned {page.scanned} jobs and stopped; narrow the filters or go on"
-        if page.truncated
-        else ""
+    if page.next_offset is not None:
+        nav.append(
+            f'<a class="btn" href="{url("/jobs", {**here, "offset": str(page.next_offset)})}">Next page »</a>'
+        )
+    scan = ""
+    if page.truncated:
+        scan = (
+            f" · sorted only the newest {page.scanned} jobs these filters select; narrow them"
+            if not sort.by_id
+            else f" · search scanned {page.scanned} jobs and stopped; narrow the filters or go on"
+        )
+    order = (
+        "newest first"
+        if sort == Sort()
+        else f"by {sort.column}, " + ("descending" if sort.descending else "ascending")
     )
     return (
         "<h1>Jobs</h1>"
         + form
-        + f'<div class="bar"><span>{len(page.jobs)} shown{esc(scan)}</span>{bulk}</div>'
+        + f'<div class="bar"><span>{len(page.jobs)} shown, {esc(order)}{esc(scan)}</span>{bulk}</div>'
         + table(
-            ["id", "task", "queue", "state", "attempt", "arguments", "created", "finished"],
+            [name for name, _ in columns],
             rows,
             empty="No jobs match these filters.",
             cls="jobs",
+            head_html=[sort_link(name, col, query, sort, limit) for name, col in columns],
         )
         + f'<div class="bar">{"".join(nav)}</div>'
     )
@@ -216,7 +345,10 @@ def job_actions(job: JobRecord, csrf: str) -> str:
 
 
 def job_page(
-    job: JobRecord, attempts: Sequence[AttemptRecord], logs: Sequence[Any] | None, csrf: str
+    job: JobRecord,
+    attempts: Sequence[AttemptRecord],
+    logs: Sequence[JobLogRecord] | None,
+    csrf: str,
 ) -> str:
     fields = [
         ("task", f'<span class="mono">{esc(job.task)}</span>'),
@@ -250,23 +382,37 @@ def job_page(
     if logs is not None:
         log_rows = [
             [
-                utc(getattr(r, "ts", None)),
-                esc(getattr(r, "level", "")),
-                esc(getattr(r, "logger", "")),
-                f'<span class="mono">{esc(getattr(r, "message", ""))}</span>',
+                utc(r.ts),
+                esc(r.level),
+                esc(r.logger),
+                f'<span class="mono">{esc(r.message)}</span>',
             ]
             for r in logs
         ]
         html_logs = "<h2>Logs</h2>" + table(
             ["time", "level", "logger", "message"], log_rows, empty="No log records."
         )
+    # A failed or dead job's error is why the user opened it: first, above the fields.
+    failure = ""
+    history = f"<h2>Error</h2>{_error(job.error)}"
+    if shows_error(job):
+        title = {
+            JobState.DEAD: "Error",
+            JobState.CANCELLED: "Last error (then cancelled)",
+            JobState.RUNNING: "Last error (running again now)",
+        }.get(job.state, "Last error (will retry)")
+        failure = f'<section class="failure"><h2>{esc(title)}</h2>{_error(job.error)}</section>'
+        history = ""
+    elif job.error:
+        history = f"<h2>Error of an earlier attempt</h2>{_error(job.error, folded=True)}"
     return (
         f'<h1>Job <span class="mono">{esc(job.id)}</span> {badge(job.state.value)}</h1>'
         f'<div class="bar">{job_actions(job, csrf)}</div>'
+        f"{failure}"
         f'<dl class="fields">{dl}</dl>'
         f"<h2>Arguments</h2>{_pretty(job.payload)}"
         f"<h2>Result</h2>{_pretty(job.result)}"
-        f"<h2>Error</h2>{_error(job.error)}"
+        f"{history}"
         "<h2>Attempts</h2>"
         + table(
             ["#", "worker", "started", "took", "outcome", "error"],
@@ -308,11 +454,10 @@ def confirm_page(action: str, query: JobQuery, count: int, csrf: str) -> str:
     label = ACTION_LABELS[action]
     described = ", ".join(f"{k} = {v}" for k, v in query.to_params().items()) or "all jobs"
     hidden = {**query.to_params(), "action": action, "expected": str(count)}
-    note = {
-        "retry": "Only dead, cancelled and succeeded jobs are retried.",
-        "cancel": "Only scheduled, queued and running jobs are cancelled.",
-        "delete": "Deleted jobs and their attempts are gone for good.",
-    }[action]
+    states = ", ".join(s.value for s in action_states(action, query))
+    note = f"It acts only on {states} jobs."
+    if action == "delete":
+        note += " Deleted jobs and their attempts are gone for good."
     button = (
         post_button(
             "/jobs/bulk",
@@ -329,4 +474,15 @@ def confirm_page(action: str, query: JobQuery, count: int, csrf: str) -> str:
         f'<p><strong>{count}</strong> jobs match <span class="mono">{esc(described)}</span>. '
         f"{esc(note)}</p>"
         f'<div class="bar">{button}<a class="btn" href="{url("/jobs", query.to_params())}">Back</a></div>'
+    )
+
+
+def not_applicable_page(action: str, query: JobQuery) -> str:
+    """What a bulk action that does not apply to the filtered state answers (HTTP 409)."""
+    state = query.state.value if query.state else "these"
+    allowed = ", ".join(sorted(s.value for s in ACTION_STATES[action]))
+    return (
+        f"<h1>{esc(ACTION_LABELS[action])} does not apply to {esc(state)} jobs</h1>"
+        f"<p>{esc(ACTION_LABELS[action])} applies to {esc(allowed)} jobs.</p>"
+        f'<p><a class="btn" href="{url("/jobs", query.to_params())}">Back</a></p>'
     )

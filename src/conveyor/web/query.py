@@ -1,10 +1,13 @@
-"""What the dashboard asks the backend: filtered pages of jobs, and bulk actions.
+"""What the dashboard asks the backend: filtered, sorted pages of jobs, and bulk actions.
 
-Every filter the dashboard offers lives in :class:`JobQuery`. ``list_params`` is the one
-place that turns it into backend parameters; ``matches`` does, in Python, what the
-backend cannot do yet (searching the arguments text). When the backend learns a new
-filter (a time range, ``--where``), add the field here and map it in ``list_params``:
-the form, the paging links and the bulk actions all follow from the dataclass.
+Every filter the dashboard offers lives in :class:`JobQuery`, every order in
+:class:`Sort`. ``list_params`` is the one place that turns a query into backend
+parameters; ``matches`` does, in Python, what the backend cannot do yet (searching the
+arguments text). When the backend learns a new filter, add the field here and map it in
+``list_params``: the form, the paging links and the bulk actions all follow.
+
+The URL's ``sort`` text is only ever a key into :data:`SORT_KEYS` (a fixed table of
+Python key functions): it never reaches SQL or a method name.
 
 Example:
     >>> q = JobQuery.from_params({"queue": "mail", "state": "dead", "q": "alice"})
@@ -12,6 +15,8 @@ Example:
     <JobState.DEAD: 'dead'>
     >>> q.to_params()
     {'queue': 'mail', 'state': 'dead', 'q': 'alice'}
+    >>> Sort.from_params({"sort": "task"}), Sort.from_params({"sort": "id; DROP TABLE jobs"})
+    (Sort(column='task', descending=False), Sort(column='created', descending=True))
 """
 
 from __future__ import annotations
@@ -25,8 +30,12 @@ from conveyor.backends.base import (
     JobCancelParams,
     JobFilter,
     JobListParams,
+    JobLogListParams,
+    JobLogRecord,
     JobRecord,
     JobRetryParams,
+    QueuePauseParams,
+    QueueResumeParams,
     WhereCondition,
 )
 from conveyor.query import parse_where
@@ -34,8 +43,9 @@ from conveyor.states import JobState
 
 #: Rows read from the backend per round trip while searching or collecting a bulk set.
 SCAN_BATCH = 500
-#: A search reads at most this many rows before giving up on filling a page, so one
-#: request never scans an unbounded store (the page then says the scan was cut short).
+#: A search or a sort by another column than ``created`` reads at most this many rows
+#: (newest first), so one request never scans an unbounded store; the page says when
+#: it stopped early.
 SCAN_LIMIT = 20_000
 
 
@@ -102,8 +112,16 @@ class JobQuery:
                     return str(exc)
         return None
 
-    def list_params(self, *, after_id: str | None, limit: int) -> JobListParams:
-        """The backend's part of the query (the one mapping to change for new filters)."""
+    def list_params(
+        self,
+        *,
+        after_id: str | None,
+        limit: int,
+        descending: bool = False,
+        states: tuple[JobState, ...] = (),
+    ) -> JobListParams:
+        """The backend's part of the query (the one mapping to change for new filters);
+        ``states`` narrows further (a bulk action to the states it applies to)."""
         where = self.conditions()
         return JobListParams(
             queue=self.queue,
@@ -111,7 +129,8 @@ class JobQuery:
             task=self.task,
             after_id=after_id,
             limit=limit,
-            filter=JobFilter(where=where) if where else None,
+            filter=JobFilter(where=where, states=states) if where or states else None,
+            descending=descending,
         )
 
     def matches(self, job: JobRecord) -> bool:
@@ -119,42 +138,147 @@ class JobQuery:
         return self.search is None or self.search.lower() in job.payload.lower()
 
 
+# -- order -------------------------------------------------------------------------------
+
+
+def _finished_key(job: JobRecord) -> float | None:
+    return job.finished_at
+
+
+#: The jobs table's sortable columns: URL name -> (key, newest/largest first by default).
+#: A key returning None sorts last in both directions (an unfinished job has no time).
+SORT_KEYS: dict[str, tuple[Callable[[JobRecord], Any], bool]] = {
+    "created": (lambda j: j.id, True),  # ids are creation order
+    "finished": (_finished_key, True),
+    "task": (lambda j: j.task, False),
+    "queue": (lambda j: j.queue, False),
+    "state": (lambda j: j.state.value, False),
+    "attempt": (lambda j: j.attempt, True),
+}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Sort:
+    """The jobs table's order: newest first unless the URL says otherwise."""
+
+    column: str = "created"
+    descending: bool = True
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, str]) -> Sort:
+        """``sort`` must name a column of :data:`SORT_KEYS` (anything else: the default),
+        ``dir`` is ``asc`` or ``desc`` (anything else: the column's own default)."""
+        column = params.get("sort") or ""
+        if column not in SORT_KEYS:
+            return cls()
+        direction = params.get("dir")
+        default_desc = SORT_KEYS[column][1]
+        return cls(column, {"asc": False, "desc": True}.get(direction or "", default_desc))
+
+    def to_params(self) -> dict[str, str]:
+        """Query parameters for links (empty for the default order)."""
+        if self == Sort():
+            return {}
+        return {"sort": self.column, "dir": "desc" if self.descending else "asc"}
+
+    def toggled(self, column: str) -> Sort:
+        """What a click on ``column``'s header asks for: the other direction when the
+        table is already sorted by it, else that column's default direction.
+
+        >>> Sort().toggled("created"), Sort().toggled("task")
+        (Sort(column='created', descending=False), Sort(column='task', descending=False))
+        """
+        if column == self.column:
+            return Sort(column, not self.descending)
+        return Sort(column, SORT_KEYS[column][1])
+
+    @property
+    def by_id(self) -> bool:
+        """Creation order, which the backend pages itself (keyset paging on the id)."""
+        return self.column == "created"
+
+    def apply(self, jobs: Sequence[JobRecord]) -> list[JobRecord]:
+        """``jobs`` in this order; ties (and jobs without a value, last) newest first."""
+        key = SORT_KEYS[self.column][0]
+        newest = sorted(jobs, key=lambda j: j.id, reverse=True)
+        with_value = [j for j in newest if key(j) is not None]
+        without = [j for j in newest if key(j) is None]
+        return sorted(with_value, key=key, reverse=self.descending) + without
+
+
+# -- pages -------------------------------------------------------------------------------
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Page:
     jobs: list[JobRecord]
-    next_after: str | None  # pass as ``after`` for the next page; None on the last page
+    next_after: str | None  # creation order: pass as ``after`` for the next page
+    next_offset: int | None  # other orders: pass as ``offset`` for the next page
     scanned: int
-    truncated: bool  # the search hit SCAN_LIMIT before the page was full
+    truncated: bool  # the scan hit SCAN_LIMIT (a search or a sort over a large set)
 
 
-def job_page(backend: Backend, query: JobQuery, *, after_id: str | None, limit: int) -> Page:
-    """One page of matching jobs in id (creation) order, after ``after_id``."""
+def job_page(
+    backend: Backend,
+    query: JobQuery,
+    sort: Sort = Sort(),
+    *,
+    after_id: str | None = None,
+    offset: int = 0,
+    limit: int = 50,
+) -> Page:
+    """One page of matching jobs in ``sort`` order: after ``after_id`` in creation order
+    (paged by the backend), else at ``offset`` of at most SCAN_LIMIT newest matches."""
+    if not sort.by_id:
+        return _sorted_page(backend, query, sort, offset=offset, limit=limit)
+    desc = sort.descending
     if query.search is None:
-        found = backend.job_list(query.list_params(after_id=after_id, limit=limit + 1))
+        params = query.list_params(after_id=after_id, limit=limit + 1, descending=desc)
+        found = backend.job_list(params)
         more = len(found) > limit
-        return Page(found[:limit], found[limit - 1].id if more else None, len(found), False)
+        return Page(found[:limit], found[limit - 1].id if more else None, None, len(found), False)
     jobs: list[JobRecord] = []
     scanned = 0
-    cursor = after_id
-    for job in _scan(backend, query, cursor):
+    for job in _scan(backend, query, after_id, descending=desc):
         scanned += 1
         if query.matches(job):
             if len(jobs) == limit:  # one more match exists: there is a next page
-                return Page(jobs, jobs[-1].id, scanned, False)
+                return Page(jobs, jobs[-1].id, None, scanned, False)
             jobs.append(job)
         if scanned >= SCAN_LIMIT:
-            return Page(jobs, job.id, scanned, True)
-    return Page(jobs, None, scanned, False)
+            return Page(jobs, job.id, None, scanned, True)
+    return Page(jobs, None, None, scanned, False)
 
 
-def matching_ids(backend: Backend, query: JobQuery) -> list[str]:
-    """Every id the query matches now (for bulk actions and their count)."""
-    return [job.id for job in _scan(backend, query, None) if query.matches(job)]
+def _sorted_page(backend: Backend, query: JobQuery, sort: Sort, *, offset: int, limit: int) -> Page:
+    found: list[JobRecord] = []
+    scanned = 0
+    truncated = False
+    for job in _scan(backend, query, None, descending=True):
+        scanned += 1
+        if query.matches(job):
+            found.append(job)
+        if scanned >= SCAN_LIMIT:
+            truncated = True
+            break
+    ordered = sort.apply(found)
+    end = offset + limit
+    return Page(ordered[offset:end], None, end if len(ordered) > end else None, scanned, truncated)
 
 
-def _scan(backend: Backend, query: JobQuery, after_id: str | None) -> Iterator[JobRecord]:
+def _scan(
+    backend: Backend,
+    query: JobQuery,
+    after_id: str | None,
+    *,
+    descending: bool = False,
+    states: tuple[JobState, ...] = (),
+) -> Iterator[JobRecord]:
     while True:
-        batch = backend.job_list(query.list_params(after_id=after_id, limit=SCAN_BATCH))
+        params = query.list_params(
+            after_id=after_id, limit=SCAN_BATCH, descending=descending, states=states
+        )
+        batch = backend.job_list(params)
         yield from batch
         if len(batch) < SCAN_BATCH:
             return
@@ -163,12 +287,42 @@ def _scan(backend: Backend, query: JobQuery, after_id: str | None) -> Iterator[J
 
 # -- actions -----------------------------------------------------------------------------
 
-#: Which states each action applies to; buttons are shown only where they do something.
+#: Which states each action applies to: buttons are shown only there, and the server
+#: refuses the others. Retry re-runs what ended badly; cancel stops what has not ended;
+#: a running job is cancelled (the worker stops it), never deleted under its worker.
 ACTION_STATES: dict[str, frozenset[JobState]] = {
-    "retry": frozenset({JobState.DEAD, JobState.CANCELLED, JobState.SUCCEEDED}),
-    "cancel": frozenset({JobState.SCHEDULED, JobState.QUEUED, JobState.RUNNING}),
-    "delete": frozenset(JobState),
+    "retry": frozenset({JobState.DEAD, JobState.CANCELLED}),
+    "cancel": frozenset({JobState.WAITING, JobState.SCHEDULED, JobState.QUEUED, JobState.RUNNING}),
+    "delete": frozenset(JobState) - {JobState.RUNNING},
 }
+
+
+def action_states(action: str, query: JobQuery) -> tuple[JobState, ...]:
+    """The states a bulk ``action`` on ``query`` acts on (empty: it does not apply).
+
+    >>> action_states("cancel", JobQuery(state=JobState.DEAD))
+    ()
+    >>> action_states("retry", JobQuery())
+    (<JobState.CANCELLED: 'cancelled'>, <JobState.DEAD: 'dead'>)
+    """
+    allowed = ACTION_STATES[action]
+    if query.state is not None:
+        return (query.state,) if query.state in allowed else ()
+    return tuple(sorted(allowed))
+
+
+def bulk_actions(query: JobQuery) -> list[str]:
+    """The bulk actions that apply to ``query``'s jobs (what the jobs page offers)."""
+    return [a for a in ACTION_STATES if action_states(a, query)]
+
+
+def matching_ids(backend: Backend, query: JobQuery, action: str) -> list[str]:
+    """Every id the query matches now among the states ``action`` applies to (for bulk
+    actions and their count)."""
+    states = action_states(action, query)
+    if not states:
+        return []
+    return [j.id for j in _scan(backend, query, None, states=states) if query.matches(j)]
 
 
 def apply_action(backend: Backend, action: str, ids: Sequence[str]) -> int:
@@ -196,37 +350,21 @@ def apply_action(backend: Backend, action: str, ids: Sequence[str]) -> int:
     return done
 
 
-# -- optional backend capabilities (added by the ops work; absent on older backends) -----
-
-
-def pause_supported(backend: Backend) -> bool:
-    return hasattr(backend, "queue_pause") and hasattr(backend, "queue_resume")
+# -- queues and logs ---------------------------------------------------------------------
 
 
 def set_paused(backend: Backend, queue: str, paused: bool) -> None:
-    """Call ``queue_pause``/``queue_resume`` with their params dataclass when it exists."""
-    from conveyor.backends import base
-
-    name = "Pause" if paused else "Resume"
-    method: Callable[[Any], None] = getattr(backend, f"queue_{name.lower()}")
-    params_cls = getattr(base, f"Queue{name}Params", None)
-    method(params_cls(queue=queue) if params_cls is not None else queue)
+    if paused:
+        backend.queue_pause(QueuePauseParams(queue=queue))
+    else:
+        backend.queue_resume(QueueResumeParams(queue=queue))
 
 
 def paused_queues(backend: Backend) -> set[str]:
-    """Names of paused queues, when the backend can tell (``queue_list``)."""
-    queue_list: Callable[[], list[Any]] | None = getattr(backend, "queue_list", None)
-    if queue_list is None:
-        return set()
-    return {q.queue for q in queue_list() if getattr(q, "paused", False)}
+    """Names of paused queues."""
+    return {q.queue for q in backend.queue_list() if q.paused}
 
 
-def job_logs(backend: Backend, job_id: str) -> list[Any] | None:
-    """A job's captured log records, or None when the backend does not store logs."""
-    from conveyor.backends import base
-
-    log_list: Callable[[Any], list[Any]] | None = getattr(backend, "job_log_list", None)
-    params_cls = getattr(base, "JobLogListParams", None)
-    if log_list is None or params_cls is None:
-        return None
-    return log_list(params_cls(job_id=job_id, limit=1000))
+def job_logs(backend: Backend, job_id: str) -> list[JobLogRecord]:
+    """A job's captured log records (at most 1000)."""
+    return backend.job_log_list(JobLogListParams(job_id=job_id, limit=1000))

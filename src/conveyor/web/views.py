@@ -27,11 +27,12 @@ from conveyor.web.html import esc, layout
 from conveyor.web.query import (
     ACTION_STATES,
     JobQuery,
+    Sort,
+    action_states,
     apply_action,
     job_logs,
     job_page,
     matching_ids,
-    pause_supported,
     paused_queues,
     set_paused,
 )
@@ -78,25 +79,33 @@ async def overview(request: Request) -> Response:
     stats = await run_in_threadpool(backend.queue_stats)
     workers = await run_in_threadpool(backend.worker_list)
     paused = await run_in_threadpool(paused_queues, backend)
+    history = await run_in_threadpool(state.history.read, backend, time.time())
     body = pages.overview_page(
-        stats,
-        state.ring,
-        workers=len(workers),
-        paused=paused,
-        can_pause=pause_supported(backend),
-        csrf=_csrf(request),
+        stats, history, workers=len(workers), paused=paused, csrf=_csrf(request)
     )
     return _render(request, "Overview", body, active="/", refresh=True)
 
 
 async def jobs(request: Request) -> Response:
     state = dashboard(request)
-    query = JobQuery.from_params(request.query_params)
-    after = request.query_params.get("after") or None
-    limit = _int(request.query_params.get("limit"), state.page_size, 1, MAX_PAGE)
-    found = await run_in_threadpool(job_page, state.backend, query, after_id=after, limit=limit)
+    params = request.query_params
+    query = JobQuery.from_params(params)
+    sort = Sort.from_params(params)
+    after = (params.get("after") or None) if sort.by_id else None
+    offset = 0 if sort.by_id else _int(params.get("offset"), 0, 0, 10**9)
+    limit = _int(params.get("limit"), state.page_size, 1, MAX_PAGE)
+    found = await run_in_threadpool(
+        job_page, state.backend, query, sort, after_id=after, offset=offset, limit=limit
+    )
     stats = await run_in_threadpool(state.backend.queue_stats)
-    body = pages.jobs_page(query, found, queues=[s.queue for s in stats], after=after, limit=limit)
+    body = pages.jobs_page(
+        query,
+        found,
+        sort=sort,
+        queues=[s.queue for s in stats],
+        paged=bool(after or offset),
+        limit=limit,
+    )
     return _render(request, "Jobs", body, active="/jobs")
 
 
@@ -105,30 +114,47 @@ async def job_detail(request: Request) -> Response:
     job_id = request.path_params["job_id"]
     found = await run_in_threadpool(backend.job_get_many, [job_id])
     if not found:
-        return _render(
-            request,
-            "Not found",
-            f'<h1>No job {esc(job_id)}</h1><p><a href="/jobs">Back to jobs</a></p>',
-            active="/jobs",
-            status_code=404,
-        )
+        return _not_found(request, job_id)
     attempts = await run_in_threadpool(backend.job_attempts, job_id)
     logs = await run_in_threadpool(job_logs, backend, job_id)
     body = pages.job_page(found[0], attempts, logs, _csrf(request))
     return _render(request, f"Job {job_id}", body, active="/jobs")
 
 
+def _not_found(request: Request, job_id: str) -> Response:
+    return _render(
+        request,
+        "Not found",
+        f'<h1>No job {esc(job_id)}</h1><p><a href="/jobs">Back to jobs</a></p>',
+        active="/jobs",
+        status_code=404,
+    )
+
+
 async def job_action(request: Request) -> Response:
+    """Act on one job, if the action applies to its state (the page offers only those;
+    this refuses the rest, so a stale page or a hand-made POST changes nothing)."""
     backend = dashboard(request).backend
     job_id, action = request.path_params["job_id"], request.path_params["action"]
     if action not in ACTION_STATES:
         return PlainTextResponse(f"unknown action {action!r}", status_code=404)
-    done = await run_in_threadpool(apply_action, backend, action, [job_id])
+    found = await run_in_threadpool(backend.job_get_many, [job_id])
+    if not found:
+        return _not_found(request, job_id)
+    job = found[0]
     verb = {"retry": "retried", "cancel": "cancelled", "delete": "deleted"}[action]
+    page = f"/jobs/{quote(job_id, safe='')}"
+    if job.state not in ACTION_STATES[action]:
+        message = f"Job {job_id} is {job.state.value}: {action} does not apply, nothing done."
+        body = (
+            f'<h1>{esc(message)}</h1><p><a class="btn" href="{esc(page)}">Back to the job</a></p>'
+        )
+        return _render(request, "Not applicable", body, active="/jobs", status_code=409)
+    done = await run_in_threadpool(apply_action, backend, action, [job_id])
     flash = (
         f"Job {job_id} {verb}." if done else f"Job {job_id} was not {verb} (its state changed?)."
     )
-    target = "/jobs" if action == "delete" and done else f"/jobs/{quote(job_id, safe='')}"
+    target = "/jobs" if action == "delete" and done else page
     return RedirectResponse(f"{target}?{urlencode({'flash': flash})}", status_code=303)
 
 
@@ -138,21 +164,28 @@ async def bulk_confirm(request: Request) -> Response:
     if action not in ACTION_STATES:
         return PlainTextResponse(f"unknown action {action!r}", status_code=404)
     query = JobQuery.from_params(request.query_params)
-    ids = await run_in_threadpool(matching_ids, backend, query)
+    if not action_states(action, query):
+        body = pages.not_applicable_page(action, query)
+        return _render(request, "Not applicable", body, active="/jobs", status_code=409)
+    ids = await run_in_threadpool(matching_ids, backend, query, action)
     body = pages.confirm_page(action, query, len(ids), _csrf(request))
     return _render(request, "Confirm", body, active="/jobs")
 
 
 async def bulk_action(request: Request) -> Response:
-    """Act on every job matching the submitted filters, if the count is still the one the
-    user confirmed; otherwise show the confirmation again with the new count."""
+    """Act on every job matching the submitted filters (in the states the action applies
+    to), if the count is still the one the user confirmed; otherwise show the
+    confirmation again with the new count."""
     backend = dashboard(request).backend
     fields = await form_fields(request)
     action = fields.get("action", "")
     if action not in ACTION_STATES:
         return PlainTextResponse(f"unknown action {action!r}", status_code=404)
     query = JobQuery.from_params(fields)
-    ids = await run_in_threadpool(matching_ids, backend, query)
+    if not action_states(action, query):
+        body = pages.not_applicable_page(action, query)
+        return _render(request, "Not applicable", body, active="/jobs", status_code=409)
+    ids = await run_in_threadpool(matching_ids, backend, query, action)
     if str(len(ids)) != fields.get("expected"):
         body = (
             "<p>The number of matching jobs changed since you confirmed.</p>"
@@ -169,8 +202,8 @@ async def bulk_action(request: Request) -> Response:
 async def queue_action(request: Request) -> Response:
     backend = dashboard(request).backend
     queue, action = request.path_params["queue"], request.path_params["action"]
-    if action not in ("pause", "resume") or not pause_supported(backend):
-        return PlainTextResponse("this backend cannot pause queues", status_code=404)
+    if action not in ("pause", "resume"):
+        return PlainTextResponse(f"unknown action {action!r}", status_code=404)
     await run_in_threadpool(set_paused, backend, queue, action == "pause")
     flash = f"Queue {queue} {'paused' if action == 'pause' else 'resumed'}."
     return RedirectResponse(f"/?{urlencode({'flash': flash})}", status_code=303)

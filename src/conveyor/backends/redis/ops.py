@@ -27,10 +27,12 @@ from typing import Any
 from redis.commands.core import Script
 
 from conveyor.backends.base import (
+    FinishedBucket,
     IntegrityCheckParams,
     IntegrityProblem,
     JobCountParams,
     JobFilter,
+    JobFinishedHistogramParams,
     JobImport,
     JobImportParams,
     JobListParams,
@@ -42,6 +44,7 @@ from conveyor.backends.base import (
     QueueInfo,
     QueuePauseParams,
     QueueResumeParams,
+    check_histogram,
 )
 from conveyor.backends.redis import integrity, reads
 from conveyor.backends.redis.connection import Unavailable
@@ -92,6 +95,7 @@ class _OpsScripts:
             return Script(client, load_source(name))
 
         self.integrity_check = load("integrity_check")
+        self.job_finished_histogram = load("job_finished_histogram")
         self.job_import = load("job_import")
         self.job_log_insert = load("job_log_insert")
         self.job_purge = load("job_purge")
@@ -146,11 +150,20 @@ class RedisOpsMixin:
 
     # -- jobs by filter ------------------------------------------------------------------
 
-    def _scan(self, filters: Sequence[JobFilter], after_id: str | None) -> Iterator[JobRecord]:
-        """Matching jobs in id order after ``after_id`` (one page of hashes per trip)."""
-        cursor = "-" if after_id is None else "(" + after_id
+    def _scan(
+        self, filters: Sequence[JobFilter], after_id: str | None, descending: bool = False
+    ) -> Iterator[JobRecord]:
+        """Matching jobs in id order after ``after_id`` (one page of hashes per trip);
+        ``descending``: newest first, ``after_id`` then bounds from above."""
+        if descending:
+            cursor = "+" if after_id is None else "(" + after_id
+        else:
+            cursor = "-" if after_id is None else "(" + after_id
         while True:
-            ids = self._client.zrangebylex(self.keys.jobs, cursor, "+", 0, SCAN_PAGE)
+            if descending:
+                ids = self._client.zrevrangebylex(self.keys.jobs, cursor, "-", 0, SCAN_PAGE)
+            else:
+                ids = self._client.zrangebylex(self.keys.jobs, cursor, "+", 0, SCAN_PAGE)
             for record in reads.get_jobs(self._client, self.keys, ids):
                 if all(matches(f, record) for f in filters):
                     yield record
@@ -166,7 +179,7 @@ class RedisOpsMixin:
         found: list[JobRecord] = []
         with self._guard:
             self._prune()
-            for record in self._scan(filters, params.after_id):
+            for record in self._scan(filters, params.after_id, params.descending):
                 found.append(record)
                 if len(found) >= params.limit:
                     break
@@ -299,6 +312,31 @@ class RedisOpsMixin:
             return integrity.audit(
                 self._client, self.keys, self._ops.integrity_check, params.heartbeat_ttl
             )
+
+    # -- throughput history (the dashboard's chart) --------------------------------------
+
+    def job_finished_histogram(self, params: JobFinishedHistogramParams) -> list[FinishedBucket]:
+        """Read from the expiry index, whose score is the store's finish time plus this
+        backend's ``result_ttl``: open the reader with the workers' ``result_ttl``."""
+        k = self.keys
+        with self._guard:
+            now = self._server_time()
+            check_histogram(params, now)
+            count = max(0, int((now - params.since) // params.bucket_s) + 1)
+            starts = [params.since + n * params.bucket_s for n in range(count)]
+            # One script call per bucket, pipelined: each holds Redis for one bucket only.
+            pipe = self._client.pipeline(transaction=False)
+            for start in starts:
+                bounds = [repr(start + self._ttl), repr(start + params.bucket_s + self._ttl)]
+                self._ops.job_finished_histogram([k.base, k.expiry], bounds, client=pipe)
+            replies = pipe.execute()
+        out: list[FinishedBucket] = []
+        for start, flat in zip(starts, replies, strict=True):
+            for i in range(0, len(flat), 3):
+                out.append(
+                    FinishedBucket(start, str(flat[i]), JobState(flat[i + 1]), int(flat[i + 2]))
+                )
+        return sorted(out, key=lambda b: (b.start, b.queue, b.state))
 
 
 def _import_entry(item: JobImport) -> list[object]:

@@ -24,10 +24,12 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 
 from conveyor.backends.base import (
+    FinishedBucket,
     IntegrityCheckParams,
     IntegrityProblem,
     JobCountParams,
     JobFilter,
+    JobFinishedHistogramParams,
     JobImportParams,
     JobListParams,
     JobLogInsertParams,
@@ -39,8 +41,10 @@ from conveyor.backends.base import (
     QueuePauseParams,
     QueueResumeParams,
     QueueStats,
+    check_histogram,
 )
 from conveyor.backends.sqlite import rows
+from conveyor.backends.sqlite.connection import load_query
 from conveyor.backends.sqlite.filters import filter_sql
 from conveyor.errors import ConveyorError
 from conveyor.states import FINISHED_STATES, JobState
@@ -48,6 +52,8 @@ from conveyor.states import FINISHED_STATES, JobState
 #: Text of the record stored in place of the first record past a job's log bound.
 TRUNCATED_MESSAGE = "log truncated: this job reached its limit of {limit} records"
 TRUNCATED_LOGGER = "conveyor.logs"
+#: Loaded here rather than in the backend's query table: only the dashboard reads it.
+_HISTOGRAM_SQL = load_query("job_finished_histogram")
 
 
 class SQLiteOpsMixin:
@@ -73,9 +79,10 @@ class SQLiteOpsMixin:
         sql_b, args_b = filter_sql(params.filter or JobFilter())
         where, args = f"({sql_a}) AND ({sql_b})", [*args_a, *args_b]
         if params.after_id is not None:
-            where += " AND id > ?"
+            where += " AND id < ?" if params.descending else " AND id > ?"
             args.append(params.after_id)
-        sql = f"SELECT {rows.JOB_COLUMNS} FROM jobs WHERE {where} ORDER BY id LIMIT ?"
+        order = "id DESC" if params.descending else "id"
+        sql = f"SELECT {rows.JOB_COLUMNS} FROM jobs WHERE {where} ORDER BY {order} LIMIT ?"
         return [rows.job_record(r) for r in self._read(sql, [*args, params.limit])]
 
     def job_count(self, params: JobCountParams) -> int:
@@ -234,6 +241,18 @@ class SQLiteOpsMixin:
                 self._conn.backup(target, pages=1024, progress=step)
         finally:
             target.close()
+
+    # -- throughput history (the dashboard's chart) --------------------------------------
+
+    def job_finished_histogram(self, params: JobFinishedHistogramParams) -> list[FinishedBucket]:
+        check_histogram(params, time.time())
+        found = self._read(_HISTOGRAM_SQL, {"since": params.since, "bucket_s": params.bucket_s})
+        return [
+            FinishedBucket(
+                params.since + int(str(b)) * params.bucket_s, str(q), JobState(str(s)), int(str(n))
+            )
+            for b, q, s, n in found
+        ]
 
 
 _IMPORTABLE = frozenset({JobState.QUEUED, JobState.SCHEDULED, *FINISHED_STATES})

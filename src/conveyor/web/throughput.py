@@ -1,0 +1,95 @@
+"""Throughput history for the overview chart, read from the store (never sampled).
+
+The store answers "jobs finished per minute since T" (``job_finished_histogram``, from
+the jobs' own finish times), so the chart shows the last hour as soon as the dashboard
+starts, and every dashboard on one store shows the same numbers. Deleted or purged jobs
+leave the history; a manual retry takes a job out of it until it finishes again.
+
+Complete minutes rarely change, so a :class:`ThroughputHistory` re-reads the whole hour
+only every ``full_every`` seconds and otherwise just the minutes since its last read:
+an overview open in several tabs, refreshing every 5 s, stays cheap on a busy store.
+
+Example:
+    >>> import time
+    >>> from conveyor.backends.sqlite.backend import SQLiteBackend
+    >>> history = ThroughputHistory(minutes=3).read(SQLiteBackend("sqlite:///:memory:"), time.time())
+    >>> len(history.starts), history.starts[1] - history.starts[0], history.totals()
+    (3, 60.0, [0, 0, 0])
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+
+from conveyor.backends.base import Backend, FinishedBucket, JobFinishedHistogramParams
+from conveyor.states import JobState
+
+#: The states the chart stacks, bottom up (the finished states of :mod:`conveyor.states`).
+CHART_STATES = (JobState.SUCCEEDED, JobState.DEAD, JobState.CANCELLED)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class History:
+    """Finished jobs per bucket: ``starts[i]`` is bucket i's first second (UTC epoch)."""
+
+    starts: list[float]
+    bucket_s: int
+    buckets: list[FinishedBucket]
+
+    def _series(self, keep: set[JobState] | None, queue: str | None) -> list[int]:
+        index = {start: i for i, start in enumerate(self.starts)}
+        out = [0] * len(self.starts)
+        for b in self.buckets:
+            i = index.get(b.start)
+            wanted = (keep is None or b.state in keep) and (queue is None or b.queue == queue)
+            if i is not None and wanted:
+                out[i] += b.count
+        return out
+
+    def by_state(self) -> dict[JobState, list[int]]:
+        """Counts per bucket for each chart state (every state present, zeros included)."""
+        return {s: self._series({s}, None) for s in CHART_STATES}
+
+    def totals(self, queue: str | None = None) -> list[int]:
+        """All finished jobs per bucket, of one queue or of all."""
+        return self._series(None, queue)
+
+
+class ThroughputHistory:
+    """The last ``minutes`` buckets of ``bucket_s`` seconds, the current one last.
+
+    Thread-safe: page requests run in a thread pool and share one instance.
+    """
+
+    def __init__(self, minutes: int = 60, bucket_s: int = 60, full_every: float = 60.0) -> None:
+        self.minutes = minutes
+        self.bucket_s = bucket_s
+        self.full_every = full_every
+        self._lock = threading.Lock()
+        self._buckets: list[FinishedBucket] = []
+        self._full_at: float | None = None  # when the whole window was last read
+        self._fresh_from: float = 0.0  # buckets from here on are re-read every time
+
+    def read(self, backend: Backend, now: float) -> History:
+        current = now // self.bucket_s * self.bucket_s
+        first = current - (self.minutes - 1) * self.bucket_s
+        starts = [first + i * self.bucket_s for i in range(self.minutes)]
+        with self._lock:
+            if (
+                self._full_at is None
+                or now - self._full_at >= self.full_every
+                or now < self._full_at
+            ):
+                since, self._full_at = first, now
+                kept: list[FinishedBucket] = []
+            else:
+                # The bucket that was current at the last read may have grown since.
+                since = max(first, self._fresh_from)
+                kept = [b for b in self._buckets if first <= b.start < since]
+            fresh = backend.job_finished_histogram(
+                JobFinishedHistogramParams(since=since, bucket_s=self.bucket_s)
+            )
+            self._buckets = kept + [b for b in fresh if b.start <= current]
+            self._fresh_from = current
+            return History(starts, self.bucket_s, list(self._buckets))
