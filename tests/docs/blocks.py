@@ -13,7 +13,9 @@ A page is read top to bottom as one user session in one empty directory:
 - an HTML comment on the line before a block changes that:
   ``<!-- not-run: why -->`` skips it (the reason is required), and
   ``<!-- background: why -->`` starts a shell block in the background (a worker, a
-  server); it gets SIGTERM after the page's last block and must then exit 0.
+  server); it gets SIGTERM after the page's last block and must then exit 0;
+  ``<!-- exit: N -->`` says every command of a shell block exits with status N (an
+  example of an error message: it runs, and must fail the way the page says).
 
 Every fence must say its language; blocks in other languages (``text``, ``mermaid``,
 ``ini``, ``dockerfile``...) are not run by this test.
@@ -35,7 +37,7 @@ SHELL_LANGS = frozenset({"bash", "sh", "shell", "zsh"})
 CONSOLE_LANGS = frozenset({"console"})
 
 _FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
-_MARKER = re.compile(r"^<!--\s*(?P<key>not-run|background)\s*:\s*(?P<why>.*?)\s*-->$")
+_MARKER = re.compile(r"^<!--\s*(?P<key>not-run|background|exit)\s*:\s*(?P<why>.*?)\s*-->$")
 _FILE_COMMENT = re.compile(r"^#\s*(?P<name>[\w./-]+\.py)\s*(?:#.*)?$")
 
 
@@ -52,6 +54,7 @@ class Block:
     text: str
     skip: str | None = None  # the not-run reason
     background: bool = False
+    exit_status: int = 0  # what every command of a shell block must exit with
 
     @property
     def kind(self) -> str:
@@ -123,24 +126,30 @@ def parse(markdown: str) -> list[Block]:
         while j < len(lines) and not lines[j].strip().startswith(fence):
             body.append(lines[j][indent:] if lines[j][:indent].isspace() else lines[j])
             j += 1
-        skip, background = _marker(lines, i)
-        blocks.append(Block(i + 1, lang, "\n".join(body) + "\n", skip, background))
+        skip, background, status = _marker(lines, i)
+        blocks.append(Block(i + 1, lang, "\n".join(body) + "\n", skip, background, status))
         i = j + 1
     return blocks
 
 
-def _marker(lines: list[str], fence_index: int) -> tuple[str | None, bool]:
-    """The ``not-run`` reason and ``background`` flag from the line before a fence."""
+def _marker(lines: list[str], fence_index: int) -> tuple[str | None, bool, int]:
+    """The ``not-run`` reason, ``background`` flag and ``exit`` status from the line
+    before a fence."""
     k = fence_index - 1
     while k >= 0 and not lines[k].strip():
         k -= 1
     if k < 0:
-        return None, False
+        return None, False, 0
     match = _MARKER.match(lines[k].strip())
     if not match:
-        return None, False
-    if not match.group("why"):
-        raise PageError(f"line {k + 1}: a {match.group('key')} marker needs a reason")
-    if match.group("key") == "not-run":
-        return match.group("why"), False
-    return None, True
+        return None, False, 0
+    key, why = match.group("key"), match.group("why")
+    if not why:
+        raise PageError(f"line {k + 1}: a {key} marker needs a reason")
+    if key == "not-run":
+        return why, False, 0
+    if key == "exit":
+        if not why.isdigit():
+            raise PageError(f"line {k + 1}: an exit marker needs a status: <!-- exit: 1 -->")
+        return None, False, int(why)
+    return None, True, 0

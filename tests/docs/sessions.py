@@ -131,13 +131,15 @@ class ShellSession:
         printed = out.read_text(errors="replace") if out.exists() else ""
         return int(rc.read_text()), printed
 
-    def run(self, command: str, where: str) -> str:
+    def run(self, command: str, where: str, expect: int = 0) -> str:
+        """Run one command; it must exit ``expect``. Returns what it printed."""
         out = self._dir / f"{self._n + 1}.out"
         status, printed = self._send(
             f"{{ {command}\n}} </dev/null >{out} 2>&1", where, BLOCK_TIMEOUT
         )
-        if status != 0:
-            raise BlockFailed(f"{where}: `{command}` exited {status}:\n{printed[-4000:]}")
+        if status != expect:
+            want = "" if expect == 0 else f" (the page says it exits {expect})"
+            raise BlockFailed(f"{where}: `{command}` exited {status}{want}:\n{printed[-4000:]}")
         return printed
 
     def start(self, command: str, where: str) -> None:
@@ -187,7 +189,7 @@ def run_page(blocks: Sequence[Block], workdir: Path, page: str = "page") -> None
                     if block.background:
                         shell.start(command, where)
                     else:
-                        shell.run(command, where)
+                        shell.run(command, where, expect=block.exit_status)
         if shell is not None:
             shell.stop_background()
     finally:

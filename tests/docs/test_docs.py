@@ -74,3 +74,15 @@ def test_a_fence_without_a_language_is_refused() -> None:
 def test_a_marker_needs_a_reason() -> None:
     with pytest.raises(PageError, match="needs a reason"):
         parse("<!-- not-run: -->\n```bash\nls\n```\n")
+
+
+def test_an_exit_marker_runs_an_error_example_and_checks_its_status(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    run_page(
+        parse("<!-- exit: 2 -->\n```console\n$ conveyor no-such-command\n```\n"), tmp_path / "a"
+    )
+    with pytest.raises(BlockFailed, match=r"exited 2 \(the page says it exits 1\)"):
+        run_page(
+            parse("<!-- exit: 1 -->\n```bash\nconveyor no-such-command\n```\n"), tmp_path / "b"
+        )
