@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -67,6 +68,13 @@ class PythonSession:
         request = {"kind": block.kind, "code": block.text, "name": where}
         self._proc.stdin.write(json.dumps(request) + "\n")
         self._proc.stdin.flush()
+        # One answer line per request, so nothing is left buffered between requests and
+        # select() on the pipe tells whether the answer came in time.
+        ready, _, _ = select.select([self._proc.stdout], [], [], BLOCK_TIMEOUT)
+        if not ready:
+            raise BlockFailed(
+                f"{where}: still running after {BLOCK_TIMEOUT:.0f} s\n{self._printed()}"
+            )
         line = self._proc.stdout.readline()
         if not line:
             raise BlockFailed(f"{where}: the Python session died\n{self._printed()}")
@@ -83,8 +91,8 @@ class PythonSession:
     def close(self) -> None:
         if self._proc.stdin is not None:
             self._proc.stdin.close()
-        try:
-            self._proc.wait(timeout=10)
+        try:  # it ends at EOF at once, unless a block is still running (a failure)
+            self._proc.wait(timeout=2)
         except subprocess.TimeoutExpired:
             self._proc.kill()
             self._proc.wait()
@@ -179,7 +187,9 @@ def run_page(blocks: Sequence[Block], workdir: Path, page: str = "page") -> None
                 continue
             if block.kind == "file":
                 assert block.file_name is not None
-                (workdir / block.file_name).write_text(block.text, encoding="utf-8")
+                target = workdir / block.file_name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(block.text, encoding="utf-8")
             elif block.kind in ("python", "pycon"):
                 python = python or PythonSession(workdir, env)
                 python.run(block, where)

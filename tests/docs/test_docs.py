@@ -86,3 +86,11 @@ def test_an_exit_marker_runs_an_error_example_and_checks_its_status(tmp_path: Pa
         run_page(
             parse("<!-- exit: 1 -->\n```bash\nconveyor no-such-command\n```\n"), tmp_path / "b"
         )
+
+
+def test_a_python_block_that_hangs_fails_in_bounded_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("tests.docs.sessions.BLOCK_TIMEOUT", 0.5)
+    with pytest.raises(BlockFailed, match="page:1: still running after"):
+        run_page(parse("```python\nimport time\ntime.sleep(5)\n```\n"), tmp_path)
