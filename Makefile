@@ -1,8 +1,21 @@
-# Set-up and the two commands the README starts with. Everything installs into .venv
-# (Python 3.11); the benchmark has its own .venv-bench (Python 3.12), below.
-PY ?= python3.11
+# Set-up and the two commands the README starts with. Everything installs into .venv,
+# made with the first Python >= 3.11 found on PATH (newest first; `make PY=/path/to/python`
+# to choose). What is installed depends on the command: `make demo` only the package
+# (the demo is SQLite only: click and rich), `make test` the dev and bench extras (the
+# tests, and the quick benchmark test). One venv serves both: each set has its own stamp,
+# so `make test` after `make demo` upgrades the venv, and `make demo` after `make test`
+# finds everything it needs.
+PY_CANDIDATES := python3.13 python3.12 python3.11 python3
+# Each candidate is run, not just looked up: a pyenv shim exists for every installed
+# version but fails unless that version is selected.
+ifndef PY
+PY := $(shell for p in $(PY_CANDIDATES); do \
+	$$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1 && { echo $$p; break; }; \
+	done)
+endif
 VENV := .venv
 BIN := $(VENV)/bin
+DEMO_ARGS ?=
 
 # The benchmark's own environment: every arm (conveyor and its peers) on one Python 3.12,
 # because qler, the seed-000 system, needs Python >= 3.12. `python3.12` if it runs here
@@ -11,18 +24,41 @@ PYBENCH ?= $(shell python3.12 --version >/dev/null 2>&1 && echo python3.12 || ec
 VENV_BENCH := .venv-bench
 BIN_BENCH := $(VENV_BENCH)/bin
 
-.PHONY: demo test lint setup bench-venv
+.PHONY: demo test lint setup setup-demo check-python print-python bench-venv
 
-$(BIN)/conveyor: pyproject.toml
+check-python:
+	@if [ -z "$(PY)" ]; then \
+	  echo "make: no Python >= 3.11 found on PATH (tried: $(PY_CANDIDATES))." >&2; \
+	  echo "      Install one, or name it: make PY=/path/to/python3.12 $(MAKECMDGOALS)" >&2; \
+	  exit 1; \
+	fi
+	@$(PY) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
+	  echo "make: PY=$(PY) is not a Python >= 3.11 ($$($(PY) --version 2>&1 | head -n1))." >&2; \
+	  exit 1; }
+
+print-python:
+	@echo $(PY)
+
+$(BIN)/python: | check-python
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
+
+# The package alone: what `conveyor demo` imports (click, rich, the stdlib's sqlite3).
+$(VENV)/.installed-demo: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e .
+	touch $@
+
+# Everything the test suite needs: the dev extra, and the bench extra for
+# tests/integration/test_bench_quick.py (which fails without it when CI=true).
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev,bench]'
 	touch $@
 
-setup: $(BIN)/conveyor
+setup-demo: $(VENV)/.installed-demo
+setup: $(VENV)/.installed-test
 
-demo: setup
-	$(BIN)/conveyor demo
+demo: setup-demo
+	$(BIN)/conveyor demo $(DEMO_ARGS)
 
 lint: setup
 	$(BIN)/ruff check src tests bench

@@ -1,5 +1,5 @@
 """Sample tasks for ``conveyor demo`` (importable, so a separate worker can run them too:
-``conveyor worker conveyor.demo:app``).
+``conveyor worker conveyor.demo:app --queue default --queue slow``).
 
 Example:
     >>> square(7)

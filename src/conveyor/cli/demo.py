@@ -1,15 +1,23 @@
 """``conveyor demo``: the main job on the embedded default, end to end in a few seconds.
 
 Enqueues a few thousand sample jobs (fast, slow, flaky-then-succeeding, doomed) into a
-local SQLite file, runs a worker with a live progress bar, and prints a summary.
+local SQLite file, runs a worker with a live progress bar, prints a summary, says what
+the failures were (deliberate) and prints commands to look further that work as printed.
+
+Example:
+    >>> "conveyor" in conveyor_command() or "-m conveyor.cli" in conveyor_command()
+    True
 """
 
 from __future__ import annotations
 
 import os
 import random
+import shlex
 import shutil
+import sys
 import time
+from pathlib import Path
 
 import click
 from rich.console import Console
@@ -75,6 +83,8 @@ def demo(total: int, concurrency: int, keep: bool) -> None:
     elapsed = time.perf_counter() - run_started
     worker.stop()
     _summary(console, app, total, elapsed)
+    _explain(console, n_flaky=n_flaky, n_doomed=n_doomed)
+    _next_steps(console, sample.DEMO_URL, _first_dead_id(app))
 
 
 def _counts(app: object) -> dict[str, int]:
@@ -110,7 +120,62 @@ def _summary(console: Console, app: object, total: int, elapsed: float) -> None:
         f"{total / elapsed:,.0f}",
     )
     console.print(table)
+
+
+def _explain(console: Console, *, n_flaky: int, n_doomed: int) -> None:
+    """Say that the failures are the point, so a dead job does not look like a bug."""
     console.print(
-        "Inspect it: [cyan]conveyor status --url sqlite:///.conveyor-demo/demo.db[/]"
-        " or open the file with sqlite3 (table jobs, attempts)."
+        "\n[bold]The failures are deliberate[/]: they show what conveyor does with errors.\n"
+        f"- {n_flaky} demo.flaky jobs raise ConnectionError on their first attempt or two,"
+        " then succeed: every failed attempt is stored and the job retried with backoff.\n"
+        f"- {n_doomed} demo.doomed jobs always raise ValueError: after their 2 attempts"
+        " (max_attempts=2) they are [bold]dead[/] on purpose, kept with their error and"
+        " traceback until you retry or delete them. That is the 'dead' column."
     )
+
+
+def _first_dead_id(app: object) -> str | None:
+    from conveyor.backends.base import JobListParams
+
+    backend = app.backend  # type: ignore[attr-defined]
+    page = backend.job_list(JobListParams(state=JobState.DEAD, limit=1))
+    return page[0].id if page else None
+
+
+def _next_steps(console: Console, url: str, dead_id: str | None) -> None:
+    """Commands to look further, printed whole (never wrapped) so they paste as they are."""
+    cli, target = conveyor_command(), shlex.quote(url)
+    commands = [
+        f"{cli} status --url {target}",
+        f"{cli} jobs --url {target} --state dead",
+    ]
+    if dead_id is not None:
+        commands.append(f"{cli} job --url {target} {dead_id}")
+    console.print("\nLook further (these work as printed, from this directory):")
+    for command in commands:
+        console.print(f"  {command}", markup=False, highlight=False, soft_wrap=True)
+    path = url.removeprefix("sqlite:///")
+    if url.startswith("sqlite:///") and shutil.which("sqlite3"):
+        query = shlex.quote("SELECT task, state, COUNT(*) FROM jobs GROUP BY 1, 2")
+        console.print(
+            f"  sqlite3 {shlex.quote(path)} {query}", markup=False, highlight=False, soft_wrap=True
+        )
+
+
+def conveyor_command() -> str:
+    """How to run this same conveyor from the user's shell, in a form that pastes as is.
+
+    ``conveyor`` when that is on PATH, else the venv's script (relative to the current
+    directory when under it: ``.venv/bin/conveyor`` after ``make demo``), else
+    ``python -m conveyor.cli`` with this interpreter.
+    """
+    script = Path(sys.executable).parent / "conveyor"
+    on_path = shutil.which("conveyor")
+    if on_path and script.exists() and Path(on_path).resolve() == script.resolve():
+        return "conveyor"
+    if script.exists():
+        try:
+            return shlex.quote(str(script.relative_to(Path.cwd())))
+        except ValueError:
+            return shlex.quote(str(script))
+    return f"{shlex.quote(sys.executable)} -m conveyor.cli"
