@@ -8,6 +8,7 @@ import sys
 import click
 
 from conveyor.app import load_app
+from conveyor.cli.common import valid_url
 from conveyor.errors import ConfigurationError
 from conveyor.worker.executors import POOLS
 
@@ -67,8 +68,15 @@ from conveyor.worker.executors import POOLS
     help="Seconds running jobs get after TERM/INT before being released.",
 )
 @click.option("--burst", is_flag=True, help="Exit 0 when no job is ready or running.")
-@click.option("--url", envvar="CONVEYOR_URL", help="Override the app's store URL.")
-@click.option("--log-level", default="INFO", show_default=True)
+@click.option(
+    "--url", callback=valid_url, help="Store URL; wins over App(url) and $CONVEYOR_URL."
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+    default="INFO",
+    show_default=True,
+)
 @click.option(
     "--metrics-port",
     type=click.IntRange(1, 65535),
@@ -108,7 +116,7 @@ def worker(
     try:
         app = load_app(app_spec)
         if url:
-            app.url = url
+            app.override_url(url)
         w = Worker(
             app,
             queues=list(queues) or None,
