@@ -40,9 +40,7 @@ def valid_url(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     return value
 
 
-def _valid_app_spec(
-    ctx: click.Context, param: click.Parameter, value: str | None
-) -> str | None:
+def _valid_app_spec(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     if value is not None:
         try:
             parse_app_spec(value)

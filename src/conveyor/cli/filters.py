@@ -21,7 +21,7 @@ import contextlib
 import functools
 import json
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -38,7 +38,13 @@ DURATION_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w"
 _EPOCH_FLOOR = 100_000_000
 
 
-class Duration(click.ParamType):
+if TYPE_CHECKING:  # click >= 8.2 types ParamType; 8.1 (still supported) cannot subscript it
+    _FloatParam = click.ParamType[float]
+else:
+    _FloatParam = click.ParamType
+
+
+class Duration(_FloatParam):
     """A duration with its unit: ``45s``, ``30m``, ``12h``, ``7d``, ``2w`` -> seconds.
 
     Example:
@@ -76,6 +82,8 @@ def parse_time_option(text: str) -> float:
             f"({', '.join(DURATION_UNITS)}), e.g. {stripped}d"
         )
     return bare
+
+
 _TIME_OPTIONS = ("created_after", "created_before", "finished_after", "finished_before")
 
 
@@ -136,9 +144,15 @@ def build_filter(
 ) -> JobFilter:
     try:
         conditions = tuple(parse_where(w) for w in where)
-        bounds = {k: None if v is None else parse_time_option(v) for k, v in times.items()}
     except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
+        raise click.BadParameter(str(exc), param_hint="'--where'") from None
+    bounds: dict[str, float | None] = {}
+    for name, value in times.items():
+        try:
+            bounds[name] = None if value is None else parse_time_option(value)
+        except ValueError as exc:
+            hint = f"'--{name.replace('_', '-')}'"
+            raise click.BadParameter(str(exc), param_hint=hint) from None
     return JobFilter(
         queue=queue,
         states=tuple(JobState(s) for s in states),

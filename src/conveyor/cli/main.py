@@ -38,7 +38,7 @@ class ConveyorGroup(click.Group):
     :func:`run_reporting` instead of its own multi-line usage report.
     """
 
-    def main(  # type: ignore[override]
+    def main(
         self,
         args: Sequence[str] | None = None,
         prog_name: str | None = None,

@@ -68,9 +68,7 @@ from conveyor.worker.executors import POOLS
     help="Seconds running jobs get after TERM/INT before being released.",
 )
 @click.option("--burst", is_flag=True, help="Exit 0 when no job is ready or running.")
-@click.option(
-    "--url", callback=valid_url, help="Store URL; wins over App(url) and $CONVEYOR_URL."
-)
+@click.option("--url", callback=valid_url, help="Store URL; wins over App(url) and $CONVEYOR_URL.")
 @click.option(
     "--log-level",
     type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
