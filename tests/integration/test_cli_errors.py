@@ -6,6 +6,7 @@ APP never calls anything; Redis down or a wrong password is one line too."""
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -197,3 +198,13 @@ def test_python_dash_m_conveyor_and_shell_completion(project: Path) -> None:
     script = conveyor("--help", cwd=project, env=clean_env(_CONVEYOR_COMPLETE="bash_source"))
     assert script.returncode == 0
     assert "_conveyor_completion()" in script.stdout and "complete -o nosort -F" in script.stdout
+
+
+def test_dashboard_on_a_busy_port_is_one_line(project: Path, store: str) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        proc = conveyor("dashboard", "--url", store, "--port", str(port), cwd=project)
+    assert_one_error(proc, 1, f"cannot listen on 127.0.0.1:{port}", "--port")
+    assert proc.stdout == ""

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import click
 
 from conveyor.app import App, check_url, load_app, parse_app_spec, require_store
+from conveyor.cli.errors import explain
 from conveyor.errors import ConfigurationError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -82,7 +83,8 @@ def open_app(url: str | None, app_spec: str | None, *, create: bool = False) -> 
     try:
         app.backend  # noqa: B018 - open now, so a failure names the store it was about
     except (sqlite3.Error, OSError) as exc:
-        detail = f"permission denied: {exc.filename}" if isinstance(exc, PermissionError) else exc
+        known = explain(exc)
+        detail = known[0] if known else str(exc)
         raise click.ClickException(
             f"cannot open the store {app.url}{source_note(app)}: {detail}"
         ) from exc
