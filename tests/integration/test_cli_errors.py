@@ -195,6 +195,8 @@ def test_python_dash_m_conveyor_and_shell_completion(project: Path) -> None:
         timeout=60,
     )
     assert proc.returncode == 0 and proc.stdout.startswith("Usage: conveyor ")
+    bare = conveyor(cwd=project)  # no command: click's help, not an "Error:" line
+    assert bare.stderr.startswith("Usage: conveyor ") and "Error" not in bare.stderr
     script = conveyor("--help", cwd=project, env=clean_env(_CONVEYOR_COMPLETE="bash_source"))
     assert script.returncode == 0
     assert "_conveyor_completion()" in script.stdout and "complete -o nosort -F" in script.stdout

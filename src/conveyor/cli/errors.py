@@ -24,7 +24,7 @@ import sqlite3
 import sys
 import traceback
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
 import click
 
@@ -60,15 +60,26 @@ def run_reporting(body: Callable[[], T], debug: bool) -> T:
         # A declined confirmation or ^C at a prompt: not an error, nothing was done.
         click.echo("Aborted.", err=True)
         raise SystemExit(RUNTIME) from None
+    except click.UsageError as exc:
+        if type(exc).__name__ != "NoArgsIsHelpError":
+            return _report(exc, debug)
+        exc.show()  # bare ``conveyor`` or a bare group: click's help, as click prints it
+        raise SystemExit(exc.exit_code) from None
     except Exception as exc:
-        known = explain(exc)
-        if known is None:
-            raise  # a bug: the traceback is the report
-        message, status = known
-        if debug:
-            traceback.print_exc(file=sys.stderr)
-        click.echo(f"Error: {one_line(message)}", err=True)
-        raise SystemExit(status) from None
+        return _report(exc, debug)
+
+
+def _report(exc: Exception, debug: bool) -> NoReturn:
+    """One ``Error:`` line (after the traceback with ``debug``) and the exit status; a
+    failure this module does not know is re-raised with its traceback."""
+    known = explain(exc)
+    if known is None:
+        raise exc  # a bug: the traceback is the report
+    message, status = known
+    if debug:
+        traceback.print_exception(exc, file=sys.stderr)
+    click.echo(f"Error: {one_line(message)}", err=True)
+    raise SystemExit(status) from None
 
 
 def explain(exc: BaseException) -> tuple[str, int] | None:
