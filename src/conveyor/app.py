@@ -96,7 +96,8 @@ def _scheme(url: str) -> str:
     scheme = url.split(":", 1)[0].lower() if ":" in url else ""
     if scheme not in BACKENDS:
         raise ConfigurationError(
-            f"unsupported store URL {url!r}; use sqlite:///path.db or redis://host:port/db"
+            f"unsupported store URL {redacted(url)!r}; use sqlite:///path.db or "
+            "redis://host:port/db"
         )
     return scheme
 
@@ -118,7 +119,41 @@ def check_url(url: str) -> None:
         ...
         conveyor.errors.ConfigurationError: sqlite URL 'sqlite://x' has a host; use sqlite:///relative.db or sqlite:////abs.db
     """
-    _imported(URL_CHECKS[_scheme(url)])(url)
+    scheme = _scheme(url)
+    if scheme.startswith("redis"):
+        _check_redis_address(url)  # first: the parser itself trips over a bad port
+    _imported(URL_CHECKS[scheme])(url)
+
+
+def _check_redis_address(url: str) -> None:
+    """What redis-py would only reject with a bare ValueError at the first command."""
+    from urllib.parse import urlsplit
+
+    parts, shown = urlsplit(url), redacted(url)
+    try:
+        parts.port  # noqa: B018 - the property raises on a port that is not a number
+    except ValueError:
+        raise ConfigurationError(f"the port in {shown!r} is not a number") from None
+    if not parts.hostname:
+        raise ConfigurationError(f"Redis URL {shown!r} names no host; use redis://host:6379/0")
+    db = parts.path.strip("/")
+    if db and not db.isdigit():
+        raise ConfigurationError(f"the database in {shown!r} must be a number, as in /0")
+
+
+def redacted(url: str) -> str:
+    """``url`` with any password replaced by ``***``, for messages and logs.
+
+    Example:
+        >>> redacted("redis://:s3cret@cache:6379/0")
+        'redis://:***@cache:6379/0'
+    """
+    head, sep, rest = url.partition("://")
+    userinfo, at, host = rest.rpartition("@")
+    if not sep or not at or ":" not in userinfo:
+        return url
+    user = userinfo.split(":", 1)[0]
+    return f"{head}://{user}:***@{host}"
 
 
 def require_store(url: str) -> None:

@@ -47,6 +47,7 @@ def store(project: Path) -> str:
         (["worker", "nosuchmodule:app"], 1, ["no module named 'nosuchmodule'", "PYTHONPATH"]),
         (["status", "--url", "sqlite://x"], 2, ["'--url'", "has a host"]),
         (["status", "--url", "ftp://host/x"], 2, ["unsupported store URL"]),
+        (["jobs", "--url", "redis://:pw@host:notaport/0"], 2, ["not a number", ":***@"]),
         (["status", "--app", "tasks:nope"], 1, ["no attribute 'nope'", "tasks:app"]),
         (["status", "--app", "tasks"], 2, ["module:attribute"]),
         (["worker", "--log-level", "verbose", "tasks:app"], 2, ["'--log-level'", "'verbose'"]),
@@ -127,6 +128,15 @@ def test_read_only_commands_never_create_a_store(project: Path, command: list[st
     assert_one_error(proc, 1, f"no store at {missing}", "--url or $CONVEYOR_URL")
     assert not (project / "nodir").exists()
     assert proc.stdout == ""
+
+
+def test_a_bad_url_from_the_environment_is_one_line_and_says_so(project: Path) -> None:
+    env = clean_env(CONVEYOR_URL="redis://:pw@host:x/0")
+    for command in (["status"], ["worker", "sidefx:app"]):
+        line = assert_one_error(conveyor(*command, cwd=project, env=env), 1, "not a number")
+        assert "pw" not in line  # the password is never shown
+    line = assert_one_error(conveyor("jobs", cwd=project, env=env), 1)
+    assert line.endswith("(from $CONVEYOR_URL)")
 
 
 def test_an_empty_file_is_not_a_store_and_stays_empty(project: Path) -> None:

@@ -24,7 +24,14 @@ from typing import Any, TypeVar
 
 import click
 
-from conveyor.app import App, check_url, load_app, parse_app_spec, require_store
+from conveyor.app import (
+    App,
+    check_url,
+    load_app,
+    parse_app_spec,
+    redacted,
+    require_store,
+)
 from conveyor.cli.errors import explain
 from conveyor.errors import ConfigurationError
 
@@ -78,6 +85,10 @@ def open_app(url: str | None, app_spec: str | None, *, create: bool = False) -> 
     app = load_app(app_spec) if app_spec else App()
     if url:
         app.override_url(url)
+    try:
+        check_url(app.url)  # also App(url) and $CONVEYOR_URL, which no option callback saw
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{exc}{source_note(app)}") from None
     if not create:
         require_store(app.url)
     try:
@@ -86,7 +97,7 @@ def open_app(url: str | None, app_spec: str | None, *, create: bool = False) -> 
         known = explain(exc)
         detail = known[0] if known else str(exc)
         raise click.ClickException(
-            f"cannot open the store {app.url}{source_note(app)}: {detail}"
+            f"cannot open the store {redacted(app.url)}{source_note(app)}: {detail}"
         ) from exc
     return app
 

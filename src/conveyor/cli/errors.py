@@ -96,6 +96,8 @@ def explain(exc: BaseException) -> tuple[str, int] | None:
         return _sqlite(exc), RUNTIME
     if isinstance(exc, OSError):
         return _os_error(exc), RUNTIME
+    if type(exc).__module__.startswith("redis."):  # the server refused (NOPERM, OOM, ...)
+        return f"Redis refused: {type(exc).__name__}: {exc}", RUNTIME
     return None
 
 

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from conveyor.app import load_app
+from conveyor.app import check_url, load_app
 from conveyor.cli.common import valid_url
 from conveyor.errors import ConfigurationError
 from conveyor.worker.executors import POOLS
@@ -115,6 +115,7 @@ def worker(
         app = load_app(app_spec)
         if url:
             app.override_url(url)
+        check_url(app.url)  # App(url) or $CONVEYOR_URL: a typo is one line, not a traceback
         w = Worker(
             app,
             queues=list(queues) or None,
