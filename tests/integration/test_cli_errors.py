@@ -188,6 +188,9 @@ def test_pausing_an_unknown_queue_needs_force(project: Path, store: str) -> None
     forced = conveyor("queues", "--url", store, "pause", "later", "--force", cwd=project)
     assert forced.returncode == 0, forced.stderr
     assert listed() == {"default": False, "later": True, "reports": True}
+    typo = conveyor("queues", "--url", "sqlite:///typo.db", "pause", "default", cwd=project)
+    assert_one_error(typo, 1, "no store at")
+    assert not (project / "typo.db").exists()
 
 
 def test_purge_accepts_a_duration_with_its_unit(project: Path, store: str) -> None:

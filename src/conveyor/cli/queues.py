@@ -65,7 +65,8 @@ def queues(ctx: click.Context, url: str | None, app_spec: str | None, as_json: b
 
 def _toggle(ctx: click.Context, name: str, pause: bool, force: bool = False) -> None:
     obj = ctx.obj or {}
-    app = open_app(obj.get("url"), obj.get("app_spec"), create=True)
+    # A pause that may be refused must not create a store first (a mistyped --url).
+    app = open_app(obj.get("url"), obj.get("app_spec"), create=not pause or force)
     backend = app.backend
     if pause and not force:
         refuse_unknown_queue(name, {q.queue for q in backend.queue_list()}, declared_queues(app))
