@@ -228,7 +228,10 @@ class App:
     def override_url(self, url: str, source: str = "--url") -> None:
         """Point the app at another store before first use (the CLI's ``--url``)."""
         if self._backend is not None:
-            raise ConfigurationError("override_url() after the backend was opened")
+            raise ConfigurationError(
+                f"cannot switch to {redacted(url)}: the app already opened its store "
+                f"{redacted(self.url)} (while being imported?)"
+            )
         self.url, self.url_source = url, source
 
     @property

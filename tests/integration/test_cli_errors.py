@@ -96,15 +96,24 @@ def test_wrong_redis_password_says_authentication_failed(
     assert right.returncode == 0, right.stderr
 
 
-def test_debug_adds_the_traceback(project: Path) -> None:
-    for args, env in (
-        (["--debug", "status", "--url", "sqlite:///missing.db"], clean_env()),
-        (["status", "--url", "sqlite:///missing.db"], clean_env(CONVEYOR_DEBUG="1")),
-    ):
-        proc = conveyor(*args, cwd=project, env=env)
-        assert proc.returncode == 1
-        assert proc.stderr.startswith("Traceback (most recent call last):"), proc.stderr
-        assert proc.stderr.splitlines()[-1].startswith("Error: no store at")
+@pytest.mark.parametrize(
+    ("args", "env", "status", "cause"),
+    [
+        (["--debug", "status", "--url", "sqlite:///missing.db"], {}, 1, "StoreNotFound"),
+        (["status", "--url", "sqlite:///missing.db"], {"CONVEYOR_DEBUG": "1"}, 1, "StoreNotFound"),
+        (["--debug", "worker", "nosuchmodule:app"], {}, 1, "ModuleNotFoundError"),
+        (["--debug", "worker", "--log-level", "verbose", "tasks:app"], {}, 2, "BadParameter"),
+    ],
+    ids=["--debug", "CONVEYOR_DEBUG", "module", "usage"],
+)
+def test_debug_adds_the_traceback(
+    project: Path, args: list[str], env: dict[str, str], status: int, cause: str
+) -> None:
+    proc = conveyor(*args, cwd=project, env=clean_env(**env))
+    assert proc.returncode == status
+    assert proc.stderr.startswith("Traceback (most recent call last):"), proc.stderr
+    assert cause in proc.stderr
+    assert proc.stderr.splitlines()[-1].startswith("Error: ")
     assert not (project / "missing.db").exists()
 
 

@@ -136,4 +136,4 @@ def worker(
         # a module that cannot load there as a ConfigurationError.
         w.run()
     except ConfigurationError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(str(exc)) from exc  # --debug shows the cause
