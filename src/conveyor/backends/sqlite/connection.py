@@ -100,7 +100,9 @@ def require_existing_store(url: str) -> None:
         return
     hint = f"({url}); check --url or $CONVEYOR_URL"
     if not os.path.exists(target.path):
-        raise StoreNotFound(f"no store at {target.path} {hint}")
+        raise StoreNotFound(
+            f"no store at {target.path} {hint} (a worker or the first enqueue creates it)"
+        )
     if os.path.isdir(target.path):
         raise StoreNotFound(f"{target.path} is a directory, not a store {hint}")
     try:
