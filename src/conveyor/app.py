@@ -80,14 +80,98 @@ class AppSettings:
 _SETTINGS = {f.name for f in dataclasses.fields(AppSettings)}
 
 
+#: URL scheme -> "module:function" that validates a URL of it without connecting or
+#: touching a file (raises ConfigurationError); the modules import no driver.
+URL_CHECKS = {
+    "sqlite": "conveyor.backends.sqlite.connection:parse_sqlite_url",
+    "redis": "conveyor.backends.redis.url:parse_redis_url",
+    "rediss": "conveyor.backends.redis.url:parse_redis_url",
+}
+#: URL scheme -> "module:function" raising StoreNotFound unless the store exists; a
+#: scheme without one (Redis: keys under a prefix, nothing to create) always exists.
+STORE_CHECKS = {"sqlite": "conveyor.backends.sqlite.connection:require_existing_store"}
+
+
+def _scheme(url: str) -> str:
+    scheme = url.split(":", 1)[0].lower() if ":" in url else ""
+    if scheme not in BACKENDS:
+        raise ConfigurationError(
+            f"unsupported store URL {redacted(url)!r}; use sqlite:///path.db or "
+            "redis://host:port/db"
+        )
+    return scheme
+
+
+def _imported(target: str) -> Any:
+    module_name, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+def check_url(url: str) -> None:
+    """Raise ConfigurationError when ``url`` is not a store URL conveyor can open.
+
+    Only parses: nothing is connected to, created or imported beyond the parser.
+
+    Example:
+        >>> check_url("sqlite:///jobs.db")
+        >>> check_url("sqlite://x")
+        Traceback (most recent call last):
+        ...
+        conveyor.errors.ConfigurationError: sqlite URL 'sqlite://x' has a host; use sqlite:///relative.db or sqlite:////abs.db
+    """
+    scheme = _scheme(url)
+    if scheme.startswith("redis"):
+        _check_redis_address(url)  # first: the parser itself trips over a bad port
+    _imported(URL_CHECKS[scheme])(url)
+
+
+def _check_redis_address(url: str) -> None:
+    """What redis-py would only reject with a bare ValueError at the first command."""
+    from urllib.parse import urlsplit
+
+    parts, shown = urlsplit(url), redacted(url)
+    try:
+        parts.port  # noqa: B018 - the property raises on a port that is not a number
+    except ValueError:
+        raise ConfigurationError(f"the port in {shown!r} is not a number") from None
+    if not parts.hostname:
+        raise ConfigurationError(f"Redis URL {shown!r} names no host; use redis://host:6379/0")
+    db = parts.path.strip("/")
+    if db and not db.isdigit():
+        raise ConfigurationError(f"the database in {shown!r} must be a number, as in /0")
+
+
+def redacted(url: str) -> str:
+    """``url`` with any password replaced by ``***``, for messages and logs.
+
+    Example:
+        >>> redacted("redis://:s3cret@cache:6379/0")
+        'redis://:***@cache:6379/0'
+    """
+    head, sep, rest = url.partition("://")
+    userinfo, at, host = rest.rpartition("@")
+    if not sep or not at or ":" not in userinfo:
+        return url
+    user = userinfo.split(":", 1)[0]
+    return f"{head}://{user}:***@{host}"
+
+
+def require_store(url: str) -> None:
+    """Raise :class:`~conveyor.errors.StoreNotFound` unless the store at ``url`` exists.
+
+    Creates and changes nothing: read-only tools (``conveyor status``, the dashboard)
+    call it before opening the backend, so a mistyped path is an error, not an empty
+    queue.
+    """
+    check = STORE_CHECKS.get(_scheme(url))
+    if check is not None:
+        _imported(check)(url)
+
+
 def open_backend(url: str) -> Backend:
     """Open the backend for ``url`` (importing its module only now)."""
-    scheme = url.split(":", 1)[0].lower()
-    target = BACKENDS.get(scheme)
-    if target is None:
-        raise ConfigurationError(
-            f"unsupported URL scheme {scheme!r} in {url!r}; use one of {sorted(BACKENDS)}"
-        )
+    scheme = _scheme(url)
+    target = BACKENDS[scheme]
     module_name, _, attr = target.partition(":")
     try:
         module = importlib.import_module(module_name)
@@ -102,7 +186,9 @@ def open_backend(url: str) -> Backend:
 class App:
     """A conveyor application: where jobs are stored and which tasks exist.
 
-    ``url`` defaults to ``$CONVEYOR_URL``, else ``sqlite:///conveyor.db``. Keyword
+    ``url`` defaults to ``$CONVEYOR_URL``, else ``sqlite:///conveyor.db``; an explicit
+    ``url`` wins over ``$CONVEYOR_URL`` here and in ``conveyor worker`` (only the
+    command's ``--url`` overrides it). ``url_source`` says where the URL came from. Keyword
     arguments are task defaults (``queue``, ``priority``, ``max_attempts``, ``timeout``,
     ``retry``, ``retry_delay``, ``lease``) or app settings (``max_payload_bytes``,
     ``max_rescues``, ``heartbeat_interval``, ``heartbeat_ttl``, ``rescue_interval``,
@@ -111,7 +197,11 @@ class App:
     """
 
     def __init__(self, url: str | None = None, **defaults: Any) -> None:
-        self.url = url or os.environ.get("CONVEYOR_URL") or DEFAULT_URL
+        env_url = os.environ.get("CONVEYOR_URL")
+        self.url: str = url or env_url or DEFAULT_URL
+        #: Where ``url`` came from: "App(url)", "$CONVEYOR_URL", "default", or "--url"
+        #: (set by the CLI). One rule everywhere: --url > App(url) > $CONVEYOR_URL > default.
+        self.url_source: str = "App(url)" if url else "$CONVEYOR_URL" if env_url else "default"
         unknown = set(defaults) - _TASK_DEFAULTS - _SETTINGS
         if unknown:
             raise TypeError(f"App() got unknown options: {sorted(unknown)}")
@@ -128,6 +218,21 @@ class App:
 
     def __repr__(self) -> str:
         return f"<App {self.url} tasks={len(self.tasks)}>"
+
+    @property
+    def url_explicit(self) -> bool:
+        """True when the URL was given (``App(url)`` or ``--url``), not taken from the
+        environment or the default."""
+        return self.url_source in ("App(url)", "--url")
+
+    def override_url(self, url: str, source: str = "--url") -> None:
+        """Point the app at another store before first use (the CLI's ``--url``)."""
+        if self._backend is not None:
+            raise ConfigurationError(
+                f"cannot switch to {redacted(url)}: the app already opened its store "
+                f"{redacted(self.url)} (while being imported?)"
+            )
+        self.url, self.url_source = url, source
 
     @property
     def max_payload_bytes(self) -> int:
@@ -252,19 +357,79 @@ def default_task_name(fn: Callable[..., Any]) -> str:
 
 
 def load_app(spec: str) -> App:
-    """Import ``module:attribute`` (the current directory is importable) and return it."""
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise ConfigurationError(f"APP must look like module:attribute, got {spec!r}")
+    """Import ``module:attribute`` (the current directory is importable) and return it.
+
+    Nothing is called: the attribute must be the :class:`App` itself (a factory
+    function would run arbitrary code just to resolve a name). Every failure is a
+    :class:`ConfigurationError` whose message says what to fix.
+
+    Example:
+        >>> load_app("conveyor.app:DEFAULT_URL")
+        Traceback (most recent call last):
+        ...
+        conveyor.errors.ConfigurationError: conveyor.app:DEFAULT_URL is a str, not a conveyor.App; APP names the App object (module:attribute, e.g. tasks:app)
+    """
+    module_name, attr = parse_app_spec(spec)
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
-    module = importlib.import_module(module_name)
-    try:
-        found = getattr(module, attr)
-    except AttributeError:
-        raise ConfigurationError(f"module {module_name!r} has no attribute {attr!r}") from None
-    if callable(found) and not isinstance(found, App):
-        found = found()
+    module = _import_app_module(module_name)
+    found: Any = module
+    for part in attr.split("."):
+        try:
+            found = getattr(found, part)
+        except AttributeError:
+            apps = [k for k, v in vars(module).items() if isinstance(v, App)]
+            hint = f"; it defines {', '.join(f'{module_name}:{a}' for a in apps)}" if apps else ""
+            raise ConfigurationError(
+                f"module {module_name!r} has no attribute {attr!r}{hint}"
+            ) from None
     if not isinstance(found, App):
-        raise ConfigurationError(f"{spec} is a {type(found).__name__}, not a conveyor.App")
+        raise ConfigurationError(
+            f"{spec} is {_kind(found)}, not a conveyor.App; APP names the App object "
+            "(module:attribute, e.g. tasks:app)"
+        )
     return found
+
+
+def parse_app_spec(spec: str) -> tuple[str, str]:
+    """``"pkg.tasks:app"`` -> ``("pkg.tasks", "app")``; ConfigurationError otherwise."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not all(
+        part.isidentifier() for part in [*module_name.split("."), *attr.split(".")]
+    ):
+        raise ConfigurationError(
+            f"APP must look like module:attribute (e.g. tasks:app), got {spec!r}"
+        )
+    return module_name, attr
+
+
+def _import_app_module(name: str) -> Any:
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
+            raise ConfigurationError(
+                f"no module named {exc.name!r} (looked in {os.getcwd()} and sys.path); "
+                "run from the directory that holds it, or set PYTHONPATH"
+            ) from exc
+        raise ConfigurationError(
+            f"importing {name!r} failed: {type(exc).__name__}: {exc} (--debug shows where)"
+        ) from exc
+    except Exception as exc:  # the module's own code raised while being imported
+        raise ConfigurationError(
+            f"importing {name!r} failed: {type(exc).__name__}: {exc} (--debug shows where)"
+        ) from exc
+
+
+def _kind(value: object) -> str:
+    """'a function', 'a class', 'a module', 'an int', ... for an error message."""
+    import inspect  # here: it costs milliseconds at import, and only errors need it
+
+    if inspect.isfunction(value) or inspect.isbuiltin(value) or inspect.ismethod(value):
+        return "a function"
+    if inspect.isclass(value):
+        return "a class"
+    if inspect.ismodule(value):
+        return "a module"
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"

@@ -38,6 +38,10 @@ class BackendUnavailable(ConveyorError):
     """The storage backend cannot be reached (for example Redis is down)."""
 
 
+class StoreNotFound(ConveyorError, LookupError):
+    """A read-only tool was pointed at a store that does not exist (it never creates one)."""
+
+
 class JobNotFound(ConveyorError, LookupError):
     """No job with that id (never enqueued, or already pruned or deleted)."""
 

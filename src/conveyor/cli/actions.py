@@ -25,8 +25,7 @@ from conveyor.backends.base import (
     JobRetryParams,
 )
 from conveyor.cli.common import echo_json, open_app, store_options
-from conveyor.cli.filters import STATES, filter_options, is_empty, iter_jobs
-from conveyor.query import parse_duration
+from conveyor.cli.filters import STATES, Duration, filter_options, is_empty, iter_jobs
 from conveyor.states import FINISHED_STATES, JobState
 
 #: Ids acted on per backend call.
@@ -70,9 +69,17 @@ def _bulk(
             raise click.UsageError("give job ids or filters, not both")
         if not ids and is_empty(job_filter):
             raise click.UsageError("give job ids, or filters (e.g. --state dead) to act on many")
-        backend = open_app(url, app_spec).backend
+        backend = open_app(url, app_spec, create=True).backend
+        missing: list[str] = []
         if ids:
-            targets = list(ids)
+            targets = list(dict.fromkeys(ids))  # a repeated id is acted on once
+            missing = unknown_ids(backend, targets)
+            if len(missing) == len(targets):
+                raise click.ClickException(
+                    f"no job {', '.join(missing)} (never enqueued, or pruned or deleted)"
+                )
+            gone = set(missing)
+            targets = [i for i in targets if i not in gone]
         else:
             count = backend.job_count(JobCountParams(job_filter))
             if count == 0:
@@ -89,16 +96,32 @@ def _bulk(
         changed = sum(
             action(backend, targets[i : i + CHUNK]) for i in range(0, len(targets), CHUNK)
         )
-        _report(as_json, verb, len(targets), changed)
+        _report(as_json, verb, len(targets) + len(missing), changed, missing)
+        if missing:
+            raise SystemExit(1)  # some of the ids named no job: the caller must know
 
     return command
 
 
-def _report(as_json: bool, verb: str, matched: int, changed: int) -> None:
+def unknown_ids(backend: Backend, ids: Sequence[str]) -> list[str]:
+    """The ids in ``ids`` that name no job, in the given order."""
+    found: set[str] = set()
+    for i in range(0, len(ids), CHUNK):
+        found.update(j.id for j in backend.job_get_many(list(ids[i : i + CHUNK])))
+    return [i for i in ids if i not in found]
+
+
+def _report(
+    as_json: bool, verb: str, matched: int, changed: int, not_found: Sequence[str] = ()
+) -> None:
     if as_json:
-        echo_json({"action": verb, "matched": matched, "changed": changed})
+        data: dict[str, object] = {"action": verb, "matched": matched, "changed": changed}
+        if not_found:
+            data["not_found"] = list(not_found)
+        echo_json(data)
     else:
-        click.echo(f"{verb}: {changed} of {matched} job(s) changed")
+        missing = f"; not found: {', '.join(not_found)}" if not_found else ""
+        click.echo(f"{verb}: {changed} of {matched} job(s) changed{missing}")
 
 
 retry = _bulk("retry", _retry, "Retry finished jobs (dead, cancelled, succeeded) now.")
@@ -112,7 +135,13 @@ delete = _bulk("delete", _delete, "Delete jobs with their attempts and logs.")
 
 @click.command("purge")
 @store_options
-@click.option("--older-than", required=True, metavar="AGE", help="e.g. 12h, 7d, 2w.")
+@click.option(
+    "--older-than",
+    required=True,
+    type=Duration(),
+    metavar="AGE",
+    help="With its unit: 45s, 30m, 12h, 7d, 2w.",
+)
 @click.option(
     "--state",
     "states",
@@ -125,18 +154,15 @@ delete = _bulk("delete", _delete, "Delete jobs with their attempts and logs.")
 def purge(
     url: str | None,
     app_spec: str | None,
-    older_than: str,
+    older_than: float,
     states: tuple[str, ...],
     yes: bool,
     as_json: bool,
 ) -> None:
     """Delete finished jobs older than AGE (what retention does, on demand)."""
-    try:
-        cutoff = time.time() - parse_duration(older_than)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--older-than") from None
+    cutoff = time.time() - older_than
     wanted = tuple(JobState(s) for s in states) or tuple(sorted(FINISHED_STATES))
-    backend = open_app(url, app_spec).backend
+    backend = open_app(url, app_spec, create=True).backend
     count = backend.job_count(JobCountParams(JobFilter(states=wanted, finished_before=cutoff)))
     if count and not yes:
         click.confirm(f"Purge {count} finished job(s)?", abort=True, err=True)

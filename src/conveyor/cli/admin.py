@@ -10,6 +10,7 @@ Example::
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import Callable
 from typing import cast
 
@@ -34,7 +35,15 @@ def backup(url: str | None, app_spec: str | None, path: str) -> None:
         )
     if os.path.exists(path):
         raise click.ClickException(f"{path} exists; choose a new file")
-    cast(Callable[[str], None], copy)(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise click.ClickException(f"no directory {directory} for the backup; create it first")
+    try:
+        cast(Callable[[str], None], copy)(path)
+    except sqlite3.Error as exc:
+        raise click.ClickException(
+            f"cannot write the backup to {path}: {exc}; is {directory} writable?"
+        ) from exc
     click.echo(f"backup written to {path} ({os.path.getsize(path):,} bytes)")
 
 

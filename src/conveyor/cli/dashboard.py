@@ -11,6 +11,8 @@ Example::
 
 from __future__ import annotations
 
+import socket
+
 import click
 
 from conveyor.cli.common import open_app, store_options
@@ -49,9 +51,24 @@ def dashboard(
     except ConfigurationError as exc:
         raise click.UsageError(str(exc)) from None
     web = create_app(open_app(url, app_spec), token=token)
+    check_port_free(host, port)
     shown = f"[{host}]" if ":" in host else host
     click.echo(
         f"conveyor dashboard on http://{shown}:{port}/"
         + ("  (token required: open it once with ?token=...)" if token else "")
     )
     uvicorn.run(web, host=host, port=port, log_level="warning")
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Fail with one line when ``host:port`` cannot be listened on (uvicorn would log an
+    error and exit 3). Released at once: uvicorn binds it a moment later."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise click.ClickException(
+                f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port"
+            ) from None

@@ -2,7 +2,7 @@
 
 ``@filter_options`` adds ``--queue``, ``--state`` (repeatable), ``--task``,
 ``--created-after/--created-before``, ``--finished-after/--finished-before`` (ISO time,
-epoch seconds, or an age such as ``2h``) and ``--where FIELD=VALUE`` (repeatable;
+epoch seconds, or an age with its unit such as ``2h``) and ``--where FIELD=VALUE`` (repeatable;
 ``kwargs.user_id=42``, ``args.0=7``, ``result.ok=true``), and hands the command one
 ``job_filter`` argument.
 
@@ -21,16 +21,69 @@ import contextlib
 import functools
 import json
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from conveyor import records
 from conveyor.backends.base import Backend, JobFilter, JobListParams, JobRecord
-from conveyor.query import parse_time, parse_where
+from conveyor.query import parse_duration, parse_time, parse_where
 from conveyor.states import JobState
 
 STATES = [s.value for s in JobState]
+#: Units a duration must carry: a bare "1" could mean seconds or days.
+DURATION_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+#: Bare numbers in a time option are epoch seconds; below this (1973) they are almost
+#: surely an age whose unit was forgotten.
+_EPOCH_FLOOR = 100_000_000
+
+
+if TYPE_CHECKING:  # click >= 8.2 types ParamType; 8.1 (still supported) cannot subscript it
+    _FloatParam = click.ParamType[float]
+else:
+    _FloatParam = click.ParamType
+
+
+class Duration(_FloatParam):
+    """A duration with its unit: ``45s``, ``30m``, ``12h``, ``7d``, ``2w`` -> seconds.
+
+    Example:
+        >>> Duration().convert("12h", None, None)
+        43200.0
+    """
+
+    name = "duration"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        if isinstance(value, float):
+            return value
+        text = str(value).strip()
+        if text[-1:] not in DURATION_UNITS:
+            units = ", ".join(f"{u} ({name})" for u, name in DURATION_UNITS.items())
+            self.fail(f"{value!r} has no unit; add one of {units}, e.g. 7d or 12h", param, ctx)
+        try:
+            return parse_duration(text)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def parse_time_option(text: str) -> float:
+    """A time option's value: ISO time, epoch seconds, or an age with its unit."""
+    stripped = text.strip()
+    try:
+        bare = float(stripped)
+    except ValueError:
+        return parse_time(stripped)
+    if bare < _EPOCH_FLOOR:
+        raise ValueError(
+            f"{text!r} would be epoch seconds in 1970; for an age add a unit "
+            f"({', '.join(DURATION_UNITS)}), e.g. {stripped}d"
+        )
+    return bare
+
+
 _TIME_OPTIONS = ("created_after", "created_before", "finished_after", "finished_before")
 
 
@@ -91,9 +144,15 @@ def build_filter(
 ) -> JobFilter:
     try:
         conditions = tuple(parse_where(w) for w in where)
-        bounds = {k: None if v is None else parse_time(v) for k, v in times.items()}
     except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
+        raise click.BadParameter(str(exc), param_hint="'--where'") from None
+    bounds: dict[str, float | None] = {}
+    for name, value in times.items():
+        try:
+            bounds[name] = None if value is None else parse_time_option(value)
+        except ValueError as exc:
+            hint = f"'--{name.replace('_', '-')}'"
+            raise click.BadParameter(str(exc), param_hint=hint) from None
     return JobFilter(
         queue=queue,
         states=tuple(JobState(s) for s in states),

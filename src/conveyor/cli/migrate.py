@@ -27,7 +27,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-from conveyor.app import App
+from conveyor.app import App, require_store
 from conveyor.backends.base import (
     Backend,
     JobCountParams,
@@ -39,6 +39,7 @@ from conveyor.backends.base import (
     JobRecord,
     QueuePauseParams,
 )
+from conveyor.cli.common import valid_url
 from conveyor.states import JobState
 
 #: What migrate moves: the work still to do, and the failures an operator may retry.
@@ -87,8 +88,22 @@ def migrate_jobs(
 
 
 @click.command("migrate")
-@click.option("--from", "source_url", required=True, metavar="URL", help="Store to empty.")
-@click.option("--to", "target_url", required=True, metavar="URL", help="Store to fill.")
+@click.option(
+    "--from",
+    "source_url",
+    required=True,
+    metavar="URL",
+    callback=valid_url,
+    help="Store to empty (must exist).",
+)
+@click.option(
+    "--to",
+    "target_url",
+    required=True,
+    metavar="URL",
+    callback=valid_url,
+    help="Store to fill (created if needed).",
+)
 @click.option("--page-size", default=500, show_default=True, help="Jobs per page.")
 @click.option("--limit", "max_pages", type=int, help="Stop after this many pages (rerun to go on).")
 @click.option("--no-pause", is_flag=True, help="Do not pause the source's queues first.")
@@ -98,6 +113,7 @@ def migrate(
     """Move queued, scheduled and dead jobs from one store to another (safe to rerun)."""
     if source_url == target_url:
         raise click.BadParameter("--from and --to are the same store")
+    require_store(source_url)  # a mistyped source must not become a new, empty store
     source, target = App(source_url), App(target_url)
     try:
         if not no_pause:

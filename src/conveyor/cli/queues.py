@@ -6,6 +6,8 @@ Example::
 
     conveyor queues
     conveyor queues pause mail
+    conveyor queues --app tasks:app pause reports   # a declared queue with no jobs yet
+    conveyor queues pause later --force              # a queue nothing knows of yet
     conveyor queues resume mail
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import click
 
+from conveyor.app import App
 from conveyor.backends.base import QueuePauseParams, QueueResumeParams
 from conveyor.cli.common import age, echo_json, open_app, store_options
 from conveyor.cli.filters import STATES
@@ -64,9 +67,13 @@ def queues(ctx: click.Context, url: str | None, app_spec: str | None, as_json: b
     )
 
 
-def _toggle(ctx: click.Context, name: str, pause: bool) -> None:
+def _toggle(ctx: click.Context, name: str, pause: bool, force: bool = False) -> None:
     obj = ctx.obj or {}
-    backend = open_app(obj.get("url"), obj.get("app_spec")).backend
+    # A pause that may be refused must not create a store first (a mistyped --url).
+    app = open_app(obj.get("url"), obj.get("app_spec"), create=not pause or force)
+    backend = app.backend
+    if pause and not force:
+        refuse_unknown_queue(name, {q.queue for q in backend.queue_list()}, declared_queues(app))
     if pause:
         backend.queue_pause(QueuePauseParams(name))
     else:
@@ -78,12 +85,32 @@ def _toggle(ctx: click.Context, name: str, pause: bool) -> None:
         click.echo(f"queue {name} {verb}")
 
 
+def declared_queues(app: App) -> set[str]:
+    """Queues the app's tasks use (empty for a bare app: no ``--app`` given)."""
+    return {task.options.queue for task in app.tasks.values()}
+
+
+def refuse_unknown_queue(name: str, existing: set[str], declared: set[str]) -> None:
+    """A pause of a queue that has no jobs and that no task declares is most likely a
+    typo: pausing it would store a phantom queue and pause nothing real."""
+    if name in existing or name in declared:
+        return
+    known = sorted(existing | declared)
+    listed = f"; known queues: {', '.join(known)}" if known else ""
+    via = "" if declared else " (give --app to count the queues its tasks declare)"
+    raise click.ClickException(
+        f"queue {name!r} has no jobs and no task declares it{listed}{via}; "
+        "check the name, or pass --force to pause it anyway"
+    )
+
+
 @queues.command("pause")
 @click.argument("name")
+@click.option("--force", is_flag=True, help="Pause NAME even if no job or task uses it yet.")
 @click.pass_context
-def pause(ctx: click.Context, name: str) -> None:
+def pause(ctx: click.Context, name: str, force: bool) -> None:
     """Stop every worker from claiming jobs of NAME (running jobs finish)."""
-    _toggle(ctx, name, True)
+    _toggle(ctx, name, True, force)
 
 
 @queues.command("resume")

@@ -6,7 +6,8 @@ import logging
 
 import click
 
-from conveyor.app import load_app
+from conveyor.app import check_url, load_app
+from conveyor.cli.common import valid_url
 from conveyor.errors import ConfigurationError
 from conveyor.worker.executors import POOLS
 
@@ -67,7 +68,7 @@ from conveyor.worker.executors import POOLS
     help="Seconds running jobs get after TERM/INT before being released.",
 )
 @click.option("--burst", is_flag=True, help="Exit 0 when no job is ready or running.")
-@click.option("--url", envvar="CONVEYOR_URL", help="Override the app's store URL.")
+@click.option("--url", callback=valid_url, help="Store URL; wins over App(url) and $CONVEYOR_URL.")
 @click.option(
     "--log-level",
     type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
@@ -123,7 +124,8 @@ def worker(
     try:
         app = load_app(app_spec)
         if url:
-            app.url = url
+            app.override_url(url)
+        check_url(app.url)  # App(url) or $CONVEYOR_URL: a typo is one line, not a traceback
         w = Worker(
             app,
             queues=list(queues) or default_queue_specs(app),
@@ -145,6 +147,6 @@ def worker(
         # a module that cannot load there as a ConfigurationError.
         w.run()
     except ConfigurationError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(str(exc)) from exc  # --debug shows the cause
     finally:
         console.uninstall(handler)

@@ -239,6 +239,7 @@ class Worker:
             from conveyor.worker import signals
 
             signals.install(self)
+        failed = True
         try:
             self._setup()
             self._started.set()
@@ -246,9 +247,16 @@ class Worker:
                 self._run_inline()
             else:
                 self._fetch_loop()
+            failed = False
         finally:
             try:
                 self._shutdown()
+            except Exception:
+                if not failed:
+                    raise
+                # Report the first cause: cleanup after a failed start trips over parts
+                # never started ("cannot join thread before it is started").
+                log.debug("cleanup after a failed run failed too", exc_info=True)
             finally:
                 self._started.set()
                 self._finished.set()

@@ -12,13 +12,14 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import re
 import sqlite3
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
-from conveyor.errors import ConfigurationError
+from conveyor.errors import ConfigurationError, StoreNotFound
 
 #: 1: core tables. 2: ops (queues, job logs). 3: flow control (progress, unique,
 #: workflows, limits, periodic). Each step is idempotent and applied in order.
@@ -86,6 +87,35 @@ def open_connection(target: SQLiteTarget) -> sqlite3.Connection:
     conn.execute("PRAGMA temp_store = MEMORY")
     _migrate(conn)
     return conn
+
+
+def require_existing_store(url: str) -> None:
+    """Raise StoreNotFound unless ``url`` names an existing conveyor database.
+
+    For read-only tools, before :func:`open_connection` (which creates the file): looks
+    with ``os.stat`` and a ``mode=ro`` connection only, so nothing is created or changed.
+    """
+    target = parse_sqlite_url(url)
+    if target.is_memory:
+        return
+    hint = f"({url}); check --url or $CONVEYOR_URL"
+    if not os.path.exists(target.path):
+        raise StoreNotFound(
+            f"no store at {target.path} {hint} (a worker or the first enqueue creates it)"
+        )
+    if os.path.isdir(target.path):
+        raise StoreNotFound(f"{target.path} is a directory, not a store {hint}")
+    try:
+        uri = f"file:{quote(target.path)}?mode=ro"
+        with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+    except sqlite3.Error:
+        return  # unreadable here: the real open reports why (permissions, not a database)
+    if version == 0 and tables == 0:
+        raise StoreNotFound(f"{target.path} is an empty file, not a conveyor store {hint}")
+    if version == 0:
+        raise StoreNotFound(f"{target.path} is a SQLite file but not a conveyor store {hint}")
 
 
 def memory_key() -> str:
