@@ -178,6 +178,11 @@ class ShellSession:
 def run_page(blocks: Sequence[Block], workdir: Path, page: str = "page") -> None:
     """Run every runnable block of one page, in order, in ``workdir``."""
     env = page_env()
+    # A page may write to ~ (shell completion lines go into ~/.bashrc): a user's home of
+    # its own, so the test never touches the real one.
+    home = workdir / "home"
+    (home / ".config" / "fish" / "completions").mkdir(parents=True, exist_ok=True)
+    env["HOME"] = str(home)
     python: PythonSession | None = None
     shell: ShellSession | None = None
     try:

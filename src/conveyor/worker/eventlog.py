@@ -108,12 +108,16 @@ class EventLog(BaseObserver):
     def __init__(self, queues_defaulted: bool = False) -> None:
         #: True when the worker was given no ``--queue`` and consumes the declared ones.
         self.queues_defaulted = queues_defaulted
+        # A worker that failed before it was ready says only why (one Error: line from
+        # the CLI); "stopping" would be noise around that cause.
+        self._ready = False
         self._info = jobs_log.isEnabledFor(logging.INFO)
         self._debug = jobs_log.isEnabledFor(logging.DEBUG)
 
     # -- start ---------------------------------------------------------------------------
 
     def on_started(self, worker: Worker) -> None:
+        self._ready = True
         self._refresh()
         app, sel = worker.app, worker.selection
         # "ready: queues=" starts the line as it always did (tools wait for it: bench/).
@@ -328,6 +332,8 @@ class EventLog(BaseObserver):
     # -- shutdown ------------------------------------------------------------------------
 
     def on_stopping(self, running: int, timeout: float, hard: bool) -> None:
+        if not self._ready:
+            return
         fields = {
             EVENT_FIELDS: {
                 "event": "worker.stopping",
