@@ -41,15 +41,12 @@ from typing import TYPE_CHECKING, Any
 
 from conveyor.backends.base import JobInsertParams, require_feature
 from conveyor.errors import ConfigurationError
+from conveyor.rules import PIPE_ALL, PIPE_FAILURE, PIPE_NONE, PIPE_ONE
 
 if TYPE_CHECKING:
     from conveyor.app import App
     from conveyor.job import Job
     from conveyor.task import Enqueuer
-
-#: How results reach a step: not at all, the one parent's result, the list of results.
-PIPE_NONE, PIPE_ONE, PIPE_ALL, PIPE_FAILURE = 0, 1, 2, 3
-
 
 class Signature:
     """A task (or ``task.with_options(...)``) with its arguments, to run later."""

@@ -60,6 +60,16 @@ from conveyor.backends.sqlite.limits import apply_limits, limits_exist
 from conveyor.backends.sqlite.notify import MAX_POLL, MIN_POLL, POLL_GROWTH, notifier_for
 from conveyor.backends.sqlite.ops import SQLiteOpsMixin, delete_jobs
 from conveyor.errors import JobNotFound
+from conveyor.rules import (
+    FINISH,
+    LOST,
+    LOST_PARENT_FAILED,
+    RELEASED,
+    WAS_CANCELLED,
+    WORKER_LOST_ERROR,
+    WORKER_LOST_REASON,
+    rescue_state,
+)
 from conveyor.states import FinishKind, JobState
 
 _QUERY_NAMES = (
@@ -91,24 +101,7 @@ _FINISH_QUERY = {
     FinishKind.DROP: "job_finish_drop",
     FinishKind.SNOOZE: "job_finish_snooze",
 }
-_ATTEMPT_OUTCOME = {
-    FinishKind.SUCCEEDED: "succeeded",
-    FinishKind.RETRY: "failed",
-    FinishKind.DEAD: "dead",
-    FinishKind.CANCELLED: "cancelled",
-    FinishKind.DROP: "dropped",
-    FinishKind.SNOOZE: "snoozed",
-}
-#: How a finish looks to the dependants of the job (workflows); absent: not final.
-_PARENT_FAILED = {
-    FinishKind.DEAD: "ended dead",
-    FinishKind.CANCELLED: "was cancelled",
-    FinishKind.DROP: "was dropped",
-}
 _DATA_VERSION = "PRAGMA data_version"
-_WORKER_LOST = json.dumps(
-    {"type": "WorkerLost", "message": "the worker running this job died", "traceback": ""}
-)
 
 
 class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
@@ -206,7 +199,7 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
                     "RETURNING id",
                     (params.reason, now, *chunk),
                 ).fetchall()
-                workflow.settle(conn, (), {str(r[0]): "was cancelled" for r in cancelled}, now)
+                workflow.settle(conn, (), {str(r[0]): WAS_CANCELLED for r in cancelled}, now)
                 conn.execute(
                     "UPDATE jobs SET cancel_requested = 1, reason = ? "
                     f"WHERE id IN ({marks}) AND state = 'running'",
@@ -329,11 +322,12 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
             if conn.execute(self._sql[_FINISH_QUERY[p.kind]], args).rowcount != 1:
                 stale.append(p.id)
                 continue
-            if p.kind is FinishKind.SUCCEEDED:
+            rule = FINISH[p.kind]
+            if rule.state is JobState.SUCCEEDED:
                 succeeded.append(p.id)
-            elif p.kind in _PARENT_FAILED:
-                failed[p.id] = _PARENT_FAILED[p.kind]
-            if p.kind is FinishKind.DROP:
+            elif rule.parent_failed is not None:
+                failed[p.id] = rule.parent_failed
+            if rule.attempt_outcome is None:  # the row went: its history goes with it
                 conn.execute("DELETE FROM attempts WHERE job_id = ?", (p.id,))
                 conn.execute("DELETE FROM job_logs WHERE job_id = ?", (p.id,))
                 continue
@@ -345,7 +339,7 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
                     "worker_id": p.worker_id,
                     "started_at": p.started_at,
                     "finished_at": finished,
-                    "outcome": _ATTEMPT_OUTCOME[p.kind],
+                    "outcome": rule.attempt_outcome,
                     "error": p.error,
                 }
             )
@@ -455,7 +449,7 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
                         "worker_id": params.worker_id,
                         "started_at": row[1],
                         "finished_at": now,
-                        "outcome": "released",
+                        "outcome": RELEASED,
                         "error": None,
                     },
                 )
@@ -475,13 +469,19 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
                 self._sql["job_rescue_candidates"], {"stale_before": params.stale_before}
             ).fetchall()
             for job_id, token, attempt, max_attempts, rescues, worker_id, started in candidates:
-                lost = rescues + 1 > params.max_rescues or attempt >= max_attempts
+                state = rescue_state(
+                    attempt=attempt,
+                    max_attempts=max_attempts,
+                    rescues=rescues,
+                    max_rescues=params.max_rescues,
+                )
+                lost = state is JobState.DEAD
                 if lost:
                     conn.execute(
-                        "UPDATE jobs SET state = 'dead', reason = 'worker lost', error = ?, "
+                        "UPDATE jobs SET state = 'dead', reason = ?, error = ?, "
                         "finished_at = ?, worker_id = NULL, lease_until = NULL "
                         "WHERE id = ? AND token = ? AND state = 'running'",
-                        (_WORKER_LOST, now, job_id, token),
+                        (WORKER_LOST_REASON, WORKER_LOST_ERROR, now, job_id, token),
                     )
                 else:
                     conn.execute(
@@ -499,13 +499,12 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
                         "worker_id": worker_id,
                         "started_at": started,
                         "finished_at": now,
-                        "outcome": "lost",
-                        "error": _WORKER_LOST,
+                        "outcome": LOST,
+                        "error": WORKER_LOST_ERROR,
                     },
                 )
                 if lost:
-                    workflow.settle(conn, (), {str(job_id): "ended dead (worker lost)"}, now)
-                state = JobState.DEAD if lost else JobState.QUEUED
+                    workflow.settle(conn, (), {str(job_id): LOST_PARENT_FAILED}, now)
                 results.append(RescueResult(str(job_id), worker_id, state))
             conn.execute(
                 "DELETE FROM workers WHERE (heartbeat_at < ? OR id IN (SELECT id FROM dead_workers)) "

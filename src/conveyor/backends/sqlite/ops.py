@@ -43,6 +43,7 @@ from conveyor.backends.base import (
 from conveyor.backends.sqlite import rows
 from conveyor.backends.sqlite.filters import filter_sql
 from conveyor.errors import ConveyorError
+from conveyor.rules import WAS_DELETED
 from conveyor.states import FINISHED_STATES, JobState
 
 #: Text of the record stored in place of the first record past a job's log bound.
@@ -273,7 +274,7 @@ def delete_jobs(conn: sqlite3.Connection, ids: Sequence[str]) -> int:
         unfinished = conn.execute(
             f"SELECT id FROM jobs WHERE id IN ({marks}) AND state != 'succeeded'", chunk
         ).fetchall()
-        workflow.settle(conn, (), {str(r[0]): "was deleted" for r in unfinished}, now)
+        workflow.settle(conn, (), {str(r[0]): WAS_DELETED for r in unfinished}, now)
         deleted += conn.execute(f"DELETE FROM jobs WHERE id IN ({marks})", chunk).rowcount
         conn.execute(f"DELETE FROM attempts WHERE job_id IN ({marks})", chunk)
         conn.execute(f"DELETE FROM job_logs WHERE job_id IN ({marks})", chunk)

@@ -22,7 +22,7 @@ for i = 3, #ARGV do
       redis.call('ZREM', KEYS[2], id)
     end
     if f[4] then
-      ended[#ended + 1] = {id, 'was cancelled'}
+      ended[#ended + 1] = {id, RULE_WAS_CANCELLED}
       flow_expire(id, ttl)
     end
     redis.call('HSET', key, 'state', 'cancelled', 'reason', reason, 'finished_at', ts)

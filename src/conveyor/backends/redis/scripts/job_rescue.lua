@@ -11,8 +11,8 @@
 -- Liveness is re-checked here, in the same atomic step that moves the job, so a live
 -- claim is never requeued. A running job is rescued when its worker is proved dead,
 -- has no heartbeat, a heartbeat older than stale_before, or its lease expired before
--- stale_before (same rule as SQLite's job_rescue_candidates.sql). Rescued once too often
--- (rescues + 1 > max_rescues) or out of attempts: dead, reason "worker lost".
+-- stale_before (same rule as SQLite's job_rescue_candidates.sql). Where it goes then is
+-- rule_rescue_dead (conveyor/rules.py rescue_state): queued, or dead "worker lost".
 -- Returns flattened triples {id, worker_id, 'queued' | 'dead'}.
 local t = now()
 local ts = fmt(t)
@@ -30,18 +30,18 @@ local lost_flow = {} -- workflow jobs buried here: their dependants are settled 
 local function rescue(id, key, worker, f)
   local queue = f[6]
   local rescues = tonumber(f[4])
-  local lost = rescues + 1 > max_rescues or tonumber(f[2]) >= tonumber(f[3])
+  local lost = rule_rescue_dead(tonumber(f[2]), tonumber(f[3]), rescues, max_rescues)
   redis.call('SREM', k_inflight(worker), id)
   redis.call('HDEL', key, 'worker_id', 'lease_until')
   count('running', queue, -1)
-  add_attempt(id, f[2], f[1], worker, f[5], ts, 'lost', lost_error)
+  add_attempt(id, f[2], f[1], worker, f[5], ts, RULE_LOST, lost_error)
   if lost then
-    redis.call('HSET', key, 'state', 'dead', 'reason', 'worker lost', 'error', lost_error,
+    redis.call('HSET', key, 'state', 'dead', 'reason', RULE_WORKER_LOST_REASON, 'error', lost_error,
       'finished_at', ts)
     count('dead', queue, 1)
     finished(KEYS[6], id, 'dead', queue, ttl, t, f[10])
     if f[11] then
-      lost_flow[#lost_flow + 1] = {id, 'ended dead (worker lost)'}
+      lost_flow[#lost_flow + 1] = {id, RULE_LOST_PARENT_FAILED}
       flow_expire(id, ttl)
     end
   else
