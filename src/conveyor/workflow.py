@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from conveyor.job import Job
     from conveyor.task import Enqueuer
 
+
 class Signature:
     """A task (or ``task.with_options(...)``) with its arguments, to run later."""
 
@@ -73,11 +74,11 @@ class Signature:
         overrides = dict(self.enqueuer._overrides)
         if parents:
             overrides.update(depends_on=tuple(parents), pipe=pipe)
-        return Enqueuer(self.enqueuer._task, overrides)._params(self.args, self.kwargs, None)
+        return Enqueuer(self.enqueuer._task, overrides)._one(self.args, self.kwargs)
 
     def enqueue(self) -> Job[Any]:
         """Enqueue this one step on its own."""
-        return self.enqueuer._insert([self.params()])[0]
+        return self.enqueuer._write([self.params()])[0]
 
     def then(self, *steps: Signature | Group) -> Chain:
         return Chain(self, *steps)
@@ -180,5 +181,5 @@ def _insert(app: App, params: list[JobInsertParams]) -> list[Job[Any]]:
     from conveyor.job import Job
 
     require_feature(app.backend, "workflows")
-    results = app.backend.job_insert_flow_many(params)
-    return [Job(app, r.id, app.tasks.get(p.task)) for r, p in zip(results, params, strict=True)]
+    ids = app.backend.job_insert_many(params)
+    return [Job(app, i, app.tasks.get(p.task)) for i, p in zip(ids, params, strict=True)]

@@ -10,8 +10,6 @@ Example::
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from typing import cast
 
 import click
 from rich.console import Console
@@ -27,15 +25,14 @@ from conveyor.cli.common import echo_json, open_app, store_options
 def backup(url: str | None, app_spec: str | None, path: str) -> None:
     """Copy the store to PATH while workers keep running (SQLite only)."""
     backend = open_app(url, app_spec).backend
-    copy = getattr(backend, "backup", None)
-    if not callable(copy):
+    if "backup" not in backend.features:
         raise click.ClickException(
             f"backup is only available on the SQLite backend, not {backend.name}; "
             "back Redis up with its own tools (BGSAVE, replicas)"
         )
     if os.path.exists(path):
         raise click.ClickException(f"{path} exists; choose a new file")
-    cast(Callable[[str], None], copy)(path)
+    backend.backup(path)
     click.echo(f"backup written to {path} ({os.path.getsize(path):,} bytes)")
 
 

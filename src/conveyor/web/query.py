@@ -17,7 +17,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from conveyor.backends.base import (
@@ -25,8 +25,11 @@ from conveyor.backends.base import (
     JobCancelParams,
     JobFilter,
     JobListParams,
+    JobLogListParams,
     JobRecord,
     JobRetryParams,
+    QueuePauseParams,
+    QueueResumeParams,
     WhereCondition,
 )
 from conveyor.query import parse_where
@@ -200,33 +203,26 @@ def apply_action(backend: Backend, action: str, ids: Sequence[str]) -> int:
 
 
 def pause_supported(backend: Backend) -> bool:
-    return hasattr(backend, "queue_pause") and hasattr(backend, "queue_resume")
+    return "queues" in backend.features
 
 
 def set_paused(backend: Backend, queue: str, paused: bool) -> None:
-    """Call ``queue_pause``/``queue_resume`` with their params dataclass when it exists."""
-    from conveyor.backends import base
-
-    name = "Pause" if paused else "Resume"
-    method: Callable[[Any], None] = getattr(backend, f"queue_{name.lower()}")
-    params_cls = getattr(base, f"Queue{name}Params", None)
-    method(params_cls(queue=queue) if params_cls is not None else queue)
+    """Pause or resume ``queue`` (persisted; every worker obeys at its next claim)."""
+    if paused:
+        backend.queue_pause(QueuePauseParams(queue=queue))
+    else:
+        backend.queue_resume(QueueResumeParams(queue=queue))
 
 
 def paused_queues(backend: Backend) -> set[str]:
-    """Names of paused queues, when the backend can tell (``queue_list``)."""
-    queue_list: Callable[[], list[Any]] | None = getattr(backend, "queue_list", None)
-    if queue_list is None:
+    """Names of paused queues, when the backend can tell (feature ``queues``)."""
+    if "queues" not in backend.features:
         return set()
-    return {q.queue for q in queue_list() if getattr(q, "paused", False)}
+    return {q.queue for q in backend.queue_list() if q.paused}
 
 
 def job_logs(backend: Backend, job_id: str) -> list[Any] | None:
     """A job's captured log records, or None when the backend does not store logs."""
-    from conveyor.backends import base
-
-    log_list: Callable[[Any], list[Any]] | None = getattr(backend, "job_log_list", None)
-    params_cls = getattr(base, "JobLogListParams", None)
-    if log_list is None or params_cls is None:
+    if "logs" not in backend.features:
         return None
-    return log_list(params_cls(job_id=job_id, limit=1000))
+    return list(backend.job_log_list(JobLogListParams(job_id=job_id, limit=1000)))

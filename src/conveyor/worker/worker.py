@@ -172,11 +172,11 @@ class Worker:
         self._claim_batch = max(1, concurrency // 4)
         # One slot on the thread pool, on a store where it saves work (ack_with_claim):
         # the fetcher thread runs each job itself and its finish rides with the next
-        # claim (one transaction per job, no thread hand-off). W1 noop -c 1 on SQLite,
-        # 2-core box, median of 3: 1,444 -> 2,081 jobs/s (BENCHMARKS.md, "Hot path").
-        # Other pools, sizes and stores keep the pool + completer.
+        # claim (one transaction per job, no thread hand-off; the figures are in
+        # BENCHMARKS.md#hot-path-benchquickpy). Other pools, sizes and stores keep the
+        # pool + completer.
         self._inline: ThreadExecutor | None = None
-        inline_ok = bool(getattr(app.backend, "ack_with_claim", False))
+        inline_ok = "ack_with_claim" in app.backend.features
         if concurrency == 1 and pool == "thread" and executor is None and inline_ok:
             from conveyor.worker.executors.thread import ThreadExecutor
 
@@ -188,7 +188,7 @@ class Worker:
         self._unwritten_lock = threading.Lock()
         self.processed = itertools.count()
         s = app.settings
-        ops: frozenset[str] = getattr(app.backend, "ops_features", frozenset())
+        ops = app.backend.features
         self._services: list[Looper] = [
             Heartbeat(self, s.heartbeat_interval),
             Rescuer(self, s.rescue_interval),
@@ -451,7 +451,6 @@ class Worker:
     def _inline_loop(self) -> None:
         assert self._inline is not None
         backend = self.app.backend
-        finish_and_claim = getattr(backend, "job_finish_and_claim", None)
         failures = 0
         try:
             while not self._stopping.is_set():
@@ -464,11 +463,7 @@ class Worker:
                 try:
                     with self._unwritten_lock:
                         batch, self._unwritten = self._unwritten, []
-                    if finish_and_claim is not None:
-                        stale, jobs = finish_and_claim(batch, claim)
-                    else:
-                        stale = backend.job_finish_many(batch)
-                        jobs = backend.job_claim(claim)
+                    stale, jobs = backend.job_finish_and_claim(batch, claim)
                     failures = 0
                 except BackendUnavailable as exc:  # the finishes are kept and retried
                     with self._unwritten_lock:

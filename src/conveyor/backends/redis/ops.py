@@ -49,7 +49,7 @@ from conveyor.backends.redis.filters import matches
 from conveyor.backends.redis.keys import Keys
 from conveyor.backends.redis.scripts import load_source
 from conveyor.backends.sqlite.ops import TRUNCATED_LOGGER, TRUNCATED_MESSAGE
-from conveyor.errors import ConveyorError
+from conveyor.errors import ConfigurationError, ConveyorError
 from conveyor.states import FINISHED_STATES, JobState
 
 #: Ids read per round trip when a filter scans the id index.
@@ -122,9 +122,6 @@ def _log_json(r: JobLogRecord) -> str:
 
 class RedisOpsMixin:
     """Ops methods of :class:`~conveyor.backends.redis.backend.RedisBackend`."""
-
-    #: operations features this backend implements (see ``tests/support/features.py``)
-    ops_features = frozenset({"filters", "purge", "queues", "logs", "integrity"})
 
     keys: Keys
     _client: Any
@@ -292,6 +289,13 @@ class RedisOpsMixin:
         return inserted
 
     # -- audit ---------------------------------------------------------------------------
+
+    def backup(self, path: str) -> None:
+        """Not on Redis (no feature ``backup``): the server's own tools copy it."""
+        raise ConfigurationError(
+            "backup is only available on the SQLite backend, not redis; "
+            "back Redis up with its own tools (BGSAVE, replicas)"
+        )
 
     def integrity_check(self, params: IntegrityCheckParams) -> list[IntegrityProblem]:
         with self._guard:

@@ -8,7 +8,7 @@ batch share one transaction (group commit). SQL lives in ``queries/*.sql``.
 
 Weaker than Redis in one way: one machine only (the file must be local; SQLite over a
 network filesystem breaks WAL's locking). Stronger in another: every row is queryable
-with SQL (``supports_sql``), and it can be copied online (``backup``). Ops methods
+with SQL (feature ``sql``), and it can be copied online (``backup``). Ops methods
 (filters, purge, pause, logs, audit) live in ``ops.py``.
 
 Example:
@@ -27,9 +27,11 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from conveyor.backends.base import (
     AttemptRecord,
+    Backend,
     ClaimedJob,
     JobCancelParams,
     JobClaimParams,
@@ -102,16 +104,23 @@ _FINISH_QUERY = {
     FinishKind.SNOOZE: "job_finish_snooze",
 }
 _DATA_VERSION = "PRAGMA data_version"
+#: Everything this backend implements (names: conveyor.backends.protocols.FEATURES).
+FEATURES = frozenset(
+    {
+        *("snooze", "progress", "unique", "workflows", "limits", "periodic"),
+        *("filters", "purge", "queues", "logs", "integrity", "backup", "sql"),
+        "ack_with_claim",
+    }
+)
 
 
 class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
     """Backend on one SQLite file. Internal: use ``conveyor.App("sqlite:///file.db")``."""
 
     name = "sqlite"
-    supports_sql = True
-    #: one commit per job instead of two; W1 -c 1, runs alternated, pool + completer vs
-    #: inline: 1,651 / 1,838 / 2,453 -> 2,030 / 2,251 / 2,891 jobs/s (BENCHMARKS.md)
-    ack_with_claim = True
+    #: "ack_with_claim": a one-slot worker saves one commit per job by writing each
+    #: finish with its next claim (BENCHMARKS.md#hot-path-benchquickpy).
+    features = FEATURES
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -359,16 +368,21 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
                 found[record.id] = record
         return [found[i] for i in ids if i in found]
 
-    def job_insert_many(self, params: Sequence[JobInsertParams]) -> None:
+    def job_insert_many(
+        self, params: Sequence[JobInsertParams] | JobInsertBatchParams
+    ) -> list[str]:
+        if isinstance(params, JobInsertBatchParams):
+            self._insert_batch(params)
+            return list(params.ids)
         if not all(p.is_plain for p in params):
-            self.job_insert_flow_many(params)
-            return
+            return self._insert_flow(params)
         now = time.time()
         values = [self._insert_values(p, now) for p in params]
         with self._write() as conn:
             conn.executemany(self._sql["job_insert"], values)
+        return [p.id for p in params]
 
-    def job_insert_batch(self, params: JobInsertBatchParams) -> None:
+    def _insert_batch(self, params: JobInsertBatchParams) -> None:
         # Positional parameters, one tuple per job built from the shared fields: named
         # parameters cost SQLite a name lookup per column per row (measured, 10k jobs:
         # executemany 4.8 -> ~3 µs a row).
@@ -390,7 +404,7 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
         rows = [(i, p, *shared) for i, p in zip(params.ids, params.payloads, strict=True)]
         # The transaction is written out rather than through _write(): a single enqueue
         # is one call of this, and the generator context manager plus executemany's
-        # set-up were ~3 µs of its ~50 (E1).
+        # set-up were ~3 µs of its ~50 (BENCHMARKS.md#e1-enqueue-one-at-a-time-jobss-higher-is-better).
         conn = self._conn
         with self._lock:
             conn.execute("BEGIN IMMEDIATE")
@@ -592,3 +606,9 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
     def worker_list(self) -> list[WorkerInfo]:
         found = self._read(f"SELECT {rows.WORKER_COLUMNS} FROM workers ORDER BY started_at")
         return [rows.worker_info(r) for r in found]
+
+
+if TYPE_CHECKING:
+
+    def _implements_the_seam(backend: SQLiteBackend) -> Backend:
+        return backend  # mypy proves SQLiteBackend has every method of every protocol

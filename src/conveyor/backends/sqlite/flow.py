@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING
 
 from conveyor.backends.base import (
     Dependency,
-    InsertResult,
     JobDependenciesParams,
     JobInsertParams,
     JobProgressParams,
@@ -35,13 +34,9 @@ from conveyor.backends.sqlite import workflow
 #: for a worker that stalls between reading the schedule and firing.
 SLOT_RETENTION = 86400.0
 
-FLOW_FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic"})
-
 
 class FlowMixin:
     """Flow-control methods; mixed into :class:`SQLiteBackend`."""
-
-    flow_features = FLOW_FEATURES
 
     if TYPE_CHECKING:
         _lock: threading.RLock
@@ -59,7 +54,7 @@ class FlowMixin:
         with self._lock:
             return workflow.dependencies(self._conn, params.ids)
 
-    def job_insert_flow_many(self, params: Sequence[JobInsertParams]) -> list[InsertResult]:
+    def _insert_flow(self, params: Sequence[JobInsertParams]) -> list[str]:
         now = time.time()
         with self._write() as conn:
             return workflow.insert_flow(conn, params, now)

@@ -55,7 +55,6 @@ class SQLiteOpsMixin:
     """Ops methods of :class:`~conveyor.backends.sqlite.backend.SQLiteBackend`."""
 
     #: operations features this backend implements (see ``tests/support/features.py``)
-    ops_features = frozenset({"filters", "purge", "queues", "logs", "integrity"})
 
     _conn: sqlite3.Connection
     _lock: threading.RLock

@@ -1,5 +1,5 @@
-"""Workflows and unique jobs on SQLite: the SQL side of ``job_insert_flow_many`` and of
-settling dependants when parents finish.
+"""Workflows and unique jobs on SQLite: the SQL side of inserting jobs with flow fields
+and of settling dependants when parents finish (decided by :mod:`conveyor.rules`).
 
 Every function runs inside the caller's ``BEGIN IMMEDIATE`` transaction, so a child
 becomes ready (or cancelled) in the same commit as its parent's finish, and a unique
@@ -17,7 +17,7 @@ import json
 import sqlite3
 from collections.abc import Mapping, Sequence
 
-from conveyor.backends.base import Dependency, InsertResult, JobInsertParams
+from conveyor.backends.base import Dependency, JobInsertParams
 from conveyor.backends.sqlite import rows
 from conveyor.backends.sqlite.connection import load_query
 from conveyor.errors import JobNotFound
@@ -70,7 +70,7 @@ def _failure_payload(conn: sqlite3.Connection, payload: str, parent: str, why: s
 
 def _unique_conflict(
     conn: sqlite3.Connection, p: JobInsertParams, run_at: float, now: float
-) -> InsertResult | None:
+) -> str | None:
     # A finished holder whose window passed gives the key up (inside this transaction).
     conn.execute(
         "UPDATE jobs SET unique_key = NULL WHERE task = ? AND unique_key = ? "
@@ -91,22 +91,22 @@ def _unique_conflict(
             "UPDATE jobs SET payload = ?, run_at = ?, state = ?, unique_until = ? WHERE id = ?",
             (p.payload, run_at, new_state, p.unique_until, existing),
         )
-        return InsertResult(existing, inserted=False, replaced=True)
-    return InsertResult(existing, inserted=False)
+    return existing
 
 
 def insert_flow(
     conn: sqlite3.Connection, params: Sequence[JobInsertParams], now: float
-) -> list[InsertResult]:
-    """Insert jobs with unique keys, parents or limits; see the protocol docstring."""
-    results: list[InsertResult] = []
+) -> list[str]:
+    """Insert jobs with unique keys, parents or limits; returns the id that stands for
+    each (the holder's on a unique conflict). See ``HotPath.job_insert_many``."""
+    results: list[str] = []
     standing: dict[str, str] = {}  # id asked for -> id that stands (unique conflicts)
     for p in params:
         run_at = now if p.run_at is None else p.run_at
         if p.unique_key is not None:
             conflict = _unique_conflict(conn, p, run_at, now)
             if conflict is not None:
-                standing[p.id] = conflict.id
+                standing[p.id] = conflict
                 results.append(conflict)
                 continue
         state, payload, reason, finished_at, waiting = (
@@ -173,7 +173,7 @@ def insert_flow(
                 (lim.key, lim.concurrency, lim.rate_count, lim.rate_period),
             )
         standing[p.id] = p.id
-        results.append(InsertResult(p.id, inserted=True))
+        results.append(p.id)
     return results
 
 
