@@ -44,8 +44,8 @@ from conveyor.unique import UniqueKey
 
 if TYPE_CHECKING:
     from conveyor.app import App
+    from conveyor.compose import Signature
     from conveyor.job import Job
-    from conveyor.workflow import Signature
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -318,7 +318,7 @@ class Enqueuer(Generic[P, R]):
     def s(self, *args: Any, **kwargs: Any) -> Signature:
         """A signature: this task with these arguments, to compose into workflows
         (``conveyor.chain``, ``conveyor.group``, ``job.then``). Nothing is enqueued."""
-        from conveyor.workflow import Signature
+        from conveyor.compose import Signature
 
         return Signature(self, args, kwargs)
 

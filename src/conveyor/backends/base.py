@@ -15,6 +15,8 @@ Example:
 from __future__ import annotations
 
 from conveyor.backends.params import (
+    TRUNCATED_LOGGER,
+    TRUNCATED_MESSAGE,
     IntegrityCheckParams,
     JobCancelParams,
     JobClaimParams,
@@ -69,6 +71,8 @@ from conveyor.backends.records import (
 
 __all__ = [
     "FEATURES",
+    "TRUNCATED_LOGGER",
+    "TRUNCATED_MESSAGE",
     "AttemptRecord",
     "Backend",
     "ClaimedJob",

@@ -204,6 +204,12 @@ class JobListParams:
     filter: JobFilter | None = None
 
 
+#: The record stored in place of the first record past a job's log bound
+#: (``JobLogInsertParams.max_per_job``), the same on every backend.
+TRUNCATED_MESSAGE = "log truncated: this job reached its limit of {limit} records"
+TRUNCATED_LOGGER = "conveyor.logs"
+
+
 @record
 class JobLogInsertParams:
     """Store captured log records. At most ``max_per_job`` records are kept per job; the

@@ -201,7 +201,7 @@ class Worker:
         if "purge" in ops:  # retention, where the backend can purge
             self._services.append(Pruner(self, s.prune_interval))
         # Flow-control services, only where the backend implements them.
-        from conveyor.worker.services.flow import flow_services
+        from conveyor.worker.services.by_feature import flow_services
 
         self._services += flow_services(self)
         #: Hooks called as jobs are claimed, finish or are rescued (metrics); see observers.py.

@@ -49,12 +49,12 @@ from conveyor.backends.base import (
     WorkerHeartbeatParams,
     WorkerInfo,
 )
-from conveyor.backends.redis import reads, records
+from conveyor.backends.redis import hashes, reads
 from conveyor.backends.redis.connection import Unavailable, open_client
-from conveyor.backends.redis.flow import RedisFlowMixin
+from conveyor.backends.redis.flow_methods import RedisFlowMixin
+from conveyor.backends.redis.hashes import chunks, num, opt_num
 from conveyor.backends.redis.keys import Keys
 from conveyor.backends.redis.ops import RedisOpsMixin
-from conveyor.backends.redis.records import chunks, num, opt_num
 from conveyor.backends.redis.scripts import Scripts
 from conveyor.backends.redis.url import parse_redis_url
 from conveyor.errors import ConveyorError, JobNotFound
@@ -133,7 +133,7 @@ class RedisBackend(RedisOpsMixin, RedisFlowMixin):
     def job_attempts(self, job_id: str) -> list[AttemptRecord]:
         with self._guard:
             entries = self._client.lrange(self.keys.attempts(job_id), 0, -1)
-        return sorted((records.attempt_record(e) for e in entries), key=lambda a: a.token)
+        return sorted((hashes.attempt_record(e) for e in entries), key=lambda a: a.token)
 
     def job_cancel_many(self, params: JobCancelParams) -> list[JobRecord]:
         k = self.keys
@@ -155,7 +155,7 @@ class RedisBackend(RedisOpsMixin, RedisFlowMixin):
         self, finishes: Sequence[JobFinishParams], claim: JobClaimParams
     ) -> tuple[list[str], list[ClaimedJob]]:
         """``job_finish_many(finishes)`` then ``job_claim(claim)`` in one pipelined round
-        trip (the seed-004 trick: the ack of one batch rides with the next claim). Each
+        trip (the ack of one batch rides with the next claim). Each
         script stays atomic on its own; the finishes run first."""
         if not finishes:
             return [], self.job_claim(claim)

@@ -27,6 +27,8 @@ from typing import Any
 from redis.commands.core import Script
 
 from conveyor.backends.base import (
+    TRUNCATED_LOGGER,
+    TRUNCATED_MESSAGE,
     IntegrityCheckParams,
     IntegrityProblem,
     JobCountParams,
@@ -45,10 +47,9 @@ from conveyor.backends.base import (
 )
 from conveyor.backends.redis import integrity, reads
 from conveyor.backends.redis.connection import Unavailable
-from conveyor.backends.redis.filters import matches
+from conveyor.backends.redis.filter_match import matches
 from conveyor.backends.redis.keys import Keys
 from conveyor.backends.redis.scripts import load_source
-from conveyor.backends.sqlite.ops import TRUNCATED_LOGGER, TRUNCATED_MESSAGE
 from conveyor.errors import ConfigurationError, ConveyorError
 from conveyor.states import FINISHED_STATES, JobState
 

@@ -50,15 +50,15 @@ from conveyor.backends.base import (
     WorkerHeartbeatParams,
     WorkerInfo,
 )
-from conveyor.backends.sqlite import rows, workflow
+from conveyor.backends.sqlite import flow_writes, rows
+from conveyor.backends.sqlite.claim_limits import apply_limits, limits_exist
 from conveyor.backends.sqlite.connection import (
     load_query,
     memory_key,
     open_connection,
     parse_sqlite_url,
 )
-from conveyor.backends.sqlite.flow import FlowMixin
-from conveyor.backends.sqlite.limits import apply_limits, limits_exist
+from conveyor.backends.sqlite.flow_methods import FlowMixin
 from conveyor.backends.sqlite.notify import MAX_POLL, MIN_POLL, POLL_GROWTH, notifier_for
 from conveyor.backends.sqlite.ops import SQLiteOpsMixin, delete_jobs
 from conveyor.errors import JobNotFound
@@ -208,7 +208,7 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
                     "RETURNING id",
                     (params.reason, now, *chunk),
                 ).fetchall()
-                workflow.settle(conn, (), {str(r[0]): WAS_CANCELLED for r in cancelled}, now)
+                flow_writes.settle(conn, (), {str(r[0]): WAS_CANCELLED for r in cancelled}, now)
                 conn.execute(
                     "UPDATE jobs SET cancel_requested = 1, reason = ? "
                     f"WHERE id IN ({marks}) AND state = 'running'",
@@ -223,7 +223,7 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
         self, finishes: Sequence[JobFinishParams], claim: JobClaimParams
     ) -> tuple[list[str], list[ClaimedJob]]:
         """``job_finish_many(finishes)`` then ``job_claim(claim)`` in one transaction: the
-        ack of one batch rides with the next claim (seed 004), one commit instead of two.
+        ack of one batch rides with the next claim, one commit instead of two.
         Returns (refused finish ids, claimed jobs)."""
         now = time.time()
         with self._lock:
@@ -235,8 +235,8 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
                 # work_wait() after an empty claim must see any commit made after it.
                 # data_version is read inside the write transaction (no other connection
                 # can commit until ours does) and only when a wait can follow: outside a
-                # transaction the PRAGMA opens a read snapshot, 8-10% of the fetcher's
-                # wall time in the W1 -c 1 py-spy profile. -1 never matches, so a wait
+                # transaction the PRAGMA opens a read snapshot, 8-10% of a one-slot
+                # fetcher's wall time (profiled with py-spy). -1 never matches, so a wait
                 # right after a non-empty claim returns at once (one extra claim at most).
                 version = -1 if claimed else int(self._conn.execute(_DATA_VERSION).fetchone()[0])
                 self._claim_snapshot = (generation, version)
@@ -354,7 +354,7 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
             )
         conn.executemany(self._sql["attempt_insert"], attempts)
         # Dependants move in the same commit as their parent's finish.
-        workflow.settle(conn, succeeded, failed, now)
+        flow_writes.settle(conn, succeeded, failed, now)
         return stale
 
     def job_get_many(self, ids: Sequence[str]) -> list[JobRecord]:
@@ -404,7 +404,8 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
         rows = [(i, p, *shared) for i, p in zip(params.ids, params.payloads, strict=True)]
         # The transaction is written out rather than through _write(): a single enqueue
         # is one call of this, and the generator context manager plus executemany's
-        # set-up were ~3 µs of its ~50 (BENCHMARKS.md#e1-enqueue-one-at-a-time-jobss-higher-is-better).
+        # set-up were ~3 µs of its ~50
+        # (BENCHMARKS.md#e1-enqueue-one-at-a-time-jobss-higher-is-better).
         conn = self._conn
         with self._lock:
             conn.execute("BEGIN IMMEDIATE")
@@ -518,7 +519,7 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
                     },
                 )
                 if lost:
-                    workflow.settle(conn, (), {str(job_id): LOST_PARENT_FAILED}, now)
+                    flow_writes.settle(conn, (), {str(job_id): LOST_PARENT_FAILED}, now)
                 results.append(RescueResult(str(job_id), worker_id, state))
             conn.execute(
                 "DELETE FROM workers WHERE (heartbeat_at < ? OR id IN (SELECT id FROM dead_workers)) "

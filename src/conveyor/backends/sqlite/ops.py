@@ -24,6 +24,8 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 
 from conveyor.backends.base import (
+    TRUNCATED_LOGGER,
+    TRUNCATED_MESSAGE,
     IntegrityCheckParams,
     IntegrityProblem,
     JobCountParams,
@@ -41,14 +43,10 @@ from conveyor.backends.base import (
     QueueStats,
 )
 from conveyor.backends.sqlite import rows
-from conveyor.backends.sqlite.filters import filter_sql
+from conveyor.backends.sqlite.filter_sql import filter_sql
 from conveyor.errors import ConveyorError
 from conveyor.rules import WAS_DELETED
 from conveyor.states import FINISHED_STATES, JobState
-
-#: Text of the record stored in place of the first record past a job's log bound.
-TRUNCATED_MESSAGE = "log truncated: this job reached its limit of {limit} records"
-TRUNCATED_LOGGER = "conveyor.logs"
 
 
 class SQLiteOpsMixin:
@@ -264,7 +262,7 @@ def delete_jobs(conn: sqlite3.Connection, ids: Sequence[str]) -> int:
     """Delete jobs with their attempts, logs and workflow edges (inside the caller's
     transaction). Dependants of a parent deleted before it succeeded are cancelled: it can
     never release them."""
-    from conveyor.backends.sqlite import workflow
+    from conveyor.backends.sqlite import flow_writes
 
     deleted = 0
     now = time.time()
@@ -273,7 +271,7 @@ def delete_jobs(conn: sqlite3.Connection, ids: Sequence[str]) -> int:
         unfinished = conn.execute(
             f"SELECT id FROM jobs WHERE id IN ({marks}) AND state != 'succeeded'", chunk
         ).fetchall()
-        workflow.settle(conn, (), {str(r[0]): WAS_DELETED for r in unfinished}, now)
+        flow_writes.settle(conn, (), {str(r[0]): WAS_DELETED for r in unfinished}, now)
         deleted += conn.execute(f"DELETE FROM jobs WHERE id IN ({marks})", chunk).rowcount
         conn.execute(f"DELETE FROM attempts WHERE job_id IN ({marks})", chunk)
         conn.execute(f"DELETE FROM job_logs WHERE job_id IN ({marks})", chunk)

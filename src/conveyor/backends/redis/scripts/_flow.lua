@@ -111,7 +111,7 @@ local function child_of_ended(parent, child, why, t, ttl, pending)
   end
 end
 
--- Move the dependants of ended parents (the same walk as SQLite's workflow.settle):
+-- Move the dependants of ended parents (the same walk as SQLite's flow_writes.settle):
 -- `succeeded` parents first, then the `failed` ({id, why} pairs: dead, cancelled,
 -- dropped, deleted) and every child cancelled on the way, transitively.
 local function settle(succeeded, failed, t, ttl)

@@ -10,7 +10,7 @@
 --                        holder whose worker died frees its slot when it is rescued
 --   limit:hits:<key>     zset of recent starts (score = start time), for the rate window
 --
--- Like SQLite (limits.py): a job over its limit goes back to scheduled a moment later
+-- Like SQLite (claim_limits.py): a job over its limit goes back to scheduled a moment later
 -- (0.2-0.4 s for concurrency, when the window frees for a rate) before it is claimed, so
 -- no attempt, token or error is spent. A store where no limit was ever declared pays one
 -- EXISTS per claim call.

@@ -30,7 +30,7 @@ from conveyor.backends.base import (
     PeriodicFireParams,
     PeriodicRecord,
 )
-from conveyor.backends.redis.records import num
+from conveyor.backends.redis.hashes import num
 from conveyor.backends.redis.scripts import load_source
 from conveyor.errors import ConveyorError, JobNotFound
 
