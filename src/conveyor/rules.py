@@ -16,6 +16,8 @@ The rules:
   (counting a rescue) or ``dead`` with reason "worker lost" (the poison-pill cap).
 * **dependants** (:func:`on_parent_end`, :func:`insert_decision`): a workflow child ->
   one parent fewer to wait for, released, or cancelled, by its ``pipe`` and the parent's end.
+* **limits** (:func:`limit_deferral`): a claimed job over its concurrency or rate limit
+  -> back to ``scheduled`` a moment later.
 * **retries and their delays** are decided by ``conveyor.worker.outcome`` from the
   task's :class:`~conveyor.retry.Backoff` (pure too; the backend gets ``RETRY`` + ``run_at``).
 
@@ -220,6 +222,47 @@ def ready_state(run_at: float, now: float) -> JobState:
     return JobState.SCHEDULED if run_at > now else JobState.QUEUED
 
 
+# -- limits: may a claimed job start under its limit key? ----------------------------------
+
+#: How long a job over its concurrency limit waits before it is looked at again (s), up
+#: to twice that with jitter: a freed slot is reused quickly, and deferred jobs of one
+#: key do not come back as a herd.
+LIMIT_RECHECK = 0.2
+#: Jitter added past the moment a rate window frees (s).
+RATE_JITTER = 0.01
+
+
+def limit_deferral(
+    *,
+    concurrency: int | None,
+    running: int,
+    rate_count: int | None,
+    period: float | None,
+    starts: Sequence[float],
+    now: float,
+    jitter: float,
+) -> float | None:
+    """``None`` when a claimed job may start under its limit key; else the ``run_at`` it
+    is deferred to (back to ``scheduled``, the attempt given back, no error). ``running``:
+    jobs of the key running before this one; ``starts``: the key's starts inside the
+    rate window, oldest first; ``jitter`` in [0, 1). The claim applies this atomically
+    (SQLite: claim_limits.py; Redis: _limits.lua with RULE_LIMIT_RECHECK/RATE_JITTER).
+
+    >>> limit_deferral(concurrency=2, running=2, rate_count=None, period=None, starts=(),
+    ...                now=100.0, jitter=0.5)
+    100.3
+    >>> limit_deferral(concurrency=None, running=0, rate_count=2, period=10.0,
+    ...                starts=(95.0, 97.0), now=100.0, jitter=0.0)
+    105.0
+    """
+    if concurrency is not None and running >= concurrency:
+        return now + LIMIT_RECHECK * (1 + jitter)
+    if rate_count is not None and period is not None and len(starts) >= rate_count:
+        # The earliest moment a start leaves the window.
+        return starts[len(starts) - rate_count] + period + jitter * RATE_JITTER
+    return None
+
+
 # -- for the Redis scripts -----------------------------------------------------------------
 
 
@@ -262,6 +305,8 @@ def lua_prelude() -> str:
             f"local RULE_LOST_PARENT_FAILED = {_lua(LOST_PARENT_FAILED)}",
             f"local RULE_RELEASED = {_lua(RELEASED)}",
             f"local RULE_WAS_CANCELLED = {_lua(WAS_CANCELLED)}",
+            f"local RULE_LIMIT_RECHECK = {LIMIT_RECHECK!r}",
+            f"local RULE_RATE_JITTER = {RATE_JITTER!r}",
             f"local RULE_WAS_DELETED = {_lua(WAS_DELETED)}",
             "-- the effect on a waiting child (pipe as stored) of a parent's end",
             "local function rule_child_effect(pipe, parent_succeeded)",

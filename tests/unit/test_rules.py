@@ -145,3 +145,37 @@ def test_lua_prelude_carries_every_rule() -> None:
 
 def test_doctests() -> None:
     assert doctest.testmod(rules).failed == 0
+
+
+# claimed job under a limit: (concurrency, running, rate_count, period, starts) -> run_at
+LIMIT_TABLE = [
+    (None, 5, None, None, (), None),  # no limit configured: starts
+    (2, 1, None, None, (), None),  # a slot is free
+    (2, 2, None, None, (), 100.2),  # full: back in 0.2 s (jitter 0)
+    (None, 0, 3, 10.0, (91.0, 95.0), None),  # room in the rate window
+    (None, 0, 2, 10.0, (91.0, 95.0), 101.0),  # window full: when the oldest leaves it
+    (1, 1, 2, 10.0, (91.0, 95.0), 100.2),  # concurrency is checked first
+]
+
+
+@pytest.mark.parametrize(
+    ("concurrency", "running", "rate_count", "period", "starts", "run_at"), LIMIT_TABLE
+)
+def test_limit_deferral(
+    concurrency: int | None,
+    running: int,
+    rate_count: int | None,
+    period: float | None,
+    starts: tuple[float, ...],
+    run_at: float | None,
+) -> None:
+    got = rules.limit_deferral(
+        concurrency=concurrency,
+        running=running,
+        rate_count=rate_count,
+        period=period,
+        starts=starts,
+        now=100.0,
+        jitter=0.0,
+    )
+    assert got == (None if run_at is None else pytest.approx(run_at))
