@@ -10,6 +10,8 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
+
 from conveyor.records import record
 from conveyor.states import JobState
 
@@ -119,6 +121,29 @@ class QueueStats:
     queue: str
     counts: dict[str, int]
     oldest_ready_age: float | None  # seconds, None when nothing is ready
+
+
+def queue_list_of(
+    stats: Sequence[QueueStats], paused: Collection[str], flagged: Collection[str] = ()
+) -> list[QueueInfo]:
+    """``queue_list`` from ``queue_stats`` and the paused queue names, the same on every
+    backend: every queue with jobs or a pause flag (``flagged``: names whose flag the
+    store keeps while resumed), by name.
+
+    >>> queue_list_of([QueueStats("a", {"queued": 1}, 2.0)], {"b"})  # doctest: +NORMALIZE_WHITESPACE
+    [QueueInfo(queue='a', paused=False, counts={'queued': 1}, oldest_ready_age=2.0),
+     QueueInfo(queue='b', paused=True, counts={}, oldest_ready_age=None)]
+    """
+    by_name = {s.queue: s for s in stats}
+    return [
+        QueueInfo(
+            name,
+            name in paused,
+            by_name[name].counts if name in by_name else {},
+            by_name[name].oldest_ready_age if name in by_name else None,
+        )
+        for name in sorted(set(by_name) | set(paused) | set(flagged))
+    ]
 
 
 @record

@@ -45,6 +45,7 @@ from conveyor.backends.base import (
     QueuePauseParams,
     QueueResumeParams,
 )
+from conveyor.backends.records import queue_list_of
 from conveyor.backends.redis import integrity, reads
 from conveyor.backends.redis.connection import Unavailable
 from conveyor.backends.redis.filter_match import matches
@@ -203,16 +204,7 @@ class RedisOpsMixin:
             self._prune()
             stats = reads.queue_stats(self._client, self.keys, self._server_time())
             paused = set(self._client.smembers(self.keys.paused))
-        by_name = {s.queue: s for s in stats}
-        return [
-            QueueInfo(
-                name,
-                name in paused,
-                by_name[name].counts if name in by_name else {},
-                by_name[name].oldest_ready_age if name in by_name else None,
-            )
-            for name in sorted(set(by_name) | paused)
-        ]
+        return queue_list_of(stats, paused)
 
     def queue_pause(self, params: QueuePauseParams) -> None:
         self._set_paused(params.queue, True)

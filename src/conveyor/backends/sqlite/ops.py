@@ -42,6 +42,7 @@ from conveyor.backends.base import (
     QueueResumeParams,
     QueueStats,
 )
+from conveyor.backends.records import queue_list_of
 from conveyor.backends.sqlite import rows
 from conveyor.backends.sqlite.filter_sql import filter_sql
 from conveyor.errors import ConveyorError
@@ -100,18 +101,9 @@ class SQLiteOpsMixin:
     # -- queues --------------------------------------------------------------------------
 
     def queue_list(self) -> list[QueueInfo]:
-        paused = {str(n): bool(p) for n, p in self._read("SELECT name, paused FROM queues")}
-        stats = {s.queue: s for s in self.queue_stats()}
-        names = sorted(set(paused) | set(stats))
-        return [
-            QueueInfo(
-                n,
-                paused.get(n, False),
-                stats[n].counts if n in stats else {},
-                stats[n].oldest_ready_age if n in stats else None,
-            )
-            for n in names
-        ]
+        flags = self._read("SELECT name, paused FROM queues")
+        paused = {str(n) for n, p in flags if p}
+        return queue_list_of(self.queue_stats(), paused, flagged=[str(n) for n, _ in flags])
 
     def queue_pause(self, params: QueuePauseParams) -> None:
         self._set_paused(params.queue, True)
