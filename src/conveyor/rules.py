@@ -16,6 +16,8 @@ The rules:
   (counting a rescue) or ``dead`` with reason "worker lost" (the poison-pill cap).
 * **dependants** (:func:`on_parent_end`, :func:`insert_decision`): a workflow child ->
   one parent fewer to wait for, released, or cancelled, by its ``pipe`` and the parent's end.
+* **cancel and manual retry** (:data:`CANCEL_AT_ONCE`, :data:`RETRY_BY_HAND`): which
+  states a user's cancel ends at once, and which a manual retry puts back.
 * **limits** (:func:`limit_deferral`): a claimed job over its concurrency or rate limit
   -> back to ``scheduled`` a moment later.
 * **retries and their delays** are decided by ``conveyor.worker.outcome`` from the
@@ -85,6 +87,25 @@ FINISH: dict[FinishKind, FinishRule] = {
 }
 #: The attempt outcome of a graceful release (shutdown): back to queued, not an attempt.
 RELEASED = "released"
+
+# -- cancel and manual retry ---------------------------------------------------------------
+
+#: A user's cancel ends a job in these states at once (``cancelled``); a ``running`` one
+#: is only marked ``cancel_requested`` and its worker ends it (fenced by its token).
+CANCEL_AT_ONCE = (JobState.QUEUED, JobState.SCHEDULED, JobState.WAITING)
+#: A manual retry (``conveyor retry``) puts jobs in these states back to ``queued`` with
+#: their attempts and rescues starting over; other states are left alone.
+RETRY_BY_HAND = (JobState.DEAD, JobState.CANCELLED, JobState.SUCCEEDED)
+
+
+def sql_states(states: Sequence[JobState]) -> str:
+    """``'a', 'b'`` for an SQL ``IN (...)`` list of states (constants, never user data).
+
+    >>> sql_states(CANCEL_AT_ONCE)
+    "'queued', 'scheduled', 'waiting'"
+    """
+    return ", ".join(f"'{s.value}'" for s in states)
+
 
 # -- rescue --------------------------------------------------------------------------------
 
@@ -281,7 +302,7 @@ def lua_prelude() -> str:
     >>> "RULE_FINISH" in lua_prelude()
     True
     """
-    finish = ", ".join(
+    finish = ",\n  ".join(
         f"{r.code} = {{state = {_lua(r.state)}, outcome = {_lua(r.attempt_outcome)}, "
         f"give_back = {_lua(r.gives_back_attempt)}, parent_failed = {_lua(r.parent_failed)}, "
         f"ends = {_lua(r.ends_job)}}}"
@@ -295,7 +316,7 @@ def lua_prelude() -> str:
     return "\n".join(
         [
             "-- generated from conveyor/rules.py (lua_prelude): the rules, as data",
-            f"local RULE_FINISH = {{{finish}}}",
+            f"local RULE_FINISH = {{\n  {finish}\n}}",
             f"local RULE_CHILD_EFFECT = {{{effects}}}",
             f"local RULE_ENDED_AT_INSERT = {{{ended}}}",
             f"local RULE_FAILED_AT_INSERT = {_lua(FAILED_AT_INSERT)}",
@@ -306,6 +327,12 @@ def lua_prelude() -> str:
             f"local RULE_RELEASED = {_lua(RELEASED)}",
             f"local RULE_WAS_CANCELLED = {_lua(WAS_CANCELLED)}",
             f"local RULE_LIMIT_RECHECK = {LIMIT_RECHECK!r}",
+            "local RULE_CANCEL_AT_ONCE = {"
+            + ", ".join(f"{s.value} = true" for s in CANCEL_AT_ONCE)
+            + "}",
+            "local RULE_RETRY_BY_HAND = {"
+            + ", ".join(f"{s.value} = true" for s in RETRY_BY_HAND)
+            + "}",
             f"local RULE_RATE_JITTER = {RATE_JITTER!r}",
             f"local RULE_WAS_DELETED = {_lua(WAS_DELETED)}",
             "-- the effect on a waiting child (pipe as stored) of a parent's end",

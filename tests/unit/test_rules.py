@@ -179,3 +179,11 @@ def test_limit_deferral(
         jitter=0.0,
     )
     assert got == (None if run_at is None else pytest.approx(run_at))
+
+
+def test_cancel_and_manual_retry_states() -> None:
+    # A user's cancel ends every not-yet-running state at once; running only asks.
+    assert set(rules.CANCEL_AT_ONCE) == {JobState.QUEUED, JobState.SCHEDULED, JobState.WAITING}
+    # A manual retry takes finished jobs only (never one that is still active).
+    assert set(rules.RETRY_BY_HAND) == {JobState.DEAD, JobState.CANCELLED, JobState.SUCCEEDED}
+    assert rules.sql_states(rules.RETRY_BY_HAND) == "'dead', 'cancelled', 'succeeded'"

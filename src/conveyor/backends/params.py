@@ -117,23 +117,6 @@ class JobInsertBatchParams:
     timeout: float | None = None
     lease: float = 30.0
 
-    def expand(self) -> list[JobInsertParams]:
-        """The same jobs as :class:`JobInsertParams` (for backends without a fast path)."""
-        return [
-            JobInsertParams(
-                id=job_id,
-                task=self.task,
-                queue=self.queue,
-                payload=payload,
-                priority=self.priority,
-                run_at=self.run_at,
-                max_attempts=self.max_attempts,
-                timeout=self.timeout,
-                lease=self.lease,
-            )
-            for job_id, payload in zip(self.ids, self.payloads, strict=True)
-        ]
-
 
 @record
 class JobDependenciesParams:

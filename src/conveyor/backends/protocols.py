@@ -135,7 +135,7 @@ class HotPath(Protocol):
 
     def job_insert_many(
         self, params: Sequence[JobInsertParams] | JobInsertBatchParams
-    ) -> list[str]:
+    ) -> Sequence[str]:
         """Write jobs, all or nothing, in one transaction (or one script); returns the id
         that stands for each job, in order (an existing job's on a unique conflict).
 

@@ -269,10 +269,10 @@ class RedisBackend(RedisOpsMixin, RedisFlowMixin):
 
     def job_insert_many(
         self, params: Sequence[JobInsertParams] | JobInsertBatchParams
-    ) -> list[str]:
+    ) -> Sequence[str]:
         if isinstance(params, JobInsertBatchParams):
             self._insert_batch(params)
-            return list(params.ids)
+            return params.ids
         if not params:
             return []
         if not all(p.is_plain for p in params):

@@ -63,14 +63,17 @@ from conveyor.backends.sqlite.notify import MAX_POLL, MIN_POLL, POLL_GROWTH, not
 from conveyor.backends.sqlite.ops import SQLiteOpsMixin, delete_jobs
 from conveyor.errors import JobNotFound
 from conveyor.rules import (
+    CANCEL_AT_ONCE,
     FINISH,
     LOST,
     LOST_PARENT_FAILED,
     RELEASED,
+    RETRY_BY_HAND,
     WAS_CANCELLED,
     WORKER_LOST_ERROR,
     WORKER_LOST_REASON,
     rescue_state,
+    sql_states,
 )
 from conveyor.states import FinishKind, JobState
 
@@ -104,6 +107,8 @@ _FINISH_QUERY = {
     FinishKind.SNOOZE: "job_finish_snooze",
 }
 _DATA_VERSION = "PRAGMA data_version"
+_CANCEL_AT_ONCE = sql_states(CANCEL_AT_ONCE)
+_RETRY_BY_HAND = sql_states(RETRY_BY_HAND)
 #: Everything this backend implements (names: conveyor.backends.protocols.FEATURES).
 FEATURES = frozenset(
     {
@@ -204,7 +209,7 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
                 marks = rows.placeholders(len(chunk))
                 cancelled = conn.execute(
                     "UPDATE jobs SET state = 'cancelled', reason = ?, finished_at = ? "
-                    f"WHERE id IN ({marks}) AND state IN ('queued', 'scheduled', 'waiting') "
+                    f"WHERE id IN ({marks}) AND state IN ({_CANCEL_AT_ONCE}) "
                     "RETURNING id",
                     (params.reason, now, *chunk),
                 ).fetchall()
@@ -370,10 +375,10 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
 
     def job_insert_many(
         self, params: Sequence[JobInsertParams] | JobInsertBatchParams
-    ) -> list[str]:
+    ) -> Sequence[str]:
         if isinstance(params, JobInsertBatchParams):
             self._insert_batch(params)
-            return list(params.ids)
+            return params.ids
         if not all(p.is_plain for p in params):
             return self._insert_flow(params)
         now = time.time()
@@ -538,7 +543,7 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
                     "UPDATE jobs SET state = 'queued', attempt = 0, rescues = 0, run_at = ?, "
                     "cancel_requested = 0, finished_at = NULL, result = NULL, reason = NULL "
                     f"WHERE id IN ({rows.placeholders(len(chunk))}) "
-                    "AND state IN ('dead', 'cancelled', 'succeeded')",
+                    f"AND state IN ({_RETRY_BY_HAND})",
                     (now, *chunk),
                 )
         return self.job_get_many(ids)

@@ -15,7 +15,7 @@ for i = 3, #ARGV do
   local key = k_job(id)
   local f = redis.call('HMGET', key, 'state', 'queue', 'watched', 'flow')
   local state, queue = f[1], f[2]
-  if state == 'queued' or state == 'scheduled' or state == 'waiting' then
+  if RULE_CANCEL_AT_ONCE[state] then
     if state == 'queued' then
       redis.call('ZREM', k_ready(queue), id)
     elseif state == 'scheduled' then
