@@ -15,6 +15,7 @@ Example:
     >>> from conveyor.backends.base import JobInsertParams
     >>> b = SQLiteBackend("sqlite:///:memory:")
     >>> b.job_insert_many([JobInsertParams(id="j1", task="t", queue="q", payload="{}")])
+    ['j1']
     >>> b.job_get_many(["j1"])[0].state
     <JobState.QUEUED: 'queued'>
 """
