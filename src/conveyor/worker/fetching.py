@@ -9,7 +9,8 @@
   transaction per job, no thread hand-off (BENCHMARKS.md#hot-path-benchquickpy).
 
 Both share the worker's one back-off (:class:`ClaimBackoff`), its one burst exit
-(``Worker._burst_over``) and its one cancel-before-start (``Worker._run_or_cancel``).
+(``Worker._burst_over``) and its one cancel-before-start
+(``Worker._cancelled_before_start``).
 
 Example::
 
@@ -179,8 +180,8 @@ class PooledFetch:
     def slot_freed(self) -> None:
         w = self.worker
         entry = w._next_buffered()
-        if entry is not None:
-            w._run_or_cancel(entry, lambda e: w.executor.submit(e.job, e.ctx))
+        if entry is not None and not w._cancelled_before_start(entry):
+            w.executor.submit(entry.job, entry.ctx)
 
 
 class InlineFetch:
@@ -252,8 +253,8 @@ class InlineFetch:
         with w._lock:
             w._buffer.extend(rest)
         entry: _InFlight | None = first
+        run_one = self.executor.run_one
         while entry is not None:
-            w._run_or_cancel(
-                entry, lambda e: w.on_outcome(e.job, self.executor.run_one(e.job, e.ctx))
-            )
+            if not w._cancelled_before_start(entry):
+                w.on_outcome(entry.job, run_one(entry.job, entry.ctx))
             entry = w._next_buffered()

@@ -339,13 +339,14 @@ class Worker:
             self.concurrency,
         )
 
-    def _run_or_cancel(self, entry: _InFlight, run: Callable[[_InFlight], object]) -> None:
-        """Start a job -- or, when a cancel arrived while it waited in the prefetch
-        buffer, finish it as cancelled without running it (the one place for this)."""
-        if entry.ctx.cancel_requested:
-            self.on_outcome(entry.job, Outcome.cancelled(CANCELLED_BEFORE_START))
-        else:
-            run(entry)
+    def _cancelled_before_start(self, entry: _InFlight) -> bool:
+        """A job about to start whose cancel arrived while it waited in the prefetch
+        buffer is finished as cancelled without running (True: do not start it). The
+        one place for this rule, for both fetch strategies."""
+        if not entry.ctx.cancel_requested:
+            return False
+        self.on_outcome(entry.job, Outcome.cancelled(CANCELLED_BEFORE_START))
+        return True
 
     def _burst_over(self, claim_again: Callable[[], bool] | None) -> bool:
         """Burst mode: True (and logged) once nothing is running and nothing is ready.
