@@ -346,10 +346,5 @@ def lua_prelude() -> str:
             "local function rule_not_needed_reason(parent)",
             f"  return {_lua(_DEPENDENCY)} .. parent .. {_lua(_NOT_NEEDED)}",
             "end",
-            "-- rescue_state() above, the same formula: the script decides it atomically",
-            "-- with its liveness re-check (a live claim is never requeued)",
-            "local function rule_rescue_dead(attempt, max_attempts, rescues, max_rescues)",
-            "  return rescues + 1 > max_rescues or attempt >= max_attempts",
-            "end",
         ]
     )

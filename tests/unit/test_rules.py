@@ -140,7 +140,7 @@ def test_lua_prelude_carries_every_rule() -> None:
         assert f"{rule.code} = {{state = " in lua
     for effect in ChildEffect:
         assert f'"{effect.value}"' in lua
-    assert "local function rule_rescue_dead" in lua
+    assert "RULE_WORKER_LOST_REASON" in lua
 
 
 def test_doctests() -> None:

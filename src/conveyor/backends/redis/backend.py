@@ -58,7 +58,7 @@ from conveyor.backends.redis.ops import RedisOpsMixin
 from conveyor.backends.redis.scripts import Scripts
 from conveyor.backends.redis.url import parse_redis_url
 from conveyor.errors import ConveyorError, JobNotFound
-from conveyor.rules import FINISH, WORKER_LOST_ERROR
+from conveyor.rules import FINISH, WORKER_LOST_ERROR, rescue_state
 from conveyor.states import JobState
 
 #: Blocking calls wait in slices of this many seconds and re-check the job, so a lost
@@ -350,17 +350,33 @@ class RedisBackend(RedisOpsMixin, RedisFlowMixin):
         k = self.keys
         # The caller's stale_before becomes an age, re-anchored on the server's clock.
         age = time.time() - params.stale_before
-        args: list[str | int] = [
-            repr(age),
-            params.max_rescues,
-            self._ttl,
-            WORKER_LOST_ERROR,
-            *params.dead_worker_ids,
-        ]
+        dead = list(params.dead_worker_ids)
         with self._guard:
-            flat = self._scripts.job_rescue(
-                [k.base, k.holders, k.workers, k.counts, k.wake, k.expiry], args
-            )
+            found = self._scripts.job_rescue([k.base, k.holders, k.workers], [repr(age), *dead])
+            flat: list[str] = []
+            if found:
+                # Where each goes is the rules' decision; the apply script re-checks the
+                # claim token and the worker's liveness, atomically with the move.
+                decided = [
+                    [
+                        job_id,
+                        worker,
+                        token,
+                        rescue_state(
+                            attempt=int(attempt),
+                            max_attempts=int(max_attempts),
+                            rescues=int(rescues or 0),
+                            max_rescues=params.max_rescues,
+                        ).value,
+                    ]
+                    for job_id, worker, token, attempt, max_attempts, rescues in zip(
+                        *[iter(found)] * 6, strict=True
+                    )
+                ]
+                flat = self._scripts.job_rescue_apply(
+                    [k.base, k.holders, k.workers, k.counts, k.wake, k.expiry],
+                    [repr(age), self._ttl, WORKER_LOST_ERROR, _json(decided), *dead],
+                )
             # Rescue runs every few seconds on every worker: a good place to keep the
             # id index and counters free of expired results, off the hot path.
             self._prune()

@@ -55,6 +55,7 @@ class Scripts:
         self.job_prune = load("job_prune")
         self.job_release = load("job_release")
         self.job_rescue = load("job_rescue")
+        self.job_rescue_apply = load("job_rescue_apply")
         self.job_retry = load("job_retry")
         self.job_watch = load("job_watch")
         self.worker_deregister = load("worker_deregister")
