@@ -118,19 +118,8 @@ class Worker:
             max_jobs_per_child=max_jobs_per_child,
             max_memory_per_child=max_memory_per_child,
         )
-        host = procinfo.host_name()
-        pid = os.getpid()
-        self.id = f"{host}:{pid}:{new_id()[-8:]}"
-        self.info = WorkerInfo(
-            id=self.id,
-            host=host,
-            pid=pid,
-            pid_started=process_start_time(pid),
-            started_at=time.time(),
-            queues=self.selection.names,
-            concurrency=concurrency,
-            pool=pool,
-        )
+        self.info = self._describe()
+        self.id = self.info.id
         self._lock = threading.Lock()
         self._slot_freed = threading.Condition(self._lock)
         self._inflight: dict[str, _InFlight] = {}
@@ -149,28 +138,49 @@ class Worker:
         # slot on an ack_with_claim store) inline fetch + finishes riding on the claim.
         self._fetch, self._completion = fetching.choose(self, executor_given=executor is not None)
         self.processed = itertools.count()
-        s = app.settings
-        ops = app.backend.features
-        self._services: list[Looper] = [
-            Heartbeat(self, s.heartbeat_interval),
-            Rescuer(self, s.rescue_interval),
-        ]
-        if isinstance(self._completion, RideOnClaim) and prefetch:
-            self._services.append(Flusher(self._completion))
-        if "purge" in ops:  # retention, where the backend can purge
-            self._services.append(Pruner(self, s.prune_interval))
-        # Flow-control services, only where the backend implements them.
-        from conveyor.worker.services.by_feature import flow_services
-
-        self._services += flow_services(self)
+        self._services = self._make_services()
         #: Hooks called as jobs are claimed, finish or are rescued (metrics); see observers.py.
         self.observers: list[WorkerObserver] = []
         self.log_capture: LogCapture | None = (
-            self._make_log_capture() if s.capture_logs and "logs" in ops else None
+            self._make_log_capture()
+            if app.settings.capture_logs and "logs" in app.backend.features
+            else None
         )
 
     def __repr__(self) -> str:
         return f"<Worker {self.id} pool={self.pool} c={self.concurrency}>"
+
+    def _describe(self) -> WorkerInfo:
+        """Who this worker is, as its heartbeat tells the store (the id names the host
+        and pid, so an operator can find the process)."""
+        host = procinfo.host_name()
+        pid = os.getpid()
+        return WorkerInfo(
+            id=f"{host}:{pid}:{new_id()[-8:]}",
+            host=host,
+            pid=pid,
+            pid_started=process_start_time(pid),
+            started_at=time.time(),
+            queues=self.selection.names,
+            concurrency=self.concurrency,
+            pool=self.pool,
+        )
+
+    def _make_services(self) -> list[Looper]:
+        """Heartbeat and rescuer always; the rest where they apply."""
+        s = self.app.settings
+        services: list[Looper] = [
+            Heartbeat(self, s.heartbeat_interval),
+            Rescuer(self, s.rescue_interval),
+        ]
+        if isinstance(self._completion, RideOnClaim) and self.prefetch:
+            services.append(Flusher(self._completion))
+        if "purge" in self.app.backend.features:  # retention, where the backend can purge
+            services.append(Pruner(self, s.prune_interval))
+        # Flow-control services, only where the backend implements them.
+        from conveyor.worker.services.by_feature import flow_services
+
+        return services + flow_services(self)
 
     def _make_log_capture(self) -> LogCapture:
         from conveyor.backends.base import JobLogInsertParams
