@@ -295,56 +295,78 @@ def _lua(value: object) -> str:
     return json.dumps(str(value))
 
 
-def lua_prelude() -> str:
-    """These tables as Lua constants, prepended to every Redis script (after
-    ``_lib.lua``), so the scripts look rules up instead of restating them.
-
-    >>> "RULE_FINISH" in lua_prelude()
-    True
-    """
+def _lua_definitions() -> list[tuple[str, str]]:
+    """(name, Lua definition) of every rule, constants before the functions using them."""
     finish = ",\n  ".join(
         f"{r.code} = {{state = {_lua(r.state)}, outcome = {_lua(r.attempt_outcome)}, "
         f"give_back = {_lua(r.gives_back_attempt)}, parent_failed = {_lua(r.parent_failed)}, "
         f"ends = {_lua(r.ends_job)}}}"
         for r in FINISH.values()
     )
-    effects = ", ".join(
-        f"[{_lua(f'{int(handler)}{int(ok)}')}] = {_lua(e.value)}"
-        for (handler, ok), e in CHILD_EFFECT.items()
-    )
-    ended = ", ".join(f"{s.value} = {_lua(why)}" for s, why in ENDED_AT_INSERT.items())
+
+    def effect(handler: bool, ok: bool) -> str:
+        return _lua(CHILD_EFFECT[(handler, ok)].value)
+
+    constants = {
+        "RULE_FINISH": f"{{\n  {finish}\n}}",
+        "RULE_ENDED_AT_INSERT": "{"
+        + ", ".join(f"{s.value} = {_lua(why)}" for s, why in ENDED_AT_INSERT.items())
+        + "}",
+        "RULE_FAILED_AT_INSERT": _lua(FAILED_AT_INSERT),
+        "RULE_PIPE_FAILURE": _lua(PIPE_FAILURE),
+        "RULE_WORKER_LOST_REASON": _lua(WORKER_LOST_REASON),
+        "RULE_LOST": _lua(LOST),
+        "RULE_LOST_PARENT_FAILED": _lua(LOST_PARENT_FAILED),
+        "RULE_RELEASED": _lua(RELEASED),
+        "RULE_WAS_CANCELLED": _lua(WAS_CANCELLED),
+        "RULE_WAS_DELETED": _lua(WAS_DELETED),
+        "RULE_LIMIT_RECHECK": repr(LIMIT_RECHECK),
+        "RULE_RATE_JITTER": repr(RATE_JITTER),
+        "RULE_CANCEL_AT_ONCE": "{" + ", ".join(f"{s.value} = true" for s in CANCEL_AT_ONCE) + "}",
+        "RULE_RETRY_BY_HAND": "{" + ", ".join(f"{s.value} = true" for s in RETRY_BY_HAND) + "}",
+    }
+    definitions = [(name, f"local {name} = {value}") for name, value in constants.items()]
+    functions = {
+        # CHILD_EFFECT as branches: no table to build on every script call
+        "rule_child_effect": f"""local function rule_child_effect(pipe, parent_succeeded)
+  if pipe == RULE_PIPE_FAILURE then
+    if parent_succeeded then return {effect(True, True)} end
+    return {effect(True, False)}
+  end
+  if parent_succeeded then return {effect(False, True)} end
+  return {effect(False, False)}
+end""",
+        "rule_cancelled_reason": f"""local function rule_cancelled_reason(parent, why)
+  return {_lua(_DEPENDENCY)} .. parent .. ' ' .. why
+end""",
+        "rule_not_needed_reason": f"""local function rule_not_needed_reason(parent)
+  return {_lua(_DEPENDENCY)} .. parent .. {_lua(_NOT_NEEDED)}
+end""",
+    }
+    return definitions + list(functions.items())
+
+
+def lua_prelude(uses: str | None = None) -> str:
+    """These rules as Lua constants and functions, prepended to the Redis scripts (after
+    ``_lib.lua``), so the scripts look rules up instead of restating them. With ``uses``
+    (the script's text), only what it names is defined: every definition runs on every
+    call of a script, and the claim script needs almost none of them.
+
+    >>> "RULE_FINISH" in lua_prelude()
+    True
+    >>> lua_prelude("return RULE_LOST").splitlines()[1:]
+    ['local RULE_LOST = "lost"']
+    """
+    definitions = _lua_definitions()
+    if uses is None:
+        chosen = definitions
+    else:
+        needed = {name for name, _ in definitions if name in uses}
+        for name, text in reversed(definitions):  # functions name the constants before them
+            if name in needed:
+                needed |= {other for other, _ in definitions if other != name and other in text}
+        chosen = [(name, text) for name, text in definitions if name in needed]
     return "\n".join(
-        [
-            "-- generated from conveyor/rules.py (lua_prelude): the rules, as data",
-            f"local RULE_FINISH = {{\n  {finish}\n}}",
-            f"local RULE_CHILD_EFFECT = {{{effects}}}",
-            f"local RULE_ENDED_AT_INSERT = {{{ended}}}",
-            f"local RULE_FAILED_AT_INSERT = {_lua(FAILED_AT_INSERT)}",
-            f"local RULE_PIPE_FAILURE = {_lua(PIPE_FAILURE)}",
-            f"local RULE_WORKER_LOST_REASON = {_lua(WORKER_LOST_REASON)}",
-            f"local RULE_LOST = {_lua(LOST)}",
-            f"local RULE_LOST_PARENT_FAILED = {_lua(LOST_PARENT_FAILED)}",
-            f"local RULE_RELEASED = {_lua(RELEASED)}",
-            f"local RULE_WAS_CANCELLED = {_lua(WAS_CANCELLED)}",
-            f"local RULE_LIMIT_RECHECK = {LIMIT_RECHECK!r}",
-            "local RULE_CANCEL_AT_ONCE = {"
-            + ", ".join(f"{s.value} = true" for s in CANCEL_AT_ONCE)
-            + "}",
-            "local RULE_RETRY_BY_HAND = {"
-            + ", ".join(f"{s.value} = true" for s in RETRY_BY_HAND)
-            + "}",
-            f"local RULE_RATE_JITTER = {RATE_JITTER!r}",
-            f"local RULE_WAS_DELETED = {_lua(WAS_DELETED)}",
-            "-- the effect on a waiting child (pipe as stored) of a parent's end",
-            "local function rule_child_effect(pipe, parent_succeeded)",
-            "  local handler = (pipe == RULE_PIPE_FAILURE) and '1' or '0'",
-            "  return RULE_CHILD_EFFECT[handler .. (parent_succeeded and '1' or '0')]",
-            "end",
-            "local function rule_cancelled_reason(parent, why)",
-            f"  return {_lua(_DEPENDENCY)} .. parent .. ' ' .. why",
-            "end",
-            "local function rule_not_needed_reason(parent)",
-            f"  return {_lua(_DEPENDENCY)} .. parent .. {_lua(_NOT_NEEDED)}",
-            "end",
-        ]
+        ["-- generated from conveyor/rules.py (lua_prelude): the rules, as data"]
+        + [text for _, text in chosen]
     )

@@ -143,6 +143,13 @@ def test_lua_prelude_carries_every_rule() -> None:
     assert "RULE_WORKER_LOST_REASON" in lua
 
 
+def test_each_script_gets_only_the_rules_it_names() -> None:
+    # A function brings the constants it uses; nothing unnamed is defined.
+    lua = lua_prelude(uses="rule_child_effect(pipe, true)")
+    assert "local RULE_PIPE_FAILURE" in lua and "local function rule_child_effect" in lua
+    assert "RULE_FINISH" not in lua
+
+
 def test_doctests() -> None:
     assert doctest.testmod(rules).failed == 0
 

@@ -35,7 +35,7 @@ def load_source(name: str) -> str:
     # The rules (target states, attempt outcomes, dependants' table) come from
     # conveyor/rules.py as Lua constants: the scripts look them up, never restate them.
     script = (folder / f"{name}.lua").read_text(encoding="utf-8")
-    return "\n".join([lib, lua_prelude(), *others, script])
+    return "\n".join([lib, lua_prelude(uses="\n".join([*others, script])), *others, script])
 
 
 class Scripts:
