@@ -11,6 +11,7 @@ Example:
 """
 
 from conveyor.app import App
+from conveyor.compose import Chain, Group, Signature, chain, group
 from conveyor.context import JobContext, current_job
 from conveyor.errors import (
     BackendUnavailable,
@@ -28,7 +29,6 @@ from conveyor.job import Job
 from conveyor.retry import Backoff
 from conveyor.states import JobState
 from conveyor.task import Args, Task
-from conveyor.workflow import Chain, Group, Signature, chain, group
 
 __version__ = "0.1.0"
 

@@ -86,7 +86,7 @@ class Job(Generic[R]):
 
         >>> # report.enqueue(day).then(mail.s(to="ops@example.com"))
         """
-        from conveyor.workflow import then
+        from conveyor.compose import then
 
         return then(self, step, **options)
 
@@ -94,7 +94,7 @@ class Job(Generic[R]):
         """Enqueue ``step`` to run only if this job ends dead or cancelled, with
         ``{"job_id", "state", "reason", "error"}`` as its first argument; it is cancelled
         if this job succeeds. On a chain's last step it covers the whole chain."""
-        from conveyor.workflow import on_failure
+        from conveyor.compose import on_failure
 
         return on_failure(self, step, **options)
 

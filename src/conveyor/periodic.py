@@ -100,7 +100,7 @@ class Schedule:
         return slots[-1:]
 
     def job_params(self) -> JobInsertParams:
-        return self.task._params(self.args, self.kwargs, None)
+        return self.task._one(self.args, self.kwargs)
 
 
 def register(

@@ -48,7 +48,8 @@ ACTIVE_STATES = frozenset({JobState.WAITING, JobState.SCHEDULED, JobState.QUEUED
 
 
 class FinishKind(enum.StrEnum):
-    """How a worker ends one attempt of a running job (the completer's vocabulary)."""
+    """How a worker ends one attempt of a running job (the completer's vocabulary).
+    Where each kind takes the job is :data:`conveyor.rules.FINISH`."""
 
     SUCCEEDED = "succeeded"  # -> succeeded, result stored
     RETRY = "retry"  # -> scheduled at run_at (backoff), error kept on the attempt
@@ -56,22 +57,3 @@ class FinishKind(enum.StrEnum):
     CANCELLED = "cancelled"  # -> cancelled (cancel was requested while it ran)
     DROP = "drop"  # -> deleted (a retry hook answered "drop")
     SNOOZE = "snooze"  # -> scheduled at run_at, the attempt given back (conveyor.Snooze)
-
-
-def target_state(kind: FinishKind) -> JobState | None:
-    """The state a job lands in for a finish kind; ``None`` means the row is deleted.
-
-    >>> target_state(FinishKind.RETRY)
-    <JobState.SCHEDULED: 'scheduled'>
-    """
-    return _TARGETS[kind]
-
-
-_TARGETS: dict[FinishKind, JobState | None] = {
-    FinishKind.SUCCEEDED: JobState.SUCCEEDED,
-    FinishKind.RETRY: JobState.SCHEDULED,
-    FinishKind.DEAD: JobState.DEAD,
-    FinishKind.CANCELLED: JobState.CANCELLED,
-    FinishKind.DROP: None,
-    FinishKind.SNOOZE: JobState.SCHEDULED,
-}

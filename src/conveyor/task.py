@@ -29,7 +29,12 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 from conveyor import limits, unique
 from conveyor.aio import to_thread
 from conveyor.arity import arity_checker
-from conveyor.backends.base import JobInsertBatchParams, JobInsertParams, require_feature
+from conveyor.backends.base import (
+    JobInsertBatchParams,
+    JobInsertParams,
+    flow_features_of,
+    require_feature,
+)
 from conveyor.codec import Decoder, encode_payload
 from conveyor.errors import ConfigurationError
 from conveyor.ids import new_id, new_ids
@@ -39,8 +44,8 @@ from conveyor.unique import UniqueKey
 
 if TYPE_CHECKING:
     from conveyor.app import App
+    from conveyor.compose import Signature
     from conveyor.job import Job
-    from conveyor.workflow import Signature
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -134,152 +139,186 @@ def _epoch(when: When) -> float:
     raise TypeError(f"when must be an aware datetime or epoch seconds, got {type(when).__name__}")
 
 
+class _Resolved:
+    """The options of one :class:`Enqueuer` resolved once (task options, then per-call
+    overrides): everything a job needs except its arguments and its id."""
+
+    __slots__ = (
+        "at",
+        "delay",
+        "depends_on",
+        "limit",
+        "max_attempts",
+        "on_conflict",
+        "pipe",
+        "plain",
+        "priority",
+        "queue",
+        "timeout",
+        "unique_for",
+        "unique_key",
+    )
+
+    def __init__(self, opts: TaskOptions, o: Mapping[str, Any]) -> None:
+        self.queue: str = o.get("queue") or opts.queue
+        self.priority: int = o.get("priority", opts.priority)
+        self.max_attempts: int = o.get("max_attempts", opts.max_attempts)
+        self.timeout: float | None = o.get("timeout", opts.timeout)
+        self.at: When | None = o.get("at")
+        self.delay: Delay | None = o.get("delay")
+        self.unique_key: UniqueKey = o.get("unique_key", opts.unique_key)
+        self.unique_for: unique.Seconds | None = o.get("unique_for", opts.unique_for)
+        self.on_conflict: str = o.get("on_conflict", opts.on_conflict)
+        depends_on = o.get("depends_on") or ()
+        self.depends_on: tuple[str, ...] = tuple(getattr(d, "id", d) for d in depends_on)
+        self.pipe: int = o.get("pipe", 0) if self.depends_on else 0
+        self.limit = opts.concurrency is not None or opts.rate is not None
+        #: no job can carry a unique key, parents or a limit: the batch fast path applies
+        self.plain = (
+            self.unique_key is None and not self.depends_on and not o.get("pipe") and not self.limit
+        )
+
+    def run_at(self) -> float | None:
+        """When a job enqueued now runs by these options (``None``: ready now)."""
+        if self.at is not None:
+            return _epoch(self.at)
+        if self.delay is not None:
+            return time.time() + _seconds(self.delay)
+        return None
+
+
+Calls = Sequence[tuple[Sequence[Any], Mapping[str, Any]]]
+
+
 class Enqueuer(Generic[P, R]):
-    """The enqueue methods, bound to a task and a set of per-call overrides."""
+    """The enqueue methods, bound to a task and a set of per-call overrides.
+
+    Every method goes through one plan: :meth:`_plan` checks and encodes the calls and
+    builds what to write (one shared :class:`JobInsertBatchParams` for plain jobs, the
+    fast path; one :class:`JobInsertParams` each when a job has flow fields), and
+    :meth:`_write` writes it with the backend's one ``job_insert_many``.
+    """
 
     def __init__(self, task: Task[P, R], overrides: Mapping[str, Any]) -> None:
         self._task = task
         self._overrides = dict(overrides)
-        self._plain: bool | None = None  # no flow fields: the batch fast path applies
+        self._options: _Resolved | None = None  # resolved on first use (Task sets options late)
 
-    def _is_plain(self) -> bool:
-        """True when no job of this enqueuer can carry a unique key, parents or a limit
-        (decided by options alone, so once): ``_flow_fields`` would always be empty."""
-        if self._plain is None:
-            o, opts = self._overrides, self._task.options
-            self._plain = (
-                o.get("unique_key", opts.unique_key) is None
-                and not o.get("depends_on")
-                and not o.get("pipe")
-                and opts.concurrency is None
-                and opts.rate is None
-            )
-        return self._plain
+    def _resolved(self) -> _Resolved:
+        if self._options is None:
+            self._options = _Resolved(self._task.options, self._overrides)
+        return self._options
 
-    def _insert_plain(
-        self, calls: Sequence[tuple[Sequence[Any], Mapping[str, Any]]], run_at: float | None
-    ) -> list[Job[R]]:
-        """Check, encode and write plain jobs in one ``job_insert_batch``: one shared
-        params object instead of one per job (``enqueue_many`` spends its time per item,
-        so everything not per item is hoisted here; measured in BENCHMARKS.md)."""
-        from conveyor.job import Job
+    # -- the plan ------------------------------------------------------------------------
 
-        task, o = self._task, self._overrides
-        app, opts = task.app, task.options
-        check, limit = task.check_arguments, app.max_payload_bytes
-        payloads = []
-        for args, kwargs in calls:
-            check(*args, **kwargs)
-            payloads.append(encode_payload(args, kwargs, max_bytes=limit))
+    def _plan(
+        self, calls: Calls, run_at: float | None
+    ) -> JobInsertBatchParams | list[JobInsertParams]:
+        """Check and encode ``calls`` (``TypeError`` / ``EncodeError`` before anything is
+        written) and build the insert. Everything not per call is hoisted out of the loop
+        (``enqueue_many`` spends its time per item; measured in BENCHMARKS.md)."""
+        task, r = self._task, self._resolved()
+        check, max_bytes = task.check_arguments, task.app.max_payload_bytes
         if run_at is None:
-            if o.get("at") is not None:
-                run_at = _epoch(o["at"])
-            elif o.get("delay") is not None:
-                run_at = time.time() + _seconds(o["delay"])
-        ids = new_ids(len(payloads))
-        params = JobInsertBatchParams(
-            task=opts.name,
-            queue=o.get("queue") or opts.queue,
-            ids=ids,
-            payloads=payloads,
-            priority=o.get("priority", opts.priority),
-            run_at=run_at,
-            max_attempts=o.get("max_attempts", opts.max_attempts),
-            timeout=o.get("timeout", opts.timeout),
-            lease=opts.lease,
-        )
-        backend = app.backend
-        insert_batch = getattr(backend, "job_insert_batch", None)
-        if insert_batch is not None:
-            insert_batch(params)
-        else:  # a backend without the fast path
-            backend.job_insert_many(params.expand())
-        hooks = app.enqueue_hooks
-        if hooks:
-            for _ in ids:
-                for hook in hooks:
-                    hook(params.queue, params.task)
-        return [Job(app, i, task) for i in ids]
+            run_at = r.run_at()
+        if r.plain:
+            payloads = []
+            for args, kwargs in calls:
+                check(*args, **kwargs)
+                payloads.append(encode_payload(args, kwargs, max_bytes=max_bytes))
+            return JobInsertBatchParams(
+                task=task.options.name,
+                queue=r.queue,
+                ids=new_ids(len(payloads)),
+                payloads=payloads,
+                priority=r.priority,
+                run_at=run_at,
+                max_attempts=r.max_attempts,
+                timeout=r.timeout,
+                lease=task.options.lease,
+            )
+        return [self._job_params(r, args, kwargs, run_at) for args, kwargs in calls]
 
-    # -- building jobs -------------------------------------------------------------------
-
-    def _params(
-        self, args: Sequence[Any], kwargs: Mapping[str, Any], run_at: float | None
+    def _job_params(
+        self, r: _Resolved, args: Sequence[Any], kwargs: Mapping[str, Any], run_at: float | None
     ) -> JobInsertParams:
+        """One job as its own params record (flow fields, workflow steps, periodic slots)."""
         task = self._task
         # A workflow step gets its parents' result(s) first: check with a stand-in.
-        piped = (None,) if self._overrides.get("pipe") else ()
-        task.check_arguments(*piped, *args, **kwargs)
-        payload = encode_payload(args, kwargs, max_bytes=task.app.max_payload_bytes)
-        o, opts = self._overrides, task.options
-        if run_at is None:
-            if o.get("at") is not None:
-                run_at = _epoch(o["at"])
-            elif o.get("delay") is not None:
-                run_at = time.time() + _seconds(o["delay"])
+        task.check_arguments(*((None,) if r.pipe else ()), *args, **kwargs)
         return JobInsertParams(
             id=new_id(),
-            task=opts.name,
-            queue=o.get("queue") or opts.queue,
-            payload=payload,
-            priority=o.get("priority", opts.priority),
+            task=task.options.name,
+            queue=r.queue,
+            payload=encode_payload(args, kwargs, max_bytes=task.app.max_payload_bytes),
+            priority=r.priority,
             run_at=run_at,
-            max_attempts=o.get("max_attempts", opts.max_attempts),
-            timeout=o.get("timeout", opts.timeout),
-            lease=opts.lease,
-            **self._flow_fields(args, kwargs),
+            max_attempts=r.max_attempts,
+            timeout=r.timeout,
+            lease=task.options.lease,
+            **self._flow_fields(r, args, kwargs),
         )
 
-    def _flow_fields(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
-        """Unique key, parents and limit of one job; empty (and cheap) for plain tasks."""
-        o, opts = self._overrides, self._task.options
+    def _one(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> JobInsertParams:
+        """The params of one job enqueued now with these options (workflows, periodic)."""
+        r = self._resolved()
+        return self._job_params(r, args, kwargs, r.run_at())
+
+    def _flow_fields(
+        self, r: _Resolved, args: Sequence[Any], kwargs: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """Unique key, parents and limit of one job (the parts that depend on its args)."""
+        opts = self._task.options
         fields: dict[str, Any] = {}
-        unique_key = o.get("unique_key", opts.unique_key)
-        if unique_key is not None:
-            key = unique.key_for(unique_key, args, kwargs)
+        if r.unique_key is not None:
+            key = unique.key_for(r.unique_key, args, kwargs)
             if key is not None:
-                window = o.get("unique_for", opts.unique_for)
                 fields["unique_key"] = key
-                fields["on_conflict"] = o.get("on_conflict", opts.on_conflict)
+                fields["on_conflict"] = r.on_conflict
                 fields["unique_until"] = (
-                    None if window is None else time.time() + unique.seconds(window)
+                    None if r.unique_for is None else time.time() + unique.seconds(r.unique_for)
                 )
-        if o.get("depends_on"):
-            fields["depends_on"] = tuple(getattr(d, "id", d) for d in o["depends_on"])
-            fields["pipe"] = o.get("pipe", 0)
-        if opts.concurrency is not None or opts.rate is not None:
+        if r.depends_on:
+            fields["depends_on"] = r.depends_on
+            fields["pipe"] = r.pipe
+        if r.limit:
             fields["limit"] = limits.limit_for(
                 opts.name, opts.concurrency, opts.rate, opts.limit_key, args, kwargs
             )
         return fields
 
-    def _insert(self, params: list[JobInsertParams]) -> list[Job[R]]:
+    def _write(self, plan: JobInsertBatchParams | list[JobInsertParams]) -> list[Job[R]]:
+        """Write a plan in one ``job_insert_many`` (all or nothing) and hand back Jobs."""
         from conveyor.job import Job
 
-        backend = self._task.app.backend
-        if all(p.is_plain for p in params):
-            backend.job_insert_many(params)
-            ids = [p.id for p in params]
-        else:
-            for p in params:
-                if p.unique_key is not None:
-                    require_feature(backend, "unique")
-                if p.depends_on:
-                    require_feature(backend, "workflows")
-                if p.limit is not None:
-                    require_feature(backend, "limits")
-            ids = [r.id for r in backend.job_insert_flow_many(params)]
-        hooks = self._task.app.enqueue_hooks
+        task = self._task
+        app = task.app
+        backend = app.backend
+        if not isinstance(plan, JobInsertBatchParams):
+            if not plan:
+                return []
+            for feature in flow_features_of(plan):
+                require_feature(backend, feature)
+        ids = backend.job_insert_many(plan)
+        hooks = app.enqueue_hooks
         if hooks:
-            for p in params:
-                for hook in hooks:
-                    hook(p.queue, p.task)
-        return [Job(self._task.app, i, self._task) for i in ids]
+            if isinstance(plan, JobInsertBatchParams):
+                for _ in ids:
+                    for hook in hooks:
+                        hook(plan.queue, plan.task)
+            else:
+                for p in plan:
+                    for hook in hooks:
+                        hook(p.queue, p.task)
+        return [Job(app, i, task) for i in ids]
+
+    def _enqueue(self, calls: Calls, run_at: float | None) -> list[Job[R]]:
+        return self._write(self._plan(calls, run_at)) if calls else []
 
     def s(self, *args: Any, **kwargs: Any) -> Signature:
         """A signature: this task with these arguments, to compose into workflows
         (``conveyor.chain``, ``conveyor.group``, ``job.then``). Nothing is enqueued."""
-        from conveyor.workflow import Signature
+        from conveyor.compose import Signature
 
         return Signature(self, args, kwargs)
 
@@ -287,39 +326,21 @@ class Enqueuer(Generic[P, R]):
 
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> Job[R]:
         """Enqueue one job now (or per ``with_options(delay=, at=)``)."""
-        if self._is_plain():
-            return self._insert_plain([(args, kwargs)], None)[0]
-        return self._insert([self._params(args, kwargs, None)])[0]
+        return self._enqueue([(args, kwargs)], None)[0]
 
     def enqueue_many(
         self, items: Iterable[Args | Sequence[Any] | Mapping[str, Any]]
     ) -> list[Job[R]]:
         """Enqueue many jobs in one transaction: all are written or none."""
-        if self._is_plain():
-            calls = [_call_of(item) for item in items]
-            return self._insert_plain(calls, None) if calls else []
-        params = []
-        for item in items:
-            if isinstance(item, Args):
-                params.append(self._params(item.args, item.kwargs, None))
-            elif isinstance(item, Mapping):
-                params.append(self._params((), item, None))
-            elif isinstance(item, (list, tuple)):
-                params.append(self._params(item, {}, None))
-            else:
-                raise TypeError(
-                    "enqueue_many items must be Args(...), a tuple/list of positional "
-                    f"arguments or a dict of keyword arguments, got {type(item).__name__}"
-                )
-        return self._insert(params) if params else []
+        return self._enqueue([_call_of(item) for item in items], None)
 
     def enqueue_after(self, delay: Delay, *args: P.args, **kwargs: P.kwargs) -> Job[R]:
         """Enqueue to run after ``delay`` (seconds or a timedelta)."""
-        return self._insert([self._params(args, kwargs, time.time() + _seconds(delay))])[0]
+        return self._enqueue([(args, kwargs)], time.time() + _seconds(delay))[0]
 
     def schedule_at(self, when: When, *args: P.args, **kwargs: P.kwargs) -> Job[R]:
         """Enqueue to run at ``when`` (an aware datetime or epoch seconds)."""
-        return self._insert([self._params(args, kwargs, _epoch(when))])[0]
+        return self._enqueue([(args, kwargs)], _epoch(when))[0]
 
     def with_options(
         self,
@@ -356,29 +377,30 @@ class Enqueuer(Generic[P, R]):
         merged = {**self._overrides, **{k: v for k, v in given.items() if v is not None}}
         return Enqueuer(self._task, merged)
 
-    # -- asyncio twins (the store calls run in a thread, the loop never blocks) ----------
+    # -- asyncio twins (checked and encoded here, written in a thread: the loop never
+    # blocks on the store) ----------------------------------------------------------------
 
     async def aenqueue(self, *args: P.args, **kwargs: P.kwargs) -> Job[R]:
         """Asyncio twin of :meth:`enqueue`."""
-        params = self._params(args, kwargs, None)
-        return (await to_thread(self._insert, [params]))[0]
+        plan = self._plan([(args, kwargs)], None)
+        return (await to_thread(self._write, plan))[0]
 
     async def aenqueue_many(
         self, items: Iterable[Args | Sequence[Any] | Mapping[str, Any]]
     ) -> list[Job[R]]:
         """Asyncio twin of :meth:`enqueue_many`."""
-        materialised = list(items)
-        return await to_thread(self.enqueue_many, materialised)
+        calls = [_call_of(item) for item in items]
+        return await to_thread(self._enqueue, calls, None)
 
     async def aenqueue_after(self, delay: Delay, *args: P.args, **kwargs: P.kwargs) -> Job[R]:
         """Asyncio twin of :meth:`enqueue_after`."""
-        params = self._params(args, kwargs, time.time() + _seconds(delay))
-        return (await to_thread(self._insert, [params]))[0]
+        plan = self._plan([(args, kwargs)], time.time() + _seconds(delay))
+        return (await to_thread(self._write, plan))[0]
 
     async def aschedule_at(self, when: When, *args: P.args, **kwargs: P.kwargs) -> Job[R]:
         """Asyncio twin of :meth:`schedule_at`."""
-        params = self._params(args, kwargs, _epoch(when))
-        return (await to_thread(self._insert, [params]))[0]
+        plan = self._plan([(args, kwargs)], _epoch(when))
+        return (await to_thread(self._write, plan))[0]
 
 
 class Task(Enqueuer[P, R]):

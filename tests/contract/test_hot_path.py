@@ -1,5 +1,5 @@
 """The hot-path calls on every backend: the ack riding with the next claim
-(``job_finish_and_claim``), the batch insert of plain jobs (``job_insert_batch``), and
+(``job_finish_and_claim``), the batch insert of plain jobs (``job_insert_many`` with ``JobInsertBatchParams``), and
 the worker's one-slot mode that uses the first (the fetcher runs the job itself)."""
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def test_finish_and_claim_with_nothing_to_finish_is_a_claim(backend: Backend) ->
 
 def test_insert_batch_matches_insert_many(backend: Backend) -> None:
     ids = new_ids(3)
-    backend.job_insert_batch(
+    backend.job_insert_many(
         JobInsertBatchParams(
             task="t",
             queue="q",
@@ -77,7 +77,7 @@ def test_insert_batch_matches_insert_many(backend: Backend) -> None:
         )
     )
     later = new_ids(1)
-    backend.job_insert_batch(
+    backend.job_insert_many(
         JobInsertBatchParams(
             task="t", queue="q", ids=later, payloads=["{}"], run_at=time.time() + 3600
         )
@@ -136,7 +136,7 @@ def test_one_slot_worker_runs_inline_and_retries(app: conveyor.App, one_slot: li
     job = flaky.enqueue()
     assert job.result(timeout=20) == "ok"
     # Where the store gains from it, no pool thread and no hand-off; elsewhere the pool.
-    inline = app.backend.ack_with_claim
+    inline = "ack_with_claim" in app.backend.features
     assert set(seen) == ({"conveyor-fetcher"} if inline else {"conveyor-thread-0"})
     assert [a.outcome for a in job.attempts()] == ["failed", "failed", "succeeded"]
 
@@ -200,14 +200,14 @@ def test_one_slot_stop_writes_the_last_finish(app: conveyor.App) -> None:
 
 def test_insert_batch_is_all_or_nothing(backend: Backend) -> None:
     (taken,) = new_ids(1)
-    backend.job_insert_batch(JobInsertBatchParams("t", "q", [taken], ["{}"]))
+    backend.job_insert_many(JobInsertBatchParams("t", "q", [taken], ["{}"]))
     fresh = new_ids(2)
     with pytest.raises(Exception):  # noqa: B017 - each store raises its own duplicate error
-        backend.job_insert_batch(
+        backend.job_insert_many(
             JobInsertBatchParams("t", "q", [fresh[0], taken, fresh[1]], ["{}", "{}", "{}"])
         )
     assert backend.job_get_many(fresh) == []
-    backend.job_insert_batch(JobInsertBatchParams("t", "q", fresh, ["{}", "{}"]))  # usable
+    backend.job_insert_many(JobInsertBatchParams("t", "q", fresh, ["{}", "{}"]))  # usable
     assert len(backend.job_get_many(fresh)) == 2
 
 

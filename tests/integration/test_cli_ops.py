@@ -1,12 +1,13 @@
-"""The ops CLI against a real SQLite file: every command, filters, prompts, export,
-backup and the integrity audit (corrupted on purpose with raw SQL)."""
+"""The ops CLI on every backend: every command, filters, prompts, export, backup and the
+integrity audit (the store corrupted on purpose, under the seam: tests/support/stores.py).
+Adding a backend to ``tests/support/backends.py`` (and its raw-store helpers) runs all
+of this on it."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
-import logging
 import sqlite3
 import threading
 import time
@@ -17,27 +18,24 @@ from click.testing import CliRunner, Result
 
 import conveyor
 from conveyor.cli.main import cli
+from conveyor.records import record
 from conveyor.worker.worker import Worker
+from tests.support.backends import BACKEND_URLS
+from tests.support.stores import STORES, fill
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> tuple[str, dict[str, str]]:
-    """A store with 3 succeeded, 2 dead and 1 queued (paused queue) job; ids by name."""
-    url = f"sqlite:///{tmp_path / 'jobs.db'}"
-    app = conveyor.App(url, max_attempts=1)
+@record
+class Store:
+    backend: str
+    url: str
+    ids: dict[str, str]
 
-    @app.task(name="t.work")
-    def work(x: int, user_id: int = 0) -> dict[str, bool]:
-        logging.getLogger("t.work").info("working on %d for %d", x, user_id)
-        if x < 0:
-            raise ValueError(f"bad x {x}")
-        return {"ok": x % 2 == 0}
 
-    ids = {f"x{x}": work.enqueue(x, user_id=x * 10).id for x in (0, 1, 2, -1, -2)}
-    Worker(app, burst=True).run(install_signals=False)
-    ids["later"] = work.with_options(queue="later").enqueue(5, user_id=50).id
-    app.close()
-    return url, ids
+@pytest.fixture(params=sorted(BACKEND_URLS))
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
+    """A store with 3 succeeded, 2 dead and 1 queued (queue "later") job; ids by name."""
+    url = BACKEND_URLS[request.param](request, tmp_path)
+    return Store(request.param, url, fill(url))
 
 
 def run(url: str, *args: str, input: str | None = None) -> Result:
@@ -46,8 +44,17 @@ def run(url: str, *args: str, input: str | None = None) -> Result:
     )
 
 
-def test_jobs_filters_and_paging(store: tuple[str, dict[str, str]]) -> None:
-    url, ids = store
+def features(url: str) -> frozenset[str]:
+    app = conveyor.App(url)
+    try:
+        return app.backend.features
+    finally:
+        app.close()
+
+
+def test_status_jobs_filters_and_paging(store: Store) -> None:
+    url, ids = store.url, store.ids
+    assert run(url, "status").exit_code == 0
     listed = json.loads(run(url, "jobs", "--json").output)["jobs"]
     assert len(listed) == 6 and [j["id"] for j in listed] == sorted(ids.values())
 
@@ -55,6 +62,7 @@ def test_jobs_filters_and_paging(store: tuple[str, dict[str, str]]) -> None:
         return {j["id"] for j in json.loads(run(url, "jobs", "--json", *args).output)["jobs"]}
 
     assert matching("--where", "kwargs.user_id=10") == {ids["x1"]}
+    assert matching("--where", 'kwargs.user_id="10"') == set()  # typed: 10 is not "10"
     assert matching("--where", "args.0=2") == {ids["x2"]}
     assert matching("--where", "result.ok=true") == {ids["x0"], ids["x2"]}
     assert matching("--state", "dead") == {ids["x-1"], ids["x-2"]}
@@ -68,14 +76,13 @@ def test_jobs_filters_and_paging(store: tuple[str, dict[str, str]]) -> None:
     assert human.exit_code == 0 and "dead" in human.output
 
 
-def test_bad_where_is_a_usage_error(store: tuple[str, dict[str, str]]) -> None:
-    url, _ = store
-    result = CliRunner().invoke(cli, ["jobs", "--url", url, "--where", "kwargs.a'--=1"])
+def test_bad_where_is_a_usage_error(store: Store) -> None:
+    result = CliRunner().invoke(cli, ["jobs", "--url", store.url, "--where", "kwargs.a'--=1"])
     assert result.exit_code == 2 and "not an identifier" in result.output
 
 
-def test_job_shows_attempts_traceback_and_logs(store: tuple[str, dict[str, str]]) -> None:
-    url, ids = store
+def test_job_shows_attempts_traceback_and_logs(store: Store) -> None:
+    url, ids = store.url, store.ids
     data = json.loads(run(url, "job", ids["x-1"], "--json").output)
     assert data["job"]["state"] == "dead"
     [attempt] = data["attempts"]
@@ -87,8 +94,8 @@ def test_job_shows_attempts_traceback_and_logs(store: tuple[str, dict[str, str]]
     assert run(url, "job", "nope").exit_code == 1
 
 
-def test_retry_by_filter_asks_with_count(store: tuple[str, dict[str, str]]) -> None:
-    url, ids = store
+def test_retry_by_filter_asks_with_count(store: Store) -> None:
+    url, ids = store.url, store.ids
     refused = run(url, "retry", "--state", "dead", input="n\n")
     assert refused.exit_code == 1 and "Retry 2 job(s)" in refused.output
     assert len(json.loads(run(url, "jobs", "--json", "--state", "dead").output)["jobs"]) == 2
@@ -98,22 +105,22 @@ def test_retry_by_filter_asks_with_count(store: tuple[str, dict[str, str]]) -> N
     assert {j["id"] for j in queued} == {ids["x-1"], ids["x-2"], ids["later"]}
 
 
-def test_cancel_delete_by_ids_and_filters(store: tuple[str, dict[str, str]]) -> None:
-    url, ids = store
+def test_cancel_delete_retry_by_ids_and_filters(store: Store) -> None:
+    url, ids = store.url, store.ids
     out = json.loads(run(url, "cancel", ids["later"], "--json").output)
     assert out == {"action": "cancel", "matched": 1, "changed": 1}
     out = json.loads(run(url, "delete", "--where", "result.ok=false", "--yes", "--json").output)
     assert out["changed"] == 1
     assert run(url, "job", ids["x1"]).exit_code == 1
+    assert json.loads(run(url, "retry", ids["x0"], "--json").output)["changed"] == 1
     assert run(url, "retry").exit_code == 2  # neither ids nor filters
     assert run(url, "delete", ids["x0"], "--state", "dead").exit_code == 2
 
 
-def test_purge_older_than(store: tuple[str, dict[str, str]]) -> None:
-    url, _ = store
+def test_purge_older_than(store: Store) -> None:
+    url = store.url
     assert "0 of 0" in run(url, "purge", "--older-than", "1h", "--yes").output
-    with sqlite3.connect(url.removeprefix("sqlite:///")) as db:
-        db.execute("UPDATE jobs SET finished_at = finished_at - 8 * 86400")
+    STORES[store.backend].age_finished(url, 8 * 86400)
     out = json.loads(
         run(url, "purge", "--older-than", "7d", "--state", "succeeded", "--yes", "--json").output
     )
@@ -122,8 +129,8 @@ def test_purge_older_than(store: tuple[str, dict[str, str]]) -> None:
     assert left == {"dead", "queued"}
 
 
-def test_export_streams_jsonl_and_csv(store: tuple[str, dict[str, str]], tmp_path: Path) -> None:
-    url, ids = store
+def test_export_streams_jsonl_and_csv(store: Store, tmp_path: Path) -> None:
+    url, ids = store.url, store.ids
     result = run(url, "export", "--format", "jsonl", "--page", "2")
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     assert [d["id"] for d in lines] == sorted(ids.values())
@@ -135,9 +142,13 @@ def test_export_streams_jsonl_and_csv(store: tuple[str, dict[str, str]], tmp_pat
     assert json.loads(rows[0]["error"])["type"] == "ValueError"
 
 
-def test_backup_is_a_readable_copy(store: tuple[str, dict[str, str]], tmp_path: Path) -> None:
-    url, _ = store
+def test_backup_is_a_readable_copy_or_refused(store: Store, tmp_path: Path) -> None:
+    url = store.url
     target = tmp_path / "copy.db"
+    if "backup" not in features(url):
+        refused = CliRunner().invoke(cli, ["backup", "--url", url, str(target)])
+        assert refused.exit_code == 1 and "only available on the SQLite backend" in refused.output
+        return
     assert run(url, "backup", str(target)).exit_code == 0
     with sqlite3.connect(target) as db:
         assert db.execute("SELECT COUNT(*) FROM jobs").fetchone()[0] == 6
@@ -147,8 +158,8 @@ def test_backup_is_a_readable_copy(store: tuple[str, dict[str, str]], tmp_path: 
     assert run(url, "backup", str(target)).exit_code == 1  # never overwrites
 
 
-def test_queues_pause_resume_listing(store: tuple[str, dict[str, str]]) -> None:
-    url, _ = store
+def test_queues_pause_resume_listing(store: Store) -> None:
+    url = store.url
     assert run(url, "queues", "pause", "later").output.strip() == "queue later paused"
     listed = {q["queue"]: q for q in json.loads(run(url, "queues", "--json").output)}
     assert listed["later"]["paused"] and listed["later"]["depth"] == 1
@@ -160,33 +171,23 @@ def test_queues_pause_resume_listing(store: tuple[str, dict[str, str]]) -> None:
     assert "later" in run(url, "queues").output
 
 
-def test_check_finds_corruption(store: tuple[str, dict[str, str]]) -> None:
-    url, ids = store
+def test_check_finds_corruption(store: Store) -> None:
+    url = store.url
     clean = run(url, "check")
     assert clean.exit_code == 0 and "ok" in clean.output
-    with sqlite3.connect(url.removeprefix("sqlite:///")) as db:
-        db.execute("UPDATE jobs SET state = 'running', worker_id = NULL WHERE id = ?", (ids["x0"],))
-        db.execute(
-            "UPDATE jobs SET state = 'running', worker_id = 'ghost', token = 1 WHERE id = ?",
-            (ids["x1"],),
-        )
-        db.execute("UPDATE jobs SET finished_at = 1.0 WHERE id = ?", (ids["later"],))
-        db.execute(
-            "INSERT INTO attempts (job_id, token, attempt, outcome) "
-            "VALUES ('gone', 1, 1, 'succeeded')"
-        )
+    expected = STORES[store.backend].corrupt(url, store.ids)
     result = CliRunner().invoke(cli, ["check", "--url", url, "--json"])
-    assert result.exit_code == 1
+    assert result.exit_code == 1, result.output
     kinds = {(p["kind"], p["job_id"]) for p in json.loads(result.output)["problems"]}
-    assert ("running_without_claim", ids["x0"]) in kinds
-    assert ("claim_without_live_worker", ids["x1"]) in kinds
-    assert ("active_with_finished_at", ids["later"]) in kinds
-    assert ("orphan_attempt", "gone") in kinds
+    assert expected <= kinds
     assert CliRunner().invoke(cli, ["check", "--url", url]).exit_code == 1
 
 
-def test_job_shows_workflow_parents_and_progress(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'flow.db'}"
+@pytest.mark.parametrize("backend_name", sorted(BACKEND_URLS))
+def test_job_shows_workflow_parents_and_progress(
+    backend_name: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    url = BACKEND_URLS[backend_name](request, tmp_path)
     app = conveyor.App(url)
 
     release = threading.Event()

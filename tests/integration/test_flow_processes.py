@@ -19,7 +19,7 @@ import pytest
 import conveyor
 from conveyor.backends.base import JobListParams
 from conveyor.states import JobState
-from tests.support.redis_server import isolated_url
+from tests.support.backends import BACKEND_URLS
 
 pytestmark = pytest.mark.slow
 
@@ -55,9 +55,9 @@ APP_MODULE = textwrap.dedent("""
 Spawn = Callable[..., subprocess.Popen[bytes]]
 
 
-@pytest.fixture(params=["sqlite", "redis"])
-def flow_url(request: pytest.FixtureRequest, sqlite_url: str) -> str:
-    return sqlite_url if request.param == "sqlite" else isolated_url(request)
+@pytest.fixture(params=sorted(BACKEND_URLS))
+def flow_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    return BACKEND_URLS[request.param](request, tmp_path)
 
 
 @pytest.fixture

@@ -1,11 +1,10 @@
-"""Real ``conveyor worker`` processes on a test Redis: SIGKILL of one of two workers
-mid-job (the other rescues and finishes everything), a Redis restart with AOF in the
+"""Real ``conveyor worker`` processes on a test Redis (the signal and rescue behaviours
+of every backend are in test_worker_process.py): a Redis restart with AOF in the
 middle of a run (the worker reconnects, keeps its heartbeat and keeps consuming), and
 enqueue during an outage raising ``conveyor.BackendUnavailable``."""
 
 from __future__ import annotations
 
-import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +17,7 @@ from conveyor.backends.base import JobCountParams, JobFilter
 from conveyor.states import JobState
 from tests.integration import app_tasks
 from tests.integration.conftest import wait_for
-from tests.support.redis_server import RedisServer, isolated_url, with_prefix
+from tests.support.redis_server import RedisServer, with_prefix
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
@@ -38,27 +37,6 @@ def _lines(path: Path) -> list[str]:
 def _succeeded(app: conveyor.App) -> int:
     f = JobFilter(states=(JobState.SUCCEEDED,))
     return app.backend.job_count(JobCountParams(f))
-
-
-def test_sigkill_one_of_two_workers_the_other_finishes_everything(
-    request: pytest.FixtureRequest, spawn_worker: Spawn, tmp_path: Path
-) -> None:
-    url = isolated_url(request)
-    _app(url)
-    marker = tmp_path / "started"
-    slow = app_tasks.sleepy.enqueue(1.0, str(marker))
-    first = spawn_worker("-c", "1", url=url)
-    wait_for(lambda: len(_lines(marker)) == 1, what="the first attempt to start")
-    second = spawn_worker("-c", "2", url=url)
-    quick = [app_tasks.noop.enqueue(i) for i in range(20)]
-    first.send_signal(signal.SIGKILL)
-    first.wait(10)
-    # Same host, dead PID: the second worker's rescuer proves it dead and requeues.
-    assert slow.result(timeout=20) == second.pid
-    assert [j.result(timeout=10) for j in quick] == list(range(20))
-    assert [a.outcome for a in slow.attempts()] == ["lost", "succeeded"]
-    assert slow.refresh().rescues == 1
-    assert second.poll() is None
 
 
 def test_worker_survives_a_redis_restart_with_aof(spawn_worker: Spawn, tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
-"""Real worker processes, real signals: rescue after SIGKILL, release on SIGTERM, quiet,
-stack dumps, and four processes on one file without "database is locked"."""
+"""Real worker processes, real signals, on every backend: rescue after SIGKILL, release on
+SIGTERM, prefetch, a second INT, quiet and stack dumps; on SQLite also the file's mode and
+four processes on one file without "database is locked"."""
 
 from __future__ import annotations
 
@@ -12,12 +13,21 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 import conveyor
 from conveyor.states import JobState
 from tests.integration import app_tasks
 from tests.integration.conftest import ROOT, wait_for, worker_env
+from tests.support.backends import BACKEND_URLS
 
 Spawn = Callable[..., subprocess.Popen[str]]
+
+
+@pytest.fixture(params=sorted(BACKEND_URLS))
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh store on each backend for the worker processes of one test."""
+    return BACKEND_URLS[request.param](request, tmp_path)
 
 
 def _app(url: str) -> conveyor.App:
@@ -31,16 +41,16 @@ def _lines(path: Path) -> list[str]:
 
 
 def test_sigkill_mid_job_is_rescued_and_completed_by_another_worker(
-    sqlite_url: str, spawn_worker: Spawn, tmp_path: Path
+    url: str, spawn_worker: Spawn, tmp_path: Path
 ) -> None:
-    _app(sqlite_url)
+    _app(url)
     marker = tmp_path / "started"
     job = app_tasks.sleepy.enqueue(1.0, str(marker))
-    first = spawn_worker("-c", "2")
+    first = spawn_worker("-c", "2", url=url)
     wait_for(lambda: len(_lines(marker)) == 1, what="first attempt to start")
     first.send_signal(signal.SIGKILL)
     first.wait(10)
-    second = spawn_worker("-c", "2")
+    second = spawn_worker("-c", "2", url=url)
     assert job.result(timeout=30) == second.pid
     record = job.refresh()
     assert record.attempt == 2 and record.rescues == 1
@@ -48,14 +58,34 @@ def test_sigkill_mid_job_is_rescued_and_completed_by_another_worker(
     assert [int(line.split()[1]) for line in _lines(marker)] == [1, 2]
 
 
-def test_sigterm_lets_short_jobs_finish_and_releases_long_ones(
-    sqlite_url: str, spawn_worker: Spawn, tmp_path: Path
+def test_sigkill_one_of_two_workers_the_other_finishes_everything(
+    url: str, spawn_worker: Spawn, tmp_path: Path
 ) -> None:
-    app = _app(sqlite_url)
+    _app(url)
+    marker = tmp_path / "started"
+    slow = app_tasks.sleepy.enqueue(1.0, str(marker))
+    first = spawn_worker("-c", "1", url=url)
+    wait_for(lambda: len(_lines(marker)) == 1, what="the first attempt to start")
+    second = spawn_worker("-c", "2", url=url)
+    quick = [app_tasks.noop.enqueue(i) for i in range(20)]
+    first.send_signal(signal.SIGKILL)
+    first.wait(10)
+    # Same host, dead PID: the second worker's rescuer proves it dead and requeues.
+    assert slow.result(timeout=20) == second.pid
+    assert [j.result(timeout=10) for j in quick] == list(range(20))
+    assert [a.outcome for a in slow.attempts()] == ["lost", "succeeded"]
+    assert slow.refresh().rescues == 1
+    assert second.poll() is None
+
+
+def test_sigterm_lets_short_jobs_finish_and_releases_long_ones(
+    url: str, spawn_worker: Spawn, tmp_path: Path
+) -> None:
+    app = _app(url)
     marker = tmp_path / "started"
     short = app_tasks.sleepy.enqueue(0.3, str(marker))
     long = app_tasks.sleepy.enqueue(60, str(marker))
-    proc = spawn_worker("-c", "2", "--shutdown-timeout", "1.5")
+    proc = spawn_worker("-c", "2", "--shutdown-timeout", "1.5", url=url)
     wait_for(lambda: len(_lines(marker)) == 2, what="both jobs to start")
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(15) == 0
@@ -66,14 +96,14 @@ def test_sigterm_lets_short_jobs_finish_and_releases_long_ones(
 
 
 def test_prefetched_jobs_of_a_killed_worker_are_rescued_and_sigterm_releases_them(
-    sqlite_url: str, spawn_worker: Spawn, tmp_path: Path
+    url: str, spawn_worker: Spawn, tmp_path: Path
 ) -> None:
     """`--prefetch`: jobs the worker holds but never started come back both ways: after
     SIGKILL through the rescuer, after SIGTERM at once, attempt not counted."""
-    _app(sqlite_url)
+    _app(url)
     marker = tmp_path / "started"
     jobs = [app_tasks.sleepy.enqueue(60 if i == 0 else 0.01, str(marker)) for i in range(4)]
-    first = spawn_worker("-c", "1", "--prefetch", "3")
+    first = spawn_worker("-c", "1", "--prefetch", "3", url=url)
     wait_for(lambda: len(_lines(marker)) == 1, what="the long job to start")
     wait_for(
         lambda: all(j.refresh().state is JobState.RUNNING for j in jobs),
@@ -82,7 +112,7 @@ def test_prefetched_jobs_of_a_killed_worker_are_rescued_and_sigterm_releases_the
     first.send_signal(signal.SIGKILL)
     first.wait(10)
     # Two slots: the rescued long job takes one, the rest run in the other.
-    second = spawn_worker("-c", "2", "--prefetch", "2", "--shutdown-timeout", "30")
+    second = spawn_worker("-c", "2", "--prefetch", "2", "--shutdown-timeout", "30", url=url)
     for job in jobs[1:]:  # rescued (attempt 1 lost, never started) and run by the second
         assert job.result(timeout=30) == second.pid
         assert [a.outcome for a in job.attempts()] == ["lost", "succeeded"]
@@ -104,11 +134,11 @@ def test_prefetched_jobs_of_a_killed_worker_are_rescued_and_sigterm_releases_the
     second.send_signal(signal.SIGINT)  # (a second signal: stop now)
 
 
-def test_second_int_stops_at_once(sqlite_url: str, spawn_worker: Spawn, tmp_path: Path) -> None:
-    _app(sqlite_url)
+def test_second_int_stops_at_once(url: str, spawn_worker: Spawn, tmp_path: Path) -> None:
+    _app(url)
     marker = tmp_path / "started"
     job = app_tasks.sleepy.enqueue(60, str(marker))
-    proc = spawn_worker("--shutdown-timeout", "60")
+    proc = spawn_worker("--shutdown-timeout", "60", url=url)
     wait_for(lambda: len(_lines(marker)) == 1, what="job to start")
     proc.send_signal(signal.SIGINT)
     time.sleep(0.3)  # the first INT starts a graceful stop that would wait 60 s
@@ -117,9 +147,9 @@ def test_second_int_stops_at_once(sqlite_url: str, spawn_worker: Spawn, tmp_path
     assert job.refresh().state is JobState.QUEUED
 
 
-def test_tstp_quiets_and_ttin_dumps_stacks(sqlite_url: str, spawn_worker: Spawn) -> None:
-    _app(sqlite_url)
-    proc = spawn_worker()
+def test_tstp_quiets_and_ttin_dumps_stacks(url: str, spawn_worker: Spawn) -> None:
+    _app(url)
+    proc = spawn_worker(url=url)
     assert app_tasks.noop.enqueue(1).result(timeout=15) == 1
     proc.send_signal(signal.SIGTSTP)
     time.sleep(0.5)

@@ -1,7 +1,10 @@
 """Backends the contract suite runs against.
 
 Each entry makes a fresh, isolated URL for one test (a tmp_path file for SQLite; a
-unique key prefix on a test-owned redis-server for Redis). Adding a backend = one entry.
+unique key prefix on a test-owned redis-server for Redis). Adding a backend = one entry
+here: the contract suite, the CLI tests (tests/integration/test_cli_*.py) and the worker
+process tests then run on it (plus its raw-store helpers in tests/support/stores.py for
+the two tests that reach under the seam).
 """
 
 from __future__ import annotations

@@ -10,8 +10,7 @@ from conveyor.backends.base import Backend
 
 def needs(backend: Backend, feature: str) -> None:
     """Skip (with the reason) on a backend that does not implement ``feature`` yet."""
-    features = getattr(backend, "flow_features", frozenset())
-    if feature not in features:
+    if feature not in backend.features:
         pytest.skip(f"backend {backend.name!r} does not implement flow feature {feature!r} yet")
 
 

@@ -81,7 +81,7 @@ def test_url_drops_password_and_keys_share_one_hash_tag(rb: RedisBackend, prefix
     claim(rb)
     keys = list(rb.client.scan_iter(match=f"*{prefix}*"))
     assert keys and all(k.startswith("{" + prefix + "}:") for k in keys)
-    assert rb.name == "redis" and rb.supports_sql is False
+    assert rb.name == "redis" and "sql" not in rb.features
 
 
 def test_insert_is_all_or_nothing_on_duplicate_id(rb: RedisBackend) -> None:

@@ -55,7 +55,7 @@ def test_snooze_with_a_pending_cancel_ends_cancelled(rb: RedisBackend) -> None:
 
 def test_piped_payload_keeps_json_exact(rb: RedisBackend) -> None:
     # No cjson round trip: an empty list stays a list, a big float keeps its digits.
-    rb.job_insert_flow_many([job("p"), job("c", depends_on=("p",), pipe=1)])
+    rb.job_insert_many([job("p"), job("c", depends_on=("p",), pipe=1)])
     (claimed,) = rb.job_claim(JobClaimParams("w1", [("q", 1)], 1))
     result = '{"x":[],"f":0.30000000000000004}'
     rb.job_finish_many([JobFinishParams("p", claimed.token, FinishKind.SUCCEEDED, result=result)])
@@ -65,7 +65,7 @@ def test_piped_payload_keeps_json_exact(rb: RedisBackend) -> None:
 
 
 def test_workflow_keys_expire_with_the_job(rb: RedisBackend) -> None:
-    rb.job_insert_flow_many([job("p"), job("c", depends_on=("p",))])
+    rb.job_insert_many([job("p"), job("c", depends_on=("p",))])
     base = rb.keys.base
     assert rb.client.ttl(base + "children:p") == -1  # live parent: kept
     rb.job_cancel_many(JobCancelParams(["p"]))
@@ -76,13 +76,13 @@ def test_workflow_keys_expire_with_the_job(rb: RedisBackend) -> None:
 
 def test_missing_parent_raises_and_writes_nothing(rb: RedisBackend) -> None:
     with pytest.raises(JobNotFound):
-        rb.job_insert_flow_many([job("x"), job("y", depends_on=("nope",))])
+        rb.job_insert_many([job("x"), job("y", depends_on=("nope",))])
     assert rb.job_get_many(["x", "y"]) == []
 
 
 def test_rescued_limit_holder_frees_its_slot(rb: RedisBackend) -> None:
     limit = LimitSpec("k", concurrency=1)
-    rb.job_insert_flow_many([job("a", limit=limit), job("b", limit=limit)])
+    rb.job_insert_many([job("a", limit=limit), job("b", limit=limit)])
     assert claim(rb) == ["a"]  # b deferred: over the limit, no attempt spent
     (b,) = rb.job_get_many(["b"])
     assert b.state is JobState.SCHEDULED and b.attempt == 0

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Callable
-from typing import cast
 
 import click
 
@@ -27,8 +25,7 @@ from conveyor.cli.output import Column, Output
 def backup(url: str | None, app_spec: str | None, path: str) -> None:
     """Copy the store to PATH while workers keep running (SQLite only)."""
     backend = open_app(url, app_spec).backend
-    copy = getattr(backend, "backup", None)
-    if not callable(copy):
+    if "backup" not in backend.features:
         raise click.ClickException(
             f"backup is only available on the SQLite backend, not {backend.name}; "
             "back Redis up with its own tools (BGSAVE, replicas)"
@@ -39,7 +36,7 @@ def backup(url: str | None, app_spec: str | None, path: str) -> None:
     if not os.path.isdir(directory):
         raise click.ClickException(f"no directory {directory} for the backup; create it first")
     try:
-        cast(Callable[[str], None], copy)(path)
+        backend.backup(path)
     except sqlite3.Error as exc:
         raise click.ClickException(
             f"cannot write the backup to {path}: {exc}; is {directory} writable?"

@@ -193,7 +193,7 @@ def _error_line(text: str | None) -> str:
 def _parents(backend: Backend, job_id: str) -> list[dict[str, str]]:
     """The workflow parents of a job with their current state (empty where the backend
     has no workflows, or for a plain job)."""
-    if "workflows" not in getattr(backend, "flow_features", frozenset()):
+    if "workflows" not in backend.features:
         return []
     deps = backend.job_dependencies_many(JobDependenciesParams([job_id]))
     found = {r.id: r for r in backend.job_get_many([d.parent_id for d in deps])}

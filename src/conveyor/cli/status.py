@@ -25,7 +25,7 @@ def status(url: str | None, app_spec: str | None, as_json: bool, utc: bool) -> N
     stats = backend.queue_stats()
     workers = backend.worker_list()
     running = backend.job_list(JobListParams(state=JobState.RUNNING, limit=20))
-    features: frozenset[str] = getattr(backend, "flow_features", frozenset())
+    features = backend.features
     schedules = backend.periodic_list() if "periodic" in features else []
     now = time.time()
     if as_json:

@@ -61,7 +61,7 @@ def host_name() -> str:
     """This machine's name, as ``socket.gethostname()`` gives it.
 
     ``os.uname()`` answers the same on POSIX without importing :mod:`socket`, which the
-    worker otherwise never needs (start-up time counts: see W5 in BENCHMARKS.md).
+    worker otherwise never needs (start-up time counts: BENCHMARKS.md#cold-start-w5-in-process).
     """
     if hasattr(os, "uname"):
         return os.uname().nodename

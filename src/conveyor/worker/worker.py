@@ -1,4 +1,5 @@
-"""``Worker``: one fetcher, one executor pool, one completer, and the services.
+"""``Worker``: the lifecycle, services and signals around one fetch strategy and one
+completion strategy (``fetching.py``, ``completion.py``), chosen when it is built.
 
 Run it blocking (``worker.run()``, what ``conveyor worker`` does), start and stop it
 from a thread (``worker.start()`` / ``worker.stop()``), or inside a running asyncio loop
@@ -30,14 +31,12 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from conveyor import records
 from conveyor.backends.base import (
     ClaimedJob,
-    JobClaimParams,
-    JobFinishParams,
     JobReleaseParams,
     WorkerHeartbeatParams,
     WorkerInfo,
@@ -45,10 +44,12 @@ from conveyor.backends.base import (
 from conveyor.context import JobContext
 from conveyor.errors import BackendUnavailable, ConfigurationError
 from conveyor.ids import new_id
-from conveyor.worker import procinfo
-from conveyor.worker.completer import MAX_PENDING, Completer
+from conveyor.worker import fetching, procinfo
+from conveyor.worker.completer import Completer
+from conveyor.worker.completion import Flusher, RideOnClaim
 from conveyor.worker.eventlog import EventLog
 from conveyor.worker.executors import make_executor
+from conveyor.worker.fetching import IDLE_WAIT
 from conveyor.worker.outcome import Outcome, finish_params
 from conveyor.worker.procinfo import process_start_time
 from conveyor.worker.queues import QueueSelection
@@ -61,37 +62,12 @@ if TYPE_CHECKING:
     from conveyor.app import App
     from conveyor.logs import LogCapture
     from conveyor.worker.executors.base import Executor
-    from conveyor.worker.executors.thread import ThreadExecutor
     from conveyor.worker.observers import WorkerObserver
 
 log = logging.getLogger("conveyor.worker")
 
-#: How long the fetch loop sleeps at most before re-checking stop flags (seconds).
-IDLE_WAIT = 0.25
-#: With fewer than ``concurrency // 4`` slots free and jobs still running, the fetcher
-#: waits up to this long (seconds) for more slots before claiming, so a claim serves
-#: several slots. Bounds the extra start delay of a queued job behind busy slots.
-CLAIM_GATHER = 0.002
-
-
-#: One-slot worker with prefetch: a finish held for the next claim for longer than this
-#: (seconds) is written by the completer instead.
-FLUSH_AFTER = 0.05
 #: The reason recorded for a prefetched job cancelled while it waited for a slot.
 CANCELLED_BEFORE_START = "cancelled before it started"
-
-
-class _Flusher(Looper):
-    """Hands a one-slot worker's held finishes to the completer once they are old."""
-
-    name = "flusher"
-
-    def __init__(self, worker: Worker, interval: float) -> None:
-        super().__init__(interval)
-        self.worker = worker
-
-    def tick(self) -> None:
-        self.worker._write_unwritten(older_than=FLUSH_AFTER)
 
 
 class _InFlight:
@@ -143,19 +119,8 @@ class Worker:
             max_jobs_per_child=max_jobs_per_child,
             max_memory_per_child=max_memory_per_child,
         )
-        host = procinfo.host_name()
-        pid = os.getpid()
-        self.id = f"{host}:{pid}:{new_id()[-8:]}"
-        self.info = WorkerInfo(
-            id=self.id,
-            host=host,
-            pid=pid,
-            pid_started=process_start_time(pid),
-            started_at=time.time(),
-            queues=self.selection.names,
-            concurrency=concurrency,
-            pool=pool,
-        )
+        self.info = self._describe()
+        self.id = self.info.id
         self._lock = threading.Lock()
         self._slot_freed = threading.Condition(self._lock)
         self._inflight: dict[str, _InFlight] = {}
@@ -170,52 +135,56 @@ class Worker:
         self._thread: threading.Thread | None = None
         self._last_fetch_at: float | None = None
         self.completer = Completer(app.backend)
-        self._claim_batch = max(1, concurrency // 4)
-        # One slot on the thread pool, on a store where it saves work (ack_with_claim):
-        # the fetcher thread runs each job itself and its finish rides with the next
-        # claim (one transaction per job, no thread hand-off). W1 noop -c 1 on SQLite,
-        # 2-core box, median of 3: 1,444 -> 2,081 jobs/s (BENCHMARKS.md, "Hot path").
-        # Other pools, sizes and stores keep the pool + completer.
-        self._inline: ThreadExecutor | None = None
-        inline_ok = bool(getattr(app.backend, "ack_with_claim", False))
-        if concurrency == 1 and pool == "thread" and executor is None and inline_ok:
-            from conveyor.worker.executors.thread import ThreadExecutor
-
-            if isinstance(self.executor, ThreadExecutor):
-                self._inline = self.executor
-        #: One-slot mode: finishes held to ride with the next claim. Guarded by
-        #: ``_unwritten_lock``: with prefetch, the flusher may take them first.
-        self._unwritten: list[JobFinishParams] = []
-        self._unwritten_lock = threading.Lock()
+        # The two pipelines, chosen once: pooled fetch + group commit, or (one thread
+        # slot on an ack_with_claim store) inline fetch + finishes riding on the claim.
+        self._fetch, self._completion = fetching.choose(self, executor_given=executor is not None)
         self.processed = itertools.count()
-        s = app.settings
-        ops: frozenset[str] = getattr(app.backend, "ops_features", frozenset())
-        self._services: list[Looper] = [
-            Heartbeat(self, s.heartbeat_interval),
-            Rescuer(self, s.rescue_interval),
-        ]
-        if self._inline is not None and prefetch:
-            # A prefetched batch runs in the fetcher thread and its finishes ride with the
-            # next claim; a slow job later in the batch must not hold back the results of
-            # the ones before it: past FLUSH_AFTER they go to the completer instead.
-            self._services.append(_Flusher(self, FLUSH_AFTER / 2))
-        if "purge" in ops:  # retention, where the backend can purge
-            self._services.append(Pruner(self, s.prune_interval))
-        # Flow-control services, only where the backend implements them.
-        from conveyor.worker.services.flow import flow_services
-
-        self._services += flow_services(self)
+        self._services = self._make_services()
         #: One line per job event and the start/shutdown lines (logging); see eventlog.py.
         self.events = EventLog()
         #: Hooks called as jobs are claimed, finish or are rescued (metrics, the event
         #: log); see observers.py.
         self.observers: list[WorkerObserver] = [self.events]
         self.log_capture: LogCapture | None = (
-            self._make_log_capture() if s.capture_logs and "logs" in ops else None
+            self._make_log_capture()
+            if app.settings.capture_logs and "logs" in app.backend.features
+            else None
         )
 
     def __repr__(self) -> str:
         return f"<Worker {self.id} pool={self.pool} c={self.concurrency}>"
+
+    def _describe(self) -> WorkerInfo:
+        """Who this worker is, as its heartbeat tells the store (the id names the host
+        and pid, so an operator can find the process)."""
+        host = procinfo.host_name()
+        pid = os.getpid()
+        return WorkerInfo(
+            id=f"{host}:{pid}:{new_id()[-8:]}",
+            host=host,
+            pid=pid,
+            pid_started=process_start_time(pid),
+            started_at=time.time(),
+            queues=self.selection.names,
+            concurrency=self.concurrency,
+            pool=self.pool,
+        )
+
+    def _make_services(self) -> list[Looper]:
+        """Heartbeat and rescuer always; the rest where they apply."""
+        s = self.app.settings
+        services: list[Looper] = [
+            Heartbeat(self, s.heartbeat_interval),
+            Rescuer(self, s.rescue_interval),
+        ]
+        if isinstance(self._completion, RideOnClaim) and self.prefetch:
+            services.append(Flusher(self._completion))
+        if "purge" in self.app.backend.features:  # retention, where the backend can purge
+            services.append(Pruner(self, s.prune_interval))
+        # Flow-control services, only where the backend implements them.
+        from conveyor.worker.services.by_feature import flow_services
+
+        return services + flow_services(self)
 
     def _make_log_capture(self) -> LogCapture:
         from conveyor.backends.base import JobLogInsertParams
@@ -243,10 +212,7 @@ class Worker:
         try:
             self._setup()
             self._started.set()
-            if self._inline is not None:
-                self._run_inline()
-            else:
-                self._fetch_loop()
+            self._fetch.run()
             failed = False
         finally:
             try:
@@ -362,18 +328,13 @@ class Worker:
             return
         task = self.app.tasks.get(job.task)
         params = finish_params(outcome, job, task, self.id, entry.ctx.cancel_requested)
-        if self._inline is not None:
-            # Called in the fetcher thread itself: written with the next claim.
-            with self._unwritten_lock:
-                self._unwritten.append(params)
-        else:
-            self.completer.put(params)
+        self._completion.put(params)
         if self.observers:
             for observer in self.observers:
                 observer.on_finished(job, params)
         next(self.processed)
-        if self._buffer and self._inline is None:
-            self._start_buffered()
+        if self._buffer:
+            self._fetch.slot_freed()
 
     # -- internals -----------------------------------------------------------------------
 
@@ -389,132 +350,33 @@ class Worker:
             self.log_capture.start()
             self.log_capture.install()
         self.completer.start()
-        if self._inline is not None:
-            self._inline.start_inline()
-        else:
-            self.executor.start(self.on_outcome)
+        self._fetch.start()
         for service in self._services:
             service.start()
         for observer in self.observers:  # the event log prints the start lines
             observer.on_started(self)
 
-    def _fetch_loop(self) -> None:
-        backend = self.app.backend
-        failures = 0
-        while not self._stopping.is_set():
-            if self._quiet.is_set():
-                self._stopping.wait(IDLE_WAIT)
-                continue
-            capacity = self.concurrency + self.prefetch
-            with self._lock:
-                free = capacity - len(self._inflight)
-                if free <= 0 or self.completer.pending > MAX_PENDING:
-                    self._slot_freed.wait(IDLE_WAIT)
-                    continue
-                if free < self._claim_batch and free < capacity:
-                    # Slots free one by one while short jobs finish: wait a moment for a
-                    # few more, so one claim transaction serves several (still never more
-                    # jobs than free slots plus the prefetch allowance).
-                    self._slot_freed.wait(CLAIM_GATHER)
-                    free = capacity - len(self._inflight)
-            try:
-                jobs = backend.job_claim(
-                    JobClaimParams(self.id, self.selection.allocate(free), free)
-                )
-                failures = 0
-            except BackendUnavailable as exc:
-                failures += 1
-                delay = min(0.1 * 2**failures, 5.0)
-                log.warning("claim failed (%s); retrying in %.1f s", exc, delay)
-                self._stopping.wait(delay)
-                continue
-            self._last_fetch_at = time.time()
-            if jobs:
-                self._dispatch(jobs)
-                continue
-            try:
-                if self.burst and self._idle():
-                    log.info("burst: nothing ready or running; stopping")
-                    return
-                backend.work_wait(IDLE_WAIT)
-            except BackendUnavailable as exc:
-                # The wait (a BLPOP on Redis) fails when the store goes away; the loop
-                # must survive it, or the worker stays alive but never claims again.
-                log.warning("waiting for work failed (%s); claiming again", exc)
-                self._stopping.wait(0.1)
+    def _cancelled_before_start(self, entry: _InFlight) -> bool:
+        """A job about to start whose cancel arrived while it waited in the prefetch
+        buffer is finished as cancelled without running (True: do not start it). The
+        one place for this rule, for both fetch strategies."""
+        if not entry.ctx.cancel_requested:
+            return False
+        self.on_outcome(entry.job, Outcome.cancelled(CANCELLED_BEFORE_START))
+        return True
 
-    def _run_inline(self) -> None:
-        """One-slot mode: the fetch loop runs in its own thread (so this thread keeps
-        handling signals and can enforce the shutdown timeout, as with a pool); returns
-        once it has stopped, or when stopping and the running job outlives the timeout
-        (the shutdown then releases it, as it would a pool thread's job)."""
-        thread = threading.Thread(target=self._inline_loop, name="conveyor-fetcher", daemon=True)
-        thread.start()
-        self._stopping.wait()
-        self._release_buffered()  # now, not after the running job
-        if not self._hard.is_set():
-            thread.join(self.shutdown_timeout)
-
-    def _inline_loop(self) -> None:
-        assert self._inline is not None
-        backend = self.app.backend
-        finish_and_claim = getattr(backend, "job_finish_and_claim", None)
-        failures = 0
-        try:
-            while not self._stopping.is_set():
-                if self._quiet.is_set():
-                    self._write_unwritten()
-                    self._stopping.wait(IDLE_WAIT)
-                    continue
-                n = 1 + self.prefetch
-                claim = JobClaimParams(self.id, self.selection.allocate(n), n)
-                try:
-                    with self._unwritten_lock:
-                        batch, self._unwritten = self._unwritten, []
-                    if finish_and_claim is not None:
-                        stale, jobs = finish_and_claim(batch, claim)
-                    else:
-                        stale = backend.job_finish_many(batch)
-                        jobs = backend.job_claim(claim)
-                    failures = 0
-                except BackendUnavailable as exc:  # the finishes are kept and retried
-                    with self._unwritten_lock:
-                        self._unwritten[:0] = batch
-                    failures += 1
-                    delay = min(0.1 * 2**failures, 5.0)
-                    log.warning("claim failed (%s); retrying in %.1f s", exc, delay)
-                    self._stopping.wait(delay)
-                    continue
-                if batch:
-                    self.completer.report(batch, stale)
-                self._last_fetch_at = time.time()
-                if jobs:
-                    self._run_here(jobs)
-                    continue
-                # The finishes just written went in before this (empty) claim, in the
-                # same transaction / pipeline: nothing they made due can be missed.
-                if self.burst and not self._inflight:
-                    log.info("burst: nothing ready or running; stopping")
-                    return
-                backend.work_wait(IDLE_WAIT)
-        finally:
-            self._write_unwritten()
-            self.stop_soon()
-
-    def _run_here(self, jobs: list[ClaimedJob]) -> None:
-        """Run a claimed batch (one job, or more with prefetch) in this thread, in order."""
-        assert self._inline is not None
-        first, *rest = self._track(jobs)
+    def _burst_over(self, claim_again: Callable[[], bool] | None) -> bool:
+        """Burst mode: True (and logged) once nothing is running and nothing is ready.
+        ``claim_again`` (pooled fetch): the completer's finishes must be written first,
+        as one may make a retry due, then one more claim looks; the inline fetch wrote
+        its finishes with the empty claim it just made, so it passes ``None``."""
         with self._lock:
-            self._buffer.extend(rest)
-        entry: _InFlight | None = first
-        while entry is not None:
-            if entry.ctx.cancel_requested:  # cancelled while it waited in the buffer
-                outcome = Outcome.cancelled(CANCELLED_BEFORE_START)
-            else:
-                outcome = self._inline.run_one(entry.job, entry.ctx)
-            self.on_outcome(entry.job, outcome)
-            entry = self._next_buffered()
+            if self._inflight:
+                return False
+        if claim_again is not None and (self.completer.pending or claim_again()):
+            return False
+        log.info("burst: nothing ready or running; stopping")
+        return True
 
     def _next_buffered(self) -> _InFlight | None:
         """The oldest prefetched job, to start now; ``None`` when there is none, or when
@@ -530,55 +392,6 @@ class Worker:
                 return None
         entry.job = records.replace(entry.job, claimed_at=time.time())
         return entry
-
-    def _write_unwritten(self, older_than: float | None = None) -> None:
-        """Hand finishes not yet written to the completer: all of them (stopping, quiet),
-        or, from the flusher, all once the oldest finished ``older_than`` seconds ago."""
-        with self._unwritten_lock:
-            if not self._unwritten:
-                return
-            oldest = self._unwritten[0].finished_at or 0.0
-            if older_than is not None and time.time() - oldest < older_than:
-                return
-            batch, self._unwritten = self._unwritten, []
-        for params in batch:
-            self.completer.put(params)
-
-    def _idle(self) -> bool:
-        with self._lock:
-            if self._inflight:
-                return False
-        if self.completer.pending:
-            return False
-        # A finish written just now may have made a retry due: look once more.
-        jobs = self.app.backend.job_claim(
-            JobClaimParams(self.id, self.selection.allocate(self.concurrency), self.concurrency)
-        )
-        if jobs:
-            self._dispatch(jobs)
-            return False
-        return True
-
-    def _dispatch(self, jobs: list[ClaimedJob]) -> None:
-        """Hand claimed jobs to free slots; with prefetch, buffer the rest."""
-        entries = self._track(jobs)
-        with self._lock:
-            running = len(self._inflight) - len(self._buffer) - len(entries)
-            free = max(0, self.concurrency - running)
-            self._buffer.extend(entries[free:])
-        for entry in entries[:free]:
-            self.executor.submit(entry.job, entry.ctx)
-
-    def _start_buffered(self) -> None:
-        """A pool slot freed: start the oldest prefetched job in it (or finish it as
-        cancelled if a cancel arrived while it waited)."""
-        entry = self._next_buffered()
-        if entry is None:
-            return
-        if entry.ctx.cancel_requested:
-            self.on_outcome(entry.job, Outcome.cancelled(CANCELLED_BEFORE_START))
-        else:
-            self.executor.submit(entry.job, entry.ctx)
 
     def _track(self, jobs: list[ClaimedJob]) -> list[_InFlight]:
         """Record claimed jobs as in flight (heartbeats extend their leases from now on)."""

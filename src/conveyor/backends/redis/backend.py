@@ -6,7 +6,7 @@ SQLite ``jobs`` row; ready jobs sit in one sorted set per queue, scheduled ones 
 sorted set by due time, running ones in a per-worker in-flight set (plus the set of
 workers holding any, where the rescuer looks). All keys share the hash tag ``{<prefix>}`` (see ``keys.py``).
 
-Weaker than SQLite: no SQL (``supports_sql = False``: filters, ``--where`` included, are
+Weaker than SQLite: no SQL (no feature ``sql``: filters, ``--where`` included, are
 evaluated in Python over a scan of the id index; see ``ops.py``); finished jobs and their attempts expire
 after ``result_ttl`` (default 7 days) instead of waiting for a pruner; durability is
 whatever the server is configured for (AOF ``everysec`` loses up to a second on a crash).
@@ -24,12 +24,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis.exceptions
 
 from conveyor.backends.base import (
     AttemptRecord,
+    Backend,
     ClaimedJob,
     JobCancelParams,
     JobClaimParams,
@@ -48,16 +49,17 @@ from conveyor.backends.base import (
     WorkerHeartbeatParams,
     WorkerInfo,
 )
-from conveyor.backends.redis import reads, records
+from conveyor.backends.redis import hashes, reads
 from conveyor.backends.redis.connection import Unavailable, open_client
-from conveyor.backends.redis.flow import RedisFlowMixin
+from conveyor.backends.redis.flow_methods import RedisFlowMixin
+from conveyor.backends.redis.hashes import chunks, num, opt_num
 from conveyor.backends.redis.keys import Keys
 from conveyor.backends.redis.ops import RedisOpsMixin
-from conveyor.backends.redis.records import chunks, num, opt_num
 from conveyor.backends.redis.scripts import Scripts
 from conveyor.backends.redis.url import parse_redis_url
 from conveyor.errors import ConveyorError, JobNotFound
-from conveyor.states import FinishKind, JobState
+from conveyor.rules import FINISH, WORKER_LOST_ERROR, rescue_state
+from conveyor.states import JobState
 
 #: Blocking calls wait in slices of this many seconds and re-check the job, so a lost
 #: notification costs at most one slice. Must stay below connection.SOCKET_TIMEOUT.
@@ -68,16 +70,14 @@ PROMOTE_LIMIT = 1000
 PRUNE_LIMIT = 1000
 #: Jobs per finish script call; larger batches become several calls.
 FINISH_CHUNK = 1000
-_KIND = {
-    FinishKind.SUCCEEDED: "s",
-    FinishKind.RETRY: "r",
-    FinishKind.DEAD: "d",
-    FinishKind.CANCELLED: "c",
-    FinishKind.DROP: "x",
-    FinishKind.SNOOZE: "z",
-}
-_WORKER_LOST = json.dumps(
-    {"type": "WorkerLost", "message": "the worker running this job died", "traceback": ""}
+#: The wire code of each finish kind for job_finish.lua (the script looks the rule up).
+_KIND = {kind: rule.code for kind, rule in FINISH.items()}
+#: Everything this backend implements (names: conveyor.backends.protocols.FEATURES).
+FEATURES = frozenset(
+    {
+        *("snooze", "progress", "unique", "workflows", "limits", "periodic"),
+        *("filters", "purge", "queues", "logs", "integrity"),
+    }
 )
 
 
@@ -93,12 +93,10 @@ class RedisBackend(RedisOpsMixin, RedisFlowMixin):
     """
 
     name = "redis"
-    supports_sql = False
-    #: W1 -c 1, runs alternated: inline fetcher + pipelined ack 1,516 / 1,601 / 1,628
-    #: jobs/s against 1,707 / 1,726 / 1,507 with the pool + completer (the finish
-    #: script's ~45 us of server time then overlaps the next job instead of preceding
-    #: its claim; merging the two saves no work in Redis)
-    ack_with_claim = False
+    #: No "ack_with_claim": merging the ack with the next claim saves no work in Redis,
+    #: and from the completer the finish script's server time overlaps the next job
+    #: instead of preceding its claim (BENCHMARKS.md#hot-path-benchquickpy).
+    features = FEATURES
 
     def __init__(self, url: str) -> None:
         options = parse_redis_url(url)
@@ -135,7 +133,7 @@ class RedisBackend(RedisOpsMixin, RedisFlowMixin):
     def job_attempts(self, job_id: str) -> list[AttemptRecord]:
         with self._guard:
             entries = self._client.lrange(self.keys.attempts(job_id), 0, -1)
-        return sorted((records.attempt_record(e) for e in entries), key=lambda a: a.token)
+        return sorted((hashes.attempt_record(e) for e in entries), key=lambda a: a.token)
 
     def job_cancel_many(self, params: JobCancelParams) -> list[JobRecord]:
         k = self.keys
@@ -157,7 +155,7 @@ class RedisBackend(RedisOpsMixin, RedisFlowMixin):
         self, finishes: Sequence[JobFinishParams], claim: JobClaimParams
     ) -> tuple[list[str], list[ClaimedJob]]:
         """``job_finish_many(finishes)`` then ``job_claim(claim)`` in one pipelined round
-        trip (the seed-004 trick: the ack of one batch rides with the next claim). Each
+        trip (the ack of one batch rides with the next claim). Each
         script stays atomic on its own; the finishes run first."""
         if not finishes:
             return [], self.job_claim(claim)
@@ -269,12 +267,16 @@ class RedisBackend(RedisOpsMixin, RedisFlowMixin):
         with self._guard:
             return reads.get_jobs(self._client, self.keys, ids)
 
-    def job_insert_many(self, params: Sequence[JobInsertParams]) -> None:
+    def job_insert_many(
+        self, params: Sequence[JobInsertParams] | JobInsertBatchParams
+    ) -> Sequence[str]:
+        if isinstance(params, JobInsertBatchParams):
+            self._insert_batch(params)
+            return params.ids
         if not params:
-            return
+            return []
         if not all(p.is_plain for p in params):
-            self.job_insert_flow_many(params)
-            return
+            return self._insert_flow(params)
         self._insert_rows(
             [
                 [
@@ -291,8 +293,9 @@ class RedisBackend(RedisOpsMixin, RedisFlowMixin):
                 for p in params
             ]
         )
+        return [p.id for p in params]
 
-    def job_insert_batch(self, params: JobInsertBatchParams) -> None:
+    def _insert_batch(self, params: JobInsertBatchParams) -> None:
         if not params.ids:
             return
         # The shared fields are formatted once, not once per job.
@@ -347,17 +350,33 @@ class RedisBackend(RedisOpsMixin, RedisFlowMixin):
         k = self.keys
         # The caller's stale_before becomes an age, re-anchored on the server's clock.
         age = time.time() - params.stale_before
-        args: list[str | int] = [
-            repr(age),
-            params.max_rescues,
-            self._ttl,
-            _WORKER_LOST,
-            *params.dead_worker_ids,
-        ]
+        dead = list(params.dead_worker_ids)
         with self._guard:
-            flat = self._scripts.job_rescue(
-                [k.base, k.holders, k.workers, k.counts, k.wake, k.expiry], args
-            )
+            found = self._scripts.job_rescue([k.base, k.holders, k.workers], [repr(age), *dead])
+            flat: list[str] = []
+            if found:
+                # Where each goes is the rules' decision; the apply script re-checks the
+                # claim token and the worker's liveness, atomically with the move.
+                decided = [
+                    [
+                        job_id,
+                        worker,
+                        token,
+                        rescue_state(
+                            attempt=int(attempt),
+                            max_attempts=int(max_attempts),
+                            rescues=int(rescues or 0),
+                            max_rescues=params.max_rescues,
+                        ).value,
+                    ]
+                    for job_id, worker, token, attempt, max_attempts, rescues in zip(
+                        *[iter(found)] * 6, strict=True
+                    )
+                ]
+                flat = self._scripts.job_rescue_apply(
+                    [k.base, k.holders, k.workers, k.counts, k.wake, k.expiry],
+                    [repr(age), self._ttl, WORKER_LOST_ERROR, _json(decided), *dead],
+                )
             # Rescue runs every few seconds on every worker: a good place to keep the
             # id index and counters free of expired results, off the hot path.
             self._prune()
@@ -444,3 +463,9 @@ class RedisBackend(RedisOpsMixin, RedisFlowMixin):
     def worker_list(self) -> list[WorkerInfo]:
         with self._guard:
             return reads.list_workers(self._client, self.keys)
+
+
+if TYPE_CHECKING:
+
+    def _implements_the_seam(backend: RedisBackend) -> Backend:
+        return backend  # mypy proves RedisBackend has every method of every protocol

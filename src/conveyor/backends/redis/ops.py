@@ -27,6 +27,8 @@ from typing import Any
 from redis.commands.core import Script
 
 from conveyor.backends.base import (
+    TRUNCATED_LOGGER,
+    TRUNCATED_MESSAGE,
     FinishedBucket,
     IntegrityCheckParams,
     IntegrityProblem,
@@ -46,13 +48,13 @@ from conveyor.backends.base import (
     QueueResumeParams,
     check_histogram,
 )
+from conveyor.backends.records import queue_list_of
 from conveyor.backends.redis import integrity, reads
 from conveyor.backends.redis.connection import Unavailable
-from conveyor.backends.redis.filters import matches
+from conveyor.backends.redis.filter_match import matches
 from conveyor.backends.redis.keys import Keys
 from conveyor.backends.redis.scripts import load_source
-from conveyor.backends.sqlite.ops import TRUNCATED_LOGGER, TRUNCATED_MESSAGE
-from conveyor.errors import ConveyorError
+from conveyor.errors import ConfigurationError, ConveyorError
 from conveyor.states import FINISHED_STATES, JobState
 
 #: Ids read per round trip when a filter scans the id index.
@@ -126,9 +128,6 @@ def _log_json(r: JobLogRecord) -> str:
 
 class RedisOpsMixin:
     """Ops methods of :class:`~conveyor.backends.redis.backend.RedisBackend`."""
-
-    #: operations features this backend implements (see ``tests/support/features.py``)
-    ops_features = frozenset({"filters", "purge", "queues", "logs", "integrity"})
 
     keys: Keys
     _client: Any
@@ -218,16 +217,7 @@ class RedisOpsMixin:
             self._prune()
             stats = reads.queue_stats(self._client, self.keys, self._server_time())
             paused = set(self._client.smembers(self.keys.paused))
-        by_name = {s.queue: s for s in stats}
-        return [
-            QueueInfo(
-                name,
-                name in paused,
-                by_name[name].counts if name in by_name else {},
-                by_name[name].oldest_ready_age if name in by_name else None,
-            )
-            for name in sorted(set(by_name) | paused)
-        ]
+        return queue_list_of(stats, paused)
 
     def queue_pause(self, params: QueuePauseParams) -> None:
         self._set_paused(params.queue, True)
@@ -305,6 +295,13 @@ class RedisOpsMixin:
         return inserted
 
     # -- audit ---------------------------------------------------------------------------
+
+    def backup(self, path: str) -> None:
+        """Not on Redis (no feature ``backup``): the server's own tools copy it."""
+        raise ConfigurationError(
+            "backup is only available on the SQLite backend, not redis; "
+            "back Redis up with its own tools (BGSAVE, replicas)"
+        )
 
     def integrity_check(self, params: IntegrityCheckParams) -> list[IntegrityProblem]:
         with self._guard:

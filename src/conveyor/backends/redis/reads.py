@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from conveyor.backends.base import JobRecord, QueueStats, WorkerInfo
-from conveyor.backends.redis import records
+from conveyor.backends.redis import hashes
 from conveyor.backends.redis.keys import Keys
 
 #: ready-set score band of one priority (see ready_score in scripts/_lib.lua)
@@ -31,8 +31,8 @@ def get_jobs(client: Any, keys: Keys, ids: Sequence[str]) -> list[JobRecord]:
     """Records of the ids that still exist, in the order asked."""
     pipe = client.pipeline(transaction=False)
     for job_id in ids:
-        pipe.hmget(keys.job(job_id), records.JOB_FIELDS)
-    found = (records.job_record(v) for v in pipe.execute())
+        pipe.hmget(keys.job(job_id), hashes.JOB_FIELDS)
+    found = (hashes.job_record(v) for v in pipe.execute())
     return [r for r in found if r is not None]
 
 
@@ -73,6 +73,6 @@ def list_workers(client: Any, keys: Keys) -> list[WorkerInfo]:
     ids = client.zrange(keys.workers, 0, -1)
     pipe = client.pipeline(transaction=False)
     for worker_id in ids:
-        pipe.hmget(keys.worker(worker_id), records.WORKER_FIELDS)
-    found = [records.worker_info(v) for v in pipe.execute()]
+        pipe.hmget(keys.worker(worker_id), hashes.WORKER_FIELDS)
+    found = [hashes.worker_info(v) for v in pipe.execute()]
     return sorted((w for w in found if w is not None), key=lambda w: w.started_at)

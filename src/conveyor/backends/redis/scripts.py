@@ -1,6 +1,7 @@
 """Load the Lua scripts (one per transition) and call them by SHA.
 
-Each ``scripts/<name>.lua`` is prefixed with ``scripts/_lib.lua`` and then every other
+Each ``scripts/<name>.lua`` is prefixed with ``scripts/_lib.lua``, the rules of
+:mod:`conveyor.rules` as Lua constants (``RULE_*``), and then every other
 library ``scripts/_*.lua`` (by name: flow control's ``_flow.lua``, ``_limits.lua``; each
 only defines local functions, so a script that does not call them pays a few closures),
 and registered with
@@ -19,6 +20,8 @@ from typing import Any
 
 from redis.commands.core import Script
 
+from conveyor.rules import lua_prelude
+
 
 def load_source(name: str) -> str:
     """The full text sent to Redis for script ``name`` (library + script)."""
@@ -28,8 +31,11 @@ def load_source(name: str) -> str:
     )
     # _lib.lua first: the other libraries use its helpers.
     libs.remove("_lib.lua")
-    parts = [(folder / n).read_text(encoding="utf-8") for n in ("_lib.lua", *libs)]
-    return "\n".join([*parts, (folder / f"{name}.lua").read_text(encoding="utf-8")])
+    lib, *others = [(folder / n).read_text(encoding="utf-8") for n in ("_lib.lua", *libs)]
+    # The rules (target states, attempt outcomes, dependants' table) come from
+    # conveyor/rules.py as Lua constants: the scripts look them up, never restate them.
+    script = (folder / f"{name}.lua").read_text(encoding="utf-8")
+    return "\n".join([lib, lua_prelude(uses="\n".join([*others, script])), *others, script])
 
 
 class Scripts:
@@ -49,6 +55,7 @@ class Scripts:
         self.job_prune = load("job_prune")
         self.job_release = load("job_release")
         self.job_rescue = load("job_rescue")
+        self.job_rescue_apply = load("job_rescue_apply")
         self.job_retry = load("job_retry")
         self.job_watch = load("job_watch")
         self.worker_deregister = load("worker_deregister")

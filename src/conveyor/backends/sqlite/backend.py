@@ -8,13 +8,14 @@ batch share one transaction (group commit). SQL lives in ``queries/*.sql``.
 
 Weaker than Redis in one way: one machine only (the file must be local; SQLite over a
 network filesystem breaks WAL's locking). Stronger in another: every row is queryable
-with SQL (``supports_sql``), and it can be copied online (``backup``). Ops methods
+with SQL (feature ``sql``), and it can be copied online (``backup``). Ops methods
 (filters, purge, pause, logs, audit) live in ``ops.py``.
 
 Example:
     >>> from conveyor.backends.base import JobInsertParams
     >>> b = SQLiteBackend("sqlite:///:memory:")
     >>> b.job_insert_many([JobInsertParams(id="j1", task="t", queue="q", payload="{}")])
+    ['j1']
     >>> b.job_get_many(["j1"])[0].state
     <JobState.QUEUED: 'queued'>
 """
@@ -27,9 +28,11 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from conveyor.backends.base import (
     AttemptRecord,
+    Backend,
     ClaimedJob,
     JobCancelParams,
     JobClaimParams,
@@ -48,18 +51,31 @@ from conveyor.backends.base import (
     WorkerHeartbeatParams,
     WorkerInfo,
 )
-from conveyor.backends.sqlite import rows, workflow
+from conveyor.backends.sqlite import flow_writes, rows
+from conveyor.backends.sqlite.claim_limits import apply_limits, limits_exist
 from conveyor.backends.sqlite.connection import (
     load_query,
     memory_key,
     open_connection,
     parse_sqlite_url,
 )
-from conveyor.backends.sqlite.flow import FlowMixin
-from conveyor.backends.sqlite.limits import apply_limits, limits_exist
+from conveyor.backends.sqlite.flow_methods import FlowMixin
 from conveyor.backends.sqlite.notify import MAX_POLL, MIN_POLL, POLL_GROWTH, notifier_for
 from conveyor.backends.sqlite.ops import SQLiteOpsMixin, delete_jobs
 from conveyor.errors import JobNotFound
+from conveyor.rules import (
+    CANCEL_AT_ONCE,
+    FINISH,
+    LOST,
+    LOST_PARENT_FAILED,
+    RELEASED,
+    RETRY_BY_HAND,
+    WAS_CANCELLED,
+    WORKER_LOST_ERROR,
+    WORKER_LOST_REASON,
+    rescue_state,
+    sql_states,
+)
 from conveyor.states import FinishKind, JobState
 
 _QUERY_NAMES = (
@@ -91,23 +107,16 @@ _FINISH_QUERY = {
     FinishKind.DROP: "job_finish_drop",
     FinishKind.SNOOZE: "job_finish_snooze",
 }
-_ATTEMPT_OUTCOME = {
-    FinishKind.SUCCEEDED: "succeeded",
-    FinishKind.RETRY: "failed",
-    FinishKind.DEAD: "dead",
-    FinishKind.CANCELLED: "cancelled",
-    FinishKind.DROP: "dropped",
-    FinishKind.SNOOZE: "snoozed",
-}
-#: How a finish looks to the dependants of the job (workflows); absent: not final.
-_PARENT_FAILED = {
-    FinishKind.DEAD: "ended dead",
-    FinishKind.CANCELLED: "was cancelled",
-    FinishKind.DROP: "was dropped",
-}
 _DATA_VERSION = "PRAGMA data_version"
-_WORKER_LOST = json.dumps(
-    {"type": "WorkerLost", "message": "the worker running this job died", "traceback": ""}
+_CANCEL_AT_ONCE = sql_states(CANCEL_AT_ONCE)
+_RETRY_BY_HAND = sql_states(RETRY_BY_HAND)
+#: Everything this backend implements (names: conveyor.backends.protocols.FEATURES).
+FEATURES = frozenset(
+    {
+        *("snooze", "progress", "unique", "workflows", "limits", "periodic"),
+        *("filters", "purge", "queues", "logs", "integrity", "backup", "sql"),
+        "ack_with_claim",
+    }
 )
 
 
@@ -115,10 +124,9 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
     """Backend on one SQLite file. Internal: use ``conveyor.App("sqlite:///file.db")``."""
 
     name = "sqlite"
-    supports_sql = True
-    #: one commit per job instead of two; W1 -c 1, runs alternated, pool + completer vs
-    #: inline: 1,651 / 1,838 / 2,453 -> 2,030 / 2,251 / 2,891 jobs/s (BENCHMARKS.md)
-    ack_with_claim = True
+    #: "ack_with_claim": a one-slot worker saves one commit per job by writing each
+    #: finish with its next claim (BENCHMARKS.md#hot-path-benchquickpy).
+    features = FEATURES
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -202,11 +210,11 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
                 marks = rows.placeholders(len(chunk))
                 cancelled = conn.execute(
                     "UPDATE jobs SET state = 'cancelled', reason = ?, finished_at = ? "
-                    f"WHERE id IN ({marks}) AND state IN ('queued', 'scheduled', 'waiting') "
+                    f"WHERE id IN ({marks}) AND state IN ({_CANCEL_AT_ONCE}) "
                     "RETURNING id",
                     (params.reason, now, *chunk),
                 ).fetchall()
-                workflow.settle(conn, (), {str(r[0]): "was cancelled" for r in cancelled}, now)
+                flow_writes.settle(conn, (), {str(r[0]): WAS_CANCELLED for r in cancelled}, now)
                 conn.execute(
                     "UPDATE jobs SET cancel_requested = 1, reason = ? "
                     f"WHERE id IN ({marks}) AND state = 'running'",
@@ -221,7 +229,7 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
         self, finishes: Sequence[JobFinishParams], claim: JobClaimParams
     ) -> tuple[list[str], list[ClaimedJob]]:
         """``job_finish_many(finishes)`` then ``job_claim(claim)`` in one transaction: the
-        ack of one batch rides with the next claim (seed 004), one commit instead of two.
+        ack of one batch rides with the next claim, one commit instead of two.
         Returns (refused finish ids, claimed jobs)."""
         now = time.time()
         with self._lock:
@@ -233,8 +241,8 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
                 # work_wait() after an empty claim must see any commit made after it.
                 # data_version is read inside the write transaction (no other connection
                 # can commit until ours does) and only when a wait can follow: outside a
-                # transaction the PRAGMA opens a read snapshot, 8-10% of the fetcher's
-                # wall time in the W1 -c 1 py-spy profile. -1 never matches, so a wait
+                # transaction the PRAGMA opens a read snapshot, 8-10% of a one-slot
+                # fetcher's wall time (profiled with py-spy). -1 never matches, so a wait
                 # right after a non-empty claim returns at once (one extra claim at most).
                 version = -1 if claimed else int(self._conn.execute(_DATA_VERSION).fetchone()[0])
                 self._claim_snapshot = (generation, version)
@@ -329,11 +337,12 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
             if conn.execute(self._sql[_FINISH_QUERY[p.kind]], args).rowcount != 1:
                 stale.append(p.id)
                 continue
-            if p.kind is FinishKind.SUCCEEDED:
+            rule = FINISH[p.kind]
+            if rule.state is JobState.SUCCEEDED:
                 succeeded.append(p.id)
-            elif p.kind in _PARENT_FAILED:
-                failed[p.id] = _PARENT_FAILED[p.kind]
-            if p.kind is FinishKind.DROP:
+            elif rule.parent_failed is not None:
+                failed[p.id] = rule.parent_failed
+            if rule.attempt_outcome is None:  # the row went: its history goes with it
                 conn.execute("DELETE FROM attempts WHERE job_id = ?", (p.id,))
                 conn.execute("DELETE FROM job_logs WHERE job_id = ?", (p.id,))
                 continue
@@ -345,13 +354,13 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
                     "worker_id": p.worker_id,
                     "started_at": p.started_at,
                     "finished_at": finished,
-                    "outcome": _ATTEMPT_OUTCOME[p.kind],
+                    "outcome": rule.attempt_outcome,
                     "error": p.error,
                 }
             )
         conn.executemany(self._sql["attempt_insert"], attempts)
         # Dependants move in the same commit as their parent's finish.
-        workflow.settle(conn, succeeded, failed, now)
+        flow_writes.settle(conn, succeeded, failed, now)
         return stale
 
     def job_get_many(self, ids: Sequence[str]) -> list[JobRecord]:
@@ -365,16 +374,21 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
                 found[record.id] = record
         return [found[i] for i in ids if i in found]
 
-    def job_insert_many(self, params: Sequence[JobInsertParams]) -> None:
+    def job_insert_many(
+        self, params: Sequence[JobInsertParams] | JobInsertBatchParams
+    ) -> Sequence[str]:
+        if isinstance(params, JobInsertBatchParams):
+            self._insert_batch(params)
+            return params.ids
         if not all(p.is_plain for p in params):
-            self.job_insert_flow_many(params)
-            return
+            return self._insert_flow(params)
         now = time.time()
         values = [self._insert_values(p, now) for p in params]
         with self._write() as conn:
             conn.executemany(self._sql["job_insert"], values)
+        return [p.id for p in params]
 
-    def job_insert_batch(self, params: JobInsertBatchParams) -> None:
+    def _insert_batch(self, params: JobInsertBatchParams) -> None:
         # Positional parameters, one tuple per job built from the shared fields: named
         # parameters cost SQLite a name lookup per column per row (measured, 10k jobs:
         # executemany 4.8 -> ~3 µs a row).
@@ -396,7 +410,8 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
         rows = [(i, p, *shared) for i, p in zip(params.ids, params.payloads, strict=True)]
         # The transaction is written out rather than through _write(): a single enqueue
         # is one call of this, and the generator context manager plus executemany's
-        # set-up were ~3 µs of its ~50 (E1).
+        # set-up were ~3 µs of its ~50
+        # (BENCHMARKS.md#e1-enqueue-one-at-a-time-jobss-higher-is-better).
         conn = self._conn
         with self._lock:
             conn.execute("BEGIN IMMEDIATE")
@@ -455,7 +470,7 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
                         "worker_id": params.worker_id,
                         "started_at": row[1],
                         "finished_at": now,
-                        "outcome": "released",
+                        "outcome": RELEASED,
                         "error": None,
                     },
                 )
@@ -475,13 +490,19 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
                 self._sql["job_rescue_candidates"], {"stale_before": params.stale_before}
             ).fetchall()
             for job_id, token, attempt, max_attempts, rescues, worker_id, started in candidates:
-                lost = rescues + 1 > params.max_rescues or attempt >= max_attempts
+                state = rescue_state(
+                    attempt=attempt,
+                    max_attempts=max_attempts,
+                    rescues=rescues,
+                    max_rescues=params.max_rescues,
+                )
+                lost = state is JobState.DEAD
                 if lost:
                     conn.execute(
-                        "UPDATE jobs SET state = 'dead', reason = 'worker lost', error = ?, "
+                        "UPDATE jobs SET state = 'dead', reason = ?, error = ?, "
                         "finished_at = ?, worker_id = NULL, lease_until = NULL "
                         "WHERE id = ? AND token = ? AND state = 'running'",
-                        (_WORKER_LOST, now, job_id, token),
+                        (WORKER_LOST_REASON, WORKER_LOST_ERROR, now, job_id, token),
                     )
                 else:
                     conn.execute(
@@ -499,13 +520,12 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
                         "worker_id": worker_id,
                         "started_at": started,
                         "finished_at": now,
-                        "outcome": "lost",
-                        "error": _WORKER_LOST,
+                        "outcome": LOST,
+                        "error": WORKER_LOST_ERROR,
                     },
                 )
                 if lost:
-                    workflow.settle(conn, (), {str(job_id): "ended dead (worker lost)"}, now)
-                state = JobState.DEAD if lost else JobState.QUEUED
+                    flow_writes.settle(conn, (), {str(job_id): LOST_PARENT_FAILED}, now)
                 results.append(RescueResult(str(job_id), worker_id, state))
             conn.execute(
                 "DELETE FROM workers WHERE (heartbeat_at < ? OR id IN (SELECT id FROM dead_workers)) "
@@ -524,7 +544,7 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
                     "UPDATE jobs SET state = 'queued', attempt = 0, rescues = 0, run_at = ?, "
                     "cancel_requested = 0, finished_at = NULL, result = NULL, reason = NULL "
                     f"WHERE id IN ({rows.placeholders(len(chunk))}) "
-                    "AND state IN ('dead', 'cancelled', 'succeeded')",
+                    f"AND state IN ({_RETRY_BY_HAND})",
                     (now, *chunk),
                 )
         return self.job_get_many(ids)
@@ -593,3 +613,9 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
     def worker_list(self) -> list[WorkerInfo]:
         found = self._read(f"SELECT {rows.WORKER_COLUMNS} FROM workers ORDER BY started_at")
         return [rows.worker_info(r) for r in found]
+
+
+if TYPE_CHECKING:
+
+    def _implements_the_seam(backend: SQLiteBackend) -> Backend:
+        return backend  # mypy proves SQLiteBackend has every method of every protocol

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import threading
 
-#: First poll interval after activity (seconds). Tuned for W2 round trips of ~1 ms.
+#: First poll interval after activity (seconds): an enqueue -> result round trip takes ~1
+#: ms, so a waiter must look again that soon (BENCHMARKS.md#w2-sequential-round-trip-enqueue---worker---result-ms-idle-cpu--of-a-core).
 MIN_POLL = 0.0005
 #: Longest poll interval when idle: ~20 polls/s, well under 1% of a core.
 MAX_POLL = 0.05

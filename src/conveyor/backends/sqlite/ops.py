@@ -24,6 +24,8 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 
 from conveyor.backends.base import (
+    TRUNCATED_LOGGER,
+    TRUNCATED_MESSAGE,
     FinishedBucket,
     IntegrityCheckParams,
     IntegrityProblem,
@@ -43,15 +45,14 @@ from conveyor.backends.base import (
     QueueStats,
     check_histogram,
 )
+from conveyor.backends.records import queue_list_of
 from conveyor.backends.sqlite import rows
 from conveyor.backends.sqlite.connection import load_query
-from conveyor.backends.sqlite.filters import filter_sql
+from conveyor.backends.sqlite.filter_sql import filter_sql
 from conveyor.errors import ConveyorError
+from conveyor.rules import WAS_DELETED
 from conveyor.states import FINISHED_STATES, JobState
 
-#: Text of the record stored in place of the first record past a job's log bound.
-TRUNCATED_MESSAGE = "log truncated: this job reached its limit of {limit} records"
-TRUNCATED_LOGGER = "conveyor.logs"
 #: Loaded here rather than in the backend's query table: only the dashboard reads it.
 _HISTOGRAM_SQL = load_query("job_finished_histogram")
 
@@ -60,7 +61,6 @@ class SQLiteOpsMixin:
     """Ops methods of :class:`~conveyor.backends.sqlite.backend.SQLiteBackend`."""
 
     #: operations features this backend implements (see ``tests/support/features.py``)
-    ops_features = frozenset({"filters", "purge", "queues", "logs", "integrity"})
 
     _conn: sqlite3.Connection
     _lock: threading.RLock
@@ -109,18 +109,9 @@ class SQLiteOpsMixin:
     # -- queues --------------------------------------------------------------------------
 
     def queue_list(self) -> list[QueueInfo]:
-        paused = {str(n): bool(p) for n, p in self._read("SELECT name, paused FROM queues")}
-        stats = {s.queue: s for s in self.queue_stats()}
-        names = sorted(set(paused) | set(stats))
-        return [
-            QueueInfo(
-                n,
-                paused.get(n, False),
-                stats[n].counts if n in stats else {},
-                stats[n].oldest_ready_age if n in stats else None,
-            )
-            for n in names
-        ]
+        flags = self._read("SELECT name, paused FROM queues")
+        paused = {str(n) for n, p in flags if p}
+        return queue_list_of(self.queue_stats(), paused, flagged=[str(n) for n, _ in flags])
 
     def queue_pause(self, params: QueuePauseParams) -> None:
         self._set_paused(params.queue, True)
@@ -283,7 +274,7 @@ def delete_jobs(conn: sqlite3.Connection, ids: Sequence[str]) -> int:
     """Delete jobs with their attempts, logs and workflow edges (inside the caller's
     transaction). Dependants of a parent deleted before it succeeded are cancelled: it can
     never release them."""
-    from conveyor.backends.sqlite import workflow
+    from conveyor.backends.sqlite import flow_writes
 
     deleted = 0
     now = time.time()
@@ -292,7 +283,7 @@ def delete_jobs(conn: sqlite3.Connection, ids: Sequence[str]) -> int:
         unfinished = conn.execute(
             f"SELECT id FROM jobs WHERE id IN ({marks}) AND state != 'succeeded'", chunk
         ).fetchall()
-        workflow.settle(conn, (), {str(r[0]): "was deleted" for r in unfinished}, now)
+        flow_writes.settle(conn, (), {str(r[0]): WAS_DELETED for r in unfinished}, now)
         deleted += conn.execute(f"DELETE FROM jobs WHERE id IN ({marks})", chunk).rowcount
         conn.execute(f"DELETE FROM attempts WHERE job_id IN ({marks})", chunk)
         conn.execute(f"DELETE FROM job_logs WHERE job_id IN ({marks})", chunk)

@@ -17,7 +17,6 @@ local function k_children(id) return BASE .. 'children:' .. id end
 local K_UNIQUE, K_LIMITS = BASE .. 'unique', BASE .. 'limits'
 local K_JOBS, K_SCHEDULED, K_EXPIRY = BASE .. 'jobs', BASE .. 'scheduled', BASE .. 'expiry'
 local K_COUNTS, K_WAKE = BASE .. 'counts', BASE .. 'wake'
-local PIPE_FAILURE = '3'
 local flow_woken = 0 -- jobs made ready by this script (the caller wakes workers)
 
 local function is_final(state)
@@ -87,52 +86,46 @@ local function cancel_waiting(id, key, queue, reason, t, ttl, watched)
   flow_expire(id, ttl)
 end
 
-local function not_needed(parent)
-  return 'dependency ' .. parent .. ' succeeded: failure handler not needed'
+-- Apply one parent's end (why nil: it succeeded) to one child, as rule_child_effect
+-- (conveyor/rules.py CHILD_EFFECT) says; a child cancelled here joins `pending`.
+local function child_of_ended(parent, child, why, t, ttl, pending)
+  local key = k_job(child)
+  local f = redis.call('HMGET', key, 'state', 'pipe', 'queue', 'priority', 'run_at',
+    'payload', 'watched')
+  if f[1] ~= 'waiting' then return end
+  local effect = rule_child_effect(f[2], why == nil)
+  if effect == 'count_down' then
+    if redis.call('HINCRBY', key, 'waiting_on', -1) <= 0 then
+      if f[2] == '1' or f[2] == '2' then
+        redis.call('HSET', key, 'payload', prepend_arg(f[6], piped_results(child, f[2])))
+      end
+      ready_up(child, key, f[3], f[4], f[5], t)
+    end
+  elseif effect == 'release' then
+    redis.call('HSET', key, 'payload', prepend_arg(f[6], failure_info(parent, why)))
+    ready_up(child, key, f[3], f[4], f[5], t)
+  else
+    local reason = why and rule_cancelled_reason(parent, why) or rule_not_needed_reason(parent)
+    cancel_waiting(child, key, f[3], reason, t, ttl, f[7])
+    pending[#pending + 1] = {child, RULE_WAS_CANCELLED}
+  end
 end
 
--- Move the dependants of ended parents (same rules as SQLite's workflow.settle):
--- succeeded: one parent fewer to wait for (ready at zero, with results piped);
--- failed ({id, why} pairs: dead, cancelled, dropped, deleted): cancelled with the
--- reason "dependency <id> <why>", transitively; an on_failure handler (pipe 3) is the
--- other way round: ready when its parent fails, cancelled when it succeeds.
+-- Move the dependants of ended parents (the same walk as SQLite's flow_writes.settle):
+-- `succeeded` parents first, then the `failed` ({id, why} pairs: dead, cancelled,
+-- dropped, deleted) and every child cancelled on the way, transitively.
 local function settle(succeeded, failed, t, ttl)
   local pending = {}
   for _, item in ipairs(failed) do pending[#pending + 1] = item end
   for _, parent in ipairs(succeeded) do
     for _, child in ipairs(redis.call('SMEMBERS', k_children(parent))) do
-      local key = k_job(child)
-      local f = redis.call('HMGET', key, 'state', 'pipe', 'queue', 'priority', 'run_at',
-        'payload', 'watched')
-      if f[1] == 'waiting' then
-        if f[2] == PIPE_FAILURE then
-          cancel_waiting(child, key, f[3], not_needed(parent), t, ttl, f[7])
-          pending[#pending + 1] = {child, 'was cancelled'}
-        elseif redis.call('HINCRBY', key, 'waiting_on', -1) <= 0 then
-          if f[2] == '1' or f[2] == '2' then
-            redis.call('HSET', key, 'payload', prepend_arg(f[6], piped_results(child, f[2])))
-          end
-          ready_up(child, key, f[3], f[4], f[5], t)
-        end
-      end
+      child_of_ended(parent, child, nil, t, ttl, pending)
     end
   end
   while #pending > 0 do
     local item = table.remove(pending)
-    local parent, why = item[1], item[2]
-    for _, child in ipairs(redis.call('SMEMBERS', k_children(parent))) do
-      local key = k_job(child)
-      local f = redis.call('HMGET', key, 'state', 'pipe', 'queue', 'priority', 'run_at',
-        'payload', 'watched')
-      if f[1] == 'waiting' then
-        if f[2] == PIPE_FAILURE then -- on_failure: this is what it waited for
-          redis.call('HSET', key, 'payload', prepend_arg(f[6], failure_info(parent, why)))
-          ready_up(child, key, f[3], f[4], f[5], t)
-        else
-          cancel_waiting(child, key, f[3], 'dependency ' .. parent .. ' ' .. why, t, ttl, f[7])
-          pending[#pending + 1] = {child, 'was cancelled'}
-        end
-      end
+    for _, child in ipairs(redis.call('SMEMBERS', k_children(item[1]))) do
+      child_of_ended(item[1], child, item[2], t, ttl, pending)
     end
   end
 end
@@ -223,23 +216,27 @@ local function flow_insert(p, standing, t, ttl)
     states[i] = redis.call('HGET', k_job(parents[i]), 'state')
   end
   if #parents > 0 then
+    -- Parents that ended already act as they would have when ending (rule_child_effect);
+    -- conveyor/rules.py insert_decision is the same walk for SQLite.
     local failed
     for i, s in ipairs(states) do
-      if s == 'dead' or s == 'cancelled' then failed = failed or i end
+      if RULE_ENDED_AT_INSERT[s] then failed = failed or i end
       if s ~= 'succeeded' then waiting = waiting + 1 end
     end
-    if pipe == PIPE_FAILURE then
-      if states[1] == 'succeeded' then
-        state, waiting, reason, finished_at = 'cancelled', 0, not_needed(parents[1]), ts
-      elseif failed then
-        waiting = 0
-        payload = prepend_arg(payload, failure_info(parents[1], 'failed'))
-      else
-        state = 'waiting'
-      end
+    local effect
+    if pipe == RULE_PIPE_FAILURE then
+      if states[1] == 'succeeded' then effect = rule_child_effect(pipe, true)
+      elseif failed then effect = rule_child_effect(pipe, false) end
     elseif failed then
+      effect = rule_child_effect(pipe, false)
+    end
+    if effect == 'cancel' then
       state, waiting, finished_at = 'cancelled', 0, ts
-      reason = 'dependency ' .. parents[failed] .. ' ended ' .. states[failed]
+      if pipe == RULE_PIPE_FAILURE then reason = rule_not_needed_reason(parents[1])
+      else reason = rule_cancelled_reason(parents[failed], RULE_ENDED_AT_INSERT[states[failed]]) end
+    elseif effect == 'release' then
+      waiting = 0
+      payload = prepend_arg(payload, failure_info(parents[1], RULE_FAILED_AT_INSERT))
     elseif waiting > 0 then
       state = 'waiting'
     elseif pipe == '1' or pipe == '2' then

@@ -10,12 +10,14 @@
 --                        holder whose worker died frees its slot when it is rescued
 --   limit:hits:<key>     zset of recent starts (score = start time), for the rate window
 --
--- Like SQLite (limits.py): a job over its limit goes back to scheduled a moment later
+-- Like SQLite (claim_limits.py): a job over its limit goes back to scheduled a moment later
 -- (0.2-0.4 s for concurrency, when the window frees for a rate) before it is claimed, so
 -- no attempt, token or error is spent. A store where no limit was ever declared pays one
 -- EXISTS per claim call.
 
-local LIMIT_RECHECK = 0.2 -- seconds; jittered up to 2x so deferred jobs do not herd
+-- When a job over its limit comes back: conveyor/rules.py limit_deferral, the same
+-- arithmetic with RULE_LIMIT_RECHECK and RULE_RATE_JITTER; run here, atomically in the
+-- claim (a job must never be seen running over its limit).
 local limits_on = nil -- EXISTS limits, asked once per script call
 
 local function k_limit_run(key) return BASE .. 'limit:run:' .. key end
@@ -48,7 +50,7 @@ local function limit_admit(id, key, queue, t)
       else redis.call('SREM', run, other) end
     end
     if held >= concurrency then
-      limit_defer(id, key, queue, t + LIMIT_RECHECK * (1 + math.random()))
+      limit_defer(id, key, queue, t + RULE_LIMIT_RECHECK * (1 + math.random()))
       return false
     end
   end
@@ -60,7 +62,7 @@ local function limit_admit(id, key, queue, t)
       -- the earliest moment a start leaves the window
       local first = redis.call('ZRANGE', hits, n_hits - rate_count, n_hits - rate_count,
         'WITHSCORES')
-      limit_defer(id, key, queue, tonumber(first[2]) + period + math.random() * 0.01)
+      limit_defer(id, key, queue, tonumber(first[2]) + period + math.random() * RULE_RATE_JITTER)
       return false
     end
     redis.call('ZADD', hits, fmt(t), fmt(t) .. ':' .. id)

@@ -15,14 +15,14 @@ for i = 3, #ARGV do
   local key = k_job(id)
   local f = redis.call('HMGET', key, 'state', 'queue', 'watched', 'flow')
   local state, queue = f[1], f[2]
-  if state == 'queued' or state == 'scheduled' or state == 'waiting' then
+  if RULE_CANCEL_AT_ONCE[state] then
     if state == 'queued' then
       redis.call('ZREM', k_ready(queue), id)
     elseif state == 'scheduled' then
       redis.call('ZREM', KEYS[2], id)
     end
     if f[4] then
-      ended[#ended + 1] = {id, 'was cancelled'}
+      ended[#ended + 1] = {id, RULE_WAS_CANCELLED}
       flow_expire(id, ttl)
     end
     redis.call('HSET', key, 'state', 'cancelled', 'reason', reason, 'finished_at', ts)

@@ -15,7 +15,7 @@ local ids = {unpack(ARGV, 2)}
 local gone = {}
 for _, id in ipairs(ids) do
   local f = redis.call('HMGET', k_job(id), 'state', 'flow')
-  if f[2] and f[1] ~= 'succeeded' then gone[#gone + 1] = {id, 'was deleted'} end
+  if f[2] and f[1] ~= 'succeeded' then gone[#gone + 1] = {id, RULE_WAS_DELETED} end
 end
 settle({}, gone, t, ttl)
 for _, id in ipairs(ids) do

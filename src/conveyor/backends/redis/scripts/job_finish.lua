@@ -18,10 +18,8 @@ local ts = fmt(t)
 local ttl = tonumber(ARGV[1])
 local refused = {}
 local retried = 0
-local outcome_of = {s = 'succeeded', r = 'failed', d = 'dead', c = 'cancelled', z = 'snoozed'}
-local state_of = {s = 'succeeded', d = 'dead', c = 'cancelled'}
+-- Target states, attempt outcomes and what dependants see: RULE_FINISH (conveyor/rules.py).
 local ended_ok, ended_bad = {}, {} -- workflow jobs that ended (settle's arguments)
-local parent_failed = {d = 'ended dead', c = 'was cancelled', x = 'was dropped'}
 local function arg(v) if v == cjson.null then return false end return v end
 for _, p in ipairs(cjson.decode(ARGV[2])) do
   local id, token, kind = p[1], string.format('%d', p[2]), p[3]
@@ -41,52 +39,53 @@ for _, p in ipairs(cjson.decode(ARGV[2])) do
       reason = redis.call('HGET', key, 'reason') or 'cancelled while running'
     end
     local fin = arg(p[11]) or ts
-    if kind == 'x' then
+    local rule = RULE_FINISH[kind]
+    if not rule.state then
       -- drop: the row and its history go, as SQLite's DELETE
       redis.call('DEL', key, k_attempts(id), k_logs(id))
       redis.call('ZREM', KEYS[6], id)
       notify_done(id, f[5])
     else
       add_attempt(id, string.format('%d', p[5]), token, arg(p[4]), arg(p[10]), fin,
-        outcome_of[kind], err)
-      if kind == 'r' then
+        rule.outcome, err)
+      if not rule.ends and rule.give_back then
         local run_at = arg(p[9]) or ts
-        hset_nullable(key, {'state', 'scheduled', 'run_at', run_at, 'error', err,
-          'reason', reason, 'worker_id', false, 'lease_until', false})
-        redis.call('ZADD', KEYS[2], run_at, id)
-        count('scheduled', queue, 1)
-        retried = retried + 1
-      elseif kind == 'z' then
-        local run_at = arg(p[9]) or ts
-        redis.call('HSET', key, 'state', 'scheduled', 'run_at', run_at)
+        redis.call('HSET', key, 'state', rule.state, 'run_at', run_at)
         redis.call('HINCRBY', key, 'attempt', -1)
         redis.call('HDEL', key, 'worker_id', 'lease_until')
         redis.call('ZADD', KEYS[2], run_at, id)
-        count('scheduled', queue, 1)
+        count(rule.state, queue, 1)
+        retried = retried + 1
+      elseif not rule.ends then
+        local run_at = arg(p[9]) or ts
+        hset_nullable(key, {'state', rule.state, 'run_at', run_at, 'error', err,
+          'reason', reason, 'worker_id', false, 'lease_until', false})
+        redis.call('ZADD', KEYS[2], run_at, id)
+        count(rule.state, queue, 1)
         retried = retried + 1
       elseif kind == 's' then
         -- the hot path, written out: no temporary tables
         local result = arg(p[6])
         if result then
-          redis.call('HSET', key, 'state', 'succeeded', 'finished_at', fin, 'result', result)
+          redis.call('HSET', key, 'state', rule.state, 'finished_at', fin, 'result', result)
           redis.call('HDEL', key, 'worker_id', 'lease_until')
         else
-          redis.call('HSET', key, 'state', 'succeeded', 'finished_at', fin)
+          redis.call('HSET', key, 'state', rule.state, 'finished_at', fin)
           redis.call('HDEL', key, 'worker_id', 'lease_until', 'result')
         end
       else
-        hset_nullable(key, {'state', state_of[kind], 'error', err, 'reason', reason,
+        hset_nullable(key, {'state', rule.state, 'error', err, 'reason', reason,
           'finished_at', fin, 'worker_id', false, 'lease_until', false})
       end
-      if kind ~= 'r' and kind ~= 'z' then
-        count(state_of[kind], queue, 1)
-        finished(KEYS[3], id, state_of[kind], queue, ttl, t, f[5])
+      if rule.ends then
+        count(rule.state, queue, 1)
+        finished(KEYS[3], id, rule.state, queue, ttl, t, f[5])
       end
     end
-    if f[7] and kind ~= 'r' and kind ~= 'z' then
+    if f[7] and rule.ends then
       -- a workflow job ended: its dependants move below, in this same script
-      if kind == 's' then ended_ok[#ended_ok + 1] = id
-      else ended_bad[#ended_bad + 1] = {id, parent_failed[kind]} end
+      if not rule.parent_failed then ended_ok[#ended_ok + 1] = id
+      else ended_bad[#ended_bad + 1] = {id, rule.parent_failed} end
       flow_expire(id, ttl)
     end
   end

@@ -21,7 +21,7 @@ for b = 2, #ARGV, 2 do
     redis.call('ZADD', k_ready(queue), ready_score(f[7], f[8]), id)
     count('running', queue, -1)
     count('queued', queue, 1)
-    add_attempt(id, f[5], token, ARGV[1], f[6], ts, 'released', nil)
+    add_attempt(id, f[5], token, ARGV[1], f[6], ts, RULE_RELEASED, nil)
     released = released + 1
   end
 end

@@ -11,7 +11,7 @@ for _, id in ipairs(ARGV) do
   local key = k_job(id)
   local f = redis.call('HMGET', key, 'state', 'queue', 'priority')
   local state, queue = f[1], f[2]
-  if state == 'dead' or state == 'cancelled' or state == 'succeeded' then
+  if RULE_RETRY_BY_HAND[state] then
     redis.call('HSET', key, 'state', 'queued', 'attempt', '0', 'rescues', '0', 'run_at', ts,
       'cancel_requested', '0')
     redis.call('HDEL', key, 'finished_at', 'result', 'reason')

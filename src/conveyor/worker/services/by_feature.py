@@ -1,5 +1,5 @@
 """Which flow-control services a worker runs (progress writer, periodic scheduler),
-chosen by the backend's ``flow_features`` so a backend without them costs nothing.
+chosen by the backend's declared ``features`` so a backend without them costs nothing.
 
 Example::
 
@@ -20,7 +20,7 @@ log = logging.getLogger("conveyor.worker")
 
 
 def flow_services(worker: Worker) -> list[Looper]:
-    features: frozenset[str] = getattr(worker.app.backend, "flow_features", frozenset())
+    features = worker.app.backend.features
     services: list[Looper] = []
     if "progress" in features:
         from conveyor.worker.services.progress import ProgressWriter

@@ -1,7 +1,8 @@
 """The flow-control methods of the SQLite backend (kept apart so backend.py stays small).
 
 Snooze is one more finish query (``job_finish_snooze.sql``); progress, unique jobs,
-workflows, limits and periodic slots live here and in ``workflow.py`` / ``limits.py``.
+workflows, limits and periodic slots live here and in ``flow_writes.py`` /
+``claim_limits.py``.
 Every write is one ``BEGIN IMMEDIATE`` transaction like the rest of the backend.
 
 Example:
@@ -21,27 +22,22 @@ from typing import TYPE_CHECKING
 
 from conveyor.backends.base import (
     Dependency,
-    InsertResult,
     JobDependenciesParams,
     JobInsertParams,
     JobProgressParams,
     PeriodicFireParams,
     PeriodicRecord,
 )
-from conveyor.backends.sqlite import workflow
+from conveyor.backends.sqlite import flow_writes
 
 #: Slot rows older than this before the oldest slot being fired are pruned (seconds).
 #: Only slots after the schedule's last fired one are ever fired again, so this is slack
 #: for a worker that stalls between reading the schedule and firing.
 SLOT_RETENTION = 86400.0
 
-FLOW_FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic"})
-
 
 class FlowMixin:
     """Flow-control methods; mixed into :class:`SQLiteBackend`."""
-
-    flow_features = FLOW_FEATURES
 
     if TYPE_CHECKING:
         _lock: threading.RLock
@@ -57,12 +53,12 @@ class FlowMixin:
 
     def job_dependencies_many(self, params: JobDependenciesParams) -> list[Dependency]:
         with self._lock:
-            return workflow.dependencies(self._conn, params.ids)
+            return flow_writes.dependencies(self._conn, params.ids)
 
-    def job_insert_flow_many(self, params: Sequence[JobInsertParams]) -> list[InsertResult]:
+    def _insert_flow(self, params: Sequence[JobInsertParams]) -> list[str]:
         now = time.time()
         with self._write() as conn:
-            return workflow.insert_flow(conn, params, now)
+            return flow_writes.insert_flow(conn, params, now)
 
     def job_progress_many(self, params: Sequence[JobProgressParams]) -> list[str]:
         refused = []
@@ -98,7 +94,7 @@ class FlowMixin:
                 if job.is_plain:
                     self._insert_plain(conn, job, now)
                 else:
-                    workflow.insert_flow(conn, [job], now)
+                    flow_writes.insert_flow(conn, [job], now)
                 fired.append(slot)
                 last = (slot, job.id)
             conn.execute(

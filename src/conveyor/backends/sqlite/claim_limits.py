@@ -21,11 +21,7 @@ from collections.abc import Sequence
 
 from conveyor.backends.base import ClaimedJob
 from conveyor.backends.sqlite import rows
-
-#: How long a job over its concurrency limit waits before it is looked at again (s).
-#: Short enough that a freed slot is reused quickly; jittered so deferred jobs of one
-#: key do not come back as a herd.
-CONCURRENCY_RECHECK = 0.2
+from conveyor.rules import limit_deferral
 
 
 def limits_exist(conn: sqlite3.Connection) -> bool:
@@ -92,13 +88,17 @@ def apply_limits(
             continue
         key = found
         concurrency, rate_count, period = config.get(key, (None, None, None))
-        if concurrency is not None and running[key] >= concurrency:
-            _defer(conn, job, now + CONCURRENCY_RECHECK * (1 + random.random()))
-            continue
-        if rate_count is not None and period is not None and len(hits[key]) >= rate_count:
-            # The earliest moment a start leaves the window.
-            window = hits[key]
-            _defer(conn, job, window[len(window) - rate_count] + period + random.random() * 0.01)
+        deferred = limit_deferral(
+            concurrency=concurrency,
+            running=running[key],
+            rate_count=rate_count,
+            period=period,
+            starts=hits.get(key, ()),
+            now=now,
+            jitter=random.random(),
+        )
+        if deferred is not None:
+            _defer(conn, job, deferred)
             continue
         running[key] += 1
         if key in hits:

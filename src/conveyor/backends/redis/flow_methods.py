@@ -24,14 +24,13 @@ from redis.commands.core import Script
 
 from conveyor.backends.base import (
     Dependency,
-    InsertResult,
     JobDependenciesParams,
     JobInsertParams,
     JobProgressParams,
     PeriodicFireParams,
     PeriodicRecord,
 )
-from conveyor.backends.redis.records import num
+from conveyor.backends.redis.hashes import num
 from conveyor.backends.redis.scripts import load_source
 from conveyor.errors import ConveyorError, JobNotFound
 
@@ -39,7 +38,6 @@ if TYPE_CHECKING:
     from conveyor.backends.redis.connection import Unavailable
     from conveyor.backends.redis.keys import Keys
 
-FLOW_FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic"})
 #: Fired slots kept before the oldest slot being fired (seconds), as SQLite's
 #: SLOT_RETENTION: slack for a worker that stalls between reading a schedule and firing.
 SLOT_RETENTION = 86400.0
@@ -102,8 +100,6 @@ def raise_insert_error(exc: redis.exceptions.ResponseError) -> None:
 class RedisFlowMixin:
     """Flow-control methods; mixed into :class:`RedisBackend`."""
 
-    flow_features = FLOW_FEATURES
-
     if TYPE_CHECKING:
         keys: Keys
         _client: Any
@@ -127,7 +123,7 @@ class RedisFlowMixin:
             for position, parent in enumerate(parents)
         ]
 
-    def job_insert_flow_many(self, params: Sequence[JobInsertParams]) -> list[InsertResult]:
+    def _insert_flow(self, params: Sequence[JobInsertParams]) -> list[str]:
         if not params:
             return []
         batch = _json([flow_job(p) for p in params])
@@ -136,7 +132,7 @@ class RedisFlowMixin:
                 reply = self._flow.job_insert_flow([self.keys.base], [self._ttl, batch])
         except redis.exceptions.ResponseError as exc:
             raise_insert_error(exc)
-        return [InsertResult(i, bool(ins), bool(rep)) for i, ins, rep in json.loads(reply)]
+        return [standing for standing, _inserted, _replaced in json.loads(reply)]
 
     def job_progress_many(self, params: Sequence[JobProgressParams]) -> list[str]:
         if not params:

@@ -41,14 +41,12 @@ from typing import TYPE_CHECKING, Any
 
 from conveyor.backends.base import JobInsertParams, require_feature
 from conveyor.errors import ConfigurationError
+from conveyor.rules import PIPE_ALL, PIPE_FAILURE, PIPE_NONE, PIPE_ONE
 
 if TYPE_CHECKING:
     from conveyor.app import App
     from conveyor.job import Job
     from conveyor.task import Enqueuer
-
-#: How results reach a step: not at all, the one parent's result, the list of results.
-PIPE_NONE, PIPE_ONE, PIPE_ALL, PIPE_FAILURE = 0, 1, 2, 3
 
 
 class Signature:
@@ -76,11 +74,11 @@ class Signature:
         overrides = dict(self.enqueuer._overrides)
         if parents:
             overrides.update(depends_on=tuple(parents), pipe=pipe)
-        return Enqueuer(self.enqueuer._task, overrides)._params(self.args, self.kwargs, None)
+        return Enqueuer(self.enqueuer._task, overrides)._one(self.args, self.kwargs)
 
     def enqueue(self) -> Job[Any]:
         """Enqueue this one step on its own."""
-        return self.enqueuer._insert([self.params()])[0]
+        return self.enqueuer._write([self.params()])[0]
 
     def then(self, *steps: Signature | Group) -> Chain:
         return Chain(self, *steps)
@@ -183,5 +181,5 @@ def _insert(app: App, params: list[JobInsertParams]) -> list[Job[Any]]:
     from conveyor.job import Job
 
     require_feature(app.backend, "workflows")
-    results = app.backend.job_insert_flow_many(params)
-    return [Job(app, r.id, app.tasks.get(p.task)) for r, p in zip(results, params, strict=True)]
+    ids = app.backend.job_insert_many(params)
+    return [Job(app, i, app.tasks.get(p.task)) for i, p in zip(ids, params, strict=True)]

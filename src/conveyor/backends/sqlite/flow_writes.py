@@ -1,5 +1,5 @@
-"""Workflows and unique jobs on SQLite: the SQL side of ``job_insert_flow_many`` and of
-settling dependants when parents finish.
+"""Workflows and unique jobs on SQLite: the SQL side of inserting jobs with flow fields
+and of settling dependants when parents finish (decided by :mod:`conveyor.rules`).
 
 Every function runs inside the caller's ``BEGIN IMMEDIATE`` transaction, so a child
 becomes ready (or cancelled) in the same commit as its parent's finish, and a unique
@@ -17,19 +17,26 @@ import json
 import sqlite3
 from collections.abc import Mapping, Sequence
 
-from conveyor.backends.base import Dependency, InsertResult, JobInsertParams
+from conveyor.backends.base import Dependency, JobInsertParams
 from conveyor.backends.sqlite import rows
 from conveyor.backends.sqlite.connection import load_query
 from conveyor.errors import JobNotFound
+from conveyor.rules import (
+    FAILED_AT_INSERT,
+    WAS_CANCELLED,
+    ChildEffect,
+    cancelled_reason,
+    insert_decision,
+    not_needed_reason,
+    on_parent_end,
+    ready_state,
+)
 
 _INSERT = load_query("job_insert_flow")
-#: pipe value of an on_failure handler: runs only if its one parent fails.
-PIPE_FAILURE = 3
-_NOT_NEEDED = "dependency {} succeeded: failure handler not needed"
 
 
 def _ready_state(run_at: float, now: float) -> str:
-    return "scheduled" if run_at > now else "queued"
+    return ready_state(run_at, now).value
 
 
 def _piped_payload(
@@ -63,7 +70,7 @@ def _failure_payload(conn: sqlite3.Connection, payload: str, parent: str, why: s
 
 def _unique_conflict(
     conn: sqlite3.Connection, p: JobInsertParams, run_at: float, now: float
-) -> InsertResult | None:
+) -> str | None:
     # A finished holder whose window passed gives the key up (inside this transaction).
     conn.execute(
         "UPDATE jobs SET unique_key = NULL WHERE task = ? AND unique_key = ? "
@@ -84,22 +91,22 @@ def _unique_conflict(
             "UPDATE jobs SET payload = ?, run_at = ?, state = ?, unique_until = ? WHERE id = ?",
             (p.payload, run_at, new_state, p.unique_until, existing),
         )
-        return InsertResult(existing, inserted=False, replaced=True)
-    return InsertResult(existing, inserted=False)
+    return existing
 
 
 def insert_flow(
     conn: sqlite3.Connection, params: Sequence[JobInsertParams], now: float
-) -> list[InsertResult]:
-    """Insert jobs with unique keys, parents or limits; see the protocol docstring."""
-    results: list[InsertResult] = []
+) -> list[str]:
+    """Insert jobs with unique keys, parents or limits; returns the id that stands for
+    each (the holder's on a unique conflict). See ``HotPath.job_insert_many``."""
+    results: list[str] = []
     standing: dict[str, str] = {}  # id asked for -> id that stands (unique conflicts)
     for p in params:
         run_at = now if p.run_at is None else p.run_at
         if p.unique_key is not None:
             conflict = _unique_conflict(conn, p, run_at, now)
             if conflict is not None:
-                standing[p.id] = conflict.id
+                standing[p.id] = conflict
                 results.append(conflict)
                 continue
         state, payload, reason, finished_at, waiting = (
@@ -120,23 +127,15 @@ def insert_flow(
             missing = [d for d in parents if d not in found]
             if missing:
                 raise JobNotFound(missing[0])
-            failed = [d for d in parents if found[d] in ("dead", "cancelled")]
-            waiting = sum(1 for d in parents if found[d] != "succeeded")
-            if p.pipe == PIPE_FAILURE:
-                if found[parents[0]] == "succeeded":
-                    state, waiting, finished_at = "cancelled", 0, now
-                    reason = _NOT_NEEDED.format(parents[0])
-                elif failed:
-                    waiting = 0
-                    payload = _failure_payload(conn, payload, parents[0], "failed")
-                else:
-                    state = "waiting"
-            elif failed:
-                state, waiting, finished_at = "cancelled", 0, now
-                reason = f"dependency {failed[0]} ended {found[failed[0]]}"
-            elif waiting:
+            decided = insert_decision(p.pipe, parents, [str(found[d]) for d in parents])
+            waiting, reason = decided.waiting_on, decided.reason
+            if decided.state == "waiting":
                 state = "waiting"
-            elif p.pipe:
+            elif decided.state == "cancelled":
+                state, finished_at = "cancelled", now
+            elif decided.failure_of is not None:
+                payload = _failure_payload(conn, payload, decided.failure_of, FAILED_AT_INSERT)
+            elif decided.piped:
                 payload = _piped_payload(conn, payload, parents, p.pipe)
         conn.execute(
             _INSERT,
@@ -174,88 +173,83 @@ def insert_flow(
                 (lim.key, lim.concurrency, lim.rate_count, lim.rate_period),
             )
         standing[p.id] = p.id
-        results.append(InsertResult(p.id, inserted=True))
+        results.append(p.id)
     return results
 
 
 def settle(
     conn: sqlite3.Connection, succeeded: Sequence[str], failed: Mapping[str, str], now: float
 ) -> None:
-    """Move the dependants of finished parents: one fewer parent to wait for (ready at
-    zero), or cancelled with a reason when a parent ended dead, cancelled or dropped —
-    transitively, so a whole chain behind a failure is cancelled in one commit. An
-    on_failure handler (pipe 3) is the other way round: ready when its parent fails,
-    cancelled when it succeeds."""
-    pending_cancel: dict[str, str] = {}
+    """Move the dependants of finished parents as :func:`conveyor.rules.on_parent_end`
+    says: one fewer parent to wait for (ready at zero, results piped), released with the
+    parent's story (an on_failure handler), or cancelled with a reason, transitively, so
+    a whole chain behind a failure is cancelled in one commit."""
+    pending: dict[str, str] = dict(failed)
     for chunk in rows.chunks(list(succeeded)):
+        marks = rows.placeholders(len(chunk))
         edges = conn.execute(
-            f"SELECT child_id FROM job_deps WHERE parent_id IN ({rows.placeholders(len(chunk))})",
-            chunk,
+            f"SELECT parent_id, child_id FROM job_deps WHERE parent_id IN ({marks})", chunk
         ).fetchall()
-        for (child,) in edges:
-            row = conn.execute(
-                "UPDATE jobs SET waiting_on = waiting_on - 1 WHERE id = ? AND state = 'waiting' "
-                f"AND pipe != {PIPE_FAILURE} RETURNING waiting_on, pipe, payload, run_at",
-                (child,),
-            ).fetchone()
-            if row is None:
-                # A failure handler whose parent succeeded: not needed (nor its dependants).
-                if conn.execute(
-                    "UPDATE jobs SET state = 'cancelled', reason = ?, finished_at = ?, "
-                    f"waiting_on = 0 WHERE id = ? AND state = 'waiting' AND pipe = {PIPE_FAILURE}",
-                    (_NOT_NEEDED.format(chunk_parent(conn, child)), now, child),
-                ).rowcount:
-                    pending_cancel[str(child)] = "was cancelled"
-                continue
-            if row[0] > 0:
-                continue
-            _, pipe, payload, run_at = row
-            if pipe:
-                parents = [
-                    str(r[0])
-                    for r in conn.execute(
-                        "SELECT parent_id FROM job_deps WHERE child_id = ? ORDER BY position",
-                        (child,),
-                    )
-                ]
-                payload = _piped_payload(conn, str(payload), parents, int(pipe))
-            conn.execute(
-                "UPDATE jobs SET state = ?, payload = ? WHERE id = ? AND state = 'waiting'",
-                (_ready_state(float(run_at), now), payload, child),
-            )
-    pending = {**failed, **pending_cancel}
+        for parent, child in edges:
+            _child_of_ended(conn, str(parent), str(child), None, now, pending)
     while pending:
         parent, why = pending.popitem()
         for (child,) in conn.execute(
             "SELECT child_id FROM job_deps WHERE parent_id = ?", (parent,)
         ).fetchall():
-            handler = conn.execute(
-                f"SELECT payload, run_at FROM jobs WHERE id = ? AND state = 'waiting' AND pipe = {PIPE_FAILURE}",
-                (child,),
-            ).fetchone()
-            if handler is not None:  # on_failure: this is what it waited for
-                conn.execute(
-                    "UPDATE jobs SET state = ?, payload = ?, waiting_on = 0 WHERE id = ?",
-                    (
-                        _ready_state(float(handler[1]), now),
-                        _failure_payload(conn, str(handler[0]), parent, why),
-                        child,
-                    ),
+            _child_of_ended(conn, parent, str(child), why, now, pending)
+
+
+def _child_of_ended(
+    conn: sqlite3.Connection,
+    parent: str,
+    child: str,
+    why: str | None,
+    now: float,
+    pending: dict[str, str],
+) -> None:
+    """Apply one parent's end (``why`` None: it succeeded) to one waiting child; a child
+    cancelled here joins ``pending`` so its own dependants follow."""
+    row = conn.execute(
+        "SELECT pipe, payload, run_at FROM jobs WHERE id = ? AND state = 'waiting'", (child,)
+    ).fetchone()
+    if row is None:
+        return
+    pipe, payload, run_at = int(row[0]), str(row[1]), float(row[2])
+    effect = on_parent_end(pipe, parent_succeeded=why is None)
+    if effect is ChildEffect.COUNT_DOWN:
+        left = conn.execute(
+            "UPDATE jobs SET waiting_on = waiting_on - 1 WHERE id = ? RETURNING waiting_on",
+            (child,),
+        ).fetchone()[0]
+        if left > 0:
+            return
+        if pipe:
+            parents = [
+                str(r[0])
+                for r in conn.execute(
+                    "SELECT parent_id FROM job_deps WHERE child_id = ? ORDER BY position",
+                    (child,),
                 )
-                continue
-            reason = f"dependency {parent} {why}"
-            cancelled = conn.execute(
-                "UPDATE jobs SET state = 'cancelled', reason = ?, finished_at = ?, waiting_on = 0 "
-                "WHERE id = ? AND state = 'waiting'",
-                (reason, now, child),
-            ).rowcount
-            if cancelled:
-                pending[str(child)] = "was cancelled"
-
-
-def chunk_parent(conn: sqlite3.Connection, child: str) -> str:
-    row = conn.execute("SELECT parent_id FROM job_deps WHERE child_id = ?", (child,)).fetchone()
-    return str(row[0]) if row else "?"
+            ]
+            payload = _piped_payload(conn, payload, parents, pipe)
+        conn.execute(
+            "UPDATE jobs SET state = ?, payload = ? WHERE id = ?",
+            (_ready_state(run_at, now), payload, child),
+        )
+    elif effect is ChildEffect.RELEASE:
+        conn.execute(
+            "UPDATE jobs SET state = ?, payload = ?, waiting_on = 0 WHERE id = ?",
+            (_ready_state(run_at, now), _failure_payload(conn, payload, parent, why or ""), child),
+        )
+    else:
+        reason = not_needed_reason(parent) if why is None else cancelled_reason(parent, why)
+        conn.execute(
+            "UPDATE jobs SET state = 'cancelled', reason = ?, finished_at = ?, waiting_on = 0 "
+            "WHERE id = ?",
+            (reason, now, child),
+        )
+        pending[child] = WAS_CANCELLED
 
 
 def dependencies(conn: sqlite3.Connection, ids: Sequence[str]) -> list[Dependency]:

@@ -1,0 +1,324 @@
+"""The parameters of the backend methods: one frozen record per method.
+
+Internal like the rest of the seam (:mod:`conveyor.backends.protocols`). A write that
+takes a job out of ``running`` carries the claim ``token`` it is fenced by.
+
+Example:
+    >>> JobInsertParams(id="j1", task="t", queue="q", payload="{}").is_plain
+    True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from conveyor.backends.records import AttemptRecord, JobLogRecord, JobRecord, WorkerInfo
+from conveyor.records import record
+from conveyor.states import FinishKind, JobState
+
+
+@record
+class JobCancelParams:
+    ids: Sequence[str]
+    reason: str = "cancelled by user"
+
+
+@record
+class JobClaimParams:
+    """Claim up to ``limit`` jobs from each queue in order, then top up to ``total`` from
+    the same queues in the same order. Due scheduled jobs are promoted first."""
+
+    worker_id: str
+    queues: Sequence[tuple[str, int]]
+    total: int
+
+
+@record
+class JobExtendLeasesParams:
+    worker_id: str
+    jobs: Sequence[tuple[str, int]]  # (id, token) of every job the worker still runs
+
+
+@record
+class JobFinishParams:
+    """End one attempt. ``kind`` picks the target state; the write is fenced by token."""
+
+    id: str
+    token: int
+    kind: FinishKind
+    worker_id: str | None = None
+    attempt: int = 0
+    result: str | None = None  # JSON, for SUCCEEDED
+    error: str | None = None  # JSON {"type","message","traceback"}
+    reason: str | None = None
+    run_at: float | None = None  # for RETRY
+    started_at: float | None = None
+    finished_at: float | None = None
+
+
+@record
+class LimitSpec:
+    """A limit a job counts against while it runs: at most ``concurrency`` running jobs
+    with this ``key``, and at most ``rate_count`` starts per ``rate_period`` seconds."""
+
+    key: str
+    concurrency: int | None = None
+    rate_count: int | None = None
+    rate_period: float | None = None
+
+
+@record
+class JobInsertParams:
+    """One job to write. The fields after ``lease`` are flow control (unique keys,
+    workflows, limits): a backend takes its plain path only while ``is_plain``."""
+
+    id: str
+    task: str
+    queue: str
+    payload: str
+    priority: int = 0
+    run_at: float | None = None  # None: ready now; in the future: scheduled
+    max_attempts: int = 5
+    timeout: float | None = None
+    lease: float = 30.0
+    #: at most one job per (task, unique_key) while active, and until unique_until after
+    unique_key: str | None = None
+    unique_until: float | None = None
+    #: "keep": the existing job stands; "replace": its payload and run_at are replaced
+    #: (only while it is not running)
+    on_conflict: str = "keep"
+    #: parent ids (earlier params of the same batch may be named); waits until all succeed
+    depends_on: tuple[str, ...] = ()
+    #: 0: parent results not passed; 1: the one parent's result is the first argument;
+    #: 2: the list of the parents' results (in depends_on order) is the first argument;
+    #: 3: an on_failure handler of its one parent: ready when the parent ends dead /
+    #: cancelled (with {"job_id","state","reason","error"} first), cancelled if it succeeds
+    pipe: int = 0
+    limit: LimitSpec | None = None
+
+    @property
+    def is_plain(self) -> bool:
+        return self.unique_key is None and not self.depends_on and self.limit is None
+
+
+@record
+class JobInsertBatchParams:
+    """Many plain jobs of one task sharing every option (``enqueue_many``'s fast path):
+    job ``ids[i]`` gets ``payloads[i]``. Same meaning as that many plain
+    :class:`JobInsertParams`, without building one object per job."""
+
+    task: str
+    queue: str
+    ids: Sequence[str]
+    payloads: Sequence[str]
+    priority: int = 0
+    run_at: float | None = None  # None: ready now; in the future: scheduled
+    max_attempts: int = 5
+    timeout: float | None = None
+    lease: float = 30.0
+
+
+@record
+class JobDependenciesParams:
+    ids: Sequence[str]
+
+
+@record
+class JobProgressParams:
+    """Progress of a running job, fenced by its claim token (a stale worker's is ignored)."""
+
+    id: str
+    token: int
+    fraction: float | None
+    message: str | None
+
+
+@record
+class PeriodicFireParams:
+    """Fire ``slots`` of schedule ``name``: each (slot, job) is enqueued only if no worker
+    fired that slot before (exactly once per slot). ``next_slot`` is for status only."""
+
+    name: str
+    spec: str
+    slots: Sequence[tuple[float, JobInsertParams]]
+    next_slot: float | None
+
+
+@record
+class WhereCondition:
+    """``<root>.<path> = value`` on a job's JSON: root is ``args``, ``kwargs`` or
+    ``result``; ``path`` holds object keys (identifiers) and list indexes (ints).
+    Build it with :func:`conveyor.query.parse_where`, which validates the path."""
+
+    root: str
+    path: tuple[str | int, ...]
+    value: object  # a decoded JSON value (str, int, float, bool, None, list, dict)
+
+
+@record
+class JobFilter:
+    """Which jobs an ops command acts on; every field narrows (AND). Empty = all jobs."""
+
+    queue: str | None = None
+    states: tuple[JobState, ...] = ()
+    task: str | None = None
+    created_after: float | None = None
+    created_before: float | None = None
+    finished_after: float | None = None
+    finished_before: float | None = None
+    where: tuple[WhereCondition, ...] = ()
+
+
+@record
+class JobCountParams:
+    filter: JobFilter
+
+
+@record
+class JobListParams:
+    """A page of jobs in id order. ``queue``/``state``/``task`` are shortcuts for the
+    common one-field filters; ``filter`` adds the rest (both apply)."""
+
+    queue: str | None = None
+    state: JobState | None = None
+    task: str | None = None
+    after_id: str | None = None  # paging: ids strictly greater (strictly less if descending)
+    limit: int = 100
+    filter: JobFilter | None = None
+    #: newest first (descending id, which is creation order); ``after_id`` pages downwards
+    descending: bool = False
+
+
+#: The record stored in place of the first record past a job's log bound
+#: (``JobLogInsertParams.max_per_job``), the same on every backend.
+TRUNCATED_MESSAGE = "log truncated: this job reached its limit of {limit} records"
+TRUNCATED_LOGGER = "conveyor.logs"
+
+
+@record
+class JobLogInsertParams:
+    """Store captured log records. At most ``max_per_job`` records are kept per job; the
+    first record past it is replaced by one truncation marker, the rest are skipped."""
+
+    records: Sequence[JobLogRecord]
+    max_per_job: int = 1000
+
+
+@record
+class JobImport:
+    """One job copied whole from another store: its row, attempt history and logs."""
+
+    job: JobRecord
+    attempts: Sequence[AttemptRecord] = ()
+    logs: Sequence[JobLogRecord] = ()
+
+
+@record
+class JobImportParams:
+    """Jobs to insert under their own ids (``conveyor migrate``). Only queued, scheduled
+    and finished jobs: a running claim belongs to a worker of the other store."""
+
+    jobs: Sequence[JobImport]
+
+
+@record
+class JobLogListParams:
+    job_id: str
+    limit: int = 10_000
+
+
+@record
+class JobPurgeParams:
+    """Delete finished jobs (with their attempts and logs) finished before a time."""
+
+    finished_before: float
+    states: tuple[JobState, ...] = (JobState.SUCCEEDED, JobState.DEAD, JobState.CANCELLED)
+    limit: int = 1000  # per call, so one purge never holds the write lock for long
+
+
+@record
+class IntegrityCheckParams:
+    heartbeat_ttl: float  # a worker silent for longer than this is not live
+
+
+@record
+class JobReleaseParams:
+    """Give running jobs back to ``queued`` without counting an attempt (shutdown)."""
+
+    worker_id: str
+    jobs: Sequence[tuple[str, int]]  # (id, token)
+
+
+@record
+class JobRescueParams:
+    """Rescue running jobs whose worker is gone.
+
+    ``dead_worker_ids``: workers the caller proved dead (same host, PID gone).
+    ``stale_before``: also every worker whose heartbeat is older than this (re-checked
+    inside the backend's transaction or script, so a live claim is never requeued).
+    Running jobs whose lease expired before ``stale_before`` are rescued too.
+    """
+
+    dead_worker_ids: Sequence[str]
+    stale_before: float
+    max_rescues: int = 3
+
+
+@record
+class JobRetryParams:
+    """Manual retry of finished jobs: dead/cancelled (or succeeded) -> queued."""
+
+    ids: Sequence[str]
+
+
+@record
+class QueuePauseParams:
+    """Pause a queue: persisted; claims skip it until it is resumed."""
+
+    queue: str
+
+
+@record
+class QueueResumeParams:
+    queue: str
+
+
+@record
+class JobWaitParams:
+    id: str
+    timeout: float | None
+
+
+@record
+class WorkerHeartbeatParams:
+    worker: WorkerInfo
+    last_fetch_at: float | None = None
+    running: int = 0
+
+
+#: Bound on ``job_finished_histogram``'s buckets (a week by the minute): one call stays small.
+MAX_HISTOGRAM_BUCKETS = 10_080
+
+
+@record
+class JobFinishedHistogramParams:
+    """Count jobs finished at or after ``since`` in buckets of ``bucket_s`` seconds:
+    bucket ``n`` holds ``since + n * bucket_s <= finished_at < since + (n + 1) * bucket_s``.
+    At most :data:`MAX_HISTOGRAM_BUCKETS` buckets up to now (a ValueError beyond)."""
+
+    since: float
+    bucket_s: int = 60
+
+
+def check_histogram(params: JobFinishedHistogramParams, now: float) -> None:
+    """Refuse a histogram request no backend should answer (shared by the backends).
+
+    >>> check_histogram(JobFinishedHistogramParams(since=0.0, bucket_s=60), now=3600.0)
+    >>> check_histogram(JobFinishedHistogramParams(since=0.0, bucket_s=0), now=1.0)
+    Traceback (most recent call last):
+    ValueError: bucket_s must be a positive number of seconds, not 0
+    """
+    if params.bucket_s <= 0:
+        raise ValueError(f"bucket_s must be a positive number of seconds, not {params.bucket_s}")
+    if (now - params.since) / params.bucket_s > MAX_HISTOGRAM_BUCKETS:
+        raise ValueError(f"more than {MAX_HISTOGRAM_BUCKETS} buckets: raise since or bucket_s")

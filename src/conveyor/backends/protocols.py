@@ -1,0 +1,293 @@
+"""The backend protocols: the one seam between conveyor and its storage engines.
+
+Internal API, not stable: users talk to :class:`conveyor.App`; backends talk to this.
+Shaped after River's ``riverdriver``: batch-first, ``noun_verb`` names, one frozen params
+record per method (:mod:`~conveyor.backends.params`), rows handed back as records
+(:mod:`~conveyor.backends.records`), methods alphabetical within each concern:
+
+* :class:`HotPath` -- what every worker calls per batch: insert, claim, finish, release,
+  extend, heartbeat, rescue, wait for work.
+* :class:`Flow` -- flow control beyond the insert (unique keys, workflows and limits
+  travel in :class:`~conveyor.backends.params.JobInsertParams`): dependencies, progress,
+  periodic slots.
+* :class:`Operations` -- handles, listing, filters, bulk actions, import, backup, stats.
+
+A :class:`Backend` is all three. What it implements beyond the core is one declared
+``features`` set (:data:`FEATURES` names them); callers read it, never ``getattr``.
+
+Decisions above, storage below: where a job goes next is :mod:`conveyor.rules`; a backend
+applies it with statements fenced by the claim ``token`` (applied only while the job is
+``running`` under that token; a stale worker's write is refused and reported).
+
+Times are epoch seconds (float). A backend with its own clock (Redis ``TIME``) uses it for
+leases and due times; ``now`` fields in params are the caller's best guess for logging.
+
+Example (what a worker does, in short)::
+
+    backend.worker_heartbeat(WorkerHeartbeatParams(worker=me))
+    jobs = backend.job_claim(JobClaimParams(worker_id=me.id, queues=(("default", 8),), total=8))
+    backend.job_finish_many([JobFinishParams(id=j.id, token=j.token, kind=FinishKind.SUCCEEDED,
+                                             result="42", started_at=j.claimed_at)])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from conveyor.backends.params import (
+    IntegrityCheckParams,
+    JobCancelParams,
+    JobClaimParams,
+    JobCountParams,
+    JobDependenciesParams,
+    JobExtendLeasesParams,
+    JobFinishedHistogramParams,
+    JobFinishParams,
+    JobImportParams,
+    JobInsertBatchParams,
+    JobInsertParams,
+    JobListParams,
+    JobLogInsertParams,
+    JobLogListParams,
+    JobProgressParams,
+    JobPurgeParams,
+    JobReleaseParams,
+    JobRescueParams,
+    JobRetryParams,
+    JobWaitParams,
+    PeriodicFireParams,
+    QueuePauseParams,
+    QueueResumeParams,
+    WorkerHeartbeatParams,
+)
+from conveyor.backends.records import (
+    AttemptRecord,
+    ClaimedJob,
+    Dependency,
+    FinishedBucket,
+    IntegrityProblem,
+    JobLogRecord,
+    JobRecord,
+    LeaseStatus,
+    PeriodicRecord,
+    QueueInfo,
+    QueueStats,
+    RescueResult,
+    WorkerInfo,
+)
+
+#: Every feature name a backend may declare, and what it promises.
+FEATURES: dict[str, str] = {
+    # -- flow control --
+    "snooze": "finish kind SNOOZE (conveyor.Snooze)",
+    "progress": "job_progress_many (job.progress)",
+    "unique": "unique keys in job_insert_many",
+    "workflows": "depends_on / pipe in job_insert_many, job_dependencies_many",
+    "limits": "concurrency and rate limits in job_insert_many and the claim",
+    "periodic": "periodic_fire, periodic_list",
+    # -- operations --
+    "filters": "JobFilter in job_list / job_count (and the bulk actions built on them)",
+    "purge": "job_purge",
+    "queues": "queue_pause, queue_resume, queue_list",
+    "logs": "job_log_insert_many, job_log_list",
+    "integrity": "integrity_check",
+    "backup": "backup (an online copy of the whole store)",
+    "sql": "the store answers SQL over the jobs (the raw connection is usable)",
+    # -- hot path --
+    #: a one-slot worker should run jobs in its fetcher and write each finish with its
+    #: next claim (job_finish_and_claim): where that saves work (SQLite: one commit
+    #: instead of two). Without it the completer writes acks, which overlaps the store's
+    #: work with the next job (Redis, where merging the two saves nothing).
+    "ack_with_claim": "prefer job_finish_and_claim for a one-slot worker",
+}
+
+
+class HotPath(Protocol):
+    """What every worker calls per batch, and the insert every enqueue calls."""
+
+    #: short engine name ("sqlite", "redis")
+    name: str
+    #: the URL it was opened with, password removed
+    url: str
+    #: what it implements beyond the core, from :data:`FEATURES`
+    features: frozenset[str]
+
+    def close(self) -> None: ...
+
+    def job_claim(self, params: JobClaimParams) -> list[ClaimedJob]:
+        """Claim up to each queue's limit, then top up to ``total``; due scheduled jobs
+        are promoted first. Paused queues are skipped (checked inside the claim, so every
+        worker obeys the next time it claims)."""
+        ...
+
+    def job_extend_leases(self, params: JobExtendLeasesParams) -> list[LeaseStatus]: ...
+
+    def job_finish_and_claim(
+        self, finishes: Sequence[JobFinishParams], claim: JobClaimParams
+    ) -> tuple[list[str], list[ClaimedJob]]:
+        """``job_finish_many`` then ``job_claim`` in one transaction / round trip (the ack
+        of one batch rides with the next claim); returns (refused ids, claimed jobs)."""
+        ...
+
+    def job_finish_many(self, params: Sequence[JobFinishParams]) -> list[str]:
+        """Apply each finish (target state: :data:`conveyor.rules.FINISH`) fenced by its
+        token; return the ids that were refused. Dependants move in the same step."""
+        ...
+
+    def job_insert_many(
+        self, params: Sequence[JobInsertParams] | JobInsertBatchParams
+    ) -> Sequence[str]:
+        """Write jobs, all or nothing, in one transaction (or one script); returns the id
+        that stands for each job, in order (an existing job's on a unique conflict).
+
+        A :class:`JobInsertBatchParams` is the fast path for plain jobs sharing their
+        options. Unique conflicts are settled atomically with the insert; a job whose
+        parent already ended is inserted as :func:`conveyor.rules.insert_decision` says.
+        Callers check :func:`require_feature` for the flow fields first."""
+        ...
+
+    def job_promote_due(self) -> int: ...
+
+    def job_release_many(self, params: JobReleaseParams) -> list[str]:
+        """Running -> queued, attempt not counted; returns refused ids."""
+        ...
+
+    def job_rescue(self, params: JobRescueParams) -> list[RescueResult]:
+        """Running jobs of lost workers -> :func:`conveyor.rules.rescue_state`; liveness
+        is re-checked inside the store's atomic step, so a live claim is never requeued."""
+        ...
+
+    def work_wait(self, timeout: float) -> None:
+        """Block until new work may be ready (an insert, a release, a due time) or timeout.
+        Spurious wake-ups are allowed; missing a wake-up only costs ``timeout``."""
+        ...
+
+    def worker_deregister(self, worker_id: str) -> None: ...
+
+    def worker_heartbeat(self, params: WorkerHeartbeatParams) -> None: ...
+
+
+class Flow(Protocol):
+    """Flow control beyond the insert: workflow edges, progress, periodic schedules."""
+
+    def job_dependencies_many(self, params: JobDependenciesParams) -> list[Dependency]:
+        """The parents of each job in ``ids`` (workflows)."""
+        ...
+
+    def job_progress_many(self, params: Sequence[JobProgressParams]) -> list[str]:
+        """Store progress of running jobs; returns ids refused (not running under token)."""
+        ...
+
+    def periodic_fire(self, params: PeriodicFireParams) -> list[float]:
+        """Enqueue the slots nobody fired yet, in one transaction; returns those fired."""
+        ...
+
+    def periodic_list(self) -> list[PeriodicRecord]: ...
+
+
+class Operations(Protocol):
+    """Handles, listing, bulk actions, import, backup, audit and statistics."""
+
+    def backup(self, path: str) -> None:
+        """An online, consistent copy of the store into ``path`` (feature ``backup``)."""
+        ...
+
+    def integrity_check(self, params: IntegrityCheckParams) -> list[IntegrityProblem]:
+        """Impossible states, claims without a live worker, orphaned rows. Read-only."""
+        ...
+
+    def job_attempts(self, job_id: str) -> list[AttemptRecord]: ...
+
+    def job_cancel_many(self, params: JobCancelParams) -> list[JobRecord]:
+        """Queued/scheduled/waiting -> cancelled at once; running -> cancel requested (the
+        worker ends it). Returns the rows after the change; unknown ids are skipped."""
+        ...
+
+    def job_count(self, params: JobCountParams) -> int: ...
+
+    def job_delete_many(self, ids: Sequence[str]) -> int: ...
+
+    def job_finished_histogram(self, params: JobFinishedHistogramParams) -> list[FinishedBucket]:
+        """Jobs finished since ``params.since`` counted per time bucket, queue and state
+        (the dashboard's throughput history). Read-only; empty buckets are left out."""
+        ...
+
+    def job_get_many(self, ids: Sequence[str]) -> list[JobRecord]: ...
+
+    def job_import_many(self, params: JobImportParams) -> list[str]:
+        """Insert whole jobs (state, attempts, errors, history and logs kept) in one
+        transaction or script; ids already present are skipped, which makes a rerun of
+        ``conveyor migrate`` idempotent. Returns the ids inserted."""
+        ...
+
+    def job_list(self, params: JobListParams) -> list[JobRecord]: ...
+
+    def job_log_insert_many(self, params: JobLogInsertParams) -> int:
+        """Store records (bounded per job); returns how many were stored, marker excluded."""
+        ...
+
+    def job_log_list(self, params: JobLogListParams) -> list[JobLogRecord]:
+        """Records of one job in the order they were stored."""
+        ...
+
+    def job_purge(self, params: JobPurgeParams) -> int:
+        """Delete up to ``limit`` matching finished jobs; returns how many went."""
+        ...
+
+    def job_retry_many(self, params: JobRetryParams) -> list[JobRecord]: ...
+
+    def job_wait(self, params: JobWaitParams) -> JobRecord | None:
+        """Block until the job is finished; ``None`` on timeout. Raises JobNotFound."""
+        ...
+
+    def queue_list(self) -> list[QueueInfo]:
+        """Every queue that has jobs or a pause flag, by name, with its pause flag."""
+        ...
+
+    def queue_pause(self, params: QueuePauseParams) -> None: ...
+
+    def queue_resume(self, params: QueueResumeParams) -> None: ...
+
+    def queue_stats(self) -> list[QueueStats]:
+        """Counts of every queue that has jobs (cheap: the dashboard samples it)."""
+        ...
+
+    def worker_list(self) -> list[WorkerInfo]: ...
+
+
+class Backend(HotPath, Flow, Operations, Protocol):
+    """What every storage engine implements. Internal; see the module docstring."""
+
+
+def require_feature(backend: HotPath, feature: str) -> None:
+    """Raise ConfigurationError when ``backend`` does not declare ``feature``.
+
+    >>> class Bare:
+    ...     name, features = "bare", frozenset()
+    >>> require_feature(Bare(), "unique")  # type: ignore[arg-type]
+    Traceback (most recent call last):
+    conveyor.errors.ConfigurationError: the bare backend does not support unique yet
+    """
+    if feature not in backend.features:
+        from conveyor.errors import ConfigurationError
+
+        raise ConfigurationError(f"the {backend.name} backend does not support {feature} yet")
+
+
+def flow_features_of(params: Sequence[JobInsertParams]) -> list[str]:
+    """The features a batch of jobs needs (for :func:`require_feature`).
+
+    >>> flow_features_of([JobInsertParams(id="j", task="t", queue="q", payload="{}",
+    ...                                   unique_key="k")])
+    ['unique']
+    """
+    needed: list[str] = []
+    for p in params:
+        if p.unique_key is not None and "unique" not in needed:
+            needed.append("unique")
+        if p.depends_on and "workflows" not in needed:
+            needed.append("workflows")
+        if p.limit is not None and "limits" not in needed:
+            needed.append("limits")
+    return needed

@@ -1,0 +1,209 @@
+"""What the backends hand back: rows of jobs, attempts, logs, workers and queues.
+
+Internal like the rest of the seam (:mod:`conveyor.backends.protocols`); frozen records
+(:func:`conveyor.records.record`), cheap to define. Times are epoch seconds.
+
+Example:
+    >>> LeaseStatus("j1", held=True, cancel_requested=False).held
+    True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from conveyor.records import record
+from conveyor.states import JobState
+
+
+@record
+class AttemptRecord:
+    """One attempt of a job: who ran it, when, and how it ended."""
+
+    job_id: str
+    attempt: int
+    token: int
+    worker_id: str | None
+    started_at: float | None
+    finished_at: float | None
+    #: succeeded, failed (retried), dead, cancelled, dropped, lost (worker died), released
+    outcome: str
+    error: str | None  # JSON {"type","message","traceback"} or None
+
+
+@record
+class ClaimedJob:
+    """What a claim hands the worker: just enough to run and finish one attempt."""
+
+    id: str
+    task: str
+    queue: str
+    payload: str
+    attempt: int  # 1-based number of this attempt (already counted by the claim)
+    max_attempts: int
+    token: int  # fencing token of this claim
+    timeout: float | None
+    lease: float
+    run_at: float  # when it became due (queue wait = claimed_at - run_at)
+    claimed_at: float
+    rescues: int
+    priority: int
+
+
+@record
+class JobRecord:
+    """The full stored row of a job, for handles, the CLI and tests."""
+
+    id: str
+    task: str
+    queue: str
+    state: JobState
+    priority: int
+    payload: str
+    attempt: int
+    max_attempts: int
+    rescues: int
+    token: int
+    run_at: float
+    created_at: float
+    timeout: float | None
+    lease: float
+    worker_id: str | None
+    lease_until: float | None
+    cancel_requested: bool
+    result: str | None
+    error: str | None
+    reason: str | None
+    started_at: float | None
+    finished_at: float | None
+    # -- flow control: progress, unique jobs, workflows --
+    progress: float | None = None
+    progress_message: str | None = None
+    unique_key: str | None = None
+    waiting_on: int = 0  # parents not yet succeeded (state ``waiting`` while > 0)
+
+
+@record
+class IntegrityProblem:
+    """One thing ``conveyor check`` found wrong (``kind`` is a short stable slug)."""
+
+    kind: str
+    job_id: str | None
+    detail: str
+
+
+@record
+class JobLogRecord:
+    """One log record a task emitted during one attempt of its job."""
+
+    job_id: str
+    attempt: int
+    ts: float
+    level: str
+    logger: str
+    message: str
+
+
+@record
+class QueueInfo:
+    """A queue as operators see it: paused flag, counts by state, oldest ready age."""
+
+    queue: str
+    paused: bool
+    counts: dict[str, int]
+    oldest_ready_age: float | None
+
+
+@record
+class QueueStats:
+    """Counts of one queue by state, and how long its oldest ready job has waited."""
+
+    queue: str
+    counts: dict[str, int]
+    oldest_ready_age: float | None  # seconds, None when nothing is ready
+
+
+def queue_list_of(
+    stats: Sequence[QueueStats], paused: Collection[str], flagged: Collection[str] = ()
+) -> list[QueueInfo]:
+    """``queue_list`` from ``queue_stats`` and the paused queue names, the same on every
+    backend: every queue with jobs or a pause flag (``flagged``: names whose flag the
+    store keeps while resumed), by name.
+
+    >>> queue_list_of([QueueStats("a", {"queued": 1}, 2.0)], {"b"})  # doctest: +NORMALIZE_WHITESPACE
+    [QueueInfo(queue='a', paused=False, counts={'queued': 1}, oldest_ready_age=2.0),
+     QueueInfo(queue='b', paused=True, counts={}, oldest_ready_age=None)]
+    """
+    by_name = {s.queue: s for s in stats}
+    return [
+        QueueInfo(
+            name,
+            name in paused,
+            by_name[name].counts if name in by_name else {},
+            by_name[name].oldest_ready_age if name in by_name else None,
+        )
+        for name in sorted(set(by_name) | set(paused) | set(flagged))
+    ]
+
+
+@record
+class WorkerInfo:
+    """A worker as it describes itself in its heartbeat."""
+
+    id: str
+    host: str
+    pid: int
+    pid_started: float | None  # the OS start time of the pid, to survive PID reuse
+    started_at: float
+    queues: tuple[str, ...]
+    concurrency: int
+    pool: str
+    heartbeat_at: float = 0.0
+    last_fetch_at: float | None = None
+    running: int = 0
+
+
+# -- params, one per method --------------------------------------------------------------
+
+
+@record
+class LeaseStatus:
+    """Answer of a lease extension for one job."""
+
+    id: str
+    held: bool  # False: the claim was lost (rescued or released); stop caring about it
+    cancel_requested: bool
+
+
+@record
+class Dependency:
+    child_id: str
+    parent_id: str
+    position: int
+
+
+@record
+class PeriodicRecord:
+    name: str
+    spec: str
+    last_slot: float | None
+    last_fired_at: float | None
+    last_job_id: str | None
+    next_slot: float | None
+
+
+@record
+class RescueResult:
+    job_id: str
+    worker_id: str | None
+    state: JobState  # queued (rescued) or dead (worker lost too often / attempts spent)
+
+
+@record
+class FinishedBucket:
+    """How many jobs of one queue reached one finished state within one time bucket."""
+
+    start: float  # the bucket's first second: ``since + n * bucket_s``
+    queue: str
+    state: JobState  # succeeded, dead or cancelled
+    count: int

@@ -1,0 +1,31 @@
+-- _rescue.lua: who counts as gone, shared by job_rescue (find) and job_rescue_apply
+-- (move), so the liveness rule is written once and re-checked in the script that moves
+-- the job (a live claim is never requeued). Same rule as SQLite's
+-- job_rescue_candidates.sql: proved dead by the caller, no heartbeat, a heartbeat older
+-- than stale_before, or a lease that expired before stale_before.
+-- Prepended after _lib.lua; defines local functions only.
+
+-- The caller's proved-dead worker ids, ARGV[first..].
+local function rescue_dead_set(first)
+  local dead = {}
+  for i = first, #ARGV do dead[ARGV[i]] = true end
+  return dead
+end
+
+local function rescue_worker_gone(workers_key, worker, dead, stale)
+  if dead[worker] then return true end
+  local beat = redis.call('ZSCORE', workers_key, worker)
+  return not beat or tonumber(beat) < stale
+end
+
+-- Forget workers that are gone and hold nothing any more (SQLite deletes their rows).
+local function rescue_forget(workers_key, dead_first, stale)
+  local forget = redis.call('ZRANGEBYSCORE', workers_key, '-inf', '(' .. fmt(stale))
+  for i = dead_first, #ARGV do forget[#forget + 1] = ARGV[i] end
+  for _, worker in ipairs(forget) do
+    if redis.call('SCARD', k_inflight(worker)) == 0 then
+      redis.call('DEL', k_worker(worker))
+      redis.call('ZREM', workers_key, worker)
+    end
+  end
+end
