@@ -163,6 +163,13 @@ def test_resolving_app_calls_nothing(project: Path) -> None:
     assert_one_error(proc, 1, "tasks:hello is a Task, not a conveyor.App")
 
 
+def test_error_lines_show_control_characters_escaped(project: Path, store: str) -> None:
+    # An id typed (or pasted) with an escape sequence must not reach the terminal raw.
+    proc = conveyor("job", "X\x1b[2J\x9b\u202e", "--url", store, cwd=project)
+    line = assert_one_error(proc, 1, "no job X\\x1b[2J\\x9b\\u202e")
+    assert "\x1b" not in line and "\x9b" not in line and "\u202e" not in line
+
+
 def test_unknown_ids_are_named(project: Path, store: str) -> None:
     [job] = json.loads(conveyor("jobs", "--json", "--url", store, cwd=project).stdout)["jobs"]
     assert_one_error(conveyor("retry", "NOPE", "-y", "--url", store, cwd=project), 1, "no job NOPE")

@@ -92,8 +92,13 @@ def test_the_drain_has_a_deadline_and_counts_what_it_left(logger: logging.Logger
 
 
 def test_text_lines_show_control_characters_escaped() -> None:
-    record = logging.LogRecord("x", logging.INFO, "", 0, "red \x1b[31m\ttab\nnext", (), None)
-    assert TextFormatter().format(record).endswith("x: red \\x1b[31m\ttab\nnext")
+    # One rule with the CLI (conveyor.text.literal): newlines kept, every other control
+    # character (tab, ESC, C1, bidi overrides) escaped.
+    message = "red \x1b[31m\ttab\x9b2J\u202enext\nline"
+    record = logging.LogRecord("x", logging.INFO, "", 0, message, (), None)
+    assert TextFormatter().format(record).endswith(
+        "x: red \\x1b[31m\\ttab\\x9b2J\\u202enext\nline"
+    )
 
 
 def test_json_lines_carry_event_fields_the_job_and_the_traceback() -> None:

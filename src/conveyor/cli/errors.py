@@ -29,6 +29,7 @@ from typing import NoReturn, TypeVar
 import click
 
 from conveyor.errors import BackendUnavailable, ConveyorError
+from conveyor.text import literal
 
 T = TypeVar("T")
 
@@ -104,8 +105,7 @@ def explain(exc: BaseException) -> tuple[str, int] | None:
 def one_line(message: str) -> str:
     """The message on one line: its lines joined with '; ', control characters escaped."""
     parts = [line.strip() for line in message.splitlines() if line.strip()]
-    text = "; ".join(parts)
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return literal("; ".join(parts))
 
 
 def _unavailable(exc: BackendUnavailable) -> str:

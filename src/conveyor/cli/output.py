@@ -27,7 +27,6 @@ Example::
 from __future__ import annotations
 
 import datetime as dt
-import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -40,44 +39,15 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-F = TypeVar("F", bound=Callable[..., Any])
+from conveyor.text import literal
 
-#: C0 controls, DEL, C1 controls, and the Unicode line/paragraph separators and bidi
-#: overrides that can rearrange or hide what follows them on a terminal.
-_UNICODE_CONTROL = "\u2028\u2029\u202a-\u202e\u2066-\u2069"
-_CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f{_UNICODE_CONTROL}]")
-_CONTROL_BUT_NEWLINE = re.compile(f"[\x00-\x09\x0b-\x1f\x7f-\x9f{_UNICODE_CONTROL}]")
-_NAMED = {"\t": "\\t", "\r": "\\r", "\n": "\\n"}
+F = TypeVar("F", bound=Callable[..., Any])
 
 #: Narrowest a wrapping column is squeezed to before rows become blocks instead (a
 #: column whose values are all shorter needs only their width).
 MIN_OTHER_WIDTH = 16
 #: Space between columns (rich's padding of one each side, outer edges unpadded).
 _GAP = 2
-
-
-def _escape(match: re.Match[str]) -> str:
-    char = match.group()
-    if char in _NAMED:
-        return _NAMED[char]
-    code = ord(char)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def literal(value: object, *, multiline: bool = False) -> str:
-    """``value`` as text safe to show on a terminal: control characters escaped.
-
-    ``multiline`` keeps newlines (a traceback shown as a block); everything else, a
-    table cell included, stays on one line.
-
-    >>> literal("bad \\x1b[31mred\\r")
-    'bad \\\\x1b[31mred\\\\r'
-    >>> literal("a\\nb", multiline=True)
-    'a\\nb'
-    """
-    text = "-" if value is None else str(value)
-    pattern = _CONTROL_BUT_NEWLINE if multiline else _CONTROL
-    return pattern.sub(_escape, text)
 
 
 def iso_time(ts: float | None, *, utc: bool = False) -> str:

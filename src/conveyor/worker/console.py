@@ -36,7 +36,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import re
 import sys
 import threading
 import time
@@ -45,6 +44,7 @@ from typing import Any, TextIO
 
 from conveyor.context import current_or_none
 from conveyor.logs import BoundedWriter
+from conveyor.text import literal
 
 #: Bytes of formatted lines that may wait for stderr: at 256 KiB/s a full queue drains
 #: in 1 s, so the drain at shutdown stays short while a burst of big lines still fits.
@@ -67,12 +67,6 @@ SUMMARY_TIMEOUT = 1.0
 FORMATS = ("text", "json")
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-
-
-def _escape(match: re.Match[str]) -> str:
-    return repr(match.group())[1:-1]
-
 
 class TextFormatter(logging.Formatter):
     """The classic one-line format, with control characters shown escaped."""
@@ -82,7 +76,7 @@ class TextFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         text = super().format(record)
-        return _CONTROL.sub(_escape, text) if _CONTROL.search(text) else text
+        return literal(text, multiline=True)
 
 
 class JsonFormatter(logging.Formatter):
