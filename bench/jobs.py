@@ -46,9 +46,11 @@ _pid = 0
 _lock = threading.Lock()
 
 
-def _reset_after_fork() -> None:
-    """In a forked child (Celery prefork, RQ's work horse, Huey/Dramatiq processes),
-    forget the parent's descriptor: the child opens its own and records its own pid."""
+def close() -> None:
+    """Close this process's marker descriptor; the next job opens ``BENCH_MARKER_PATH``
+    again. Run in every forked child (Celery prefork, RQ's work horse, Huey and Dramatiq
+    processes): the child opens its own descriptor and records its own pid. Also for a
+    process that moves to another marker file (the marker's own tests)."""
     global _fd
     if _fd is not None:
         with contextlib.suppress(OSError):
@@ -56,7 +58,7 @@ def _reset_after_fork() -> None:
     _fd = None
 
 
-os.register_at_fork(after_in_child=_reset_after_fork)
+os.register_at_fork(after_in_child=close)
 
 
 def _open() -> int:
