@@ -45,9 +45,15 @@ def checklist(
         if marker
         else "not measured"
     )
+    redis = any(c.get("storage") == "redis" for c in checks.values())
     return [
-        "Same machine, same run, same Python, one private redis-server (no persistence) "
-        "shared by every Redis arm; the completion marker does not use Redis.",
+        "Same machine, same run, same Python"
+        + (
+            ", one private redis-server (no persistence) shared by every Redis arm; "
+            if redis
+            else "; no Redis arm, so no redis-server: "
+        )
+        + "the completion marker does not use Redis.",
         f"Same job body for every arm (bench/jobs.py): work, then ONE os.write of a "
         f"{jobs.RECORD.size}-byte record (index, t0, start, end, pid) to the "
         "measurement's marker file, opened O_WRONLY|O_APPEND once per process (reopened "
@@ -63,8 +69,8 @@ def checklist(
         f"{'yes' if same else 'NO'}.",
         *[f"  {line}" for line in pragma_lines],
         "Fresh producer process and fresh worker process per measurement; fresh Redis "
-        "(FLUSHALL) and a new SQLite file per measurement (created by `qler init` for "
-        "qler, its documented first step, untimed).",
+        "(FLUSHALL), a new SQLite file and a new, empty marker file per measurement (the "
+        "SQLite file created by `qler init` for qler, its documented first step, untimed).",
         f"Warm-up runs per scenario and arm: {scale['warmup']} (discarded); measured "
         f"iterations: {scale['iterations']}; tables show the median with min and max.",
         "Arm order rotates each iteration (start position shifts by one), not hash().",

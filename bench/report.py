@@ -134,7 +134,11 @@ def body(meta: dict[str, Any], rows: dict[str, list[dict[str, Any]]], img: str) 
         f"- CPU: {env['cpu']}, {env['cores']} cores; memory {env['memory']}",
         f"- {env['os']}",
         f"- Python {env['python']}, SQLite {env['sqlite']}, "
-        f"redis-server {env['redis_server']} (private instance, loopback, no persistence)",
+        + (
+            "no redis-server (no Redis arm in this run)"
+            if str(env["redis_server"]).startswith("not started")
+            else f"redis-server {env['redis_server']} (private instance, loopback, no persistence)"
+        ),
         f"- load average (1/5/15 min) at start {env.get('loadavg_start', '?')}, "
         f"at end {env.get('loadavg_end', '?')} on {env['cores']} cores",
         "- packages: " + ", ".join(f"{k} {v}" for k, v in env["packages"].items()),
