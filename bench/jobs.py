@@ -8,7 +8,7 @@ its path in ``BENCH_MARKER_PATH``; it detects completion from the file's size
 (N x 64 bytes, polled with ``os.stat`` from the harness's own process) and verifies
 exactly-once by reading the records back (:mod:`bench.marker`).
 
-The marker costs ~2-5 µs a job here (measured in every run and printed with it), the
+The marker costs ~1.5-3 µs a job here (measured in every run and printed with it), the
 same for every arm. The Redis round-trip marker it replaces (pipelined INCR + SETBIT +
 RPUSH) cost ~85 µs and capped every arm near 3,000 jobs/s: the benchmark measured
 itself.
