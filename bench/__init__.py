@@ -5,4 +5,12 @@ smoke run, ``python -m bench run`` for the full suite, ``python -m bench report`
 regenerate ``BENCHMARKS.md`` from the latest full run. The published run uses
 ``.venv-bench`` (``make bench-venv``): every arm on one Python 3.12, because qler requires
 Python >= 3.12; on 3.11 the suite runs without the qler arms.
+
+Every arm runs the same job body (:mod:`bench.jobs`), which marks completion with one
+``os.write`` of a 64-byte record to the measurement's ``O_APPEND`` marker file; the
+harness (:mod:`bench.marker`) detects completion from the file's size, verifies that
+every job ran exactly once from the records, and measures the marker's own cost at the
+start of every run (``python -m bench.marker`` alone), checking it stays below 5% of the
+fastest arm's time per job. Results from before issue 16 used a Redis round-trip marker
+(~85 µs a job); each report names the marker its run used.
 """

@@ -2,10 +2,10 @@
 job and runs it with an in-process worker; prints ``done <wall time>`` when the job body
 has run. The harness times process start (just before spawning) to that instant.
 
-Deliberately not part of the ``bench`` package's import graph: the common job body's
-completion marker needs redis-py (~30 ms to import), which would be a cost of the
-harness, not of conveyor. Completion is the job's own timestamp instead; the job is
-verified by reading its result back.
+Deliberately not part of the ``bench`` package's import graph, so nothing of the harness
+is imported on the timed path: only conveyor and the stdlib. Completion is the job's own
+timestamp (not the suite's marker file); the job is verified by reading its result
+back.
 
 Usage: ``python bench/cold_start.py URL`` (the URL of a store with nothing in it).
 With ``--floor`` it only prints the time, so the same measurement gives the interpreter's

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench import jobs
+from bench import marker as marker_mod
+
 
 def arm_order(arms: list[str], iteration: int) -> list[str]:
     """Rotate the start position each iteration (deterministic; never ``hash()``, which
@@ -29,24 +32,45 @@ def pragma_parity(checks: dict[str, dict[str, Any]]) -> tuple[bool, list[str]]:
     return len(values) <= 1, lines
 
 
-def checklist(scale: dict[str, Any], checks: dict[str, dict[str, Any]]) -> list[str]:
-    """The checklist lines printed with every result."""
+def checklist(
+    scale: dict[str, Any], checks: dict[str, dict[str, Any]], marker: dict[str, Any] | None
+) -> list[str]:
+    """The checklist lines printed with every result (``marker``: the run's measured
+    marker entry, :func:`bench.marker.measure`)."""
     same, pragma_lines = pragma_parity(checks)
     defaults = [a for a in checks if a.endswith("-default")]
+    cost = (
+        f"measured alone in this run: {marker['cost_us_1proc']:.2f} µs a job from one "
+        f"process, {marker['cost_us_2proc']:.2f} µs from 2 processes writing at once"
+        if marker
+        else "not measured"
+    )
+    redis = any(c.get("storage") == "redis" for c in checks.values())
     return [
-        "Same machine, same run, same Python, one private redis-server (no persistence) "
-        "shared by every Redis arm and by the completion marker.",
-        "Same job body for every arm (bench/jobs.py): work, then one pipelined round trip "
-        "INCR counter + SETBIT seen[i] + RPUSH timings. Completion = the harness polls the "
-        "counter every 2 ms, for every arm.",
-        "Every run verified: counter == distinct jobs == N (duplicates and losses counted); "
-        "an unverified run is discarded (kept in the CSV with valid=False).",
+        "Same machine, same run, same Python"
+        + (
+            ", one private redis-server (no persistence) shared by every Redis arm; "
+            if redis
+            else "; no Redis arm, so no redis-server: "
+        )
+        + "the completion marker does not use Redis.",
+        f"Same job body for every arm (bench/jobs.py): work, then ONE os.write of a "
+        f"{jobs.RECORD.size}-byte record (index, t0, start, end, pid) to the "
+        "measurement's marker file, opened O_WRONLY|O_APPEND once per process (reopened "
+        "after fork). Completion = the harness stats the file's size every 2 ms from its "
+        "own process, for every arm; nothing polls the measured processes or their Redis.",
+        f"The marker is not what is measured: its cost ({cost}) must stay below "
+        f"{marker_mod.FAIR_SHARE:.0%} of the fastest arm's W1 time per job, checked "
+        "below (a FAIRNESS line when not).",
+        "Every run verified from the records: records == distinct indices == N, none "
+        "missing, none out of range, none torn (duplicates and losses counted); an "
+        "unverified run is discarded (kept in the CSV with valid=False).",
         f"SQLite PRAGMAs read back from each SQLite arm's own connection; identical: "
         f"{'yes' if same else 'NO'}.",
         *[f"  {line}" for line in pragma_lines],
         "Fresh producer process and fresh worker process per measurement; fresh Redis "
-        "(FLUSHALL) and a new SQLite file per measurement (created by `qler init` for "
-        "qler, its documented first step, untimed).",
+        "(FLUSHALL), a new SQLite file and a new, empty marker file per measurement (the "
+        "SQLite file created by `qler init` for qler, its documented first step, untimed).",
         f"Warm-up runs per scenario and arm: {scale['warmup']} (discarded); measured "
         f"iterations: {scale['iterations']}; tables show the median with min and max.",
         "Arm order rotates each iteration (start position shifts by one), not hash().",

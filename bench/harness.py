@@ -1,5 +1,6 @@
 """Processes the suite owns: its private redis-server, worker processes (with a psutil
-sampler over the whole process tree) and producer processes; plus the marker checks."""
+sampler over the whole process tree) and producer processes. The completion marker's
+harness side is :mod:`bench.marker`."""
 
 from __future__ import annotations
 
@@ -17,9 +18,6 @@ import time
 from typing import Any
 
 import psutil
-import redis
-
-from bench import jobs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -31,9 +29,12 @@ def free_port() -> int:
 
 
 class RedisServer:
-    """A private redis-server on a free loopback port, no persistence (never 6379)."""
+    """A private redis-server on a free loopback port, no persistence (never 6379): the
+    broker of the Redis arms. The completion marker does not use it (bench/marker.py)."""
 
     def __init__(self) -> None:
+        import redis  # only runs with a Redis arm need redis-py in the harness
+
         self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="bench-redis-")
         self.proc = subprocess.Popen(
@@ -56,7 +57,7 @@ class RedisServer:
             stderr=subprocess.DEVNULL,
         )
         self.url = f"redis://127.0.0.1:{self.port}"
-        self.client = redis.Redis(port=self.port, db=jobs.MARKER_DB)
+        self.client = redis.Redis(port=self.port)
         for _ in range(200):
             try:
                 self.client.ping()
@@ -213,45 +214,3 @@ def run_producer(spec: dict[str, Any], env: dict[str, str], timeout: float) -> d
         )
     result: dict[str, Any] = json.loads(lines[-1])
     return result
-
-
-def wait_count(
-    client: redis.Redis, n: int, timeout: float, worker: Worker | None = None
-) -> tuple[int, float]:
-    """Poll the shared counter every 2 ms (same for every arm) until it reaches ``n``."""
-    deadline = time.time() + timeout
-    done = 0
-    while time.time() < deadline:
-        done = int(client.get(jobs.COUNTER) or 0)
-        if done >= n:
-            return done, time.time()
-        if worker is not None and not worker.alive() and done < n:
-            time.sleep(0.05)  # a burst worker may exit just after its last INCR
-            done = int(client.get(jobs.COUNTER) or 0)
-            return done, time.time()
-        time.sleep(0.002)
-    return done, time.time()
-
-
-def verify(client: redis.Redis, n: int) -> dict[str, Any]:
-    """Exactly ``n`` distinct jobs ran, each once: counter == bitcount == n."""
-    done = int(client.get(jobs.COUNTER) or 0)
-    seen = int(client.bitcount(jobs.SEEN))
-    ok = done == n and seen == n
-    return {
-        "n": n,
-        "done": done,
-        "distinct": seen,
-        "duplicates": done - seen,
-        "lost": n - seen,
-        "valid": ok,
-    }
-
-
-def timings(client: redis.Redis) -> list[tuple[int, float, float, float]]:
-    """Per-job (i, t0, start, end) from the marker list."""
-    out = []
-    for raw in client.lrange(jobs.TIMES, 0, -1):
-        i, t0, start, end = raw.decode().split()
-        out.append((int(i), float(t0), float(start), float(end)))
-    return out

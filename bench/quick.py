@@ -3,10 +3,12 @@
 ``conveyor worker`` process, first job start to last job end).
 
 ``python -m bench.quick [--n 20000] [--backend sqlite|redis|both] [--repeat 1]``.
-Reuses the suite's harness (same job body, same marker, same verification) so the
-numbers match ``python -m bench run``. The harness starts its own ``redis-server`` on a
-free port (for the completion marker, and as the broker of the Redis arm). With
-``--repeat N`` every figure is the median of N runs (min and max shown).
+Reuses the suite's harness (same job body, same file-append completion marker, same
+verification) so the numbers match ``python -m bench run``; the marker's own cost is
+measured first and printed, with the fairness check against the W1 figures. The harness
+starts its own ``redis-server`` on a free port for the Redis backend only (the marker
+needs none). With ``--repeat N`` every figure is the median of N runs (min and max
+shown).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench import harness
+from bench import marker as marker_mod
 from bench import scenarios as sc
 
 ARMS = {"sqlite": "conveyor-sqlite", "redis": "conveyor-redis"}
@@ -47,11 +50,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=1, help="runs per figure (median)")
     args = p.parse_args(argv)
     backends = ["sqlite", "redis"] if args.backend == "both" else [args.backend]
-    server = harness.RedisServer()
+    server = harness.RedisServer() if "redis" in backends else None
     workdir = tempfile.mkdtemp(prefix="bench-quick-")
     ok = True
+    w1_rates: dict[str, float] = {}
     try:
-        os.environ["BENCH_REDIS_URL"] = server.url
+        marker = marker_mod.measure()
+        print(f"completion marker: {marker_mod.describe(marker)}")
+        if server is not None:
+            os.environ["BENCH_REDIS_URL"] = server.url
         ctx = sc.Ctx(redis=server, workdir=workdir, scale={"timeout": 300})
         for backend in backends:
             arm = ARMS[backend]
@@ -59,13 +66,18 @@ def main(argv: list[str] | None = None) -> int:
             e2 = _runs(args.repeat, sc.e2, ctx, arm, args.enqueue_n)
             w1 = _runs(args.repeat, sc.w1, ctx, arm, args.n)
             ok = ok and all(r.get("valid") for r in w1)
+            valid = [r["jobs_per_s"] for r in w1 if r.get("valid")]
+            if valid:
+                w1_rates[arm] = statistics.median(valid)
             print(f"conveyor {backend}, {harness.ROOT}, median of {args.repeat}")
             print(f"  single enqueue : {_median(e1)}  (n={args.enqueue_n})")
             print(f"  enqueue_many   : {_median(e2)}  (n={args.enqueue_n})")
             print(f"  W1 one worker  : {_median(w1)}  (n={args.n}, first start to last finish)")
-        return 0 if ok else 1
+        print(marker_mod.verdict(marker, w1_rates))
+        return 0 if ok and marker["intact"] else 1
     finally:
-        server.stop()
+        if server is not None:
+            server.stop()
         shutil.rmtree(workdir, ignore_errors=True)
 
 

@@ -20,7 +20,9 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from bench import arms as arm_registry
 from bench import environment, fairness, harness, report
+from bench import marker as marker_mod
 from bench import scenarios as sc
 
 FULL = {
@@ -40,6 +42,7 @@ FULL = {
     "warmup": 1,
     "timeout": 300,
     "idle_s": 3.0,
+    "marker_n": 100_000,  # records per process when the marker is measured alone
 }
 QUICK = {
     "E1": [200],
@@ -55,6 +58,7 @@ QUICK = {
     "warmup": 0,
     "timeout": 60,
     "idle_s": 0.5,
+    "marker_n": 100_000,
 }
 
 
@@ -143,12 +147,17 @@ def run(
     _compile_sources()
     # SIGTERM -> SystemExit, so the finally below stops our redis-server and workers.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    redis_server = harness.RedisServer()
-    # Arms build their worker command in this process (e.g. RQ's --url): same URL for all.
-    os.environ["BENCH_REDIS_URL"] = redis_server.url
+    # The broker of the Redis arms; a run of SQLite arms only needs no Redis at all.
+    redis_server = harness.RedisServer() if any(map(arm_registry.needs_redis, arms)) else None
+    if redis_server is not None:
+        # Arms build their worker command in this process (e.g. RQ's --url): one URL.
+        os.environ["BENCH_REDIS_URL"] = redis_server.url
     ctx = sc.Ctx(redis=redis_server, workdir=workdir, scale=scale)
     rows: dict[str, list[dict[str, Any]]] = {}
     try:
+        # The marker alone, before any arm runs (same box, same minute as the arms).
+        marker = marker_mod.measure(int(scale.get("marker_n", 100_000)))
+        console.print(f"completion marker: {marker_mod.describe(marker)}")
         checks = {}
         for a in arms:
             env = ctx.fresh_env(a)
@@ -166,7 +175,7 @@ def run(
         if "W3" in suites and "W1" not in suites:
             suites = ["W1", *suites]
         suites = sorted(suites, key=lambda x: ["E1", "E2", "W1", "W2", "W3", "W4", "W5"].index(x))
-        meta = {
+        meta: dict[str, Any] = {
             "stamp": stamp,
             "quick": quick,
             "overrides": overrides or {},
@@ -174,9 +183,12 @@ def run(
             "arms": arms,
             "scale": scale,
             "checks": checks,
-            "environment": environment.describe(redis_server.version),
+            "environment": environment.describe(
+                redis_server.version if redis_server else "not started (no Redis arm)"
+            ),
+            "marker": marker,
         }
-        meta["checklist"] = fairness.checklist(scale, checks)
+        meta["checklist"] = fairness.checklist(scale, checks, marker)
         for line in meta["checklist"]:
             console.print(f"[dim]- {line}[/dim]")
         for a, c in checks.items():
@@ -230,13 +242,22 @@ def run(
                         progress.advance(task)
                 if scen == "W1":
                     ctx.w1_capacity = _w1_capacity(rows.get("W1", []))
+                    marker["verdict"] = marker_mod.verdict(marker, ctx.w1_capacity)
+                    style = "red" if marker["verdict"].startswith("FAIRNESS") else "dim"
+                    progress.console.print(f"[{style}]{marker['verdict']}[/{style}]")
+        if "verdict" not in marker:
+            marker["verdict"] = marker_mod.verdict(marker, ctx.w1_capacity)
+        meta["checklist"].insert(3, f"  {marker['verdict']}")
         # Other tenants of the machine show up here; report them rather than hide them.
         meta["environment"]["loadavg_end"] = os.getloadavg()
         _write(outdir, rows, ctx.raw, meta)
         report.write_run_report(outdir)
+        if marker["verdict"].startswith("FAIRNESS"):
+            console.print(f"[red]{marker['verdict']}[/red]")
         console.print(f"results: {outdir}")
     finally:
-        redis_server.stop()
+        if redis_server is not None:
+            redis_server.stop()
         shutil.rmtree(workdir, ignore_errors=True)
     return outdir
 

@@ -12,37 +12,49 @@ import sys
 import time
 from typing import Any
 
-from bench import arms, harness
+from bench import arms, harness, jobs
+from bench.marker import MarkerFile
 
 
 @dataclasses.dataclass
 class Ctx:
-    """Everything a measurement needs: the suite's Redis, a scratch dir, the scale."""
+    """Everything a measurement needs: the suite's Redis (``None`` when no Redis arm
+    runs), a scratch dir, the scale, and the current measurement's marker file."""
 
-    redis: harness.RedisServer
+    redis: harness.RedisServer | None
     workdir: str
     scale: dict[str, Any]
     counter: int = 0
     w1_capacity: dict[str, float] = dataclasses.field(default_factory=dict)
     raw: list[tuple[str, list[dict[str, Any]]]] = dataclasses.field(default_factory=list)
+    marker: MarkerFile | None = None
 
     def fresh_env(self, arm: str, results: bool = False) -> dict[str, str]:
-        """A clean store per measurement: FLUSHALL Redis and a new SQLite file."""
-        self.redis.flushall()
+        """A clean store per measurement: FLUSHALL Redis, a new SQLite file and a new,
+        empty marker file."""
+        if self.redis is not None:
+            self.redis.flushall()
         self.counter += 1
         path = os.path.join(self.workdir, f"m{self.counter}.db")
+        if self.marker is not None:  # read by now; W1 at 100k jobs leaves 6.4 MB
+            os.unlink(self.marker.path)
+        self.marker = MarkerFile(os.path.join(self.workdir, f"m{self.counter}.marks"))
         env = dict(os.environ)
         env.update(
             {
                 "BENCH_VARIANT": arm,
-                "BENCH_REDIS_URL": self.redis.url,
                 "BENCH_SQLITE_PATH": path,
+                jobs.PATH_ENV: self.marker.path,
                 "BENCH_RESULTS": "1" if results else "0",
                 "PYTHONPATH": harness.ROOT,
                 "PYTHONUNBUFFERED": "1",
             }
         )
-        if "redis" in arm:
+        if self.redis is not None:
+            env["BENCH_REDIS_URL"] = self.redis.url
+        if arms.needs_redis(arm):
+            if self.redis is None:
+                raise RuntimeError(f"{arm} needs Redis, and this run started no redis-server")
             env["BENCH_CONVEYOR_URL"] = f"{self.redis.url}/0"
         else:
             # Explicit: conveyor's default is NORMAL too; spelled out so the PRAGMA set
@@ -85,17 +97,25 @@ def _pct(values: list[float], p: float) -> float:
     return s[k]
 
 
+def _marker(ctx: Ctx) -> MarkerFile:
+    assert ctx.marker is not None, "fresh_env() makes the measurement's marker file"
+    return ctx.marker
+
+
 def _finish(ctx: Ctx, worker: harness.Worker, n: int, timeout: float) -> dict[str, Any]:
-    """Wait for n completions, stop the worker, verify the count exactly."""
-    done, t_done = harness.wait_count(ctx.redis.client, n, timeout, worker)
+    """Wait for n completion records, stop the worker, verify them exactly."""
+    _, t_done = _marker(ctx).wait(n, timeout, worker.alive)
     cpu_done = worker.sample_now()[1] if worker.alive() else worker.cpu_at(t_done)
     worker.stop()
-    row = harness.verify(ctx.redis.client, n)
+    row = _marker(ctx).verify(n)
     row["cpu_at_done"] = cpu_done
     if not row["valid"]:
-        row["reason"] = f"expected {n}, counted {done}; worker log: " + " | ".join(
-            list(worker.tail)[-5:]
+        row["reason"] = (
+            f"expected jobs 0..{n - 1} once each; records {row['done']}, distinct "
+            f"{row['distinct']}, duplicates {row['duplicates']}, missing {row['lost']}, "
+            f"out of range {row['stray']}, torn {row['torn']}; worker log: "
         )
+        row["reason"] += " | ".join(list(worker.tail)[-5:])
     return row
 
 
@@ -119,7 +139,7 @@ def _throughput_run(
     harness.run_producer({"arm": arm, "action": "fill", "n": n, "kind": kind}, env, 600)
     worker = _worker(arm, env, concurrency, burst=True)
     row = _finish(ctx, worker, n, timeout=ctx.scale["timeout"])
-    t = harness.timings(ctx.redis.client)
+    t = _marker(ctx).timings()
     if not row["valid"] or not t:
         return row
     first = min(s for _, _, s, _ in t)
@@ -151,8 +171,10 @@ def w4(ctx: Ctx, arm: str, kind: str, concurrency: int, n: int) -> dict[str, Any
 def _warm(ctx: Ctx, arm: str, env: dict[str, str], worker: harness.Worker) -> bool:
     """Push a few jobs through a fresh long-running worker, then reset the marker."""
     harness.run_producer({"arm": arm, "action": "fill", "n": 5, "base": 0}, env, 120)
-    done, _ = harness.wait_count(ctx.redis.client, 5, 60, worker)
-    ctx.redis.client.flushdb()  # marker db only: the broker's data lives in db 0/1
+    done, _ = _marker(ctx).wait(5, 60, worker.alive)
+    # All 5 records are written; the worker keeps its O_APPEND descriptor, so after the
+    # truncation its next record lands at offset 0 of the emptied file.
+    _marker(ctx).reset()
     return done >= 5
 
 
@@ -210,7 +232,7 @@ def w3(ctx: Ctx, arm: str, fraction: float, iteration: int) -> dict[str, Any]:
     n = int(r["n"])
     row = _finish(ctx, worker, n, timeout=max(10.0, duration * 3))
     row.pop("cpu_at_done", None)
-    t = harness.timings(ctx.redis.client)
+    t = _marker(ctx).timings()
     row.update({"fraction": fraction, "rate": rate, "late_enqueues": r["late_enqueues"]})
     if not t:
         return row
@@ -257,7 +279,7 @@ def w5(ctx: Ctx, arm: str) -> dict[str, Any]:
     worker = _worker(arm, env, burst=True, verbose=True)
     row = _finish(ctx, worker, 1, timeout=60)
     row.pop("cpu_at_done", None)
-    t = harness.timings(ctx.redis.client)
+    t = _marker(ctx).timings()
     if t:
         row["first_job_done_ms"] = (t[0][3] - worker.started) * 1000
     row["ready_ms"] = (worker.ready_at - worker.started) * 1000 if worker.ready_at else float("nan")

@@ -65,6 +65,16 @@ def family_of(name: str) -> str:
     raise KeyError(f"unknown arm {name!r}; known: {', '.join(ALL)}")
 
 
+#: families whose every variant runs on Redis (the others say so in the variant's name)
+_REDIS_FAMILIES = ("celery_arm", "dramatiq_arm", "rq_arm")
+
+
+def needs_redis(name: str) -> bool:
+    """Does this arm use the suite's redis-server (as its broker)? Decided from the
+    catalogue, without importing the peer library. The completion marker never does."""
+    return family_of(name) in _REDIS_FAMILIES or "redis" in name
+
+
 def load(name: str) -> tuple[type[Arm], Variant]:
     """Import the arm's module and return its class and variant (may raise ImportError)."""
     module = importlib.import_module(f"bench.arms.{family_of(name)}")

@@ -4,8 +4,9 @@ Producer side (runs in a fresh producer process per measurement): ``open`` (conn
 outside every timed window), ``enqueue_one``, ``enqueue_batch``, ``round_trip``.
 Worker side: ``worker_cmd`` (a fresh worker process per measurement, started by the
 harness with ``subprocess.Popen``). Store side: ``store_init_cmd``, for a system whose
-documented set-up creates its store before any producer or worker opens it (qler). Completion is detected by the harness from the shared
-marker (:mod:`bench.jobs`), never by an arm.
+documented set-up creates its store before any producer or worker opens it (qler). Completion is detected by the harness from the
+measurement's marker file (written by :mod:`bench.jobs`, read by :mod:`bench.marker`),
+never by an arm.
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ Choices, each printed with the results:
   cache_size=-2000, busy_timeout=5000, plus the rest of sqler's own on-disk list
   (foreign_keys=ON, wal_autocheckpoint=1000) with mmap_size left at SQLite's 0. qler's
   defaults (sqler's ``on_disk``: cache 64 MB, mmap 256 MB) run as ``qler-default``.
-- **Job body**: the common ``run_job`` is synchronous (blocking redis-py), so the task is
-  ``@task(queue, sync=True)``, qler's documented way for sync functions
+- **Job body**: the common ``run_job`` is synchronous (a blocking ``os.write``), so the
+  task is ``@task(queue, sync=True)``, qler's documented way for sync functions
   (``asyncio.to_thread``); an ``async def`` calling it would block qler's event loop.
 - **Worker**: ``qler worker --app bench.arms.qler_arm:queue -c 4 --poll-interval 0.01``.
   ``-c 4`` is the README's example; the worker claims up to its free slots per claim.
@@ -25,7 +25,7 @@ Choices, each printed with the results:
   event cannot fire across processes); default first poll 0.5 s growing x1.5 to 5 s.
   Here ``poll_interval=0.001, max_interval=0.01``: Huey's consumer numbers again.
 - **No burst mode**: the qler worker runs until SIGTERM (graceful drain), which the
-  harness sends once the marker counter reaches N, as for every arm without one.
+  harness sends once the marker file holds N records, as for every arm without one.
 - **Store**: ``qler init --db FILE`` (the README's first step) creates each fresh file
   before the producer or the worker opens it, untimed (see ``store_init_cmd``).
 """
