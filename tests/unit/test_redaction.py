@@ -33,7 +33,10 @@ SECRET = "s3cret-ZQX"
         ("redis://:p@ss/wo?rd#x@cache:6379/0", "redis://:***@cache:6379/0"),  # unencoded
         (f"redis://:{SECRET}@cache/0?prefix=a@b", "redis://:***@cache/0?prefix=a@b"),
         (f"sqlite:///jobs.db?password={SECRET}", "sqlite:///jobs.db?password=***"),
-        (f"sqlite:///x.db?busy_timeout=5&token={SECRET}", "sqlite:///x.db?busy_timeout=5&token=***"),
+        (
+            f"sqlite:///x.db?busy_timeout=5&token={SECRET}",
+            "sqlite:///x.db?busy_timeout=5&token=***",
+        ),
         # nothing to hide: unchanged
         ("redis://cache:6379/0?prefix=a@b", "redis://cache:6379/0?prefix=a@b"),
         ("redis://user@cache:6379/0", "redis://user@cache:6379/0"),
