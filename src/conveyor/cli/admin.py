@@ -1,4 +1,4 @@
-"""``conveyor backup FILE`` (SQLite online backup) and ``conveyor check`` (integrity
+"""``conveyor backup FILE`` (SQLite online backup, written as a new 0600 file) and ``conveyor check`` (integrity
 audit; exit status 1 when anything is wrong).
 
 Example::
@@ -19,6 +19,7 @@ import click
 from conveyor.backends.base import IntegrityCheckParams
 from conveyor.cli.common import echo_json, open_app, store_options
 from conveyor.cli.output import Column, Output
+from conveyor.private_files import create_private
 
 
 @click.command("backup")
@@ -33,14 +34,21 @@ def backup(url: str | None, app_spec: str | None, path: str) -> None:
             f"backup is only available on the SQLite backend, not {backend.name}; "
             "back Redis up with its own tools (BGSAVE, replicas)"
         )
-    if os.path.exists(path):
+    if os.path.lexists(path):
         raise click.ClickException(f"{path} exists; choose a new file")
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise click.ClickException(f"no directory {directory} for the backup; create it first")
     try:
+        # Created here, 0600 and exclusively: SQLite would create it with the umask's
+        # mode (0644: the copy readable by every local user).
+        os.close(create_private(path))
+    except FileExistsError:
+        raise click.ClickException(f"{path} exists; choose a new file") from None
+    try:
         cast(Callable[[str], None], copy)(path)
     except sqlite3.Error as exc:
+        os.unlink(path)  # ours, and empty or half written: no file is better than a bad one
         raise click.ClickException(
             f"cannot write the backup to {path}: {exc}; is {directory} writable?"
         ) from exc
