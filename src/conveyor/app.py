@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 from conveyor.codec import DEFAULT_MAX_PAYLOAD_BYTES
 from conveyor.errors import ConfigurationError
 from conveyor.limits import LimitKey
+from conveyor.redaction import redacted
 from conveyor.retry import Backoff, RetryDelayHook
 from conveyor.task import Task, TaskOptions
 from conveyor.unique import UniqueKey
@@ -141,21 +142,6 @@ def _check_redis_address(url: str) -> None:
         raise ConfigurationError(f"the database in {shown!r} must be a number, as in /0")
 
 
-def redacted(url: str) -> str:
-    """``url`` with any password replaced by ``***``, for messages and logs.
-
-    Example:
-        >>> redacted("redis://:s3cret@cache:6379/0")
-        'redis://:***@cache:6379/0'
-    """
-    head, sep, rest = url.partition("://")
-    userinfo, at, host = rest.rpartition("@")
-    if not sep or not at or ":" not in userinfo:
-        return url
-    user = userinfo.split(":", 1)[0]
-    return f"{head}://{user}:***@{host}"
-
-
 def require_store(url: str) -> None:
     """Raise :class:`~conveyor.errors.StoreNotFound` unless the store at ``url`` exists.
 
@@ -217,7 +203,7 @@ class App:
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"<App {self.url} tasks={len(self.tasks)}>"
+        return f"<App {redacted(self.url)} tasks={len(self.tasks)}>"
 
     @property
     def url_explicit(self) -> bool:

@@ -256,7 +256,7 @@ def test_redis_url_is_printed_without_its_password(tmp_path: Path, spawn: Spawn)
         out = spawn("--burst", url=url)
         out.finish()
         assert out.proc.returncode == 0, out.text()
-        assert f" url=redis://127.0.0.1:{server.port}/0\n" in out.text(), out.text()
+        assert f" url=redis://:***@127.0.0.1:{server.port}/0\n" in out.text(), out.text()
         assert "s3cret-pw" not in out.text()
     finally:
         server.stop()

@@ -96,9 +96,7 @@ def test_text_lines_show_control_characters_escaped() -> None:
     # character (tab, ESC, C1, bidi overrides) escaped.
     message = "red \x1b[31m\ttab\x9b2J\u202enext\nline"
     record = logging.LogRecord("x", logging.INFO, "", 0, message, (), None)
-    assert TextFormatter().format(record).endswith(
-        "x: red \\x1b[31m\\ttab\\x9b2J\\u202enext\nline"
-    )
+    assert TextFormatter().format(record).endswith("x: red \\x1b[31m\\ttab\\x9b2J\\u202enext\nline")
 
 
 def test_json_lines_carry_event_fields_the_job_and_the_traceback() -> None:

@@ -73,9 +73,9 @@ def finish(
     return JobFinishParams(id=job_id, token=token, kind=kind, **kw)  # type: ignore[arg-type]
 
 
-def test_url_drops_password_and_keys_share_one_hash_tag(rb: RedisBackend, prefix: str) -> None:
+def test_url_hides_password_and_keys_share_one_hash_tag(rb: RedisBackend, prefix: str) -> None:
     other = RedisBackend(f"redis://:secret@127.0.0.1:1/0?prefix={prefix}")
-    assert "secret" not in other.url and other.url.startswith("redis://127.0.0.1:1/0")
+    assert "secret" not in other.url and other.url.startswith("redis://:***@127.0.0.1:1/0")
     insert(rb, "a")
     worker(rb)
     claim(rb)

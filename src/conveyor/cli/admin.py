@@ -1,5 +1,5 @@
-"""``conveyor backup FILE`` (SQLite online backup) and ``conveyor check`` (integrity
-audit; exit status 1 when anything is wrong).
+"""``conveyor backup FILE`` (SQLite online backup, written as a new 0600 file) and
+``conveyor check`` (integrity audit; exit status 1 when anything is wrong).
 
 Example::
 
@@ -30,14 +30,16 @@ def backup(url: str | None, app_spec: str | None, path: str) -> None:
             f"backup is only available on the SQLite backend, not {backend.name}; "
             "back Redis up with its own tools (BGSAVE, replicas)"
         )
-    if os.path.exists(path):
+    if os.path.lexists(path):
         raise click.ClickException(f"{path} exists; choose a new file")
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise click.ClickException(f"no directory {directory} for the backup; create it first")
     try:
-        backend.backup(path)
-    except sqlite3.Error as exc:
+        backend.backup(path)  # created 0600, exclusively
+    except FileExistsError:
+        raise click.ClickException(f"{path} exists; choose a new file") from None
+    except sqlite3.Error as exc:  # the backend removed its half-written file
         raise click.ClickException(
             f"cannot write the backup to {path}: {exc}; is {directory} writable?"
         ) from exc

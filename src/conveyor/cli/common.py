@@ -29,11 +29,11 @@ from conveyor.app import (
     check_url,
     load_app,
     parse_app_spec,
-    redacted,
     require_store,
 )
 from conveyor.cli.errors import explain
 from conveyor.errors import ConfigurationError
+from conveyor.redaction import redacted
 
 F = TypeVar("F", bound=Callable[..., Any])
 

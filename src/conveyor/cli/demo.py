@@ -24,6 +24,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from conveyor.redaction import redacted
 from conveyor.states import JobState
 
 
@@ -53,7 +54,7 @@ def demo(total: int, concurrency: int, keep: bool) -> None:
     sample.doomed.enqueue_many([(i,) for i in range(n_doomed)])
     enqueue_s = time.perf_counter() - started
     console.print(
-        f"[bold]conveyor demo[/]: {total} jobs enqueued into {app.url} in {enqueue_s * 1000:.0f} ms"
+        f"[bold]conveyor demo[/]: {total} jobs enqueued into {redacted(app.url)} in {enqueue_s * 1000:.0f} ms"
     )
 
     worker = Worker(app, queues=["default:3", "slow:1"], concurrency=concurrency).start()

@@ -114,7 +114,9 @@ def _unavailable(exc: BackendUnavailable) -> str:
         if type(cause).__name__ in _AUTH_ERRORS or any(
             base.__name__ in _AUTH_ERRORS for base in type(cause).__mro__
         ):
-            where = str(exc).split(" is unavailable", 1)[0]
+            # The backend's message says "authentication failed" itself; older wording
+            # ("is unavailable") is cut at the address, so either reads the same.
+            where = str(exc).split(" is unavailable", 1)[0].split(": authentication failed", 1)[0]
             return (
                 f"{where}: authentication failed ({cause}); put the password in the URL "
                 "as redis://:PASSWORD@host:port/db (or redis://USER:PASSWORD@...)"

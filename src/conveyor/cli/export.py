@@ -5,6 +5,9 @@ Example::
 
     conveyor export --format jsonl --state dead -o dead.jsonl
     conveyor export --format csv --queue mail > mail.csv
+
+A file written with ``-o`` is mode 0600 (an existing one is truncated and made 0600);
+with ``>`` the shell creates it, with the umask's mode.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from conveyor import records
 from conveyor.backends.base import JobCountParams, JobFilter, JobRecord
 from conveyor.cli.common import open_app, store_options
 from conveyor.cli.filters import filter_options, iter_jobs, job_dict
+from conveyor.private_files import create_private
 
 FIELDS = list(records.fields(JobRecord))
 
@@ -58,11 +62,7 @@ def export(
     backend = open_app(url, app_spec).backend
     total = backend.job_count(JobCountParams(job_filter))
     with contextlib.ExitStack() as stack:
-        out: IO[str] = (
-            stack.enter_context(open(output, "w", newline="", encoding="utf-8"))
-            if output
-            else sys.stdout
-        )
+        out: IO[str] = stack.enter_context(open_private(output)) if output else sys.stdout
         writer = csv.DictWriter(out, FIELDS) if fmt == "csv" else None
         if writer is not None:
             writer.writeheader()
@@ -80,6 +80,12 @@ def export(
                     _write(out, writer, job_dict(j))
                 out.flush()
                 progress.advance(bar, len(records))
+
+
+def open_private(path: str) -> IO[str]:
+    """``path`` for writing text, as a 0600 file (an export holds job arguments and
+    results); a FIFO or device (``-o /dev/stdout``) is written as it is."""
+    return open(create_private(path, exclusive=False), "w", newline="", encoding="utf-8")
 
 
 def _write(out: IO[str], writer: csv.DictWriter[str] | None, data: dict[str, Any]) -> None:

@@ -26,6 +26,7 @@ from conveyor.backends.base import (
 from conveyor.cli.common import echo_json, open_app, store_options
 from conveyor.cli.filters import filter_options, is_empty, job_dict
 from conveyor.cli.output import Column, Output, iso_time, utc_option
+from conveyor.redaction import redacted
 
 #: Fields of a job record that hold epoch timestamps (shown as ISO 8601).
 TIME_FIELDS = frozenset({"run_at", "created_at", "lease_until", "started_at", "finished_at"})
@@ -79,7 +80,7 @@ def jobs(
             ]
             for j in found
         ],
-        title=f"jobs — {backend.url}",
+        title=f"jobs — {redacted(backend.url)}",
         empty="no jobs" if is_empty(job_filter) and after is None else "no jobs match",
     )
     if next_after:

@@ -40,6 +40,7 @@ from conveyor.backends.base import (
     QueuePauseParams,
 )
 from conveyor.cli.common import valid_url
+from conveyor.redaction import redacted
 from conveyor.states import JobState
 
 #: What migrate moves: the work still to do, and the failures an operator may retry.
@@ -133,7 +134,7 @@ def migrate(
             )
         left = source.backend.job_count(JobCountParams(JobFilter(states=MOVED)))
         click.echo(
-            f"moved {moved} job(s) to {target.backend.url}"
+            f"moved {moved} job(s) to {redacted(target.backend.url)}"
             + (f"; {skipped} were already there (an earlier, interrupted run)" if skipped else "")
             + (f"; {left} left (rerun to go on)" if left else "")
         )

@@ -9,6 +9,7 @@ import click
 from conveyor.backends.base import JobListParams
 from conveyor.cli.common import age, echo_json, open_app, since, store_options
 from conveyor.cli.output import Column, Output, iso_time, utc_option
+from conveyor.redaction import redacted
 from conveyor.states import JobState
 
 STATES = [s.value for s in JobState]
@@ -31,7 +32,7 @@ def status(url: str | None, app_spec: str | None, as_json: bool, utc: bool) -> N
     if as_json:
         echo_json(
             {
-                "url": backend.url,
+                "url": redacted(backend.url),
                 "queues": [
                     {"queue": s.queue, "counts": s.counts, "oldest_ready_age": s.oldest_ready_age}
                     for s in stats
@@ -87,8 +88,8 @@ def status(url: str | None, app_spec: str | None, as_json: bool, utc: bool) -> N
             [s.queue, *[s.counts.get(st, 0) for st in STATES], age(s.oldest_ready_age)]
             for s in stats
         ],
-        title=f"queues — {backend.url}",
-        empty=f"no queues in {backend.url}",
+        title=f"queues — {redacted(backend.url)}",
+        empty=f"no queues in {redacted(backend.url)}",
     )
     out.table(
         [

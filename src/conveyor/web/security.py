@@ -6,13 +6,18 @@ The model, in the order a request meets it:
    hostile page cannot reach it through DNS rebinding (a name of theirs resolving to
    127.0.0.1 would still carry their name in ``Host``).
 2. **Token** (when set): ``Authorization: Bearer T``, or a cookie set by visiting any page
-   once with ``?token=T`` (the dashboard then redirects to drop it from the address bar).
-   Anything else gets 401. Binding beyond loopback without a token is refused at start
-   (:func:`check_bind`).
+   once with ``?token=T`` (the dashboard then redirects to the same page, on this host, to
+   drop it from the address bar). Anything else gets 401. Binding beyond loopback
+   without a token is refused at start (:func:`check_bind`). The cookie is named after
+   the port (``conveyor_token_8000``), because browsers send a host's cookies to every
+   port of it; and it holds an HMAC of the token, never the token, so another service on
+   the same host that receives it learns nothing it could use elsewhere.
 3. **Actions** are POST only, and need both a same-origin ``Origin`` (or, when a browser
    sends none, ``Referer``) and a CSRF token: a random per-browser nonce in a
    ``SameSite=Strict`` cookie, and in the form its HMAC under a per-app secret (the
    "signed double-submit cookie"). Failing either gets 403.
+4. **Headers** on every answer: a CSP allowing only the dashboard's own scripts, styles
+   and form targets (``form-action 'self'``, ``base-uri 'none'``), no framing, no sniffing.
 
 Example:
     >>> check_bind("127.0.0.1", None)
@@ -27,7 +32,7 @@ import hashlib
 import hmac
 import ipaddress
 import secrets
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, quote, urlsplit
 
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
@@ -36,7 +41,7 @@ from starlette.types import ASGIApp
 
 from conveyor.errors import ConfigurationError
 
-TOKEN_COOKIE = "conveyor_token"
+TOKEN_COOKIE = "conveyor_token"  # the prefix: the name ends with the port (token_cookie)
 CSRF_COOKIE = "conveyor_csrf"
 CSRF_FIELD = "csrf"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -44,7 +49,10 @@ LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 
 # A strict CSP is cheap here: every script and style is served by the dashboard itself.
 SECURITY_HEADERS = {
-    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
+    "Content-Security-Policy": (
+        "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; "
+        "form-action 'self'; base-uri 'none'"
+    ),
     "X-Frame-Options": "DENY",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "same-origin",
@@ -67,8 +75,9 @@ def check_bind(host: str, token: str | None) -> None:
     if not is_loopback(host) and not token:
         raise ConfigurationError(
             f"refusing to bind the dashboard to {host} without a token: anyone who can "
-            "reach that address could retry, cancel and delete jobs. Pass --token "
-            "(or $CONVEYOR_DASHBOARD_TOKEN), or bind to 127.0.0.1 and use an SSH tunnel."
+            "reach that address could retry, cancel and delete jobs. Set "
+            "$CONVEYOR_DASHBOARD_TOKEN (or pass --token-file FILE), or bind to 127.0.0.1 "
+            "and use an SSH tunnel."
         )
 
 
@@ -81,14 +90,16 @@ class Guard:
 
     def csrf_for(self, nonce: str) -> str:
         """The form value that proves a page was rendered for the browser holding ``nonce``."""
-        return hmac.new(self._secret, nonce.encode(), hashlib.sha256).hexdigest()
+        return hmac.new(self._secret, _bytes(nonce), hashlib.sha256).hexdigest()
+
+    def session_value(self) -> str:
+        """What the login cookie holds: derived from the token, so it survives a restart
+        of the dashboard but does not reveal the token (which also works as a Bearer)."""
+        assert self.token is not None
+        return hmac.new(_bytes(self.token), b"conveyor-dashboard-cookie", "sha256").hexdigest()
 
     def token_ok(self, given: str | None) -> bool:
-        return (
-            self.token is not None
-            and given is not None
-            and hmac.compare_digest(given.encode(), self.token.encode())
-        )
+        return self.token is not None and given is not None and _same(given, self.token)
 
     def authorized(self, request: Request) -> bool:
         if self.token is None:
@@ -96,13 +107,54 @@ class Guard:
         auth = request.headers.get("authorization", "")
         if auth.lower().startswith("bearer ") and self.token_ok(auth[7:].strip()):
             return True
-        return self.token_ok(request.cookies.get(TOKEN_COOKIE))
+        cookie = request.cookies.get(token_cookie(request))
+        return cookie is not None and _same(cookie, self.session_value())
 
     def csrf_ok(self, request: Request, submitted: str | None) -> bool:
-        nonce = request.cookies.get(CSRF_COOKIE)
+        nonce = request.cookies.get(csrf_cookie(request))
         if not nonce or not submitted:
             return False
-        return hmac.compare_digest(self.csrf_for(nonce), submitted)
+        return _same(self.csrf_for(nonce), submitted)
+
+
+def _bytes(text: str) -> bytes:
+    # Any text a client sends (non-ASCII, lone surrogates) must compare, never raise.
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _same(given: str, expected: str) -> bool:
+    """Constant-time comparison of two texts of any characters."""
+    return hmac.compare_digest(_bytes(given), _bytes(expected))
+
+
+def _port(request: Request) -> int:
+    """The port this dashboard was reached on (the socket's, else the Host header's)."""
+    server = request.scope.get("server")
+    if server and server[1] is not None:
+        return int(server[1])
+    return request.url.port or (443 if request.url.scheme == "https" else 80)
+
+
+def token_cookie(request: Request) -> str:
+    """``conveyor_token_<port>``: a dashboard on another port of the same host keeps its own."""
+    return f"{TOKEN_COOKIE}_{_port(request)}"
+
+
+def csrf_cookie(request: Request) -> str:
+    """``conveyor_csrf_<port>``, for the same reason as :func:`token_cookie`."""
+    return f"{CSRF_COOKIE}_{_port(request)}"
+
+
+def local_path(request: Request) -> str:
+    """The request's path and query (without ``token``), as a target that stays on this
+    host: leading slashes and backslashes collapse to one, so ``//evil.example/`` can
+    never become a protocol-relative redirect to another site.
+
+    Example: ``GET //evil.example/?token=T&a=1`` redirects to ``/evil.example/?a=1``.
+    """
+    target = request.url.remove_query_params("token")
+    path = "/" + quote(target.path.lstrip("/\\"), safe="/:@!$&'()*+,;=-._~")
+    return path + (f"?{target.query}" if target.query else "")
 
 
 def same_origin(request: Request) -> bool:
@@ -132,24 +184,21 @@ class SecurityMiddleware(BaseHTTPMiddleware):
         login = request.query_params.get("token")
         if login is not None:
             # Logged in by ?token=: keep it in a cookie, drop it from the address bar.
-            target = request.url.remove_query_params("token")
-            response: Response = RedirectResponse(
-                str(target.path) + (f"?{target.query}" if target.query else ""), status_code=303
-            )
+            response: Response = RedirectResponse(local_path(request), status_code=303)
             response.set_cookie(
-                TOKEN_COOKIE,
-                login,
+                token_cookie(request),
+                self.guard.session_value(),
                 httponly=True,
                 samesite="strict",
                 secure=request.url.scheme == "https",
             )
             return _with_headers(response)
-        nonce = request.cookies.get(CSRF_COOKIE) or secrets.token_urlsafe(24)
+        nonce = request.cookies.get(csrf_cookie(request)) or secrets.token_urlsafe(24)
         request.state.csrf = self.guard.csrf_for(nonce)
         response = await call_next(request)
-        if request.cookies.get(CSRF_COOKIE) != nonce:
+        if request.cookies.get(csrf_cookie(request)) != nonce:
             response.set_cookie(
-                CSRF_COOKIE,
+                csrf_cookie(request),
                 nonce,
                 httponly=True,
                 samesite="strict",

@@ -9,11 +9,16 @@ Example (what every action looks like)::
     async def job_action(request):
         state = dashboard(request)
         await run_in_threadpool(apply_action, state.backend, "retry", [job_id])
-        return RedirectResponse(f"/jobs/{job_id}?flash=...", status_code=303)
+        return RedirectResponse(f"/jobs/{job_id}?flash=retried", status_code=303)
+
+``flash`` is never shown as given: it is a code of :data:`FLASH` (or a bulk result, an
+action and two counts), and the page shows the server's own text for it; anything else
+shows nothing, so a crafted link cannot put words on the dashboard.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from urllib.parse import quote, urlencode
 
@@ -21,6 +26,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
+from conveyor.redaction import redacted
 from conveyor.web import pages
 from conveyor.web.assets import CSS, JS
 from conveyor.web.html import esc, layout
@@ -41,6 +47,38 @@ from conveyor.web.state import DashboardState
 
 MAX_PAGE = 500
 
+#: Flash codes an action redirects with, and the text each shows (nothing else is shown).
+FLASH = {
+    "retried": "Job retried.",
+    "cancelled": "Job cancelled.",
+    "deleted": "Job deleted.",
+    "not-retried": "The job was not retried (its state changed?).",
+    "not-cancelled": "The job was not cancelled (its state changed?).",
+    "not-deleted": "The job was not deleted (its state changed?).",
+    "paused": "Queue paused.",
+    "resumed": "Queue resumed.",
+}
+#: A bulk result: ``retry-3-of-5`` shows "Retry: 3 of 5 matching jobs changed."
+_BULK_FLASH = re.compile(r"(retry|cancel|delete)-(\d{1,9})-of-(\d{1,9})")
+
+
+def flash_text(code: str | None) -> str | None:
+    """The text for a flash code; None for a missing or unknown one (never the code).
+
+    Example:
+        >>> flash_text("retried"), flash_text("delete-2-of-3"), flash_text("<b>hi</b>")
+        ('Job retried.', 'Delete: 2 of 3 matching jobs changed.', None)
+    """
+    if not code:
+        return None
+    if code in FLASH:
+        return FLASH[code]
+    bulk = _BULK_FLASH.fullmatch(code)
+    if bulk is None:
+        return None
+    action, done, total = bulk.groups()
+    return f"{pages.ACTION_LABELS[action]}: {int(done)} of {int(total)} matching jobs changed."
+
 
 def dashboard(request: Request) -> DashboardState:
     state: DashboardState = request.app.state.dashboard
@@ -56,12 +94,12 @@ def _render(
     refresh: bool = False,
     status_code: int = 200,
 ) -> HTMLResponse:
-    flash = request.query_params.get("flash")
+    flash = flash_text(request.query_params.get("flash"))
     page = layout(
         title,
         body,
         active=active,
-        store=dashboard(request).backend.url,
+        store=redacted(dashboard(request).backend.url),
         refresh=refresh,
         flash=flash,
     )
@@ -121,11 +159,17 @@ async def job_detail(request: Request) -> Response:
     return _render(request, f"Job {job_id}", body, active="/jobs")
 
 
+#: What a job id may look like to be echoed on the "not found" page (ULIDs, and the
+#: ids users give); anything else from the address bar is not shown.
+_SHOWN_ID = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+
+
 def _not_found(request: Request, job_id: str) -> Response:
+    shown = f" <code>{esc(job_id)}</code>" if _SHOWN_ID.fullmatch(job_id) else ""
     return _render(
         request,
         "Not found",
-        f'<h1>No job {esc(job_id)}</h1><p><a href="/jobs">Back to jobs</a></p>',
+        f'<h1>No such job{shown}</h1><p><a href="/jobs">Back to jobs</a></p>',
         active="/jobs",
         status_code=404,
     )
@@ -137,12 +181,12 @@ async def job_action(request: Request) -> Response:
     backend = dashboard(request).backend
     job_id, action = request.path_params["job_id"], request.path_params["action"]
     if action not in ACTION_STATES:
-        return PlainTextResponse(f"unknown action {action!r}", status_code=404)
+        return PlainTextResponse("unknown action", status_code=404)
     found = await run_in_threadpool(backend.job_get_many, [job_id])
     if not found:
         return _not_found(request, job_id)
     job = found[0]
-    verb = {"retry": "retried", "cancel": "cancelled", "delete": "deleted"}[action]
+    verb = {"retry": "retried", "cancel": "cancelled", "delete": "deleted"}[action]  # FLASH codes
     page = f"/jobs/{quote(job_id, safe='')}"
     if job.state not in ACTION_STATES[action]:
         message = f"Job {job_id} is {job.state.value}: {action} does not apply, nothing done."
@@ -151,9 +195,7 @@ async def job_action(request: Request) -> Response:
         )
         return _render(request, "Not applicable", body, active="/jobs", status_code=409)
     done = await run_in_threadpool(apply_action, backend, action, [job_id])
-    flash = (
-        f"Job {job_id} {verb}." if done else f"Job {job_id} was not {verb} (its state changed?)."
-    )
+    flash = verb if done else f"not-{verb}"
     target = "/jobs" if action == "delete" and done else page
     return RedirectResponse(f"{target}?{urlencode({'flash': flash})}", status_code=303)
 
@@ -162,7 +204,7 @@ async def bulk_confirm(request: Request) -> Response:
     backend = dashboard(request).backend
     action = request.query_params.get("action", "")
     if action not in ACTION_STATES:
-        return PlainTextResponse(f"unknown action {action!r}", status_code=404)
+        return PlainTextResponse("unknown action", status_code=404)
     query = JobQuery.from_params(request.query_params)
     if not action_states(action, query):
         body = pages.not_applicable_page(action, query)
@@ -180,7 +222,7 @@ async def bulk_action(request: Request) -> Response:
     fields = await form_fields(request)
     action = fields.get("action", "")
     if action not in ACTION_STATES:
-        return PlainTextResponse(f"unknown action {action!r}", status_code=404)
+        return PlainTextResponse("unknown action", status_code=404)
     query = JobQuery.from_params(fields)
     if not action_states(action, query):
         body = pages.not_applicable_page(action, query)
@@ -193,7 +235,7 @@ async def bulk_action(request: Request) -> Response:
         )
         return _render(request, "Confirm", body, active="/jobs", status_code=409)
     done = await run_in_threadpool(apply_action, backend, action, ids)
-    flash = f"{pages.ACTION_LABELS[action]}: {done} of {len(ids)} matching jobs changed."
+    flash = f"{action}-{done}-of-{len(ids)}"
     return RedirectResponse(
         f"/jobs?{urlencode({**query.to_params(), 'flash': flash})}", status_code=303
     )
@@ -203,9 +245,9 @@ async def queue_action(request: Request) -> Response:
     backend = dashboard(request).backend
     queue, action = request.path_params["queue"], request.path_params["action"]
     if action not in ("pause", "resume"):
-        return PlainTextResponse(f"unknown action {action!r}", status_code=404)
+        return PlainTextResponse("unknown action", status_code=404)
     await run_in_threadpool(set_paused, backend, queue, action == "pause")
-    flash = f"Queue {queue} {'paused' if action == 'pause' else 'resumed'}."
+    flash = "paused" if action == "pause" else "resumed"
     return RedirectResponse(f"/?{urlencode({'flash': flash})}", status_code=303)
 
 

@@ -8,6 +8,12 @@ Example:
     ... except BackendUnavailable as exc:
     ...     print(exc)
     Redis at redis://localhost:1/0 is unavailable (ConnectionError: refused); retry once it is back
+    >>> try:
+    ...     with guard:
+    ...         raise redis.exceptions.AuthenticationError("invalid password")
+    ... except BackendUnavailable as exc:
+    ...     print(str(exc).split(";")[0])
+    Redis at redis://localhost:1/0: authentication failed (invalid password)
 """
 
 from __future__ import annotations
@@ -58,6 +64,12 @@ class Unavailable:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        if isinstance(exc, redis.exceptions.AuthenticationError):
+            # A ConnectionError to redis-py, but not an outage: waiting will not fix it.
+            raise BackendUnavailable(
+                f"Redis at {self.url}: authentication failed ({exc}); put the password in "
+                "the URL as redis://:PASSWORD@host:port/db (or redis://USER:PASSWORD@...)"
+            ) from exc
         if exc is not None and isinstance(exc, UNAVAILABLE):
             raise BackendUnavailable(
                 f"Redis at {self.url} is unavailable ({type(exc).__name__}: {exc}); "

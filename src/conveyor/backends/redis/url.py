@@ -9,7 +9,7 @@ Options (query string, removed before the URL reaches redis-py):
 Example:
     >>> o = parse_redis_url("redis://:secret@localhost:6379/0?prefix=app&result_ttl=60")
     >>> o.prefix, o.result_ttl, o.cluster, o.safe_url
-    ('app', 60, False, 'redis://localhost:6379/0?prefix=app&result_ttl=60')
+    ('app', 60, False, 'redis://:***@localhost:6379/0?prefix=app&result_ttl=60')
     >>> o.client_url
     'redis://:secret@localhost:6379/0'
 """
@@ -20,6 +20,7 @@ import dataclasses
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from conveyor.errors import ConfigurationError
+from conveyor.redaction import redacted
 
 DEFAULT_PREFIX = "conveyor"
 DEFAULT_RESULT_TTL = 7 * 24 * 3600
@@ -30,7 +31,7 @@ _FALSE = {"0", "false", "no", "off", ""}
 @dataclasses.dataclass(frozen=True, slots=True)
 class RedisOptions:
     client_url: str  # what redis-py gets (password kept, conveyor options removed)
-    safe_url: str  # what conveyor shows (password removed, options kept)
+    safe_url: str  # what conveyor shows (secrets masked by redacted(), options kept)
     prefix: str
     result_ttl: int
     cluster: bool
@@ -48,25 +49,11 @@ def parse_redis_url(url: str) -> RedisOptions:
     try:
         result_ttl = int(ours.get("result_ttl", DEFAULT_RESULT_TTL))
     except ValueError:
-        raise ConfigurationError(f"result_ttl must be whole seconds in {_redact(url)!r}") from None
+        raise ConfigurationError(f"result_ttl must be whole seconds in {redacted(url)!r}") from None
     if result_ttl <= 0:
         raise ConfigurationError("result_ttl must be positive")
     flag = ours.get("cluster", "0").lower()
     if flag not in _TRUE | _FALSE:
         raise ConfigurationError(f"cluster must be 1 or 0, not {flag!r}")
     client_url = urlunsplit(parts._replace(query=urlencode(rest)))
-    return RedisOptions(client_url, _redact(url), prefix, result_ttl, flag in _TRUE)
-
-
-def _redact(url: str) -> str:
-    """The URL without its password (the user name, if any, is kept)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if ":" in host:  # IPv6 literal
-        host = f"[{host}]"
-    netloc = f"{parts.username}@{host}" if parts.username else host
-    if parts.port is not None:
-        netloc += f":{parts.port}"
-    return urlunsplit(parts._replace(netloc=netloc))
+    return RedisOptions(client_url, redacted(url), prefix, result_ttl, flag in _TRUE)

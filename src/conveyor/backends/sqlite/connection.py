@@ -20,6 +20,8 @@ import sqlite3
 from urllib.parse import parse_qs, quote, urlsplit
 
 from conveyor.errors import ConfigurationError, StoreNotFound
+from conveyor.private_files import make_store_private
+from conveyor.redaction import redacted
 
 #: 1: core tables. 2: ops (queues, job logs). 3: flow control (progress, unique,
 #: workflows, limits, periodic). Each step is idempotent and applied in order.
@@ -46,14 +48,14 @@ def parse_sqlite_url(url: str) -> SQLiteTarget:
     """Turn a ``sqlite://`` URL into a :class:`SQLiteTarget`."""
     parts = urlsplit(url)
     if parts.scheme != "sqlite":
-        raise ConfigurationError(f"not a sqlite URL: {url!r}")
+        raise ConfigurationError(f"not a sqlite URL: {redacted(url)!r}")
     raw = parts.path[1:] if parts.path.startswith("/") else parts.path
     if parts.netloc:
         raise ConfigurationError(
-            f"sqlite URL {url!r} has a host; use sqlite:///relative.db or sqlite:////abs.db"
+            f"sqlite URL {redacted(url)!r} has a host; use sqlite:///relative.db or sqlite:////abs.db"
         )
     if not raw:
-        raise ConfigurationError(f"sqlite URL {url!r} names no file")
+        raise ConfigurationError(f"sqlite URL {redacted(url)!r} names no file")
     query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
     sync = query.pop("synchronous", "NORMAL").upper()
     if sync not in _SYNC_MODES:
@@ -72,6 +74,7 @@ def open_connection(target: SQLiteTarget) -> sqlite3.Connection:
     """Open, configure and migrate. The file is created readable by its owner only."""
     if not target.is_memory:
         _create_private_file(target.path)
+        make_store_private(target.path)  # an existing 0644 store (and its -wal/-shm)
     conn = sqlite3.connect(
         target.path,
         isolation_level=None,  # we issue BEGIN IMMEDIATE ourselves

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -50,6 +51,7 @@ from conveyor.backends.sqlite import rows
 from conveyor.backends.sqlite.connection import load_query
 from conveyor.backends.sqlite.filter_sql import filter_sql
 from conveyor.errors import ConveyorError
+from conveyor.private_files import create_private
 from conveyor.rules import WAS_DELETED
 from conveyor.states import FINISHED_STATES, JobState
 
@@ -215,13 +217,22 @@ class SQLiteOpsMixin:
 
     def backup(self, path: str, progress: Callable[[int, int], None] | None = None) -> None:
         """Online copy of the whole database into ``path`` (``sqlite3.Connection.backup``):
-        consistent, and writers are only paused between page batches.
+        consistent, and writers are only paused between page batches. ``path`` must not
+        exist (``FileExistsError``); it is created 0600, and removed again if the copy
+        fails.
 
         Example::
 
             app.backend.backup("/backups/jobs-2026-11-30.db")
         """
-        target = sqlite3.connect(path)
+        # Created here, 0600 and exclusively: SQLite would create it with the umask's
+        # mode (0644: the copy of every job's arguments readable by every local user).
+        os.close(create_private(path))
+        try:
+            target = sqlite3.connect(path)
+        except BaseException:
+            os.unlink(path)
+            raise
         try:
 
             def step(status: int, remaining: int, total: int) -> None:
@@ -230,8 +241,11 @@ class SQLiteOpsMixin:
 
             with self._lock:
                 self._conn.backup(target, pages=1024, progress=step)
-        finally:
+        except BaseException:
             target.close()
+            os.unlink(path)  # ours, and empty or half written: no file beats a bad one
+            raise
+        target.close()
 
     # -- throughput history (the dashboard's chart) --------------------------------------
 
