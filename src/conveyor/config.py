@@ -152,7 +152,7 @@ def _queues(value: Any) -> Any:
             name, _, weight = item.partition(":")
             if weight and not (weight.isdigit() and int(weight) >= 1):
                 raise ValueError(expected + f" (bad weight in {item!r})")
-            specs.append(item)
+            specs.append(f"{name.strip()}:{weight or 1}")
     elif isinstance(value, dict) and value:
         for name, weight in value.items():
             if isinstance(weight, bool) or not isinstance(weight, int) or weight < 1:

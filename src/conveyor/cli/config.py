@@ -125,7 +125,8 @@ def config_command(
     if queues.value is None and app_setting is not None:
         from conveyor.worker.eventlog import default_queue_specs
 
-        settings["queues"] = config.Setting(default_queue_specs(app), "default (the app's queues)")
+        specs = [f"{name}:1" for name in default_queue_specs(app)]
+        settings["queues"] = config.Setting(specs, "default (the app's queues)")
     rows: dict[str, config.Setting] = {
         "app": app_setting or config.Setting(None, "not set"),
         "url": config.Setting(redacted(app.url), app.url_source),
