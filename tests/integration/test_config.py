@@ -217,3 +217,43 @@ def test_enqueue_takes_its_app_and_store_from_the_files(project: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     app = conveyor.App(f"sqlite:///{project / 'from-pyproject.db'}")
     assert app.job(proc.stdout.strip()).refresh().queue == "mail"
+
+
+def _in_terminal(project: Path, *args: str, columns: int) -> str:
+    """What ``conveyor ARGS`` writes to a pseudo terminal COLUMNS wide."""
+    import fcntl
+    import os
+    import struct
+    import termios
+
+    from tests.integration.cli_run import CONVEYOR
+
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    proc = subprocess.Popen(
+        [str(CONVEYOR), *args], cwd=project, env=clean_env(), stdin=subprocess.DEVNULL,
+        stdout=slave, stderr=slave,
+    )  # fmt: skip
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    assert proc.wait(30) == 0, b"".join(chunks)
+    return b"".join(chunks).decode().replace("\r\n", "\n")
+
+
+def test_config_in_a_narrow_terminal_prints_whole_values(project: Path) -> None:
+    long_url = "sqlite:///" + "very-long-directory-name/" * 4 + "jobs.db"
+    (project / "conveyor.toml").write_text(f'app = "service:app"\nurl = "{long_url}"\n')
+    shown = _in_terminal(project, "config", "-C", "conveyor.toml", columns=40)
+    assert "\x1b[" not in shown  # plain text, as through a pipe
+    piped = run_cli("config", "-C", "conveyor.toml", cwd=project).stdout
+    assert shown == piped  # nothing cut or wrapped to fit the terminal
+    assert f"url                          {long_url}  conveyor.toml" in shown
