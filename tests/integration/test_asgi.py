@@ -29,6 +29,7 @@ import conveyor.contrib.asgi
 from conveyor.states import JobState
 from tests.integration.cli_run import clean_env
 from tests.integration.conftest import wait_for
+from tests.support.redis_server import isolated_url
 
 
 @contextlib.asynccontextmanager
@@ -94,10 +95,15 @@ def make_api(app: conveyor.App, **options: Any) -> FastAPI:
     return api
 
 
+@pytest.fixture(params=["sqlite", pytest.param("redis", marks=pytest.mark.redis)])
+def store_url(request: pytest.FixtureRequest, sqlite_url: str) -> str:
+    return sqlite_url if request.param == "sqlite" else isolated_url(request)
+
+
 def test_an_endpoint_enqueues_and_the_embedded_worker_runs_it_on_the_server_loop(
-    sqlite_url: str,
+    store_url: str,
 ) -> None:
-    app = conveyor.App(sqlite_url)
+    app = conveyor.App(store_url)
     api = make_api(app, concurrency=4)
 
     async def scenario() -> tuple[Any, Any, bool]:

@@ -14,6 +14,7 @@ import conveyor
 from conveyor.states import JobState
 from tests.integration.cli_run import CONVEYOR, assert_one_error, clean_env
 from tests.integration.cli_run import conveyor as run_cli
+from tests.support.redis_server import isolated_url
 
 TASKS = """
 import conveyor
@@ -164,3 +165,21 @@ def test_wait_gives_up_after_the_timeout_and_leaves_the_job(project: Path) -> No
     job_id = proc.stdout.strip()
     assert_one_error(proc, 1, f"job {job_id} not finished after 0.3 s", "queued")
     assert _app(project).job(job_id).status is JobState.QUEUED
+
+
+@pytest.mark.redis
+def test_on_redis_the_same_commands_enqueue_and_wait(
+    project: Path, request: pytest.FixtureRequest
+) -> None:
+    url = isolated_url(request)
+    proc = run_cli(
+        "enqueue", "greet", "--app", "tasks:app", "--url", url, "--args", '["cy"]', cwd=project
+    )
+    assert proc.returncode == 0, proc.stderr
+    worker = run_cli("worker", "tasks:app", "--url", url, "--burst", cwd=project)
+    assert worker.returncode == 0, worker.stderr
+    app = conveyor.App(url)
+    assert app.job(proc.stdout.strip()).result(timeout=10) == {"text": "hello cy!"}
+    wrong = run_cli("enqueue", "greet", "--app", "tasks:app", "--url", url, cwd=project)
+    assert_one_error(wrong, 2, "missing 1 required positional argument: 'name'")
+    app.close()
