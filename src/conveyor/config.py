@@ -215,6 +215,8 @@ def load_file(path: str | os.PathLike[str]) -> Layer:
     if suffix not in (".toml", ".json"):
         raise ConfigFileError(f"{where}: a config file must end in .toml or .json")
     data = _read(where, suffix)
+    if Path(where).name == PYPROJECT:  # -C some/other/pyproject.toml: its [tool.conveyor]
+        return _pyproject_layer(data, where) or Layer(source=where)
     return _layer(data, where, prefix="")
 
 
@@ -224,14 +226,17 @@ def load_pyproject(directory: str | os.PathLike[str] | None = None) -> Layer | N
     path = Path(directory or os.getcwd()) / PYPROJECT
     if not path.is_file():
         return None
-    data = _read(PYPROJECT, ".toml", path)
+    return _pyproject_layer(_read(PYPROJECT, ".toml", path), PYPROJECT)
+
+
+def _pyproject_layer(data: Mapping[str, Any], where: str) -> Layer | None:
     tool = data.get("tool", {})
     table = tool.get("conveyor") if isinstance(tool, dict) else None
     if table is None:
         return None
     if not isinstance(table, dict):
-        raise ConfigFileError(f"{PYPROJECT}: tool.conveyor must be a table")
-    return _layer(table, PYPROJECT, prefix="tool.conveyor.")
+        raise ConfigFileError(f"{where}: tool.conveyor must be a table")
+    return _layer(table, where, prefix="tool.conveyor.")
 
 
 def _read(where: str, suffix: str, path: Path | None = None) -> dict[str, Any]:
@@ -301,6 +306,9 @@ def _shown(value: Any) -> str:
 def layers(config_file: str | None, directory: str | None = None) -> list[Layer]:
     """The files that apply, strongest first: the ``-C`` file, then pyproject.toml."""
     found = [load_file(config_file)] if config_file else []
+    here = Path(directory or os.getcwd()) / PYPROJECT
+    if config_file and Path(config_file).resolve() == here.resolve():
+        return found  # -C ./pyproject.toml: the same table, read once
     pyproject = load_pyproject(directory)
     if pyproject is not None:
         found.append(pyproject)

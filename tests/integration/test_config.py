@@ -257,3 +257,11 @@ def test_config_in_a_narrow_terminal_prints_whole_values(project: Path) -> None:
     piped = run_cli("config", "-C", "conveyor.toml", cwd=project).stdout
     assert shown == piped  # nothing cut or wrapped to fit the terminal
     assert f"url                          {long_url}  conveyor.toml" in shown
+
+
+def test_dash_c_takes_another_projects_pyproject_table(project: Path) -> None:
+    (project / "deploy").mkdir()
+    (project / "deploy" / "pyproject.toml").write_text(PYPROJECT)
+    shown = effective(project, "-C", "deploy/pyproject.toml")
+    assert shown["files"] == ["deploy/pyproject.toml [tool.conveyor]"]
+    assert shown["worker"]["concurrency"]["value"] == 6
