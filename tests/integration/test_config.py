@@ -87,8 +87,11 @@ def effective(project: Path, *args: str, **env: str) -> dict[str, Any]:
 
 def test_the_worker_runs_with_the_files_settings(project: Path) -> None:
     (project / "conveyor.toml").write_text(FILE)
-    event = started(run_cli("worker", "-C", "conveyor.toml", "--burst", cwd=project))
+    proc = run_cli("worker", "-C", "conveyor.toml", "--burst", cwd=project)
+    event = started(proc)
     assert (event["concurrency"], event["pool"]) == (3, "async")
+    first = json.loads(proc.stderr.splitlines()[0])["message"]
+    assert first.startswith("config: conveyor.toml (")  # says where its settings came from
     assert event["queues"] == {"mail": 3, "default": 1}
     assert event["url"] == "sqlite:///from-file.db"  # App() names none, nor does the env
     assert (project / "from-file.db").exists()

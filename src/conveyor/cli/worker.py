@@ -161,6 +161,11 @@ def worker(
     try:
         app = load_app(app_spec)
         apply_url(app, url, files)  # --url > App(url) > $CONVEYOR_URL > the files > default
+        if files:  # settings the command line does not show: say where they came from
+            logging.getLogger("conveyor.worker").info(
+                "config: %s (conveyor config shows each setting's source)",
+                ", ".join(layer.source for layer in files),
+            )
         check_url(app.url)  # App(url) or $CONVEYOR_URL: a typo is one line, not a traceback
         w = Worker(
             app,
