@@ -24,7 +24,7 @@ _FLAGS = {
 
 
 @click.command("worker")
-@click.argument("app_spec", metavar="APP", required=False)
+@click.argument("app_spec", metavar="[APP]", required=False)
 @config_option
 @click.option(
     "-c",
