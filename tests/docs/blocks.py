@@ -3,7 +3,8 @@
 A page is read top to bottom as one user session in one empty directory:
 
 - a Python block whose first line is a comment naming a file (``# tasks.py``) is that
-  file: it is written into the directory, not run (later blocks import it);
+  file: it is written into the directory, not run (later blocks import it); so is a
+  ``toml`` block whose first line is ``# conveyor.toml`` (or ``# pyproject.toml``);
 - any other ``python`` block runs in the page's one Python session (like a REPL: names
   persist from block to block), and a ``pycon`` block (``>>>`` prompts) runs there with
   doctest, so the values it shows are checked;
@@ -38,7 +39,9 @@ CONSOLE_LANGS = frozenset({"console"})
 
 _FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _MARKER = re.compile(r"^<!--\s*(?P<key>not-run|background|exit)\s*:\s*(?P<why>.*?)\s*-->$")
-_FILE_COMMENT = re.compile(r"^#\s*(?P<name>[\w./-]+\.py)\s*(?:#.*)?$")
+_FILE_COMMENT = re.compile(r"^#\s*(?P<name>[\w./-]+\.(?:py|toml))\s*(?:#.*)?$")
+#: A TOML block whose first line is ``# name.toml`` is a file too (a config file).
+TOML_LANGS = frozenset({"toml"})
 
 
 class PageError(ValueError):
@@ -61,6 +64,8 @@ class Block:
         """``file``, ``python``, ``pycon``, ``shell``, ``console`` or ``other``."""
         if self.lang in PYTHON_LANGS:
             return "file" if self.file_name else "python"
+        if self.lang in TOML_LANGS and self.file_name:
+            return "file"
         if self.lang in PYCON_LANGS:
             return "pycon"
         if self.lang in SHELL_LANGS:

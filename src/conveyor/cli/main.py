@@ -20,8 +20,10 @@ import click
 from conveyor import __version__
 from conveyor.cli.actions import cancel, delete, purge, retry
 from conveyor.cli.admin import backup, check
+from conveyor.cli.config import config_command
 from conveyor.cli.dashboard import dashboard
 from conveyor.cli.demo import demo
+from conveyor.cli.enqueue import enqueue
 from conveyor.cli.errors import debug_requested, run_reporting
 from conveyor.cli.export import export
 from conveyor.cli.jobs import job, jobs
@@ -81,6 +83,8 @@ cli.add_command(demo)
 for _command in (jobs, job, retry, cancel, delete, purge, export, backup, check, queues, migrate):
     cli.add_command(_command)
 cli.add_command(dashboard)
+cli.add_command(enqueue)
+cli.add_command(config_command)
 
 
 def main() -> None:

@@ -1,4 +1,8 @@
-"""``conveyor worker APP``: run a worker process."""
+"""``conveyor worker APP``: run a worker process.
+
+Settings come from the flags, else ``-C FILE``, else ``[tool.conveyor.worker]`` of
+./pyproject.toml, else the defaults (:mod:`conveyor.config`); APP may come from the files.
+"""
 
 from __future__ import annotations
 
@@ -8,24 +12,32 @@ import click
 
 from conveyor.app import check_url, load_app
 from conveyor.cli.common import valid_url
+from conveyor.cli.config import apply_url, config_option, read_layers
+from conveyor.config import WORKER_DEFAULTS, Setting, app_setting, worker_settings
 from conveyor.errors import ConfigurationError
 from conveyor.worker.executors import POOLS
 
+#: Worker settings a file may give: parameter name -> the flag that overrides it.
+_FLAGS = {
+    key: "--queue" if key == "queues" else f"--{key.replace('_', '-')}" for key in WORKER_DEFAULTS
+}
+
 
 @click.command("worker")
-@click.argument("app_spec", metavar="APP")
+@click.argument("app_spec", metavar="[APP]", required=False)
+@config_option
 @click.option(
     "-c",
     "--concurrency",
     type=click.IntRange(min=1),
-    default=10,
+    default=WORKER_DEFAULTS["concurrency"],
     show_default=True,
     help="Jobs run at once.",
 )
 @click.option(
     "--pool",
     type=click.Choice(list(POOLS)),
-    default="thread",
+    default=WORKER_DEFAULTS["pool"],
     show_default=True,
     help="thread/async: one process; process: child processes; "
     "interpreter: subinterpreters (Python >= 3.13). See docs/pools.md.",
@@ -46,7 +58,7 @@ from conveyor.worker.executors import POOLS
 @click.option(
     "--prefetch",
     type=click.IntRange(min=0),
-    default=0,
+    default=WORKER_DEFAULTS["prefetch"],
     show_default=True,
     help="Claim up to N jobs beyond the free slots; they wait in this worker "
     "(leases kept, released on stop). Faster for short jobs; see docs/guarantees.md.",
@@ -62,8 +74,8 @@ from conveyor.worker.executors import POOLS
 )
 @click.option(
     "--shutdown-timeout",
-    type=float,
-    default=30.0,
+    type=click.FloatRange(min=0),
+    default=WORKER_DEFAULTS["shutdown_timeout"],
     show_default=True,
     help="Seconds running jobs get after TERM/INT before being released.",
 )
@@ -72,7 +84,7 @@ from conveyor.worker.executors import POOLS
 @click.option(
     "--log-level",
     type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
-    default="INFO",
+    default=WORKER_DEFAULTS["log_level"],
     show_default=True,
     help="INFO: one line per failed, dead, cancelled, rescued or released job; "
     "DEBUG adds succeeded jobs.",
@@ -80,7 +92,7 @@ from conveyor.worker.executors import POOLS
 @click.option(
     "--log-format",
     type=click.Choice(["text", "json"]),
-    default="text",
+    default=WORKER_DEFAULTS["log_format"],
     show_default=True,
     help="json: one JSON object per line (ts, level, logger, message, event fields).",
 )
@@ -92,12 +104,15 @@ from conveyor.worker.executors import POOLS
 )
 @click.option(
     "--metrics-host",
-    default="127.0.0.1",
+    default=WORKER_DEFAULTS["metrics_host"],
     show_default=True,
     help="Address the metrics endpoint binds to.",
 )
+@click.pass_context
 def worker(
-    app_spec: str,
+    ctx: click.Context,
+    app_spec: str | None,
+    config_file: str | None,
     concurrency: int,
     pool: str,
     max_jobs_per_child: int | None,
@@ -112,19 +127,45 @@ def worker(
     metrics_port: int | None,
     metrics_host: str,
 ) -> None:
-    """Run jobs of APP (module:attribute). TERM/INT stop gracefully, a second INT stops at
-    once, TSTP stops fetching, TTIN prints every thread's stack."""
+    """Run jobs of APP (module:attribute; or `app` of -C FILE / [tool.conveyor]). TERM/INT
+    stop gracefully, a second INT stops at once, TSTP stops fetching, TTIN prints every
+    thread's stack."""
     from conveyor.worker import console
     from conveyor.worker.eventlog import default_queue_specs
     from conveyor.worker.worker import Worker
+
+    files = read_layers(config_file)
+    named = app_setting(files, app_spec, "APP")
+    if named is None:
+        raise click.UsageError(
+            "Missing argument 'APP' (module:attribute, e.g. tasks:app); or set app in "
+            "-C FILE or in [tool.conveyor] of ./pyproject.toml"
+        )
+    app_spec = named.value
+    given = {k: v for k, v in ctx.params.items() if k in _FLAGS}
+    flags = {
+        k: Setting(list(v) if k == "queues" else v, _FLAGS[k])
+        for k, v in given.items()
+        if ctx.get_parameter_source(k) is click.core.ParameterSource.COMMANDLINE
+    }
+    s = {k: setting.value for k, setting in worker_settings(files, flags).items()}
+    concurrency, pool, prefetch = s["concurrency"], s["pool"], s["prefetch"]
+    max_jobs_per_child, max_memory_per_child = s["max_jobs_per_child"], s["max_memory_per_child"]
+    shutdown_timeout, log_level, log_format = s["shutdown_timeout"], s["log_level"], s["log_format"]
+    metrics_port, metrics_host = s["metrics_port"], s["metrics_host"]
+    queues = tuple(s["queues"] or ())
 
     # Every line goes through a bounded queue to stderr: a slow reader costs dropped
     # (and counted) lines, never job time. Drained with a deadline on the way out.
     handler = console.install(logging.getLevelName(log_level.upper()), log_format)
     try:
         app = load_app(app_spec)
-        if url:
-            app.override_url(url)
+        apply_url(app, url, files)  # --url > App(url) > $CONVEYOR_URL > the files > default
+        if files:  # settings the command line does not show: say where they came from
+            logging.getLogger("conveyor.worker").info(
+                "config: %s (conveyor config shows each setting's source)",
+                ", ".join(layer.source for layer in files),
+            )
         check_url(app.url)  # App(url) or $CONVEYOR_URL: a typo is one line, not a traceback
         w = Worker(
             app,
