@@ -194,7 +194,8 @@ def _check_app(value: Any) -> Any:
 
 
 def _check_url(value: Any) -> Any:
-    from conveyor.app import check_url, redacted
+    from conveyor.app import check_url
+    from conveyor.redaction import redacted
 
     if not isinstance(value, str):
         raise ValueError("a store URL string, e.g. sqlite:///jobs.db or redis://host:6379/0")

@@ -24,10 +24,11 @@ from typing import Any
 import click
 
 from conveyor import config
-from conveyor.app import App, check_url, load_app, redacted
+from conveyor.app import App, check_url, load_app
 from conveyor.cli.common import _valid_app_spec, echo_json, source_note, valid_url
 from conveyor.cli.errors import explain
 from conveyor.errors import ConfigurationError
+from conveyor.redaction import redacted
 
 CONFIG_HELP = (
     "Config file (.toml or .json; the schema of [tool.conveyor]). Flags win over it, "
