@@ -22,11 +22,12 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import inspect
+import math
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
-from conveyor import limits, unique
+from conveyor import limits, options, unique
 from conveyor.aio import to_thread
 from conveyor.arity import arity_checker
 from conveyor.backends.base import (
@@ -36,7 +37,6 @@ from conveyor.backends.base import (
     require_feature,
 )
 from conveyor.codec import Decoder, encode_payload
-from conveyor.errors import ConfigurationError
 from conveyor.ids import new_id, new_ids
 from conveyor.limits import LimitKey
 from conveyor.retry import Backoff, RetryDelayHook
@@ -75,16 +75,10 @@ class TaskOptions:
     limit_key: LimitKey = None
 
     def __post_init__(self) -> None:
+        # Types and ranges first (options.py), so the checks below compare numbers.
+        options.check_options({f.name: getattr(self, f.name) for f in dataclasses.fields(self)})
         unique.check_options(self.on_conflict, self.unique_for)
         limits.check_options(self.concurrency, self.rate)
-        if self.max_attempts < 1:
-            raise ConfigurationError(f"max_attempts must be >= 1, got {self.max_attempts}")
-        if self.timeout is not None and self.timeout <= 0:
-            raise ConfigurationError(f"timeout must be > 0 seconds, got {self.timeout}")
-        if self.lease <= 0:
-            raise ConfigurationError(f"lease must be > 0 seconds, got {self.lease}")
-        if not self.queue:
-            raise ConfigurationError("queue name must not be empty")
 
 
 class Args:
@@ -122,11 +116,7 @@ def _call_of(
 
 
 def _seconds(delay: Delay) -> float:
-    if isinstance(delay, datetime.timedelta):
-        return delay.total_seconds()
-    if isinstance(delay, (int, float)) and not isinstance(delay, bool):
-        return float(delay)
-    raise TypeError(f"delay must be seconds or a timedelta, got {type(delay).__name__}")
+    return options.check_seconds("delay", delay, allow_zero=True)
 
 
 def _epoch(when: When) -> float:
@@ -135,7 +125,10 @@ def _epoch(when: When) -> float:
             raise ValueError("schedule_at needs an aware datetime (with tzinfo) or epoch seconds")
         return when.timestamp()
     if isinstance(when, (int, float)) and not isinstance(when, bool):
-        return float(when)
+        seconds = float(when) if isinstance(when, float) or abs(when) < 2**53 else math.inf
+        if not math.isfinite(seconds):
+            raise ValueError(f"when must be finite epoch seconds, got {when!r}")
+        return seconds
     raise TypeError(f"when must be an aware datetime or epoch seconds, got {type(when).__name__}")
 
 
@@ -273,6 +266,7 @@ class Enqueuer(Generic[P, R]):
         if r.unique_key is not None:
             key = unique.key_for(r.unique_key, args, kwargs)
             if key is not None:
+                options.check_name("unique key", key)  # a function's answer, per job
                 fields["unique_key"] = key
                 fields["on_conflict"] = r.on_conflict
                 fields["unique_until"] = (
@@ -371,8 +365,9 @@ class Enqueuer(Generic[P, R]):
             "on_conflict": on_conflict,
             "depends_on": tuple(depends_on) if depends_on else None,
         }
-        if max_attempts is not None and max_attempts < 1:
-            raise ConfigurationError(f"max_attempts must be >= 1, got {max_attempts}")
+        options.check_options(given)
+        if at is not None:
+            _epoch(at)
         unique.check_options(on_conflict or "keep", unique_for)
         merged = {**self._overrides, **{k: v for k, v in given.items() if v is not None}}
         return Enqueuer(self._task, merged)
