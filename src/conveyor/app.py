@@ -75,6 +75,9 @@ class AppSettings:
     log_max_per_job: int = 1000
     #: On worker shutdown, seconds the log writer gets to drain its queue.
     log_drain_timeout: float = 2.0
+    #: Check arguments against primitive annotations (int, float, str, bool, None and
+    #: their list/dict/Optional/union forms) at enqueue; False turns it off.
+    check_types: bool = True
 
 
 _SETTINGS = {f.name for f in dataclasses.fields(AppSettings)}
@@ -193,7 +196,8 @@ class App:
     ``retry``, ``retry_delay``, ``lease``) or app settings (``max_payload_bytes``,
     ``max_rescues``, ``heartbeat_interval``, ``heartbeat_ttl``, ``rescue_interval``,
     ``retention``, ``prune_interval``, ``capture_logs``, ``log_level``,
-    ``log_max_per_job``, ``log_drain_timeout``).
+    ``log_max_per_job``, ``log_drain_timeout``, ``check_types``). Task defaults are
+    checked here, as on ``@app.task`` and ``with_options`` (:mod:`conveyor.options`).
     """
 
     def __init__(self, url: str | None = None, **defaults: Any) -> None:

@@ -110,13 +110,12 @@ def _walk_container(value: Any, depth: int, deep: bool) -> None:
     if isinstance(value, dict):
         for key, item in value.items():
             if type(key) is not str and not isinstance(key, str):
-                refused = _Refused(
+                raise _Refused(
                     f"dict key {_short(key)} is of type {type(key).__name__}, not a string "
                     "(JSON keys are text; convert the keys before enqueueing)"
                 )
-                raise refused
+            _refuse_str(key)  # a bad key is refused at the dict that holds it
             try:
-                _refuse_str(key)
                 _walk(item, depth + 1, deep)
             except _Refused as refused:
                 refused.path.append(f"[{json.dumps(key)}]")

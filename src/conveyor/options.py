@@ -77,31 +77,37 @@ def check_priority(value: Any, option: str = "priority") -> int:
 def check_count(option: str, value: Any) -> int:
     """An int ``>= 1`` (``max_attempts``, ``concurrency``)."""
     if not _is_int(value):
-        raise OptionTypeError(f"{option} must be an int >= 1, got {type(value).__name__} {_shown(value)}")
+        raise OptionTypeError(
+            f"{option} must be an int >= 1, got {type(value).__name__} {_shown(value)}"
+        )
     if value < 1:
         raise OptionValueError(f"{option} must be an int >= 1, got {value}")
     result: int = value
     return result
 
 
-def seconds_of(option: str, value: Any) -> float:
-    """``value`` (number or timedelta) as float seconds; TypeError otherwise."""
-    if isinstance(value, datetime.timedelta):
+def seconds_of(option: str, value: Any, *, timedelta_ok: bool = True) -> float:
+    """``value`` (number, or timedelta where allowed) as float seconds; TypeError otherwise."""
+    if timedelta_ok and isinstance(value, datetime.timedelta):
         return value.total_seconds()
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         try:
             return float(value)
         except OverflowError:
-            raise OptionValueError(f"{option} must be finite seconds, got {_shown(value)}") from None
+            raise OptionValueError(
+                f"{option} must be finite seconds, got {_shown(value)}"
+            ) from None
+    kinds = "int, float or timedelta" if timedelta_ok else "int or float"
     raise OptionTypeError(
-        f"{option} must be seconds (int, float or timedelta), "
-        f"got {type(value).__name__} {_shown(value)}"
+        f"{option} must be seconds ({kinds}), got {type(value).__name__} {_shown(value)}"
     )
 
 
-def check_seconds(option: str, value: Any, *, allow_zero: bool = False) -> float:
+def check_seconds(
+    option: str, value: Any, *, allow_zero: bool = False, timedelta_ok: bool = True
+) -> float:
     """Finite seconds, ``> 0`` (or ``>= 0`` with ``allow_zero``); returns them as float."""
-    seconds = seconds_of(option, value)
+    seconds = seconds_of(option, value, timedelta_ok=timedelta_ok)
     bound = ">= 0" if allow_zero else "> 0"
     if not math.isfinite(seconds) or seconds < 0 or (seconds == 0 and not allow_zero):
         raise OptionValueError(f"{option} must be finite seconds {bound}, got {_shown(value)}")
@@ -147,8 +153,8 @@ _CHECKS: dict[str, Any] = {
     "priority": check_priority,
     "max_attempts": lambda v: check_count("max_attempts", v),
     "concurrency": lambda v: check_count("concurrency", v),
-    "timeout": lambda v: check_seconds("timeout", v),
-    "lease": lambda v: check_seconds("lease", v),
+    "timeout": lambda v: check_seconds("timeout", v, timedelta_ok=False),
+    "lease": lambda v: check_seconds("lease", v, timedelta_ok=False),
     "unique_for": lambda v: check_seconds("unique_for", v),
     "delay": lambda v: check_seconds("delay", v, allow_zero=True),
     "unique_key": check_unique_key_value,

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 from conveyor import limits, options, unique
 from conveyor.aio import to_thread
-from conveyor.arity import arity_checker
+from conveyor.arity import arity_checker, type_checker
 from conveyor.backends.base import (
     JobInsertBatchParams,
     JobInsertParams,
@@ -127,7 +127,7 @@ def _epoch(when: When) -> float:
     if isinstance(when, (int, float)) and not isinstance(when, bool):
         seconds = float(when) if isinstance(when, float) or abs(when) < 2**53 else math.inf
         if not math.isfinite(seconds):
-            raise ValueError(f"when must be finite epoch seconds, got {when!r}")
+            raise options.OptionValueError(f"when must be finite epoch seconds, got {when!r}")
         return seconds
     raise TypeError(f"when must be an aware datetime or epoch seconds, got {type(when).__name__}")
 
@@ -212,6 +212,7 @@ class Enqueuer(Generic[P, R]):
         (``enqueue_many`` spends its time per item; measured in BENCHMARKS.md)."""
         task, r = self._task, self._resolved()
         check, max_bytes = task.check_arguments, task.app.max_payload_bytes
+        check_types = task.check_types
         if run_at is None:
             run_at = r.run_at()
         if r.plain:
@@ -219,6 +220,8 @@ class Enqueuer(Generic[P, R]):
             for args, kwargs in calls:
                 check(*args, **kwargs)
                 payloads.append(encode_payload(args, kwargs, max_bytes=max_bytes))
+                if check_types is not None:  # after encoding: what cannot be stored says so
+                    check_types(args, kwargs, 0)
             return JobInsertBatchParams(
                 task=task.options.name,
                 queue=r.queue,
@@ -239,11 +242,14 @@ class Enqueuer(Generic[P, R]):
         task = self._task
         # A workflow step gets its parents' result(s) first: check with a stand-in.
         task.check_arguments(*((None,) if r.pipe else ()), *args, **kwargs)
+        payload = encode_payload(args, kwargs, max_bytes=task.app.max_payload_bytes)
+        if task.check_types is not None:  # the stand-in is not checked
+            task.check_types((None, *args) if r.pipe else args, kwargs, 1 if r.pipe else 0)
         return JobInsertParams(
             id=new_id(),
             task=task.options.name,
             queue=r.queue,
-            payload=encode_payload(args, kwargs, max_bytes=task.app.max_payload_bytes),
+            payload=payload,
             priority=r.priority,
             run_at=run_at,
             max_attempts=r.max_attempts,
@@ -411,6 +417,9 @@ class Task(Enqueuer[P, R]):
         self.decoder = Decoder(fn)
         #: raises TypeError exactly when ``fn`` could not be called with the arguments
         self.check_arguments = arity_checker(fn)
+        #: raises TypeError naming the parameter when an argument does not match a
+        #: primitive annotation; None when nothing is checked (App(check_types=False))
+        self.check_types = type_checker(fn) if app.settings.check_types else None
         self.__doc__ = fn.__doc__
         self.__name__ = getattr(fn, "__name__", options.name)
         self.__wrapped__ = fn
