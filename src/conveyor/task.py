@@ -40,6 +40,7 @@ from conveyor.codec import Decoder, encode_payload
 from conveyor.ids import new_id, new_ids
 from conveyor.limits import LimitKey
 from conveyor.retry import Backoff, RetryDelayHook
+from conveyor.secrets import Sealer, secret_parameters
 from conveyor.unique import UniqueKey
 
 if TYPE_CHECKING:
@@ -73,6 +74,8 @@ class TaskOptions:
     concurrency: int | None = None
     rate: str | None = None
     limit_key: LimitKey = None
+    #: parameters encrypted at rest (plus those annotated ``conveyor.Secret[...]``)
+    secret: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # Types and ranges first (options.py), so the checks below compare numbers.
@@ -217,11 +220,16 @@ class Enqueuer(Generic[P, R]):
             run_at = r.run_at()
         if r.plain:
             payloads = []
+            sealer = task.sealer
             for args, kwargs in calls:
                 check(*args, **kwargs)
+                if sealer is not None:
+                    if check_types is not None:
+                        check_types(args, kwargs, 0)
+                    args, kwargs = sealer.seal(args, kwargs)
                 payloads.append(encode_payload(args, kwargs, max_bytes=max_bytes))
-                if check_types is not None:  # after encoding: what cannot be stored says so
-                    check_types(args, kwargs, 0)
+                if check_types is not None and sealer is None:  # after encoding: what
+                    check_types(args, kwargs, 0)  # cannot be stored says so first
             return JobInsertBatchParams(
                 task=task.options.name,
                 queue=r.queue,
@@ -242,9 +250,12 @@ class Enqueuer(Generic[P, R]):
         task = self._task
         # A workflow step gets its parents' result(s) first: check with a stand-in.
         task.check_arguments(*((None,) if r.pipe else ()), *args, **kwargs)
-        payload = encode_payload(args, kwargs, max_bytes=task.app.max_payload_bytes)
         if task.check_types is not None:  # the stand-in is not checked
             task.check_types((None, *args) if r.pipe else args, kwargs, 1 if r.pipe else 0)
+        stored_args, stored_kwargs = (
+            (args, kwargs) if task.sealer is None else task.sealer.seal(args, kwargs)
+        )
+        payload = encode_payload(stored_args, stored_kwargs, max_bytes=task.app.max_payload_bytes)
         return JobInsertParams(
             id=new_id(),
             task=task.options.name,
@@ -420,6 +431,9 @@ class Task(Enqueuer[P, R]):
         #: raises TypeError naming the parameter when an argument does not match a
         #: primitive annotation; None when nothing is checked (App(check_types=False))
         self.check_types = type_checker(fn) if app.settings.check_types else None
+        secret = secret_parameters(fn, options.secret)
+        #: seals the secret arguments at enqueue, opens them in the worker (secrets.py)
+        self.sealer = Sealer(options.name, fn, secret) if secret else None
         self.__doc__ = fn.__doc__
         self.__name__ = getattr(fn, "__name__", options.name)
         self.__wrapped__ = fn
