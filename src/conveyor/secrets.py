@@ -266,3 +266,47 @@ class Sealer:
             return json.loads(self.ring().open(sealed[MARK], self._aad(name)))
         except SecretKeyError as exc:
             raise SecretKeyError(f"secret argument {name!r} cannot be opened: {exc}") from None
+
+
+# -- queries ---------------------------------------------------------------------------
+
+#: jobs looked at to tell whether a ``--where`` field holds sealed values
+_WHERE_PROBE = 200
+
+
+def refuse_secret_where(backend: Any, job_filter: Any) -> None:
+    """SecretKeyError when a ``--where`` condition names a secret argument: its stored
+    value is ciphertext, so the condition could never match, and a query on it would be
+    a way to test guesses. Looks at up to 200 of the jobs the rest of the filter selects
+    (no key needed); a field no stored job seals is a plain field."""
+    conditions = [w for w in job_filter.where if w.root in ("args", "kwargs") and w.path]
+    if not conditions:
+        return
+    from conveyor import records
+    from conveyor.backends.base import JobListParams
+
+    found = backend.job_list(
+        JobListParams(limit=_WHERE_PROBE, filter=records.replace(job_filter, where=()))
+    )
+    for job in found:
+        if MARK not in (job.payload or ""):
+            continue
+        try:
+            data = json.loads(job.payload)
+        except ValueError:
+            continue
+        for condition in conditions:
+            top = data.get(condition.root) if isinstance(data, dict) else None
+            key = condition.path[0]
+            if isinstance(top, list) and isinstance(key, int) and key < len(top):
+                value = top[key]
+            elif isinstance(top, dict) and isinstance(key, str):
+                value = top.get(key)
+            else:
+                continue
+            if is_sealed(value):
+                shown = ".".join(str(p) for p in (condition.root, *condition.path))
+                raise SecretKeyError(
+                    f"--where {shown}: {job.task} stores this argument encrypted "
+                    "(a secret argument), so it cannot be queried"
+                )

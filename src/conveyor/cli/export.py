@@ -23,6 +23,7 @@ from conveyor import records
 from conveyor.backends.base import JobCountParams, JobFilter, JobRecord
 from conveyor.cli.common import open_app, store_options
 from conveyor.cli.filters import filter_options, iter_jobs, job_dict
+from conveyor.secrets import refuse_secret_where
 
 FIELDS = list(records.fields(JobRecord))
 
@@ -56,6 +57,7 @@ def export(
 ) -> None:
     """Export matching jobs (payload, result and error as JSON)."""
     backend = open_app(url, app_spec).backend
+    refuse_secret_where(backend, job_filter)  # secret arguments cannot be queried
     total = backend.job_count(JobCountParams(job_filter))
     with contextlib.ExitStack() as stack:
         out: IO[str] = (
