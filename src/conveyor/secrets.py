@@ -274,6 +274,15 @@ class Sealer:
 _WHERE_PROBE = 200
 
 
+def secret_where_error(backend: Any, job_filter: Any) -> str | None:
+    """The message of :func:`refuse_secret_where`, or None (for pages that show it)."""
+    try:
+        refuse_secret_where(backend, job_filter)
+    except SecretKeyError as exc:
+        return str(exc)
+    return None
+
+
 def refuse_secret_where(backend: Any, job_filter: Any) -> None:
     """SecretKeyError when a ``--where`` condition names a secret argument: its stored
     value is ciphertext, so the condition could never match, and a query on it would be

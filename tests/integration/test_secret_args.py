@@ -109,6 +109,8 @@ def test_worker_gets_plaintext_and_nothing_else_shows_it(
             html = client.get(page).text
             assert CARD not in html and TOKEN not in html, page
             assert "•••" in html, page
+        refused = client.get("/jobs", params={"where": f"kwargs.token={TOKEN}"}).text
+        assert "where ignored" in refused and "secret argument" in refused
 
     shop.close()
     for path in tmp_path.glob("shop.db*"):
