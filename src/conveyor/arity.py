@@ -95,11 +95,19 @@ def _is_float(value: Any) -> bool:  # int is accepted for float (PEP 484's numer
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _is_str(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
 _PRIMITIVE: dict[Any, ValueCheck] = {
     int: _is_int,
     float: _is_float,
-    str: lambda v: isinstance(v, str),
-    bool: lambda v: isinstance(v, bool),
+    str: _is_str,
+    bool: _is_bool,
     None: lambda v: v is None,
     type(None): lambda v: v is None,
 }
@@ -120,17 +128,21 @@ def value_check(hint: Any) -> ValueCheck | None:
         if any(c is None for c in checks):
             return None  # one member is not checked: any value may be that one
         members = [c for c in checks if c is not None]
+        if type(None) in args and len(members) == 2:  # Optional[X], the common union
+            inner = next(value_check(a) for a in args if a is not type(None))
+            assert inner is not None
+            return lambda v: v is None or inner(v)
         return lambda v: any(c(v) for c in members)
     if hint is list or origin is list:
         item = value_check(args[0]) if args else None
         if item is None:
             return lambda v: isinstance(v, (list, tuple))
-        return lambda v: isinstance(v, (list, tuple)) and all(item(x) for x in v)
+        return lambda v: isinstance(v, (list, tuple)) and all(map(item, v))
     if hint is dict or origin is dict:
         val = value_check(args[1]) if len(args) == 2 else None
         if val is None:
             return lambda v: isinstance(v, dict)
-        return lambda v: isinstance(v, dict) and all(val(x) for x in v.values())
+        return lambda v: isinstance(v, dict) and all(map(val, v.values()))
     return None
 
 
@@ -216,15 +228,17 @@ def type_checker(fn: Callable[..., Any]) -> TypeChecker | None:
             f"got {type(value).__name__} {shown}"
         )
 
+    checked_positions = [(i, p) for i, p in enumerate(positional) if p[2] is not None]
+    count = len(positional)
+
     def check_types(args: Sequence[Any], kwargs: Mapping[str, Any], skip: int) -> None:
-        for index in range(skip, len(args)):
-            value = args[index]
-            if index < len(positional):
-                param, hint, check = positional[index]
-                if check is not None and not check(value):
-                    fail(param, hint, value)
-            elif var_positional is not None and not var_positional[2](value):
-                fail(f"*{var_positional[0]}", var_positional[1], value)
+        for index, (param, hint, check) in checked_positions:
+            if skip <= index < len(args) and not check(args[index]):  # type: ignore[misc]
+                fail(param, hint, args[index])
+        if var_positional is not None:
+            for value in args[max(count, skip) :]:
+                if not var_positional[2](value):
+                    fail(f"*{var_positional[0]}", var_positional[1], value)
         for key, value in kwargs.items():
             found = keyword.get(key, var_keyword)
             if found is not None and found[1] is not None and not found[1](value):

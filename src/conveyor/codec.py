@@ -122,6 +122,9 @@ def _walk_container(value: Any, depth: int, deep: bool) -> None:
                 raise
     else:
         for index, item in enumerate(value):
+            kind = type(item)
+            if kind is int or (kind is str and item.isascii()) or item is None:
+                continue  # the common leaves, without a call
             try:
                 _walk(item, depth + 1, deep)
             except _Refused as refused:
@@ -244,9 +247,10 @@ def encode_payload(args: Sequence[object], kwargs: Mapping[str, object], *, max_
     """Encode call arguments; raise naming the offending argument and the path inside
     it (``kwargs.data[3]["x"]``), or if too large."""
     try:
-        for value in args:
-            _walk(value, 1, False)
-        for value in kwargs.values():
+        for value in (*args, *kwargs.values()):
+            kind = type(value)
+            if kind is int or (kind is str and value.isascii()) or value is None:  # type: ignore[attr-defined]
+                continue  # the common arguments, without a call
             _walk(value, 1, False)
         text = _encode_fast({"args": args, "kwargs": kwargs})
     except _ENCODE_ERRORS as exc:

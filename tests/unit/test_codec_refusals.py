@@ -166,3 +166,21 @@ def test_a_non_string_key_anywhere_is_refused_with_its_path(path: list[Any], key
 def test_nesting_beyond_the_limit_is_refused(depth: int) -> None:
     with pytest.raises(EncodeError, match=f"nested deeper than {MAX_DEPTH} levels"):
         _payload(_nested(depth))
+
+
+def test_a_result_that_cannot_be_encoded_fails_the_attempt_with_the_reason() -> None:
+    from conveyor.backends.base import ClaimedJob
+    from conveyor.context import JobContext
+    from conveyor.worker.runner import run_sync
+
+    app = conveyor.App("sqlite:///:memory:")
+
+    @app.task(name="deep")
+    def deep() -> list[Any]:
+        return _nested(5_000)
+
+    job = ClaimedJob("j", "deep", "q", '{"args":[],"kwargs":{}}', 1, 3, 1, None, 30.0, 0, 0, 0, 0)
+    outcome = run_sync(app, job, JobContext("j", "deep", "q", 1, 3))
+    assert isinstance(outcome.error, EncodeError)
+    assert "cannot encode result at result[0]" in str(outcome.error)
+    assert f"nested deeper than {MAX_DEPTH} levels" in (outcome.error_json or "")
