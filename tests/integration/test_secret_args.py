@@ -18,6 +18,7 @@ from conveyor.secrets import SecretKeyError
 from conveyor.states import JobState
 from tests.integration.cli_run import clean_env
 from tests.integration.cli_run import conveyor as run_conveyor
+from tests.integration.test_cli_output import tty, visible
 
 pytestmark = pytest.mark.slow
 
@@ -96,6 +97,9 @@ def test_worker_gets_plaintext_and_nothing_else_shows_it(
     for shown in (listing, detail, as_json, export):
         assert CARD not in shown and TOKEN not in shown
     assert "•••" in listing and "•••" in detail
+    for args, columns in ((("jobs",), 200), (("job", job.id), 100)):  # in a terminal too
+        on_screen = visible(tty("sqlite:///shop.db", *args, columns=columns))
+        assert "•••" in on_screen and CARD not in on_screen and TOKEN not in on_screen
     masked = {"args": ["•••", 12], "kwargs": {"token": "•••"}}
     assert json.loads(as_json)["jobs"][0]["payload"] == masked
     assert json.loads(export.splitlines()[0])["payload"] == masked
