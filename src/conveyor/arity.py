@@ -88,11 +88,13 @@ ValueCheck = Callable[[Any], bool]
 
 
 def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    kind = type(value)  # exact types first: the common case costs one comparison
+    return kind is int or (kind is not bool and isinstance(value, int))
 
 
 def _is_float(value: Any) -> bool:  # int is accepted for float (PEP 484's numeric tower)
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    kind = type(value)
+    return kind is float or kind is int or (kind is not bool and isinstance(value, (int, float)))
 
 
 def _is_str(value: Any) -> bool:
