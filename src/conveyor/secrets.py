@@ -86,6 +86,21 @@ def is_sealed(value: object) -> bool:
     return type(value) is dict and len(value) == 1 and isinstance(value.get(MARK), str)
 
 
+def sealed_arguments(payload: str) -> list[str]:
+    """Where a stored payload holds sealed values at the top level (``args[0]``,
+    ``kwargs.card``); empty for a plain payload. A worker whose task declares no secret
+    parameter uses it to refuse a job it would otherwise call with ciphertext."""
+    if MARK not in payload:
+        return []
+    try:
+        data = json.loads(payload)
+        args, kwargs = data.get("args") or [], data.get("kwargs") or {}
+        found = [f"args[{i}]" for i, v in enumerate(args) if is_sealed(v)]
+        return found + [f"kwargs.{k}" for k, v in kwargs.items() if is_sealed(v)]
+    except (ValueError, AttributeError, TypeError):
+        return []  # the decoder reports a malformed payload
+
+
 class KeyRing:
     """The keys of ``$CONVEYOR_SECRET_KEYS``, newest first."""
 

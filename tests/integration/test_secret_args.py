@@ -174,6 +174,23 @@ def test_missing_or_wrong_key_sends_the_job_dead_with_the_reason(
         assert not (tmp_path / "seen.txt").exists()
 
 
+def test_a_worker_whose_task_declares_no_secret_refuses_sealed_arguments(
+    shop: conveyor.App, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    keys = _key("k1")
+    monkeypatch.setenv("CONVEYOR_SECRET_KEYS", keys)
+    job = _charge(shop).enqueue(CARD, 1, token=TOKEN)
+    # the worker runs an older definition of the task, without secret parameters
+    (tmp_path / "shop.py").write_text(
+        SHOP.replace(', secret=["card"]', "").replace("conveyor.Secret[str]", "str").lstrip()
+    )
+    _worker(tmp_path, keys)
+    record = job.refresh()
+    assert record.state is JobState.DEAD
+    assert "args[0], kwargs.token sealed (secret)" in (record.error or "")
+    assert not (tmp_path / "seen.txt").exists()
+
+
 def test_producer_without_keys_gets_a_clear_error_and_writes_nothing(
     shop: conveyor.App, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -26,7 +26,7 @@ from conveyor.backends.base import ClaimedJob
 from conveyor.codec import encode
 from conveyor.context import JobContext, reset_current, set_current
 from conveyor.errors import ConfigurationError, DecodeError, EncodeError, Snooze
-from conveyor.secrets import SecretKeyError
+from conveyor.secrets import SecretKeyError, sealed_arguments
 from conveyor.worker.outcome import Outcome
 
 if TYPE_CHECKING:
@@ -51,6 +51,11 @@ def prepare(
             payload = task.sealer.open_payload(payload)
         except (SecretKeyError, ConfigurationError, ValueError) as exc:
             return Outcome.unrunnable(str(exc), exc)
+    elif sealed := sealed_arguments(payload):  # never call a task with ciphertext
+        return Outcome.unrunnable(
+            f"{', '.join(sealed)} sealed (secret) but task {job.task!r} declares no secret "
+            "parameters in this worker: deploy the same task definition as the producer"
+        )
     try:
         args, kwargs = task.decoder.arguments(payload)
         task.decoder.signature.bind(*args, **kwargs)
