@@ -76,7 +76,7 @@ _SEALED = re.compile(r'\{\s*"\$secret"\s*:\s*"[^"\\]*"\s*\}')
 def mask_payload(text: str | None) -> str | None:
     """``text`` with every sealed value shown as ``"•••"`` (a JSON string, so the
     result is still JSON). No key needed; plain payloads are returned as they are."""
-    if text is None or MARK not in text:
+    if not isinstance(text, str) or MARK not in text:
         return text
     return _SEALED.sub(json.dumps(MASK, ensure_ascii=False), text)
 
@@ -90,14 +90,14 @@ def sealed_arguments(payload: str) -> list[str]:
     """Where a stored payload holds sealed values at the top level (``args[0]``,
     ``kwargs.card``); empty for a plain payload. A worker whose task declares no secret
     parameter uses it to refuse a job it would otherwise call with ciphertext."""
-    if MARK not in payload:
+    if not isinstance(payload, str) or MARK not in payload:  # odd rows: the decoder says
         return []
     try:
         data = json.loads(payload)
         args, kwargs = data.get("args") or [], data.get("kwargs") or {}
         found = [f"args[{i}]" for i, v in enumerate(args) if is_sealed(v)]
         return found + [f"kwargs.{k}" for k, v in kwargs.items() if is_sealed(v)]
-    except (ValueError, AttributeError, TypeError):
+    except (ValueError, AttributeError, TypeError, RecursionError):
         return []  # the decoder reports a malformed payload
 
 
@@ -262,9 +262,14 @@ class Sealer:
     def open_payload(self, payload: str) -> str:
         """The stored payload with the secret arguments opened (worker side only);
         SecretKeyError naming the argument when one cannot be opened."""
-        if MARK not in payload:
+        if not isinstance(payload, str) or MARK not in payload:
+            return payload  # plain, or an odd row the decoder reports
+        try:
+            data = json.loads(payload)
+        except (ValueError, RecursionError):
+            return payload  # malformed: the decoder reports it
+        if not isinstance(data, dict):
             return payload
-        data = json.loads(payload)
         args, kwargs = data.get("args"), data.get("kwargs")
         if isinstance(args, list):
             for i, name in self.positions.items():
