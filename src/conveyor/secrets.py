@@ -32,9 +32,6 @@ Example:
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
 import inspect
 import json
 import os
@@ -113,6 +110,10 @@ class KeyRing:
     @classmethod
     def parse(cls, text: str) -> KeyRing:
         """Parse ``[id:]BASE64,[id:]BASE64,...``; SecretKeyError naming a bad entry."""
+        import base64  # here, with hashlib: ~6 ms that `import conveyor` need not pay
+        import binascii
+        import hashlib
+
         keys: list[tuple[str, bytes]] = []
         for position, entry in enumerate((e.strip() for e in text.split(",")), start=1):
             if not entry:
@@ -143,6 +144,8 @@ class KeyRing:
 
     def seal(self, plaintext: str, aad: bytes) -> dict[str, str]:
         """``{"$secret": "id:base64"}`` of ``plaintext`` (JSON text) under the newest key."""
+        import base64
+
         key_id, key = self.keys[0]
         nonce = os.urandom(12)
         sealed = _aesgcm(key).encrypt(nonce, plaintext.encode("utf-8"), aad)
@@ -150,6 +153,9 @@ class KeyRing:
 
     def open(self, token: str, aad: bytes) -> str:
         """The JSON text sealed in ``token``; SecretKeyError when no key opens it."""
+        import base64
+        import binascii
+
         key_id, _, encoded = token.partition(":")
         key = self._by_id.get(key_id)
         if key is None:
