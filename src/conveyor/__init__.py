@@ -27,6 +27,7 @@ from conveyor.errors import (
 )
 from conveyor.job import Job
 from conveyor.retry import Backoff
+from conveyor.secrets import Secret, SecretKeyError
 from conveyor.states import JobState
 from conveyor.task import Args, Task
 
@@ -50,6 +51,8 @@ __all__ = [
     "JobNotFound",
     "JobState",
     "PayloadTooLarge",
+    "Secret",
+    "SecretKeyError",
     "Signature",
     "Snooze",
     "Task",

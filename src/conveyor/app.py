@@ -52,7 +52,9 @@ BACKENDS = {
     "rediss": "conveyor.backends.redis.backend:RedisBackend",
 }
 
-_TASK_DEFAULTS = {f.name for f in dataclasses.fields(TaskOptions)} - {"name"}
+#: per-task only (not App defaults): the name, and which parameters are secret
+_TASK_ONLY = {"name", "secret"}
+_TASK_DEFAULTS = {f.name for f in dataclasses.fields(TaskOptions)} - _TASK_ONLY
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -76,6 +78,9 @@ class AppSettings:
     log_max_per_job: int = 1000
     #: On worker shutdown, seconds the log writer gets to drain its queue.
     log_drain_timeout: float = 2.0
+    #: Check arguments against primitive annotations (int, float, str, bool, None and
+    #: their list/dict/Optional/union forms) at enqueue; False turns it off.
+    check_types: bool = True
 
 
 _SETTINGS = {f.name for f in dataclasses.fields(AppSettings)}
@@ -179,7 +184,8 @@ class App:
     ``retry``, ``retry_delay``, ``lease``) or app settings (``max_payload_bytes``,
     ``max_rescues``, ``heartbeat_interval``, ``heartbeat_ttl``, ``rescue_interval``,
     ``retention``, ``prune_interval``, ``capture_logs``, ``log_level``,
-    ``log_max_per_job``, ``log_drain_timeout``).
+    ``log_max_per_job``, ``log_drain_timeout``, ``check_types``). Task defaults are
+    checked here, as on ``@app.task`` and ``with_options`` (:mod:`conveyor.options`).
     """
 
     def __init__(self, url: str | None = None, **defaults: Any) -> None:
@@ -265,6 +271,7 @@ class App:
         concurrency: int | None = None,
         rate: str | None = None,
         limit_key: LimitKey = None,
+        secret: Sequence[str] | None = None,
     ) -> Callable[[Callable[P, R]], Task[P, R]]: ...
 
     def task(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
@@ -273,13 +280,19 @@ class App:
         Use bare (``@app.task``) or with options (``@app.task(queue="mail")``). The
         default name is ``module.qualname``; jobs refer to tasks by name only.
         """
-        unknown = set(options) - _TASK_DEFAULTS - {"name"}
+        unknown = set(options) - _TASK_DEFAULTS - _TASK_ONLY
         if unknown:
             raise TypeError(f"task() got unknown options: {sorted(unknown)}")
 
         def register(func: Callable[P, R]) -> Task[P, R]:
             given = {k: v for k, v in options.items() if v is not None}
             name = given.pop("name", None) or default_task_name(func)
+            if "secret" in given:
+                if isinstance(given["secret"], str):
+                    raise ConfigurationError(
+                        f"secret must be a list of parameter names, got {given['secret']!r}"
+                    )
+                given["secret"] = tuple(given["secret"])
             task_options = TaskOptions(name=name, **{**self.task_defaults, **given})
             existing = self.tasks.get(name)
             if existing is not None and _qualified(existing.fn) != _qualified(func):

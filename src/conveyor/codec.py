@@ -27,6 +27,7 @@ import datetime
 import enum
 import inspect
 import json
+import math
 import sys
 import types
 import typing
@@ -37,7 +38,125 @@ from conveyor.errors import DecodeError, EncodeError, PayloadTooLarge
 
 DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
 
-_encoder = json.JSONEncoder(separators=(",", ":"), default=lambda o: _default(o))
+#: Deepest nesting of lists/dicts accepted in an argument or a result (the argument
+#: itself counts as level 1); deeper values are refused with EncodeError rather than
+#: hitting the interpreter's recursion limit here, in SQLite's JSON functions or in a
+#: listing that renders them.
+MAX_DEPTH = 200
+
+
+class _Refused(Exception):
+    """A value JSON cannot hold faithfully; ``path`` is filled in on the way out."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.path: list[str] = []
+
+
+def _refuse_str(text: str) -> None:
+    """Lone surrogates cannot be stored as UTF-8 (SQLite, Redis and every reader)."""
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise _Refused(f"text with a lone surrogate {_short(text)}") from None
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _walk(value: object, depth: int, deep: bool) -> None:
+    """Refuse what the JSON encoder would store unfaithfully or not at all: NaN and
+    infinities, non-string keys, lone surrogates, nesting beyond MAX_DEPTH.
+
+    Plain values cost one type check; only containers are walked. ``deep`` also walks
+    the converted form of other objects (dataclasses, models): the slow path that looks
+    for the path of an error the fast encode raised.
+    """
+    kind = type(value)
+    if kind is str:
+        _refuse_str(value)  # type: ignore[arg-type]
+    elif kind is float:
+        if not math.isfinite(value):  # type: ignore[arg-type]
+            raise _Refused(f"{value!r} is not a JSON number")
+    elif kind is int or kind is bool or value is None:
+        return
+    elif kind is list or kind is tuple or kind is dict:
+        if depth > MAX_DEPTH:
+            raise _Refused(f"nested deeper than {MAX_DEPTH} levels")
+        _walk_container(value, depth, deep)
+    elif isinstance(value, (str, float, list, tuple, dict)):  # subclasses: the same rules
+        if isinstance(value, str):
+            _refuse_str(value)
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                raise _Refused(f"{value!r} is not a JSON number")
+        else:
+            if depth > MAX_DEPTH:
+                raise _Refused(f"nested deeper than {MAX_DEPTH} levels")
+            _walk_container(value, depth, deep)
+    elif deep and not isinstance(value, int):
+        try:
+            converted = _default(value)
+        except TypeError as exc:
+            raise _Refused(str(exc)) from None
+        _walk(converted, depth, deep)
+
+
+def _walk_container(value: Any, depth: int, deep: bool) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if type(key) is not str and not isinstance(key, str):
+                raise _Refused(
+                    f"dict key {_short(key)} is of type {type(key).__name__}, not a string "
+                    "(JSON keys are text; convert the keys before enqueueing)"
+                )
+            _refuse_str(key)  # a bad key is refused at the dict that holds it
+            try:
+                _walk(item, depth + 1, deep)
+            except _Refused as refused:
+                refused.path.append(f"[{json.dumps(key)}]")
+                raise
+    else:
+        for index, item in enumerate(value):
+            kind = type(item)
+            if kind is int or (kind is str and item.isascii()) or item is None:
+                continue  # the common leaves, without a call
+            try:
+                _walk(item, depth + 1, deep)
+            except _Refused as refused:
+                refused.path.append(f"[{index}]")
+                raise
+
+
+def _checked_default(value: object) -> object:
+    """The encoder's hook for non-JSON types: convert, then apply the same refusals to
+    the converted form (a dataclass field may hold NaN or a non-string key)."""
+    converted = _default(value)
+    _walk(converted, 0, False)
+    return converted
+
+
+def _refusal(value: object, root: str) -> str | None:
+    """Why ``value`` cannot be encoded and where (``root[3]["x"]``), or None."""
+    try:
+        _walk(value, 1, True)
+    except _Refused as refused:
+        parts = refused.path[::-1]
+        if len(parts) > 8:  # a path 200 levels deep says nothing more than its ends
+            parts = [*parts[:4], f"...({len(parts) - 6} more)...", *parts[-2:]]
+        return f"{root}{''.join(parts)}: {refused.reason}"
+    except RecursionError:
+        return f"{root}: nested deeper than {MAX_DEPTH} levels"
+    return None
+
+
+_encoder = json.JSONEncoder(
+    separators=(",", ":"), allow_nan=False, default=lambda o: _checked_default(o)
+)
 
 
 def _is_instance(value: object, module: str, name: str) -> bool:
@@ -69,12 +188,35 @@ def _default(value: object) -> object:
     raise TypeError(f"object of type {type(value).__name__} is not JSON serializable")
 
 
-def encode(value: object) -> str:
-    """Encode one value (a result) as compact JSON."""
+_ENCODE_ERRORS = (TypeError, ValueError, RecursionError, _Refused)
+
+
+def encode(value: object, what: str = "result") -> str:
+    """Encode one value (a result, a key) as compact JSON; ``EncodeError`` naming the
+    path of what JSON cannot hold (NaN, non-string keys, lone surrogates, too deep).
+
+    Example:
+        >>> encode({"n": [1.5, None]})
+        '{"n":[1.5,null]}'
+        >>> encode({"n": [1.5, float("nan")]})
+        Traceback (most recent call last):
+        ...
+        conveyor.errors.EncodeError: cannot encode result at result["n"][1]: nan is not a JSON number
+    """
     try:
+        _walk(value, 1, False)
         return _encoder.encode(value)
-    except (TypeError, ValueError) as exc:
-        raise EncodeError(f"cannot encode result: {exc}") from None
+    except _ENCODE_ERRORS as exc:
+        where = _refusal(value, what)
+        if where is not None:
+            raise EncodeError(f"cannot encode {what} at {where}") from None
+        raise EncodeError(f"cannot encode {what}: {_message(exc)}") from None
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return f"nested deeper than {MAX_DEPTH} levels"
+    return str(exc)
 
 
 _c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
@@ -96,16 +238,22 @@ def _encode_fast(value: object) -> str:
         ",",
         False,
         False,
-        True,
+        False,  # allow_nan: NaN/Infinity are not JSON (SQLite's json functions refuse them)
     )
     return "".join(encoder(value, 0))
 
 
 def encode_payload(args: Sequence[object], kwargs: Mapping[str, object], *, max_bytes: int) -> str:
-    """Encode call arguments; raise naming the offending argument, or if too large."""
+    """Encode call arguments; raise naming the offending argument and the path inside
+    it (``kwargs.data[3]["x"]``), or if too large."""
     try:
+        for value in (*args, *kwargs.values()):
+            kind = type(value)
+            if kind is int or (kind is str and value.isascii()) or value is None:  # type: ignore[attr-defined]
+                continue  # the common arguments, without a call
+            _walk(value, 1, False)
         text = _encode_fast({"args": args, "kwargs": kwargs})
-    except (TypeError, ValueError) as exc:
+    except _ENCODE_ERRORS as exc:
         raise EncodeError(_name_offender(args, kwargs, exc)) from None
     # ensure_ascii is on, so characters are bytes.
     if len(text) > max_bytes:
@@ -117,18 +265,16 @@ def encode_payload(args: Sequence[object], kwargs: Mapping[str, object], *, max_
     return text
 
 
-def _name_offender(args: Sequence[object], kwargs: Mapping[str, object], exc: Exception) -> str:
+def _name_offender(args: Sequence[object], kwargs: Mapping[str, object], exc: BaseException) -> str:
     for index, value in enumerate(args):
-        try:
-            _encoder.encode(value)
-        except (TypeError, ValueError) as inner:
-            return f"cannot encode positional argument {index}: {inner}"
+        where = _refusal(value, f"args[{index}]")
+        if where is not None:
+            return f"cannot encode positional argument {index} at {where}"
     for name, value in kwargs.items():
-        try:
-            _encoder.encode(value)
-        except (TypeError, ValueError) as inner:
-            return f"cannot encode argument {name!r}: {inner}"
-    return f"cannot encode arguments: {exc}"
+        where = _refusal(value, f"kwargs.{name}")
+        if where is not None:
+            return f"cannot encode argument {name!r} at {where}"
+    return f"cannot encode arguments: {_message(exc)}"
 
 
 def decode(text: str | None) -> Any:

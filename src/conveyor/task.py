@@ -22,13 +22,14 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import inspect
+import math
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
-from conveyor import limits, unique
+from conveyor import limits, options, unique
 from conveyor.aio import to_thread
-from conveyor.arity import arity_checker
+from conveyor.arity import arity_checker, type_checker
 from conveyor.backends.base import (
     JobInsertBatchParams,
     JobInsertParams,
@@ -36,10 +37,10 @@ from conveyor.backends.base import (
     require_feature,
 )
 from conveyor.codec import Decoder, encode_payload
-from conveyor.errors import ConfigurationError
 from conveyor.ids import new_id, new_ids
 from conveyor.limits import LimitKey
 from conveyor.retry import Backoff, RetryDelayHook
+from conveyor.secrets import Sealer, secret_parameters
 from conveyor.unique import UniqueKey
 
 if TYPE_CHECKING:
@@ -73,18 +74,14 @@ class TaskOptions:
     concurrency: int | None = None
     rate: str | None = None
     limit_key: LimitKey = None
+    #: parameters encrypted at rest (plus those annotated ``conveyor.Secret[...]``)
+    secret: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        # Types and ranges first (options.py), so the checks below compare numbers.
+        options.check_options({f.name: getattr(self, f.name) for f in dataclasses.fields(self)})
         unique.check_options(self.on_conflict, self.unique_for)
         limits.check_options(self.concurrency, self.rate)
-        if self.max_attempts < 1:
-            raise ConfigurationError(f"max_attempts must be >= 1, got {self.max_attempts}")
-        if self.timeout is not None and self.timeout <= 0:
-            raise ConfigurationError(f"timeout must be > 0 seconds, got {self.timeout}")
-        if self.lease <= 0:
-            raise ConfigurationError(f"lease must be > 0 seconds, got {self.lease}")
-        if not self.queue:
-            raise ConfigurationError("queue name must not be empty")
 
 
 class Args:
@@ -122,11 +119,7 @@ def _call_of(
 
 
 def _seconds(delay: Delay) -> float:
-    if isinstance(delay, datetime.timedelta):
-        return delay.total_seconds()
-    if isinstance(delay, (int, float)) and not isinstance(delay, bool):
-        return float(delay)
-    raise TypeError(f"delay must be seconds or a timedelta, got {type(delay).__name__}")
+    return options.check_seconds("delay", delay, allow_zero=True)
 
 
 def _epoch(when: When) -> float:
@@ -135,7 +128,10 @@ def _epoch(when: When) -> float:
             raise ValueError("schedule_at needs an aware datetime (with tzinfo) or epoch seconds")
         return when.timestamp()
     if isinstance(when, (int, float)) and not isinstance(when, bool):
-        return float(when)
+        seconds = float(when) if isinstance(when, float) or abs(when) < 2**53 else math.inf
+        if not math.isfinite(seconds):
+            raise options.OptionValueError(f"when must be finite epoch seconds, got {when!r}")
+        return seconds
     raise TypeError(f"when must be an aware datetime or epoch seconds, got {type(when).__name__}")
 
 
@@ -219,13 +215,21 @@ class Enqueuer(Generic[P, R]):
         (``enqueue_many`` spends its time per item; measured in BENCHMARKS.md)."""
         task, r = self._task, self._resolved()
         check, max_bytes = task.check_arguments, task.app.max_payload_bytes
+        check_types = task.check_types
         if run_at is None:
             run_at = r.run_at()
         if r.plain:
             payloads = []
+            sealer = task.sealer
             for args, kwargs in calls:
                 check(*args, **kwargs)
+                if sealer is not None:
+                    if check_types is not None:
+                        check_types(args, kwargs, 0)
+                    args, kwargs = sealer.seal(args, kwargs)
                 payloads.append(encode_payload(args, kwargs, max_bytes=max_bytes))
+                if check_types is not None and sealer is None:  # after encoding: what
+                    check_types(args, kwargs, 0)  # cannot be stored says so first
             return JobInsertBatchParams(
                 task=task.options.name,
                 queue=r.queue,
@@ -246,11 +250,17 @@ class Enqueuer(Generic[P, R]):
         task = self._task
         # A workflow step gets its parents' result(s) first: check with a stand-in.
         task.check_arguments(*((None,) if r.pipe else ()), *args, **kwargs)
+        if task.check_types is not None:  # the stand-in is not checked
+            task.check_types((None, *args) if r.pipe else args, kwargs, 1 if r.pipe else 0)
+        stored_args, stored_kwargs = (
+            (args, kwargs) if task.sealer is None else task.sealer.seal(args, kwargs)
+        )
+        payload = encode_payload(stored_args, stored_kwargs, max_bytes=task.app.max_payload_bytes)
         return JobInsertParams(
             id=new_id(),
             task=task.options.name,
             queue=r.queue,
-            payload=encode_payload(args, kwargs, max_bytes=task.app.max_payload_bytes),
+            payload=payload,
             priority=r.priority,
             run_at=run_at,
             max_attempts=r.max_attempts,
@@ -273,6 +283,7 @@ class Enqueuer(Generic[P, R]):
         if r.unique_key is not None:
             key = unique.key_for(r.unique_key, args, kwargs)
             if key is not None:
+                options.check_name("unique key", key)  # a function's answer, per job
                 fields["unique_key"] = key
                 fields["on_conflict"] = r.on_conflict
                 fields["unique_until"] = (
@@ -371,8 +382,9 @@ class Enqueuer(Generic[P, R]):
             "on_conflict": on_conflict,
             "depends_on": tuple(depends_on) if depends_on else None,
         }
-        if max_attempts is not None and max_attempts < 1:
-            raise ConfigurationError(f"max_attempts must be >= 1, got {max_attempts}")
+        options.check_options(given)
+        if at is not None:
+            _epoch(at)
         unique.check_options(on_conflict or "keep", unique_for)
         merged = {**self._overrides, **{k: v for k, v in given.items() if v is not None}}
         return Enqueuer(self._task, merged)
@@ -416,6 +428,12 @@ class Task(Enqueuer[P, R]):
         self.decoder = Decoder(fn)
         #: raises TypeError exactly when ``fn`` could not be called with the arguments
         self.check_arguments = arity_checker(fn)
+        #: raises TypeError naming the parameter when an argument does not match a
+        #: primitive annotation; None when nothing is checked (App(check_types=False))
+        self.check_types = type_checker(fn) if app.settings.check_types else None
+        secret = secret_parameters(fn, options.secret)
+        #: seals the secret arguments at enqueue, opens them in the worker (secrets.py)
+        self.sealer = Sealer(options.name, fn, secret) if secret else None
         self.__doc__ = fn.__doc__
         self.__name__ = getattr(fn, "__name__", options.name)
         self.__wrapped__ = fn

@@ -26,6 +26,7 @@ from conveyor.backends.base import (
 )
 from conveyor.cli.common import echo_json, open_app, store_options
 from conveyor.cli.filters import STATES, Duration, filter_options, is_empty, iter_jobs
+from conveyor.secrets import refuse_secret_where
 from conveyor.states import FINISHED_STATES, JobState
 
 #: Ids acted on per backend call.
@@ -81,6 +82,7 @@ def _bulk(
             gone = set(missing)
             targets = [i for i in targets if i not in gone]
         else:
+            refuse_secret_where(backend, job_filter)  # secret arguments cannot be queried
             count = backend.job_count(JobCountParams(job_filter))
             if count == 0:
                 _report(as_json, verb, 0, 0)

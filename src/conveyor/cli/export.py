@@ -27,6 +27,7 @@ from conveyor.backends.base import JobCountParams, JobFilter, JobRecord
 from conveyor.cli.common import open_app, store_options
 from conveyor.cli.filters import filter_options, iter_jobs, job_dict
 from conveyor.private_files import create_private
+from conveyor.secrets import refuse_secret_where
 
 FIELDS = list(records.fields(JobRecord))
 
@@ -60,6 +61,7 @@ def export(
 ) -> None:
     """Export matching jobs (payload, result and error as JSON)."""
     backend = open_app(url, app_spec).backend
+    refuse_secret_where(backend, job_filter)  # secret arguments cannot be queried
     total = backend.job_count(JobCountParams(job_filter))
     with contextlib.ExitStack() as stack:
         out: IO[str] = stack.enter_context(open_private(output)) if output else sys.stdout

@@ -28,6 +28,7 @@ import click
 from conveyor import records
 from conveyor.backends.base import Backend, JobFilter, JobListParams, JobRecord
 from conveyor.query import parse_duration, parse_time, parse_where
+from conveyor.secrets import mask_payload
 from conveyor.states import JobState
 
 STATES = [s.value for s in JobState]
@@ -184,6 +185,7 @@ def job_dict(j: JobRecord) -> dict[str, Any]:
     """A job as JSON-ready data: payload/result/error decoded back to values."""
     data = records.asdict(j)
     data["state"] = str(j.state)
+    data["payload"] = mask_payload(j.payload)  # secret arguments show as "•••"
     for key in ("payload", "result", "error"):
         if data[key] is not None:
             with contextlib.suppress(ValueError):  # stored text that is not JSON stays text

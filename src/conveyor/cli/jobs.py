@@ -27,6 +27,7 @@ from conveyor.cli.common import echo_json, open_app, store_options
 from conveyor.cli.filters import filter_options, is_empty, job_dict
 from conveyor.cli.output import Column, Output, iso_time, utc_option
 from conveyor.redaction import redacted
+from conveyor.secrets import mask_payload, refuse_secret_where
 
 #: Fields of a job record that hold epoch timestamps (shown as ISO 8601).
 TIME_FIELDS = frozenset({"run_at", "created_at", "lease_until", "started_at", "finished_at"})
@@ -50,6 +51,7 @@ def jobs(
 ) -> None:
     """List jobs matching the filters, in id (= creation) order."""
     backend = open_app(url, app_spec).backend
+    refuse_secret_where(backend, job_filter)  # secret arguments cannot be queried
     found = backend.job_list(JobListParams(after_id=after, limit=limit, filter=job_filter))
     next_after = found[-1].id if len(found) == limit else None
     if as_json:
@@ -76,7 +78,7 @@ def jobs(
                 f"{j.attempt}/{j.max_attempts}",
                 iso_time(j.created_at, utc=utc),
                 iso_time(j.finished_at, utc=utc),
-                j.payload,
+                mask_payload(j.payload),  # secret arguments show as "•••"
             ]
             for j in found
         ],
@@ -181,7 +183,7 @@ def _field(name: str, value: object, utc: bool) -> object:
     if name in TIME_FIELDS and isinstance(value, (int, float)):
         return iso_time(value, utc=utc)
     if isinstance(value, (dict, list)):
-        return json.dumps(value)
+        return json.dumps(value, ensure_ascii=False)  # "•••", accents: shown as text
     return value
 
 

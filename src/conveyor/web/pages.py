@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import quote
 
 from conveyor.backends.base import AttemptRecord, JobLogRecord, JobRecord, QueueStats, WorkerInfo
+from conveyor.secrets import mask_payload
 from conveyor.states import JobState
 from conveyor.web.html import (
     ago,
@@ -129,11 +130,17 @@ def ago_seconds(seconds: float | None) -> str:
 
 
 def args_text(payload: str) -> str:
-    """Arguments as ``f(1, "x", user=42)``-style text for the table."""
+    """Arguments as ``f(1, "x", user=42)``-style text for the table (secret arguments
+    as ``"•••"``)."""
+    payload = mask_payload(payload) or ""
     try:
         data = json.loads(payload)
-        args = [json.dumps(a) for a in data.get("args", [])]
-        kwargs = [f"{k}={json.dumps(v)}" for k, v in data.get("kwargs", {}).items()]
+        ascii_only = "\\ud" in payload.lower()  # lone surrogates stay escaped
+        args = [json.dumps(a, ensure_ascii=ascii_only) for a in data.get("args", [])]
+        kwargs = [
+            f"{k}={json.dumps(v, ensure_ascii=ascii_only)}"
+            for k, v in data.get("kwargs", {}).items()
+        ]
         return ", ".join(args + kwargs)
     except (ValueError, AttributeError):
         return payload
@@ -306,7 +313,11 @@ def _pretty(text: str | None) -> str:
     if text is None:
         return '<span class="muted">none</span>'
     try:
-        return f"<pre>{esc(json.dumps(json.loads(text), indent=2))}</pre>"
+        value = json.loads(text)
+        shown = json.dumps(value, indent=2, ensure_ascii=False)  # "•••", accents as text
+        if not shown.isascii() and "\\ud" in text.lower():  # lone surrogates stay escaped
+            shown = json.dumps(value, indent=2)
+        return f"<pre>{esc(shown)}</pre>"
     except ValueError:
         return f"<pre>{esc(text)}</pre>"
 
@@ -410,7 +421,7 @@ def job_page(
         f'<div class="bar">{job_actions(job, csrf)}</div>'
         f"{failure}"
         f'<dl class="fields">{dl}</dl>'
-        f"<h2>Arguments</h2>{_pretty(job.payload)}"
+        f"<h2>Arguments</h2>{_pretty(mask_payload(job.payload))}"
         f"<h2>Result</h2>{_pretty(job.result)}"
         f"{history}"
         "<h2>Attempts</h2>"

@@ -18,6 +18,7 @@ shows nothing, so a crafted link cannot put words on the dashboard.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from urllib.parse import quote, urlencode
@@ -26,7 +27,9 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
+from conveyor.backends.base import JobFilter
 from conveyor.redaction import redacted
+from conveyor.secrets import secret_where_error
 from conveyor.web import pages
 from conveyor.web.assets import CSS, JS
 from conveyor.web.html import esc, layout
@@ -132,6 +135,14 @@ async def jobs(request: Request) -> Response:
     after = (params.get("after") or None) if sort.by_id else None
     offset = 0 if sort.by_id else _int(params.get("offset"), 0, 0, 10**9)
     limit = _int(params.get("limit"), state.page_size, 1, MAX_PAGE)
+    # a where on a secret argument is refused (its stored value is ciphertext)
+    refused = await run_in_threadpool(
+        secret_where_error,
+        state.backend,
+        JobFilter(queue=query.queue, task=query.task, where=query.conditions()),
+    )
+    if refused:
+        query = dataclasses.replace(query, where=None)
     found = await run_in_threadpool(
         job_page, state.backend, query, sort, after_id=after, offset=offset, limit=limit
     )
@@ -144,6 +155,8 @@ async def jobs(request: Request) -> Response:
         paged=bool(after or offset),
         limit=limit,
     )
+    if refused:
+        body = f'<p class="error">where ignored: {esc(refused)}</p>{body}'
     return _render(request, "Jobs", body, active="/jobs")
 
 

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 from conveyor.backends.base import ClaimedJob
 from conveyor.codec import encode
 from conveyor.context import JobContext, reset_current, set_current
-from conveyor.errors import DecodeError, EncodeError, Snooze
+from conveyor.errors import ConfigurationError, DecodeError, EncodeError, Snooze
+from conveyor.secrets import SecretKeyError, sealed_arguments
 from conveyor.worker.outcome import Outcome
 
 if TYPE_CHECKING:
@@ -44,8 +45,19 @@ def prepare(
     task = app.tasks.get(job.task)
     if task is None:
         return Outcome.unrunnable(f"unknown task {job.task!r}: not registered in this worker")
+    payload = job.payload
+    if task.sealer is not None:  # secret arguments are opened here, in the worker only
+        try:
+            payload = task.sealer.open_payload(payload)
+        except (SecretKeyError, ConfigurationError, ValueError) as exc:
+            return Outcome.unrunnable(str(exc), exc)
+    elif sealed := sealed_arguments(payload):  # never call a task with ciphertext
+        return Outcome.unrunnable(
+            f"{', '.join(sealed)} sealed (secret) but task {job.task!r} declares no secret "
+            "parameters in this worker: deploy the same task definition as the producer"
+        )
     try:
-        args, kwargs = task.decoder.arguments(job.payload)
+        args, kwargs = task.decoder.arguments(payload)
         task.decoder.signature.bind(*args, **kwargs)
     except (DecodeError, TypeError) as exc:
         return Outcome.unrunnable(f"undecodable payload: {exc}", exc)
