@@ -235,7 +235,7 @@ def test_capture_records_in_order_and_asserts(app: conveyor.App) -> None:
         "      differs: to='b@example.com' (expected 'c@example.com'), "
         "subject='yo' (expected 'hi')"
     )
-    with pytest.raises(AssertionError, match="expected no job of .*send, but 2 were enqueued"):
+    with pytest.raises(AssertionError, match=r"expected no job of .*send, but 2 were enqueued"):
         captured.assert_not_enqueued(send)
 
 
