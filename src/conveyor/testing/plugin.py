@@ -22,11 +22,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from conveyor.app import App, load_app
-from conveyor.worker.worker import Worker
+if TYPE_CHECKING:  # imported in the fixtures: pytest loads this plugin in every run
+    from conveyor.app import App
+    from conveyor.worker.worker import Worker
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -40,6 +42,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.fixture
 def conveyor_app(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[App]:
     """An App on a fresh SQLite file of this test (yours with the ``conveyor_app`` ini)."""
+    from conveyor.app import App, load_app
+
     url = f"sqlite:///{tmp_path / 'conveyor.db'}"
     spec = str(request.config.getini("conveyor_app") or "")
     if not spec:
@@ -61,6 +65,8 @@ def conveyor_app(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[App
 @pytest.fixture
 def conveyor_worker(conveyor_app: App) -> Iterator[Worker]:
     """An embedded worker on ``conveyor_app``, started before the test, stopped after."""
+    from conveyor.worker.worker import Worker
+
     queues = sorted({"default", *(t.options.queue for t in conveyor_app.tasks.values())})
     worker = Worker(conveyor_app, queues=queues, concurrency=4, shutdown_timeout=5.0)
     worker.start()
