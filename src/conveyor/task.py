@@ -442,8 +442,9 @@ class Task(Enqueuer[P, R]):
     def execute(self, *args: P.args, **kwargs: P.kwargs) -> R:
         """Run the task body now, as a worker would, without any store: the arguments go
         through the codec round trip, ``current_job()`` is set, an ``async def`` task
-        runs to completion, and the result comes back decoded. A failure raises
-        :class:`~conveyor.errors.JobFailed` (one attempt, no retries).
+        runs to completion, and the result comes back decoded. One attempt, no retries:
+        a failure raises the task's own exception (a job that cannot run at all,
+        :class:`~conveyor.errors.JobFailed`). See docs/testing.md.
 
         >>> import conveyor
         >>> app = conveyor.App("sqlite:///:memory:")

@@ -59,6 +59,9 @@ assert_type(fetch.execute(1), list[int])
 assert_type(add.s(1), Signature)
 # calling a task is calling the function: an async task gives its coroutine
 assert_type(add(1), int)
+# a result used as a statement: no false unused-coroutine (the job was Job[Coroutine])
+fetch.enqueue(1).result()
+fetch.with_options(queue="q").enqueue(1).result()
 coroutine = fetch(1)
 _ = assert_type(coroutine, Coroutine[Any, Any, list[int]])
 coroutine.close()
@@ -71,8 +74,8 @@ async def from_async_code() -> None:
     assert_type(await add.aenqueue_after(1, 2), Job[int])
     assert_type(await fetch.aschedule_at(when, 1), Job[list[int]])
     assert_type(await add.aenqueue_many([Args(1)]), list[Job[int]])
-    # awaiting the job's result is not an unused coroutine (it was Job[Coroutine] once)
     await fetch.with_options(queue="q").aenqueue(2)
+    (await fetch.aenqueue(3)).result()
 
 
 # -- the testing modes ---------------------------------------------------------------------
