@@ -326,3 +326,26 @@ def test_plugin_fixtures(conveyor_app: conveyor.App, conveyor_worker: object) ->
 
     assert conveyor_app.url.startswith("sqlite:///")
     assert add.enqueue(2, 3).result(timeout=20) == 5
+
+
+def test_a_mode_ends_with_its_block_and_modes_nest(tmp_path: Path) -> None:
+    app = conveyor.App(f"sqlite:///{tmp_path / 'jobs.db'}")
+
+    @app.task
+    def ping(n: int) -> int:
+        return n
+
+    with app.testing("capture") as outer:
+        with app.testing("inline") as inner:
+            assert ping.enqueue(1).result() == 1
+        ping.enqueue(2)
+        with pytest.raises(ZeroDivisionError), app.testing("inline"):
+            1 / 0  # noqa: B018 - an error inside a block still ends the mode
+        ping.enqueue(3)
+    assert [j.args for j in inner.jobs] == [(1,)]
+    assert [j.args for j in outer.jobs] == [(2,), (3,)]
+    assert not (tmp_path / "jobs.db").exists()
+    stored = ping.enqueue(4)  # no mode: the store
+    assert stored.status is JobState.QUEUED
+    assert app.backend.job_get_many([stored.id])[0].payload == '{"args":[4],"kwargs":{}}'
+    app.close()
