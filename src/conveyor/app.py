@@ -20,24 +20,26 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import importlib
+import inspect
 import os
 import sys
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol, TypeVar, overload
 
 from conveyor.codec import DEFAULT_MAX_PAYLOAD_BYTES
 from conveyor.errors import ConfigurationError
 from conveyor.limits import LimitKey
 from conveyor.redaction import redacted
 from conveyor.retry import Backoff, RetryDelayHook
-from conveyor.task import Task, TaskOptions
+from conveyor.task import AsyncTask, Intercept, Task, TaskOptions
 from conveyor.unique import UniqueKey
 
 if TYPE_CHECKING:
     from conveyor.backends.base import Backend
     from conveyor.job import Job
     from conveyor.periodic import Schedule
+    from conveyor.testing import Captured, Inline
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -54,6 +56,19 @@ BACKENDS = {
 
 #: per-task only (not App defaults): the name, and which parameters are secret
 _TASK_ONLY = {"name", "secret"}
+
+
+class TaskDecorator(Protocol):
+    """What ``@app.task(...)`` with options returns: an ``async def`` function becomes an
+    :class:`AsyncTask` (its jobs give the awaited result), any other a :class:`Task`."""
+
+    @overload
+    def __call__(self, fn: Callable[P, Coroutine[Any, Any, R]], /) -> AsyncTask[P, R]: ...
+
+    @overload
+    def __call__(self, fn: Callable[P, R], /) -> Task[P, R]: ...
+
+
 _TASK_DEFAULTS = {f.name for f in dataclasses.fields(TaskOptions)} - _TASK_ONLY
 
 
@@ -205,6 +220,9 @@ class App:
         self.enqueue_hooks: list[Callable[[str, str], None]] = []
         #: periodic schedules by name (``@app.periodic``); run by every worker's scheduler
         self.schedules: dict[str, Schedule] = {}
+        #: Set while a testing mode is active (``app.testing(...)``): takes every enqueue
+        #: plan instead of the store (see ``Enqueuer._write``).
+        self.intercept: Intercept | None = None
         self._backend: Backend | None = None
         self._lock = threading.Lock()
 
@@ -249,6 +267,9 @@ class App:
     # -- tasks ---------------------------------------------------------------------------
 
     @overload
+    def task(self, fn: Callable[P, Coroutine[Any, Any, R]], /) -> AsyncTask[P, R]: ...
+
+    @overload
     def task(self, fn: Callable[P, R], /) -> Task[P, R]: ...
 
     @overload
@@ -272,7 +293,7 @@ class App:
         rate: str | None = None,
         limit_key: LimitKey = None,
         secret: Sequence[str] | None = None,
-    ) -> Callable[[Callable[P, R]], Task[P, R]]: ...
+    ) -> TaskDecorator: ...
 
     def task(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
         """Register a function (plain or ``async def``) as a task.
@@ -299,7 +320,9 @@ class App:
                 raise ConfigurationError(
                     f"task name {name!r} is already registered for {_qualified(existing.fn)}"
                 )
-            task = Task(self, func, task_options)
+            task = (AsyncTask if inspect.iscoroutinefunction(func) else Task)(
+                self, func, task_options
+            )
             self.tasks[name] = task
             return task
 
@@ -333,6 +356,34 @@ class App:
             args=args,
             kwargs=kwargs,
         )
+
+    @overload
+    def testing(self, mode: Literal["inline"], *, run_scheduled: bool = True) -> Inline: ...
+
+    @overload
+    def testing(self, mode: Literal["capture"]) -> Captured: ...
+
+    def testing(self, mode: str, *, run_scheduled: bool = True) -> Inline | Captured:
+        """A testing mode, as a context manager: ``"inline"`` runs every job at once in
+        the caller as a worker would; ``"capture"`` records jobs instead of writing them.
+        Nothing reaches the store in either. See :mod:`conveyor.testing`.
+
+        >>> import conveyor
+        >>> app = conveyor.App("sqlite:///:memory:")
+        >>> @app.task
+        ... def add(a: int, b: int) -> int:
+        ...     return a + b
+        >>> with app.testing("inline"):
+        ...     add.enqueue(1, 2).result()
+        3
+        """
+        from conveyor.testing import Captured, Inline
+
+        if mode == "inline":
+            return Inline(self, run_scheduled=run_scheduled)
+        if mode == "capture":
+            return Captured(self)
+        raise ValueError(f"unknown testing mode {mode!r}; use 'inline' or 'capture'")
 
     def job(self, job_id: str) -> Job[Any]:
         """A handle on an existing job id."""

@@ -24,7 +24,7 @@ import datetime
 import inspect
 import math
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 from conveyor import limits, options, unique
@@ -84,15 +84,18 @@ class TaskOptions:
         limits.check_options(self.concurrency, self.rate)
 
 
-class Args:
+class Args(Generic[P]):
     """Arguments for one job of ``enqueue_many``: ``Args(1, 2, key="v")``.
 
-    Plain tuples/lists (positional) and dicts (keywords) work too.
+    Plain tuples/lists (positional) and dicts (keywords) work too. Type checkers check
+    ``Args(...)`` items against the task's parameters (mypy everywhere; pyright when the
+    ``Args(...)`` is written in the call, as in ``enqueue_many(Args(i) for i in ids)``);
+    tuples and dicts are checked only when enqueued.
     """
 
     __slots__ = ("args", "kwargs")
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: P.args, **kwargs: P.kwargs) -> None:
         self.args = args
         self.kwargs = kwargs
 
@@ -101,7 +104,7 @@ _NO_KWARGS: Mapping[str, Any] = {}
 
 
 def _call_of(
-    item: Args | Sequence[Any] | Mapping[str, Any],
+    item: Args[Any] | Sequence[Any] | Mapping[str, Any],
 ) -> tuple[Sequence[Any], Mapping[str, Any]]:
     """(args, kwargs) of one ``enqueue_many`` item."""
     if type(item) is tuple or type(item) is list:  # the common case, checked first
@@ -184,6 +187,11 @@ class _Resolved:
 
 
 Calls = Sequence[tuple[Sequence[Any], Mapping[str, Any]]]
+#: What ``_write`` writes: one batch of plain jobs, or one params record per job.
+Plan = JobInsertBatchParams | list[JobInsertParams]
+#: ``App.intercept``: while a testing mode is active it takes every plan instead of the
+#: store (``conveyor.testing``), and hands back the jobs' handles.
+Intercept = Callable[[Plan], "list[Job[Any]]"]
 
 
 class Enqueuer(Generic[P, R]):
@@ -298,12 +306,17 @@ class Enqueuer(Generic[P, R]):
             )
         return fields
 
-    def _write(self, plan: JobInsertBatchParams | list[JobInsertParams]) -> list[Job[R]]:
-        """Write a plan in one ``job_insert_many`` (all or nothing) and hand back Jobs."""
+    def _write(self, plan: Plan) -> list[Job[R]]:
+        """Write a plan in one ``job_insert_many`` (all or nothing) and hand back Jobs.
+
+        The one place every enqueue passes after its plan: a testing mode
+        (``app.testing(...)``) takes the plan here instead of the store."""
         from conveyor.job import Job
 
         task = self._task
         app = task.app
+        if app.intercept is not None:
+            return app.intercept(plan)
         backend = app.backend
         if not isinstance(plan, JobInsertBatchParams):
             if not plan:
@@ -340,7 +353,7 @@ class Enqueuer(Generic[P, R]):
         return self._enqueue([(args, kwargs)], None)[0]
 
     def enqueue_many(
-        self, items: Iterable[Args | Sequence[Any] | Mapping[str, Any]]
+        self, items: Iterable[Args[P] | Sequence[Any] | Mapping[str, Any]]
     ) -> list[Job[R]]:
         """Enqueue many jobs in one transaction: all are written or none."""
         return self._enqueue([_call_of(item) for item in items], None)
@@ -398,7 +411,7 @@ class Enqueuer(Generic[P, R]):
         return (await to_thread(self._write, plan))[0]
 
     async def aenqueue_many(
-        self, items: Iterable[Args | Sequence[Any] | Mapping[str, Any]]
+        self, items: Iterable[Args[P] | Sequence[Any] | Mapping[str, Any]]
     ) -> list[Job[R]]:
         """Asyncio twin of :meth:`enqueue_many`."""
         calls = [_call_of(item) for item in items]
@@ -443,6 +456,37 @@ class Task(Enqueuer[P, R]):
 
     def __repr__(self) -> str:
         return f"<Task {self.name} queue={self.options.queue}>"
+
+    def execute(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        """Run the task body now, as a worker would, without any store: the arguments go
+        through the codec round trip, ``current_job()`` is set, an ``async def`` task
+        runs to completion, and the result comes back decoded. One attempt, no retries:
+        a failure raises the task's own exception (a job that cannot run at all,
+        :class:`~conveyor.errors.JobFailed`). See docs/testing.md.
+
+        >>> import conveyor
+        >>> app = conveyor.App("sqlite:///:memory:")
+        >>> @app.task
+        ... def double(x: int) -> int:
+        ...     return 2 * x
+        >>> double.execute(21)
+        42
+        """
+        from conveyor.testing.local import execute
+
+        value: R = execute(self, args, kwargs)
+        return value
+
+
+class AsyncTask(Task[P, R]):
+    """A task of an ``async def`` function: ``Task[P, R]`` with ``R`` the awaited result
+    (its jobs are ``Job[R]``); calling it directly still gives the coroutine."""
+
+    def __call__(  # type: ignore[override]  # calling gives the coroutine, jobs give R
+        self, *args: P.args, **kwargs: P.kwargs
+    ) -> Coroutine[Any, Any, R]:
+        value: Coroutine[Any, Any, R] = self.fn(*args, **kwargs)  # type: ignore[assignment]
+        return value
 
 
 AsyncFn = Callable[..., Awaitable[Any]]

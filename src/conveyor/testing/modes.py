@@ -1,0 +1,244 @@
+"""The two testing modes, ``app.testing("inline")`` and ``app.testing("capture")``.
+
+While a mode is active it holds the app's one interception point
+(``App.intercept``, taken by ``Enqueuer._write`` after the plan was checked and
+encoded): no enqueue reaches the store. Both modes keep what was enqueued in order in
+``mode.jobs``; they differ in when jobs run. See ``docs/testing.md``.
+
+Example:
+    >>> import conveyor
+    >>> app = conveyor.App("sqlite:///:memory:")
+    >>> @app.task
+    ... def send(to: str) -> None: ...
+    >>> with app.testing("capture") as captured:
+    ...     _ = send.enqueue("a@example.com")
+    >>> captured.jobs[0].args
+    ('a@example.com',)
+    >>> captured.assert_enqueued(send, "a@example.com").queue
+    'default'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import time
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from conveyor.backends.base import JobInsertParams
+from conveyor.job import Job
+from conveyor.states import JobState
+from conveyor.testing.local import LocalJob, LocalJobs
+
+if TYPE_CHECKING:
+    from conveyor.app import App
+    from conveyor.task import Enqueuer, Plan
+
+#: Jobs one ``drain()`` runs at most: more is a task that enqueues itself forever.
+MAX_DRAINED = 100_000
+
+
+@dataclasses.dataclass(frozen=True)
+class CapturedJob:
+    """One enqueued job as a testing mode saw it (arguments decoded as the task gets them)."""
+
+    id: str
+    task_name: str
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    queue: str
+    priority: int
+    #: when it may run (epoch seconds); ``None``: at once
+    run_at: float | None
+    max_attempts: int
+    timeout: float | None
+    depends_on: tuple[str, ...] = ()
+
+    def call(self) -> str:
+        """``name(1, key='v')``: the call as text, for messages."""
+        return f"{self.task_name}({_arguments(self.args, self.kwargs)})"
+
+
+def _arguments(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
+    return ", ".join([*(repr(a) for a in args), *(f"{k}={v!r}" for k, v in kwargs.items())])
+
+
+class _Mode:
+    """What both modes share: the interception, the jobs list, the assertions, drain."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self.local = LocalJobs(app, self._ready)
+        #: every job enqueued while the mode was active, in order
+        self.jobs: list[CapturedJob] = []
+        self._previous: Callable[[Plan], list[Job[Any]]] | None = None
+
+    # -- the context manager -------------------------------------------------------------
+
+    def __enter__(self) -> _Mode:
+        self._previous = self.app.intercept
+        self.app.intercept = self._intercept
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.app.intercept = self._previous
+        self.local.runner.close()
+
+    # -- the interception ----------------------------------------------------------------
+
+    def _intercept(self, plan: Plan) -> list[Job[Any]]:
+        params = self.local.add_records(plan)
+        self.jobs.extend(self._captured(p) for p in params)
+        self.local.release(params)
+        return self.local.handles(params)
+
+    def _captured(self, p: JobInsertParams) -> CapturedJob:
+        task = self.app.tasks.get(p.task)
+        args, kwargs = task.decoder.arguments(p.payload) if task else ([], {})
+        return CapturedJob(
+            p.id,
+            p.task,
+            tuple(args),
+            dict(kwargs),
+            p.queue,
+            p.priority,
+            p.run_at,
+            p.max_attempts,
+            p.timeout,
+            p.depends_on,
+        )
+
+    def _ready(self, job_id: str) -> None:
+        """A job became ready (enqueued, or released by its parents)."""
+
+    # -- assertions ----------------------------------------------------------------------
+
+    def enqueued(self, task: Enqueuer[Any, Any] | str) -> list[CapturedJob]:
+        """The jobs of ``task`` (a task or its name) enqueued so far, in order."""
+        name = task if isinstance(task, str) else task._task.name
+        return [j for j in self.jobs if j.task_name == name]
+
+    def assert_enqueued(self, task: Enqueuer[Any, Any], *args: Any, **kwargs: Any) -> CapturedJob:
+        """Assert a job of ``task`` was enqueued with these arguments (compared as the
+        function binds them, defaults filled in: ``f(1)`` matches ``f(a=1)``); with no
+        arguments given, any job of ``task`` matches. Returns the first match; raises
+        ``AssertionError`` listing what was enqueued otherwise."""
+        found = self.enqueued(task)
+        if not args and not kwargs and found:
+            return found[0]
+        expected = _bound(task, args, kwargs)
+        for job in found:
+            if _bound(task, job.args, job.kwargs) == expected:
+                return job
+        raise AssertionError(self._report(task, args, kwargs, expected))
+
+    def assert_not_enqueued(self, task: Enqueuer[Any, Any]) -> None:
+        """Assert no job of ``task`` was enqueued."""
+        found = self.enqueued(task)
+        if found:
+            listed = "\n".join(f"  {j.call()}" for j in found)
+            raise AssertionError(
+                f"expected no job of {task._task.name}, but {len(found)} were enqueued:\n{listed}"
+            )
+
+    def _report(
+        self,
+        task: Enqueuer[Any, Any],
+        args: tuple[Any, ...],
+        kwargs: Mapping[str, Any],
+        expected: Mapping[str, Any],
+    ) -> str:
+        name = task._task.name
+        lines = [f"expected a job: {name}({_arguments(args, kwargs)})"]
+        if not self.jobs:
+            lines.append("enqueued: nothing")
+            return "\n".join(lines)
+        lines.append(f"enqueued ({len(self.jobs)}):")
+        for job in self.jobs:
+            line = f"  {job.call()}  queue={job.queue}"
+            if job.task_name == name:
+                got = _bound(task, job.args, job.kwargs)
+                differs = [
+                    f"{k}={got.get(k, '<missing>')!r} (expected {expected.get(k, '<missing>')!r})"
+                    for k in dict.fromkeys([*expected, *got])
+                    if got.get(k, _MISSING) != expected.get(k, _MISSING)
+                ]
+                line += "\n      differs: " + ", ".join(differs)
+            lines.append(line)
+        return "\n".join(lines)
+
+    # -- running and forgetting ----------------------------------------------------------
+
+    def drain(self) -> list[Job[Any]]:
+        """Run every job not run yet (delayed or not) and what they enqueue, in order,
+        to completion; the finished jobs' handles, in the order they ran."""
+        ran: list[Job[Any]] = []
+        while True:
+            job_id = self._next_ready()
+            if job_id is None:
+                return ran
+            if len(ran) >= MAX_DRAINED:
+                raise RuntimeError(f"drain() ran {MAX_DRAINED} jobs and more keep coming")
+            record = self.local.run(job_id)
+            if record is not None:
+                ran.append(LocalJob(self.local, job_id, self.app.tasks.get(record.task)))
+
+    def _next_ready(self) -> str | None:
+        for job_id, record in self.local.records.items():
+            if record.state in (JobState.QUEUED, JobState.SCHEDULED):
+                return job_id
+        return None
+
+    def clear(self) -> None:
+        """Forget every job enqueued so far (``jobs`` empty, their handles unknown)."""
+        self.jobs.clear()
+        self.local.records.clear()
+        self.local.attempts.clear()
+        self.local.parents.clear()
+        self.local.children.clear()
+
+
+_MISSING = object()
+
+
+def _bound(
+    task: Enqueuer[Any, Any], args: tuple[Any, ...], kwargs: Mapping[str, Any]
+) -> dict[str, Any]:
+    bound = inspect.signature(task._task.fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return dict(bound.arguments)
+
+
+class Captured(_Mode):
+    """``with app.testing("capture") as captured:`` -- jobs are recorded, not written
+    and not run, until ``captured.drain()``."""
+
+    def __enter__(self) -> Captured:
+        super().__enter__()
+        return self
+
+
+class Inline(_Mode):
+    """``with app.testing("inline"):`` -- every job runs at once in the caller, as a
+    worker would; the handle it returns is finished. ``run_scheduled=False``: a job
+    enqueued to run later is held (in ``jobs``, state ``scheduled``) until ``drain()``."""
+
+    def __init__(self, app: App, *, run_scheduled: bool = True) -> None:
+        super().__init__(app)
+        self.run_scheduled = run_scheduled
+
+    def __enter__(self) -> Inline:
+        super().__enter__()
+        return self
+
+    def _ready(self, job_id: str) -> None:
+        record = self.local.records[job_id]
+        if self.run_scheduled or record.run_at <= time.time():
+            self.local.run(job_id)

@@ -1,0 +1,40 @@
+"""Calls a type checker must reject: each line's ``type: ignore`` is needed (mypy runs
+with --warn-unused-ignores, pyright with reportUnnecessaryTypeIgnoreComment), so a
+line that stopped being an error fails the suite."""
+
+from __future__ import annotations
+
+import conveyor
+from conveyor import Args
+
+app = conveyor.App("sqlite:///:memory:")
+
+
+@app.task
+def add(a: int, b: int = 0) -> int:
+    return a + b
+
+
+@app.task
+async def fetch(n: int) -> list[int]:
+    return [n]
+
+
+add.enqueue("one")  # type: ignore[arg-type]
+add.enqueue(1, b="two")  # type: ignore[arg-type]
+add.enqueue(1, 2, 3)  # type: ignore[call-arg]
+add.enqueue_after(5, "one")  # type: ignore[arg-type]
+add.schedule_at(0.0, "one")  # type: ignore[arg-type]
+add.with_options(queue="q").enqueue("one")  # type: ignore[arg-type]
+add.execute("one")  # type: ignore[arg-type]
+add.enqueue_many([Args("one")])  # type: ignore[arg-type]
+fetch.enqueue("one")  # type: ignore[arg-type]
+fetch.execute("one")  # type: ignore[arg-type]
+text: str = add.enqueue(1).result()  # type: ignore[assignment]
+numbers: list[str] = fetch.enqueue(1).result()  # type: ignore[assignment]
+app.testing("sideways")  # type: ignore[call-overload]
+
+
+async def from_async_code() -> None:
+    await fetch.aenqueue("one")  # type: ignore[arg-type]
+    await add.aenqueue_after(1, "one")  # type: ignore[arg-type]

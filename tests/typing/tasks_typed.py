@@ -1,0 +1,88 @@
+"""What a user's type checker sees of conveyor's tasks and jobs (checked by
+test_types.py under mypy --strict and pyright strict; never imported by pytest)."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Coroutine
+from typing import Any, assert_type
+
+import conveyor
+from conveyor import Args, Job
+from conveyor.compose import Signature
+from conveyor.task import AsyncTask, Task
+from conveyor.testing import Captured, Inline
+
+app = conveyor.App("sqlite:///:memory:")
+
+
+@app.task
+def add(a: int, b: int = 0) -> int:
+    return a + b
+
+
+@app.task(queue="mail", max_attempts=3)
+def send(to: str, subject: str = "hi") -> None: ...
+
+
+@app.task
+async def fetch(n: int) -> list[int]:
+    return [n]
+
+
+@app.task(queue="io")
+async def fetch_io(n: int) -> list[int]:
+    return [n]
+
+
+when = datetime.datetime(2030, 1, 1, tzinfo=datetime.UTC)
+
+# -- sync and async tasks: Task[P, R], R the (awaited) result ------------------------------
+sync_task: Task[..., int] = add
+async_task: AsyncTask[..., list[int]] = fetch
+async_with_options: AsyncTask[..., list[int]] = fetch_io
+assert_type(add.enqueue(1), Job[int])
+assert_type(add.enqueue(1).result(), int)
+assert_type(send.enqueue("a@example.com", subject="x"), Job[None])
+assert_type(fetch.enqueue(1), Job[list[int]])
+assert_type(fetch.enqueue(1).result(timeout=5), list[int])
+assert_type(fetch_io.enqueue(1), Job[list[int]])
+assert_type(add.enqueue_after(5, 1, 2), Job[int])
+assert_type(add.enqueue_after(datetime.timedelta(seconds=5), 1), Job[int])
+assert_type(fetch.schedule_at(when, 1), Job[list[int]])
+assert_type(add.with_options(queue="q", priority=3).enqueue(1), Job[int])
+assert_type(fetch.with_options(delay=2).enqueue(1), Job[list[int]])
+assert_type(add.enqueue_many([Args(1), Args(2, b=3), (4,), {"a": 5}]), list[Job[int]])
+assert_type(add.enqueue_many(Args(i) for i in range(3)), list[Job[int]])
+assert_type(add.execute(1, 2), int)
+assert_type(fetch.execute(1), list[int])
+assert_type(add.s(1), Signature)
+# calling a task is calling the function: an async task gives its coroutine
+assert_type(add(1), int)
+# a result used as a statement: no false unused-coroutine (the job was Job[Coroutine])
+fetch.enqueue(1).result()
+fetch.with_options(queue="q").enqueue(1).result()
+coroutine = fetch(1)
+_ = assert_type(coroutine, Coroutine[Any, Any, list[int]])
+coroutine.close()
+
+
+async def from_async_code() -> None:
+    job = await fetch.aenqueue(1)
+    assert_type(job, Job[list[int]])
+    assert_type(await job.aresult(), list[int])
+    assert_type(await add.aenqueue_after(1, 2), Job[int])
+    assert_type(await fetch.aschedule_at(when, 1), Job[list[int]])
+    assert_type(await add.aenqueue_many([Args(1)]), list[Job[int]])
+    await fetch.with_options(queue="q").aenqueue(2)
+    (await fetch.aenqueue(3)).result()
+
+
+# -- the testing modes ---------------------------------------------------------------------
+with app.testing("inline") as inline:
+    assert_type(inline, Inline)
+    assert_type(add.enqueue(1).result(), int)
+with app.testing("capture") as captured:
+    assert_type(captured, Captured)
+    assert_type(captured.jobs[0].args, tuple[Any, ...])
+    assert_type(captured.drain(), list[Job[Any]])
