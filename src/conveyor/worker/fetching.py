@@ -30,6 +30,7 @@ from conveyor.backends.base import ClaimedJob, JobClaimParams
 from conveyor.errors import BackendUnavailable
 from conveyor.worker.completer import MAX_PENDING
 from conveyor.worker.completion import CompletionStrategy, GroupCommit, RideOnClaim
+from conveyor.worker.outcome import Outcome
 
 if TYPE_CHECKING:
     from conveyor.worker.executors.thread import ThreadExecutor
@@ -242,6 +243,9 @@ class InlineFetch:
                 if w.burst and w._burst_over(None):
                     return
                 backend.work_wait(IDLE_WAIT)
+        except BaseException as exc:  # this thread is the worker's only slot
+            log.exception("the fetch loop failed")
+            w.fail(f"the fetch loop failed: {type(exc).__name__}: {exc}")
         finally:
             self.completion.flush()
             w.stop_soon()
@@ -256,5 +260,9 @@ class InlineFetch:
         run_one = self.executor.run_one
         while entry is not None:
             if not w._cancelled_before_start(entry):
-                w.on_outcome(entry.job, run_one(entry.job, entry.ctx))
+                try:
+                    outcome = run_one(entry.job, entry.ctx)
+                except BaseException as exc:  # the one slot lives on
+                    outcome = Outcome.failed(exc)
+                w.on_outcome(entry.job, outcome)
             entry = w._next_buffered()

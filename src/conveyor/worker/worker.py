@@ -26,6 +26,7 @@ Example:
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import logging
 import os
@@ -42,7 +43,7 @@ from conveyor.backends.base import (
     WorkerInfo,
 )
 from conveyor.context import JobContext
-from conveyor.errors import BackendUnavailable, ConfigurationError
+from conveyor.errors import BackendUnavailable, ConfigurationError, WorkerFailed
 from conveyor.ids import new_id
 from conveyor.worker import fetching, procinfo
 from conveyor.worker.completer import Completer
@@ -134,6 +135,9 @@ class Worker:
         self._finished = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_fetch_at: float | None = None
+        #: Why this worker stopped on its own (``None``: a requested stop or a burst's
+        #: end); ``run()`` raises :class:`~conveyor.errors.WorkerFailed` with it.
+        self.failure: str | None = None
         self.completer = Completer(app.backend)
         # The two pipelines, chosen once: pooled fetch + group commit, or (one thread
         # slot on an ack_with_claim store) inline fetch + finishes riding on the claim.
@@ -214,6 +218,9 @@ class Worker:
             self._started.set()
             self._fetch.run()
             failed = False
+        except BaseException as exc:
+            self.fail(f"{type(exc).__name__}: {exc}", log_it=False)
+            raise
         finally:
             try:
                 self._shutdown()
@@ -226,15 +233,42 @@ class Worker:
             finally:
                 self._started.set()
                 self._finished.set()
+        if self.failure is not None:  # stopped on its own: the caller (and exit status) know
+            raise WorkerFailed(f"worker {self.id} stopped: {self.failure}")
 
     def start(self) -> Worker:
         """Run in a background thread; returns once the worker has registered."""
         self._thread = threading.Thread(
-            target=self.run, kwargs={"install_signals": False}, name="conveyor-worker", daemon=True
+            target=self._run_in_thread, name="conveyor-worker", daemon=True
         )
         self._thread.start()
         self._started.wait()
         return self
+
+    def _run_in_thread(self) -> None:
+        with contextlib.suppress(WorkerFailed):  # logged by fail(); see ``worker.failure``
+            self.run(install_signals=False)
+
+    def fail(self, reason: str, *, log_it: bool = True) -> None:
+        """Stop because something broke (not asked to): logged once, kept in ``failure``,
+        and ``run()`` raises :class:`~conveyor.errors.WorkerFailed` after the shutdown,
+        so ``conveyor worker`` exits non-zero and a supervisor restarts it."""
+        with self._lock:
+            first = self.failure is None
+            if first:
+                self.failure = reason
+        if first and log_it:
+            log.error("worker %s is stopping: %s", self.id, reason)
+        self.stop_soon()
+
+    def check_capacity(self) -> None:
+        """A worker whose pool lost a thread or its event loop stops with an error rather
+        than heartbeat with slots it no longer has (called by the heartbeat)."""
+        if self._stopping.is_set():
+            return
+        dead = self.executor.dead_slots()
+        if dead:
+            self.fail(f"the {self.executor.name} pool lost {', '.join(dead)}")
 
     def stop(self, timeout: float | None = None) -> None:
         """Graceful stop from another thread; waits until the worker has finished."""
