@@ -457,7 +457,9 @@ class Worker:
             self._released.update(f.job.id for f in leftovers)
         if leftovers:
             self._release(leftovers)
-        self.completer.stop()
+        # The store may still be away (disk full, Redis down): finishes are retried for
+        # the shutdown timeout at most, then left to the rescue (at least once).
+        self.completer.stop(timeout=max(self.shutdown_timeout, 1.0))
         for service in self._services:
             service.stop()
         self.executor.stop(timeout=0.5 if leftovers else 2.0)

@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
@@ -58,6 +59,12 @@ from conveyor.backends.sqlite.connection import (
     memory_key,
     open_connection,
     parse_sqlite_url,
+)
+from conveyor.backends.sqlite.faults import (
+    check_same_file,
+    file_identity,
+    store_error,
+    translate_store_errors,
 )
 from conveyor.backends.sqlite.flow_methods import FlowMixin
 from conveyor.backends.sqlite.notify import MAX_POLL, MIN_POLL, POLL_GROWTH, notifier_for
@@ -120,6 +127,18 @@ FEATURES = frozenset(
 )
 
 
+def rollback(conn: sqlite3.Connection) -> None:
+    """Roll back what is left of a failed transaction. SQLite may already have rolled it
+    back itself (disk full, I/O error): then there is nothing to do, and the original
+    error, not "no transaction is active", is what the caller must see."""
+    if conn.in_transaction:
+        # A failing ROLLBACK leaves SQLite to reset the connection; the caller re-raises
+        # the cause.
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+
+
+@translate_store_errors
 class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
     """Backend on one SQLite file. Internal: use ``conveyor.App("sqlite:///file.db")``."""
 
@@ -131,7 +150,15 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
     def __init__(self, url: str) -> None:
         self.url = url
         self.target = parse_sqlite_url(url)
-        self._conn = open_connection(self.target)
+        try:
+            self._conn = open_connection(self.target)
+        except sqlite3.Error as exc:  # disk full, read-only... at open: named, not raw
+            error = store_error(exc, self.target.path)
+            if error is None:
+                raise
+            raise error from exc
+        #: (device, inode) of the file opened: the heartbeat notices it deleted or replaced.
+        self._identity = file_identity(self.target.path)
         self._lock = threading.RLock()
         key = memory_key() if self.target.is_memory else self.target.path
         self._notifier = notifier_for(key)
@@ -157,10 +184,10 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
+                self._conn.execute("COMMIT")
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                rollback(self._conn)
                 raise
-            self._conn.execute("COMMIT")
         self._notifier.bump()
 
     def _read(self, sql: str, args: Sequence[object] = ()) -> list[tuple[object, ...]]:
@@ -246,10 +273,10 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
                 # right after a non-empty claim returns at once (one extra claim at most).
                 version = -1 if claimed else int(self._conn.execute(_DATA_VERSION).fetchone()[0])
                 self._claim_snapshot = (generation, version)
+                self._conn.execute("COMMIT")
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                rollback(self._conn)
                 raise
-            self._conn.execute("COMMIT")
         if promoted or finishes:
             self._notifier.bump()
         return stale, claimed
@@ -420,10 +447,10 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
                     conn.execute(sql, rows[0])
                 else:
                     conn.executemany(sql, rows)
+                conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                rollback(conn)
                 raise
-            conn.execute("COMMIT")
         self._notifier.bump()
 
     @staticmethod
@@ -591,6 +618,9 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
             conn.execute("DELETE FROM workers WHERE id = ?", (worker_id,))
 
     def worker_heartbeat(self, params: WorkerHeartbeatParams) -> None:
+        # A worker must not go on serving a file deleted or replaced under it (nobody
+        # else sees its jobs; new jobs in the new file would never run): StoreReplaced.
+        check_same_file(self.target.path, self._identity)
         w = params.worker
         with self._write() as conn:
             conn.execute(
