@@ -131,6 +131,8 @@ class PooledFetch:
             try:
                 jobs = backend.job_claim(JobClaimParams(w.id, w.selection.allocate(free), free))
                 backoff.succeeded()
+                if jobs:
+                    jobs = w.isolate(jobs)
             except BackendUnavailable as exc:
                 backoff.wait(exc, w._stopping)
                 continue
@@ -155,7 +157,7 @@ class PooledFetch:
         capacity = w.concurrency + w.prefetch
         with w._lock:
             free = capacity - len(w._inflight)
-            if free <= 0 or w.completer.pending > MAX_PENDING:
+            if free <= 0 or w.completer.pending > MAX_PENDING or w.claim_paused():
                 w._slot_freed.wait(IDLE_WAIT)
                 return 0
             if free < self._claim_batch and free < capacity:
@@ -172,8 +174,8 @@ class PooledFetch:
         jobs = w.app.backend.job_claim(
             JobClaimParams(w.id, w.selection.allocate(w.concurrency), w.concurrency)
         )
-        if jobs:
-            self.dispatch(jobs)
+        if jobs:  # found something (even if isolation gave some back): not over
+            self.dispatch(w.isolate(jobs))
         return bool(jobs)
 
     def dispatch(self, jobs: list[ClaimedJob]) -> None:
@@ -245,7 +247,9 @@ class InlineFetch:
                     w.completer.report(batch, stale)
                 w._last_fetch_at = time.time()
                 if jobs:
-                    self._run_here(jobs)
+                    jobs = w.isolate(jobs)  # nothing else runs here: a rescued job is kept
+                    if jobs:
+                        self._run_here(jobs)
                     continue
                 # The finishes just written went in before this (empty) claim, in the
                 # same transaction / pipeline: nothing they made due can be missed.

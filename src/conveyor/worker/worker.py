@@ -138,6 +138,11 @@ class Worker:
         #: Why this worker stopped on its own (``None``: a requested stop or a burst's
         #: end); ``run()`` raises :class:`~conveyor.errors.WorkerFailed` with it.
         self.failure: str | None = None
+        #: Poison isolation (docs/guarantees.md): the id of a job rescued before that runs
+        #: alone here (nothing else is claimed until it finished), and whether the
+        #: fetcher waits for this worker to empty before claiming such a job.
+        self._solo: str | None = None
+        self._draining = False
         self.completer = Completer(app.backend)
         # The two pipelines, chosen once: pooled fetch + group commit, or (one thread
         # slot on an ack_with_claim store) inline fetch + finishes riding on the claim.
@@ -354,6 +359,8 @@ class Worker:
 
     def on_outcome(self, job: ClaimedJob, outcome: Outcome) -> None:
         with self._lock:
+            if job.id == self._solo:
+                self._solo = None
             entry = self._inflight.pop(job.id, None)
             released = job.id in self._released
             self._released.discard(job.id)
@@ -398,6 +405,50 @@ class Worker:
             return False
         self.on_outcome(entry.job, Outcome.cancelled(CANCELLED_BEFORE_START))
         return True
+
+    def claim_paused(self) -> bool:
+        """True while a rescued job runs alone here, or while this worker empties so that
+        one can (poison isolation): the fetcher claims nothing meanwhile. Under the lock."""
+        if self._solo is not None:
+            return True
+        if self._draining and not self._inflight:
+            self._draining = False
+        return self._draining
+
+    def isolate(self, jobs: list[ClaimedJob]) -> list[ClaimedJob]:
+        """Poison isolation, the worker's side: a job rescued before (``rescues > 0``)
+        runs alone. Claimed while this worker holds nothing: it is kept alone and the rest
+        of the batch released; claimed while others run here: it is released and the
+        worker claims nothing more until what runs has finished. Released jobs go back
+        to ``queued`` with their attempt not counted. The store's side
+        (``rules.rescue_state``) charges a rescue only to a job its worker held alone.
+
+        >>> # jobs = worker.isolate(backend.job_claim(params))
+        """
+        if not any(j.rescues for j in jobs):
+            return jobs
+        with self._lock:
+            busy = bool(self._inflight)
+            if busy:
+                self._draining = True
+                keep = [j for j in jobs if not j.rescues]
+            else:
+                keep = [next(j for j in jobs if j.rescues)]
+                self._solo = keep[0].id
+        back = [j for j in jobs if j not in keep]
+        if back:
+            self._give_back(back)
+        return keep
+
+    def _give_back(self, jobs: list[ClaimedJob]) -> None:
+        """Release claimed jobs never started (attempt not counted); if the store refuses
+        now, the rescue takes them once their leases expire."""
+        try:
+            self.app.backend.job_release_many(
+                JobReleaseParams(self.id, [(j.id, j.token) for j in jobs])
+            )
+        except BackendUnavailable as exc:
+            log.warning("could not give back %d job(s): %s; they will be rescued", len(jobs), exc)
 
     def _burst_over(self, claim_again: Callable[[], bool] | None) -> bool:
         """Burst mode: True (and logged) once nothing is running and nothing is ready.

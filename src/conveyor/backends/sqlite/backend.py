@@ -80,6 +80,8 @@ from conveyor.rules import (
     WAS_CANCELLED,
     WORKER_LOST_ERROR,
     WORKER_LOST_REASON,
+    held_alone,
+    rescue_gives_back_attempt,
     rescue_state,
     sql_states,
 )
@@ -516,13 +518,18 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
             candidates = conn.execute(
                 self._sql["job_rescue_candidates"], {"stale_before": params.stale_before}
             ).fetchall()
-            for job_id, token, attempt, max_attempts, rescues, worker_id, started in candidates:
+            # Poison isolation: was each the one job its dead worker held? (rules.py)
+            alone_flags = held_alone([c[5] for c in candidates])
+            for candidate, alone in zip(candidates, alone_flags, strict=True):
+                job_id, token, attempt, max_attempts, rescues, worker_id, started = candidate
                 state = rescue_state(
                     attempt=attempt,
                     max_attempts=max_attempts,
                     rescues=rescues,
                     max_rescues=params.max_rescues,
+                    alone=alone,
                 )
+                give_back = int(rescue_gives_back_attempt(alone=alone))
                 lost = state is JobState.DEAD
                 if lost:
                     conn.execute(
@@ -534,9 +541,9 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
                 else:
                     conn.execute(
                         "UPDATE jobs SET state = 'queued', rescues = rescues + 1, "
-                        "worker_id = NULL, lease_until = NULL "
+                        "attempt = attempt - ?, worker_id = NULL, lease_until = NULL "
                         "WHERE id = ? AND token = ? AND state = 'running'",
-                        (job_id, token),
+                        (give_back, job_id, token),
                     )
                 conn.execute(
                     self._sql["attempt_insert"],
