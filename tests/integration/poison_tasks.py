@@ -22,3 +22,9 @@ def poison() -> None:
 def innocent(i: int) -> int:
     time.sleep(0.05)
     return i
+
+
+@app.task(name="exits_now", max_attempts=1)
+def exits_now(code: int) -> None:
+    """Ends the process at once (no cleanup, no exit handler runs)."""
+    os._exit(code)

@@ -78,3 +78,67 @@ def test_only_the_poison_job_ends_dead(
     assert len(statuses) >= 2, statuses  # the poison did kill a worker
     assert time.monotonic() - started < 40, statuses
     app.close()
+
+
+def run_worker(url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "conveyor.cli",
+            "worker",
+            "tests.integration.poison_tasks:app",
+            "--burst",
+            *args,
+        ],
+        cwd=ROOT,
+        env=worker_env(url),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_os_exit_in_the_process_pool_fails_the_job_and_the_worker_goes_on(
+    tmp_path: Path,
+) -> None:
+    """Issue 12, item 5: in the process pool ``os._exit(0)`` ends the child only: the job
+    fails with the reason, the worker serves the next one and its exit status stays
+    meaningful (0 here: the burst ended)."""
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    app = conveyor.App(url)
+
+    @app.task(name="exits_now", max_attempts=1)
+    def exits_now(code: int) -> None: ...
+
+    @app.task(name="innocent", max_attempts=1)
+    def innocent(i: int) -> int: ...
+
+    quitter = exits_now.enqueue(0)
+    after = innocent.enqueue(7)
+    done = run_worker(url, "--pool", "process", "-c", "1")
+    assert done.returncode == 0, done.stderr[-2000:]
+    record = quitter.refresh()
+    assert record.state is JobState.DEAD
+    assert "WorkerChildDied" in (record.error or ""), record.error
+    assert after.result() == 7
+    app.close()
+
+
+def test_os_exit_in_the_thread_pool_ends_the_worker_with_that_status(tmp_path: Path) -> None:
+    """The documented limit (docs/guarantees.md#exit-status): in the thread pool nothing
+    can run after ``os._exit(n)``; the process ends with ``n``, and its job is rescued as
+    for a killed worker (here by the next worker, alone: the cap buries it, max_attempts=1)."""
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    app = conveyor.App(url)
+
+    @app.task(name="exits_now", max_attempts=1)
+    def exits_now(code: int) -> None: ...
+
+    quitter = exits_now.enqueue(5)
+    assert run_worker(url, "-c", "2").returncode == 5
+    assert run_worker(url, "-c", "2").returncode == 0
+    record = quitter.refresh()
+    assert record.state is JobState.DEAD and record.reason == "worker lost", record
+    app.close()

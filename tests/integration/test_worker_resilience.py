@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ POOLS = [("thread", 1), ("thread", 2), ("async", 2)]
 
 
 def make_app(tmp_path: Path) -> conveyor.App:
-    app = conveyor.App(f"sqlite:///{tmp_path / 'jobs.db'}")
+    app = conveyor.App(f"sqlite:///{tmp_path / 'jobs.db'}", heartbeat_interval=0.05)
 
     @app.task(name="exits", max_attempts=1)
     def exits(code: int) -> None:
@@ -102,3 +103,42 @@ def test_a_row_with_an_unusable_timeout_goes_dead_with_the_reason(
     assert record.state is JobState.DEAD
     assert "invalid timeout" in (record.reason or "")
     assert after.result() == 2
+
+
+def break_pool(worker: Worker) -> None:
+    """Take a slot away from under the worker, as a crash in the pool would: the event
+    loop stopped (async), one slot thread ended (thread)."""
+    executor = worker.executor
+    if worker.pool == "async":
+        loop = executor._loop  # type: ignore[attr-defined]
+        loop.call_soon_threadsafe(loop.stop)
+    else:
+        executor._threads._queue.put(None)  # type: ignore[attr-defined]  # one slot ends
+
+
+@pytest.mark.parametrize("pool", ["thread", "async"])
+def test_a_worker_whose_pool_died_stops_with_an_error(
+    tmp_path: Path, pool: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = make_app(tmp_path)
+    worker = Worker(app, pool=pool, concurrency=2, shutdown_timeout=1)
+    worker.start()
+    assert worker.failure is None
+    break_pool(worker)
+    assert worker.join(10), "the worker kept heartbeating with a dead pool"
+    assert worker.failure is not None and "pool lost" in worker.failure
+    assert any("is stopping" in r.getMessage() for r in caplog.records)
+    assert app.backend.worker_list() == []  # deregistered: nobody counts its capacity
+
+
+def test_run_raises_worker_failed_when_the_worker_stops_on_its_own(tmp_path: Path) -> None:
+    app = make_app(tmp_path)
+    worker = Worker(app, pool="async", concurrency=1, shutdown_timeout=1)
+
+    def once_started() -> None:
+        worker._started.wait(10)
+        break_pool(worker)
+
+    threading.Thread(target=once_started, daemon=True).start()
+    with pytest.raises(conveyor.WorkerFailed, match="pool lost event loop"):
+        worker.run(install_signals=False)
