@@ -1,8 +1,8 @@
 """``Outage``: one log line when a store outage starts, one when it ends.
 
 Every loop that talks to the store (the fetcher, the completer, each service) keeps one:
-a Redis restart or a full disk is a warning when it starts and an info line with its
-length when it ends, not a warning per retry.
+a Redis restart or a full disk is a warning when it starts and one with its length
+when it ends, not a warning per retry.
 
 Example:
     >>> outage = Outage("claim")
@@ -41,7 +41,7 @@ class Outage:
         return True
 
     def recovered(self) -> bool:
-        """Record a success; True (and one info line) when it ends an outage."""
+        """Record a success; True (and one line) when it ends an outage."""
         if self.since is None:
             return False
         lasted, self.since = time.monotonic() - self.since, None
