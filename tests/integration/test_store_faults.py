@@ -61,9 +61,12 @@ def checkpoint(db: Path) -> None:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
+@pytest.mark.parametrize("concurrency", [1, 2], ids=["inline", "pooled"])
 def test_disk_full_backs_off_keeps_finishes_and_recovers(
-    small_disk: Path, caplog: pytest.LogCaptureFixture
+    small_disk: Path, caplog: pytest.LogCaptureFixture, concurrency: int
 ) -> None:
+    """Both pipelines: one slot (finishes ride on the next claim) and a pool (the
+    completer writes them)."""
     db = small_disk / "jobs.db"
     app = conveyor.App(f"sqlite:///{db}", heartbeat_interval=0.1)
 
@@ -72,9 +75,9 @@ def test_disk_full_backs_off_keeps_finishes_and_recovers(
         time.sleep(0.4)
         return n
 
-    jobs = [slow.enqueue(n) for n in range(2)]
-    later = slow.enqueue(2)  # claimed after the running ones finish: during the outage
-    worker = Worker(app, concurrency=2, burst=True, shutdown_timeout=5)
+    jobs = [slow.enqueue(n) for n in range(concurrency)]
+    later = slow.enqueue(concurrency)  # claimed after the running ones finish: during the outage
+    worker = Worker(app, concurrency=concurrency, burst=True, shutdown_timeout=5)
     caplog.set_level(logging.DEBUG, logger="conveyor.worker")
     worker.start()
     wait_for(lambda: all(j.refresh().state is JobState.RUNNING for j in jobs), what="running")
@@ -86,12 +89,12 @@ def test_disk_full_backs_off_keeps_finishes_and_recovers(
     filler.unlink()
     assert worker.join(20), "the worker did not recover once space was freed"
     assert worker.failure is None
-    assert [j.result(timeout=1) for j in [*jobs, later]] == [0, 1, 2]
+    assert [j.result(timeout=1) for j in [*jobs, later]] == list(range(concurrency + 1))
     starts = [r.getMessage() for r in caplog.records if "store unavailable" in r.getMessage()]
     assert any("database or disk is full" in line for line in starts), starts
     loops = [line.split(":", 1)[0] for line in starts]
     assert len(loops) == len(set(loops)), f"more than one line per outage: {starts}"
-    assert "completer" in loops
+    assert ("completer" if concurrency > 1 else "fetch") in loops
     assert any("store back after" in r.getMessage() for r in caplog.records)
 
 

@@ -77,3 +77,18 @@ def test_a_deleted_or_replaced_file_is_noticed(tmp_path: Path) -> None:
     with pytest.raises(StoreReplaced, match="was deleted"):
         check_same_file(str(db), opened)
     check_same_file(":memory:", file_identity(":memory:"))  # nothing to compare
+
+
+def test_locked_beyond_busy_timeout_is_store_error(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'jobs.db'}?busy_timeout=50"
+    backend = SQLiteBackend(url)
+    other = sqlite3.connect(tmp_path / "jobs.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process holding the write lock
+    try:
+        with pytest.raises(StoreError, match="locked beyond busy_timeout"):
+            backend.worker_deregister("w")
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    backend.worker_deregister("w")  # the lock is gone: writes go through again
+    backend.close()
