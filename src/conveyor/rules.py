@@ -134,8 +134,9 @@ def rescue_state(
     them may have caused: it goes back to ``queued`` whatever its counts, its attempt
     given back (:func:`rescue_gives_back_attempt`), one rescue more. A job with
     ``rescues > 0`` is then run alone by the next worker that claims it (the worker's
-    side of the rule, ``Worker.isolate`` in ``conveyor/worker/worker.py``), so the job that really kills
-    workers reaches the cap alone and is the only one to end ``dead`` "worker lost".
+    side of the rule: ``Worker.isolate`` in ``conveyor/worker/worker.py``), so the job
+    that really kills workers reaches the cap alone and is the only one to end ``dead``
+    "worker lost".
     ``max_rescues=0`` (never requeue) is obeyed either way.
 
     >>> rescue_state(attempt=1, max_attempts=5, rescues=0, max_rescues=3)
