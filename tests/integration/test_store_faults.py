@@ -121,8 +121,10 @@ import conveyor
 app = conveyor.App(sys.argv[1])
 @app.task(name="t")
 def t(s: str) -> None: ...
-t.enqueue("first")
-resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
+if sys.argv[2] == "later":
+    t.enqueue("first")
+limit = 64 * 1024  # "at-open": the schema itself does not fit
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 try:
     for _ in range(1000):
         t.enqueue("x" * 4000)
@@ -131,9 +133,10 @@ except conveyor.StoreError as exc:
 """
 
 
-def test_a_producer_past_its_file_size_limit_gets_store_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize("when", ["later", "at-open"])
+def test_a_producer_past_its_file_size_limit_gets_store_error(tmp_path: Path, when: str) -> None:
     done = subprocess.run(
-        [sys.executable, "-c", PRODUCER_UNDER_FSIZE, f"sqlite:///{tmp_path / 'jobs.db'}"],
+        [sys.executable, "-c", PRODUCER_UNDER_FSIZE, f"sqlite:///{tmp_path / 'jobs.db'}", when],
         capture_output=True,
         text=True,
         timeout=60,
