@@ -24,6 +24,8 @@ from conveyor.errors import (
     JobNotFound,
     PayloadTooLarge,
     Snooze,
+    StoreError,
+    WorkerFailed,
 )
 from conveyor.job import Job
 from conveyor.retry import Backoff
@@ -55,7 +57,9 @@ __all__ = [
     "SecretKeyError",
     "Signature",
     "Snooze",
+    "StoreError",
     "Task",
+    "WorkerFailed",
     "chain",
     "current_job",
     "group",

@@ -38,6 +38,29 @@ class BackendUnavailable(ConveyorError):
     """The storage backend cannot be reached (for example Redis is down)."""
 
 
+class StoreError(BackendUnavailable):
+    """The store is there but cannot serve now: disk full, I/O error, locked beyond its
+    busy timeout, read-only. The message names the cause; a worker backs off and retries
+    as for an outage, a producer gets this error.
+
+    Example:
+        >>> isinstance(StoreError("SQLite store /tmp/x.db: database or disk is full"),
+        ...            BackendUnavailable)
+        True
+    """
+
+
+class StoreReplaced(ConveyorError):
+    """The SQLite file a worker opened was deleted or replaced under it: it stops (non-zero
+    exit) rather than serve a file nobody else can see."""
+
+
+class WorkerFailed(ConveyorError):
+    """A worker stopped for a reason other than a requested stop or the end of a burst
+    (a dead executor thread or event loop, its store file replaced, a fetch loop that
+    crashed). ``conveyor worker`` exits with status 1."""
+
+
 class StoreNotFound(ConveyorError, LookupError):
     """A read-only tool was pointed at a store that does not exist (it never creates one)."""
 

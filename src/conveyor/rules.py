@@ -13,7 +13,8 @@ The rules:
 * **finish** (:data:`FINISH`): a finish kind -> the target state, the attempt's outcome,
   whether the attempt is given back, and how the job's end looks to its dependants.
 * **rescue** (:func:`rescue_state`): a running job of a lost worker -> ``queued`` again
-  (counting a rescue) or ``dead`` with reason "worker lost" (the poison-pill cap).
+  (counting a rescue) or ``dead`` with reason "worker lost" (the poison-pill cap), which
+  only a job its dead worker held alone can reach (poison isolation).
 * **dependants** (:func:`on_parent_end`, :func:`insert_decision`): a workflow child ->
   one parent fewer to wait for, released, or cancelled, by its ``pipe`` and the parent's end.
 * **cancel and manual retry** (:data:`CANCEL_AT_ONCE`, :data:`RETRY_BY_HAND`): which
@@ -121,19 +122,58 @@ LOST = "lost"
 LOST_PARENT_FAILED = "ended dead (worker lost)"
 
 
-def rescue_state(*, attempt: int, max_attempts: int, rescues: int, max_rescues: int) -> JobState:
+def rescue_state(
+    *, attempt: int, max_attempts: int, rescues: int, max_rescues: int, alone: bool = True
+) -> JobState:
     """Where a running job of a lost worker goes: ``queued`` (one rescue more), or
     ``dead`` once it was rescued more than ``max_rescues`` times or its attempts are spent
     (a job that kills its worker must not kill every worker in turn).
+
+    Poison isolation: ``alone`` says whether it was the only job its dead worker held
+    (running or prefetched). A job held with others is not punished for a death any of
+    them may have caused: it goes back to ``queued`` whatever its counts, its attempt
+    given back (:func:`rescue_gives_back_attempt`), one rescue more. A job with
+    ``rescues > 0`` is then run alone by the next worker that claims it (the worker's
+    side of the rule: ``Worker.isolate`` in ``conveyor/worker/worker.py``), so the job
+    that really kills workers reaches the cap alone and is the only one to end ``dead``
+    "worker lost".
+    ``max_rescues=0`` (never requeue) is obeyed either way.
 
     >>> rescue_state(attempt=1, max_attempts=5, rescues=0, max_rescues=3)
     <JobState.QUEUED: 'queued'>
     >>> rescue_state(attempt=5, max_attempts=5, rescues=0, max_rescues=3)
     <JobState.DEAD: 'dead'>
+    >>> rescue_state(attempt=5, max_attempts=5, rescues=3, max_rescues=3, alone=False)
+    <JobState.QUEUED: 'queued'>
     """
+    if not alone and max_rescues > 0:
+        return JobState.QUEUED
     if rescues + 1 > max_rescues or attempt >= max_attempts:
         return JobState.DEAD
     return JobState.QUEUED
+
+
+def rescue_gives_back_attempt(*, alone: bool) -> bool:
+    """Whether a rescue gives the attempt back (as a release does): yes for a job held
+    with others by its dead worker (not its fault), no for a job that was alone.
+
+    >>> rescue_gives_back_attempt(alone=False), rescue_gives_back_attempt(alone=True)
+    (True, False)
+    """
+    return not alone
+
+
+def held_alone(worker_ids: Sequence[str | None]) -> list[bool]:
+    """For the rescue candidates' worker ids (one per job), whether each job was the only
+    one its worker held.
+
+    >>> held_alone(["w1", "w2", "w1"])
+    [False, True, False]
+    """
+    held: dict[str | None, int] = {}
+    for worker in worker_ids:
+        held[worker] = held.get(worker, 0) + 1
+    return [held[worker] == 1 for worker in worker_ids]
 
 
 # -- workflows: how a child reacts to its parents ------------------------------------------

@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from conveyor import rules
 from conveyor.backends.base import (
     Backend,
     JobClaimParams,
@@ -75,6 +76,36 @@ def test_rescue_follows_the_cap(backend: Backend, max_attempts: int, max_rescues
             assert backend.job_get_many([job_id])[0].reason == WORKER_LOST_REASON
             return
     raise AssertionError("the cap never buried the job")
+
+
+@pytest.mark.parametrize(("max_attempts", "max_rescues"), [(1, 1), (1, 3), (5, 1)])
+def test_a_rescue_with_batch_mates_is_not_counted(
+    backend: Backend, max_attempts: int, max_rescues: int
+) -> None:
+    """Poison isolation: jobs their dead worker held together go back to queued, attempt
+    given back, one rescue more, whatever their counts; the one then held alone follows
+    the cap (rules.rescue_state with alone=True)."""
+    ids = insert(backend, 3, max_attempts=max_attempts)
+    register(backend, "w-batch")
+    batch = claim(backend, 3, "w-batch")
+    assert len(batch) == 3
+    found = backend.job_rescue(JobRescueParams(["w-batch"], time.time() - 30, max_rescues))
+    assert sorted((r.job_id, r.state) for r in found) == sorted((i, JobState.QUEUED) for i in ids)
+    records = backend.job_get_many(ids)
+    assert [(r.state, r.attempt, r.rescues) for r in records] == [(JobState.QUEUED, 0, 1)] * 3
+    assert all(
+        [a.outcome for a in backend.job_attempts(i)] == [rules.LOST] for i in ids
+    )  # the lost attempt is still on record
+    register(backend, "w-alone")
+    (alone,) = claim(backend, 1, "w-alone")
+    assert alone.attempt == 1
+    want = rescue_state(
+        attempt=1, max_attempts=max_attempts, rescues=1, max_rescues=max_rescues, alone=True
+    )
+    found = backend.job_rescue(JobRescueParams(["w-alone"], time.time() - 30, max_rescues))
+    assert [(r.job_id, r.state) for r in found] == [(alone.id, want)]
+    (record,) = backend.job_get_many([alone.id])
+    assert record.attempt == 1  # held alone: the attempt counts
 
 
 def test_claim_rule(backend: Backend) -> None:

@@ -19,10 +19,12 @@ from conveyor.rules import (
     PIPE_ONE,
     ChildEffect,
     InsertDecision,
+    held_alone,
     insert_decision,
     lua_prelude,
     on_parent_end,
     ready_state,
+    rescue_gives_back_attempt,
     rescue_state,
 )
 from conveyor.states import FinishKind, JobState
@@ -82,6 +84,50 @@ def test_rescue_rule(
         attempt=attempt, max_attempts=max_attempts, rescues=rescues, max_rescues=max_rescues
     )
     assert got is state
+
+
+# poison isolation: a job its dead worker held with others is never charged
+# (attempt, max_attempts, rescues, max_rescues, alone) -> state, attempt given back
+ISOLATION_TABLE = [
+    (1, 5, 0, 3, False, JobState.QUEUED, True),
+    (1, 5, 3, 3, False, JobState.QUEUED, True),  # past the cap, but with batch-mates
+    (5, 5, 0, 3, False, JobState.QUEUED, True),  # out of attempts: given back
+    (1, 1, 9, 3, False, JobState.QUEUED, True),
+    (1, 5, 0, 0, False, JobState.DEAD, True),  # max_rescues=0: never requeued, even so
+    (1, 5, 3, 3, True, JobState.DEAD, False),  # alone: the cap applies
+    (5, 5, 0, 3, True, JobState.DEAD, False),
+    (1, 5, 0, 3, True, JobState.QUEUED, False),
+]
+
+
+@pytest.mark.parametrize(
+    ("attempt", "max_attempts", "rescues", "max_rescues", "alone", "state", "gives_back"),
+    ISOLATION_TABLE,
+)
+def test_poison_isolation_rule(
+    attempt: int,
+    max_attempts: int,
+    rescues: int,
+    max_rescues: int,
+    alone: bool,
+    state: JobState,
+    gives_back: bool,
+) -> None:
+    got = rescue_state(
+        attempt=attempt,
+        max_attempts=max_attempts,
+        rescues=rescues,
+        max_rescues=max_rescues,
+        alone=alone,
+    )
+    assert got is state
+    assert rescue_gives_back_attempt(alone=alone) is gives_back
+
+
+def test_alone_means_the_only_job_of_its_worker() -> None:
+    assert held_alone([]) == []
+    assert held_alone(["w1"]) == [True]
+    assert held_alone(["w1", "w2", "w1", None]) == [False, True, False, True]
 
 
 # waiting child (pipe) + parent ended (succeeded?) -> effect

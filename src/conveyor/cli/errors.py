@@ -28,7 +28,7 @@ from typing import NoReturn, TypeVar
 
 import click
 
-from conveyor.errors import BackendUnavailable, ConveyorError
+from conveyor.errors import BackendUnavailable, ConveyorError, StoreError
 from conveyor.text import literal
 
 T = TypeVar("T")
@@ -89,6 +89,8 @@ def explain(exc: BaseException) -> tuple[str, int] | None:
         return exc.format_message(), USAGE
     if isinstance(exc, click.ClickException):
         return exc.format_message(), exc.exit_code
+    if isinstance(exc, StoreError):  # names the file and the cause (disk full, I/O...)
+        return str(exc), RUNTIME
     if isinstance(exc, BackendUnavailable):
         return _unavailable(exc), RUNTIME
     if isinstance(exc, ConveyorError):

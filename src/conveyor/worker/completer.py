@@ -5,7 +5,9 @@ call, so under load batches grow by themselves and when idle a finish is written
 once (no timer adds latency). Thresholds: at most ``MAX_BATCH`` finishes per write; the
 fetcher stops claiming while more than ``MAX_PENDING`` wait (back-pressure, so a slow
 store cannot grow this queue without bound). If the store is unreachable the batch is
-kept and retried with backoff: nothing is dropped. A stale finish (the job was rescued
+kept and retried with backoff (a Redis outage, or a SQLite store fault such as a full
+disk: ``StoreError``), with one log line when the outage starts and one when it ends:
+nothing is dropped while the worker runs. A stale finish (the job was rescued
 or released meanwhile) is refused by the store and logged, never forced.
 
 Example::
@@ -21,11 +23,11 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-import time
 from collections.abc import Callable
 
 from conveyor.backends.base import Backend, JobFinishParams
 from conveyor.errors import BackendUnavailable
+from conveyor.worker.outage import Outage
 
 log = logging.getLogger("conveyor.worker")
 
@@ -47,6 +49,8 @@ class Completer:
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._loop, name="conveyor-completer", daemon=True)
         self._on_written = on_written
+        self._outage = Outage("completer")
+        self._abandon = threading.Event()
         self.stale_total = 0
 
     @property
@@ -63,9 +67,14 @@ class Completer:
         self._queue.put(params)
 
     def stop(self, timeout: float | None = None) -> None:
-        """Write everything queued, then stop."""
+        """Write everything queued, then stop. With ``timeout``, give up on a store that
+        is still away by then: the finishes not written are logged, and their jobs, left
+        ``running`` under this worker's claim, are rescued and run again."""
         self._queue.put(None)
         self._thread.join(timeout)
+        if self._thread.is_alive():
+            self._abandon.set()
+            self._thread.join(1.0)
 
     def _loop(self) -> None:
         stopping = False
@@ -89,18 +98,48 @@ class Completer:
                 self._write(batch)
 
     def _write(self, batch: list[JobFinishParams]) -> None:
+        try:
+            stale = self._write_retrying(batch)
+        except Exception:
+            # Not a store fault: a bug, or one finish the store refuses. Write them one by
+            # one so that one bad finish does not hold back the others, nor kill this
+            # thread (every finish of the worker goes through it).
+            log.exception("writing %d finishes failed; writing them one by one", len(batch))
+            stale = []
+            for params in batch:
+                try:
+                    stale += self._write_retrying([params])
+                except Exception:
+                    log.exception(
+                        "the finish of job %s cannot be written; the job stays running until "
+                        "its lease expires, then it is rescued and run again",
+                        params.id,
+                    )
+        self.report(batch, stale)
+        with self._lock:
+            self._pending -= len(batch)
+
+    def _write_retrying(self, batch: list[JobFinishParams]) -> list[str]:
+        """Write ``batch``, retrying with back-off while the store is unavailable (a Redis
+        outage, a SQLite disk full / I/O error / lock: ``StoreError``); [] if abandoned."""
         delay = 0.05
         while True:
             try:
                 stale = self._backend.job_finish_many(batch)
-                break
             except BackendUnavailable as exc:
-                log.warning("store unavailable, %d finishes kept for retry: %s", len(batch), exc)
-                time.sleep(delay)
+                self._outage.failed(exc, f"{len(batch)} finishes kept and retried")
+                if self._abandon.wait(delay):
+                    log.error(
+                        "gave up writing %d finishes at shutdown (store unavailable: %s); "
+                        "their jobs will be rescued and run again",
+                        len(batch),
+                        exc,
+                    )
+                    return []
                 delay = min(delay * 2, 2.0)
-        self.report(batch, stale)
-        with self._lock:
-            self._pending -= len(batch)
+                continue
+            self._outage.recovered()
+            return stale
 
     def report(self, batch: list[JobFinishParams], stale: list[str]) -> None:
         """Log refused finishes and tell ``on_written``; also used by the worker's one-slot

@@ -30,6 +30,8 @@ from conveyor.backends.base import ClaimedJob, JobClaimParams
 from conveyor.errors import BackendUnavailable
 from conveyor.worker.completer import MAX_PENDING
 from conveyor.worker.completion import CompletionStrategy, GroupCommit, RideOnClaim
+from conveyor.worker.outage import Outage
+from conveyor.worker.outcome import Outcome
 
 if TYPE_CHECKING:
     from conveyor.worker.executors.thread import ThreadExecutor
@@ -48,21 +50,28 @@ FIRST_BACKOFF, MAX_BACKOFF = 0.2, 5.0
 
 
 class ClaimBackoff:
-    """The one back-off of a fetch loop whose store is away (it keeps trying)."""
+    """The one back-off of a fetch loop whose store is away (it keeps trying): a Redis
+    outage and a SQLite store fault (disk full, I/O error, locked, read-only:
+    :class:`~conveyor.errors.StoreError`) alike. One log line when the outage starts,
+    one when it ends."""
 
-    __slots__ = ("failures",)
+    __slots__ = ("failures", "outage")
 
     def __init__(self) -> None:
         self.failures = 0
+        self.outage = Outage("fetch")
 
     def succeeded(self) -> None:
-        self.failures = 0
+        if self.failures:
+            self.failures = 0
+            self.outage.recovered()
 
     def wait(self, exc: BackendUnavailable, stopping: threading.Event) -> None:
-        """Log and sleep (0.2 s, 0.4 s, ... 5 s), waking at once when stopping."""
+        """Log (once per outage) and sleep (0.2 s, 0.4 s, ... 5 s), waking at once when
+        stopping."""
         self.failures += 1
         delay = min(FIRST_BACKOFF * 2 ** (self.failures - 1), MAX_BACKOFF)
-        log.warning("claim failed (%s); retrying in %.1f s", exc, delay)
+        self.outage.failed(exc, f"claims retried with back-off up to {MAX_BACKOFF:g} s")
         stopping.wait(delay)
 
 
@@ -122,6 +131,8 @@ class PooledFetch:
             try:
                 jobs = backend.job_claim(JobClaimParams(w.id, w.selection.allocate(free), free))
                 backoff.succeeded()
+                if jobs:
+                    jobs = w.isolate(jobs)
             except BackendUnavailable as exc:
                 backoff.wait(exc, w._stopping)
                 continue
@@ -135,8 +146,9 @@ class PooledFetch:
                 backend.work_wait(IDLE_WAIT)
             except BackendUnavailable as exc:
                 # The wait (a BLPOP on Redis) fails when the store goes away; the loop
-                # must survive it, or the worker stays alive but never claims again.
-                log.warning("waiting for work failed (%s); claiming again", exc)
+                # must survive it, or the worker stays alive but never claims again. The
+                # claim that follows logs the outage (once) and backs off.
+                log.debug("waiting for work failed (%s); claiming again", exc)
                 w._stopping.wait(0.1)
 
     def _free_slots(self) -> int:
@@ -145,7 +157,7 @@ class PooledFetch:
         capacity = w.concurrency + w.prefetch
         with w._lock:
             free = capacity - len(w._inflight)
-            if free <= 0 or w.completer.pending > MAX_PENDING:
+            if free <= 0 or w.completer.pending > MAX_PENDING or w.claim_paused():
                 w._slot_freed.wait(IDLE_WAIT)
                 return 0
             if free < self._claim_batch and free < capacity:
@@ -162,8 +174,8 @@ class PooledFetch:
         jobs = w.app.backend.job_claim(
             JobClaimParams(w.id, w.selection.allocate(w.concurrency), w.concurrency)
         )
-        if jobs:
-            self.dispatch(jobs)
+        if jobs:  # found something (even if isolation gave some back): not over
+            self.dispatch(w.isolate(jobs))
         return bool(jobs)
 
     def dispatch(self, jobs: list[ClaimedJob]) -> None:
@@ -235,13 +247,22 @@ class InlineFetch:
                     w.completer.report(batch, stale)
                 w._last_fetch_at = time.time()
                 if jobs:
-                    self._run_here(jobs)
+                    jobs = w.isolate(jobs)  # nothing else runs here: a rescued job is kept
+                    if jobs:
+                        self._run_here(jobs)
                     continue
                 # The finishes just written went in before this (empty) claim, in the
                 # same transaction / pipeline: nothing they made due can be missed.
                 if w.burst and w._burst_over(None):
                     return
-                backend.work_wait(IDLE_WAIT)
+                try:
+                    backend.work_wait(IDLE_WAIT)
+                except BackendUnavailable as exc:  # the next claim logs it and backs off
+                    log.debug("waiting for work failed: %s", exc)
+                    w._stopping.wait(0.1)
+        except BaseException as exc:  # this thread is the worker's only slot
+            log.exception("the fetch loop failed")
+            w.fail(f"the fetch loop failed: {type(exc).__name__}: {exc}")
         finally:
             self.completion.flush()
             w.stop_soon()
@@ -256,5 +277,9 @@ class InlineFetch:
         run_one = self.executor.run_one
         while entry is not None:
             if not w._cancelled_before_start(entry):
-                w.on_outcome(entry.job, run_one(entry.job, entry.ctx))
+                try:
+                    outcome = run_one(entry.job, entry.ctx)
+                except BaseException as exc:  # the one slot lives on
+                    outcome = Outcome.failed(exc)
+                w.on_outcome(entry.job, outcome)
             entry = w._next_buffered()

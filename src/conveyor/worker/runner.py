@@ -19,13 +19,14 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from conveyor.backends.base import ClaimedJob
 from conveyor.codec import encode
 from conveyor.context import JobContext, reset_current, set_current
-from conveyor.errors import ConfigurationError, DecodeError, EncodeError, Snooze
+from conveyor.errors import ConfigurationError, DecodeError, Snooze
 from conveyor.secrets import SecretKeyError, sealed_arguments
 from conveyor.worker.outcome import Outcome
 
@@ -45,6 +46,8 @@ def prepare(
     task = app.tasks.get(job.task)
     if task is None:
         return Outcome.unrunnable(f"unknown task {job.task!r}: not registered in this worker")
+    if not valid_timeout(job.timeout):
+        return Outcome.unrunnable(invalid_timeout(job.timeout))
     payload = job.payload
     if task.sealer is not None:  # secret arguments are opened here, in the worker only
         try:
@@ -64,10 +67,29 @@ def prepare(
     return task, args, kwargs
 
 
+def valid_timeout(timeout: object) -> bool:
+    """True for no timeout (``None``, or 0 as older rows have it) or a finite number > 0:
+    a row written around the API must not reach the watchdog with ``"abc"``.
+
+    >>> [valid_timeout(t) for t in (None, 0, 2.5, "abc", -1, float("nan"), True)]
+    [True, True, True, False, False, False, False]
+    """
+    if timeout is None:
+        return True
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        return False
+    return timeout == 0 or (math.isfinite(timeout) and timeout > 0)
+
+
+def invalid_timeout(timeout: object) -> str:
+    """The reason a job with an unusable ``timeout`` goes dead."""
+    return f"invalid timeout {timeout!r}: must be a finite number of seconds > 0"
+
+
 def _success(value: Any) -> Outcome:
     try:
         return Outcome.ok(encode(value))
-    except EncodeError as exc:
+    except Exception as exc:  # EncodeError, or RecursionError for a result nested too deep
         return Outcome.failed(exc)
 
 
@@ -88,8 +110,9 @@ def run_sync(app: App, job: ClaimedJob, ctx: JobContext) -> Outcome:
     except Snooze as snooze:
         return Outcome.snoozed(snooze.seconds)
     except BaseException as exc:  # the job's failure, whatever it is, is data
-        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-            raise
+        # SystemExit, KeyboardInterrupt, GeneratorExit raised by the task included: the
+        # slot's thread must live on to serve the next job (a real ^C is delivered to the
+        # main thread, never here).
         if isinstance(exc, JobTimeout) and not exc.args:  # raised by the thread watchdog
             exc = JobTimeout(f"task {task.name} timed out after {job.timeout} s")
         return Outcome.failed(exc)
@@ -135,7 +158,7 @@ async def run_async(
         return Outcome.cancelled()
     except Snooze as snooze:
         return Outcome.snoozed(snooze.seconds)
-    except Exception as exc:
+    except BaseException as exc:  # SystemExit & co. too: they would stop the event loop
         return Outcome.failed(exc)
     finally:
         reset_current(token)

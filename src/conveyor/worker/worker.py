@@ -26,6 +26,7 @@ Example:
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import logging
 import os
@@ -42,7 +43,7 @@ from conveyor.backends.base import (
     WorkerInfo,
 )
 from conveyor.context import JobContext
-from conveyor.errors import BackendUnavailable, ConfigurationError
+from conveyor.errors import BackendUnavailable, ConfigurationError, WorkerFailed
 from conveyor.ids import new_id
 from conveyor.worker import fetching, procinfo
 from conveyor.worker.completer import Completer
@@ -134,6 +135,14 @@ class Worker:
         self._finished = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_fetch_at: float | None = None
+        #: Why this worker stopped on its own (``None``: a requested stop or a burst's
+        #: end); ``run()`` raises :class:`~conveyor.errors.WorkerFailed` with it.
+        self.failure: str | None = None
+        #: Poison isolation (docs/guarantees.md): the id of a job rescued before that runs
+        #: alone here (nothing else is claimed until it finished), and whether the
+        #: fetcher waits for this worker to empty before claiming such a job.
+        self._solo: str | None = None
+        self._draining = False
         self.completer = Completer(app.backend)
         # The two pipelines, chosen once: pooled fetch + group commit, or (one thread
         # slot on an ack_with_claim store) inline fetch + finishes riding on the claim.
@@ -214,6 +223,9 @@ class Worker:
             self._started.set()
             self._fetch.run()
             failed = False
+        except BaseException as exc:
+            self.fail(f"{type(exc).__name__}: {exc}", log_it=False)
+            raise
         finally:
             try:
                 self._shutdown()
@@ -226,15 +238,42 @@ class Worker:
             finally:
                 self._started.set()
                 self._finished.set()
+        if self.failure is not None:  # stopped on its own: the caller (and exit status) know
+            raise WorkerFailed(f"worker {self.id} stopped: {self.failure}")
 
     def start(self) -> Worker:
         """Run in a background thread; returns once the worker has registered."""
         self._thread = threading.Thread(
-            target=self.run, kwargs={"install_signals": False}, name="conveyor-worker", daemon=True
+            target=self._run_in_thread, name="conveyor-worker", daemon=True
         )
         self._thread.start()
         self._started.wait()
         return self
+
+    def _run_in_thread(self) -> None:
+        with contextlib.suppress(WorkerFailed):  # logged by fail(); see ``worker.failure``
+            self.run(install_signals=False)
+
+    def fail(self, reason: str, *, log_it: bool = True) -> None:
+        """Stop because something broke (not asked to): logged once, kept in ``failure``,
+        and ``run()`` raises :class:`~conveyor.errors.WorkerFailed` after the shutdown,
+        so ``conveyor worker`` exits non-zero and a supervisor restarts it."""
+        with self._lock:
+            first = self.failure is None
+            if first:
+                self.failure = reason
+        if first and log_it:
+            log.error("worker %s is stopping: %s", self.id, reason)
+        self.stop_soon()
+
+    def check_capacity(self) -> None:
+        """A worker whose pool lost a thread or its event loop stops with an error rather
+        than heartbeat with slots it no longer has (called by the heartbeat)."""
+        if self._stopping.is_set():
+            return
+        dead = self.executor.dead_slots()
+        if dead:
+            self.fail(f"the {self.executor.name} pool lost {', '.join(dead)}")
 
     def stop(self, timeout: float | None = None) -> None:
         """Graceful stop from another thread; waits until the worker has finished."""
@@ -320,6 +359,8 @@ class Worker:
 
     def on_outcome(self, job: ClaimedJob, outcome: Outcome) -> None:
         with self._lock:
+            if job.id == self._solo:
+                self._solo = None
             entry = self._inflight.pop(job.id, None)
             released = job.id in self._released
             self._released.discard(job.id)
@@ -364,6 +405,50 @@ class Worker:
             return False
         self.on_outcome(entry.job, Outcome.cancelled(CANCELLED_BEFORE_START))
         return True
+
+    def claim_paused(self) -> bool:
+        """True while a rescued job runs alone here, or while this worker empties so that
+        one can (poison isolation): the fetcher claims nothing meanwhile. Under the lock."""
+        if self._solo is not None:
+            return True
+        if self._draining and not self._inflight:
+            self._draining = False
+        return self._draining
+
+    def isolate(self, jobs: list[ClaimedJob]) -> list[ClaimedJob]:
+        """Poison isolation, the worker's side: a job rescued before (``rescues > 0``)
+        runs alone. Claimed while this worker holds nothing: it is kept alone and the rest
+        of the batch released; claimed while others run here: it is released and the
+        worker claims nothing more until what runs has finished. Released jobs go back
+        to ``queued`` with their attempt not counted. The store's side
+        (``rules.rescue_state``) charges a rescue only to a job its worker held alone.
+
+        >>> # jobs = worker.isolate(backend.job_claim(params))
+        """
+        if not any(j.rescues for j in jobs):
+            return jobs
+        with self._lock:
+            busy = bool(self._inflight)
+            if busy:
+                self._draining = True
+                keep = [j for j in jobs if not j.rescues]
+            else:
+                keep = [next(j for j in jobs if j.rescues)]
+                self._solo = keep[0].id
+        back = [j for j in jobs if j not in keep]
+        if back:
+            self._give_back(back)
+        return keep
+
+    def _give_back(self, jobs: list[ClaimedJob]) -> None:
+        """Release claimed jobs never started (attempt not counted); if the store refuses
+        now, the rescue takes them once their leases expire."""
+        try:
+            self.app.backend.job_release_many(
+                JobReleaseParams(self.id, [(j.id, j.token) for j in jobs])
+            )
+        except BackendUnavailable as exc:
+            log.warning("could not give back %d job(s): %s; they will be rescued", len(jobs), exc)
 
     def _burst_over(self, claim_again: Callable[[], bool] | None) -> bool:
         """Burst mode: True (and logged) once nothing is running and nothing is ready.
@@ -423,7 +508,9 @@ class Worker:
             self._released.update(f.job.id for f in leftovers)
         if leftovers:
             self._release(leftovers)
-        self.completer.stop()
+        # The store may still be away (disk full, Redis down): finishes are retried for
+        # the shutdown timeout at most, then left to the rescue (at least once).
+        self.completer.stop(timeout=max(self.shutdown_timeout, 1.0))
         for service in self._services:
             service.stop()
         self.executor.stop(timeout=0.5 if leftovers else 2.0)

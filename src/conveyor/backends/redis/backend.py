@@ -58,7 +58,13 @@ from conveyor.backends.redis.ops import RedisOpsMixin
 from conveyor.backends.redis.scripts import Scripts
 from conveyor.backends.redis.url import parse_redis_url
 from conveyor.errors import ConveyorError, JobNotFound
-from conveyor.rules import FINISH, WORKER_LOST_ERROR, rescue_state
+from conveyor.rules import (
+    FINISH,
+    WORKER_LOST_ERROR,
+    held_alone,
+    rescue_gives_back_attempt,
+    rescue_state,
+)
 from conveyor.states import JobState
 
 #: Blocking calls wait in slices of this many seconds and re-check the job, so a lost
@@ -357,6 +363,9 @@ class RedisBackend(RedisOpsMixin, RedisFlowMixin):
             if found:
                 # Where each goes is the rules' decision; the apply script re-checks the
                 # claim token and the worker's liveness, atomically with the move.
+                rows = list(zip(*[iter(found)] * 6, strict=True))
+                # Poison isolation: was each the one job its dead worker held? (rules.py)
+                alone_flags = held_alone([row[1] for row in rows])
                 decided = [
                     [
                         job_id,
@@ -367,10 +376,12 @@ class RedisBackend(RedisOpsMixin, RedisFlowMixin):
                             max_attempts=int(max_attempts),
                             rescues=int(rescues or 0),
                             max_rescues=params.max_rescues,
+                            alone=alone,
                         ).value,
+                        int(rescue_gives_back_attempt(alone=alone)),
                     ]
-                    for job_id, worker, token, attempt, max_attempts, rescues in zip(
-                        *[iter(found)] * 6, strict=True
+                    for (job_id, worker, token, attempt, max_attempts, rescues), alone in zip(
+                        rows, alone_flags, strict=True
                     )
                 ]
                 flat = self._scripts.job_rescue_apply(

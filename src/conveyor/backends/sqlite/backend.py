@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
@@ -59,6 +60,12 @@ from conveyor.backends.sqlite.connection import (
     open_connection,
     parse_sqlite_url,
 )
+from conveyor.backends.sqlite.faults import (
+    check_same_file,
+    file_identity,
+    store_error,
+    translate_store_errors,
+)
 from conveyor.backends.sqlite.flow_methods import FlowMixin
 from conveyor.backends.sqlite.notify import MAX_POLL, MIN_POLL, POLL_GROWTH, notifier_for
 from conveyor.backends.sqlite.ops import SQLiteOpsMixin, delete_jobs
@@ -73,6 +80,8 @@ from conveyor.rules import (
     WAS_CANCELLED,
     WORKER_LOST_ERROR,
     WORKER_LOST_REASON,
+    held_alone,
+    rescue_gives_back_attempt,
     rescue_state,
     sql_states,
 )
@@ -120,6 +129,18 @@ FEATURES = frozenset(
 )
 
 
+def rollback(conn: sqlite3.Connection) -> None:
+    """Roll back what is left of a failed transaction. SQLite may already have rolled it
+    back itself (disk full, I/O error): then there is nothing to do, and the original
+    error, not "no transaction is active", is what the caller must see."""
+    if conn.in_transaction:
+        # A failing ROLLBACK leaves SQLite to reset the connection; the caller re-raises
+        # the cause.
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+
+
+@translate_store_errors
 class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
     """Backend on one SQLite file. Internal: use ``conveyor.App("sqlite:///file.db")``."""
 
@@ -131,7 +152,15 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
     def __init__(self, url: str) -> None:
         self.url = url
         self.target = parse_sqlite_url(url)
-        self._conn = open_connection(self.target)
+        try:
+            self._conn = open_connection(self.target)
+        except sqlite3.Error as exc:  # disk full, read-only... at open: named, not raw
+            error = store_error(exc, self.target.path)
+            if error is None:
+                raise
+            raise error from exc
+        #: (device, inode) of the file opened: the heartbeat notices it deleted or replaced.
+        self._identity = file_identity(self.target.path)
         self._lock = threading.RLock()
         key = memory_key() if self.target.is_memory else self.target.path
         self._notifier = notifier_for(key)
@@ -157,10 +186,10 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
+                self._conn.execute("COMMIT")
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                rollback(self._conn)
                 raise
-            self._conn.execute("COMMIT")
         self._notifier.bump()
 
     def _read(self, sql: str, args: Sequence[object] = ()) -> list[tuple[object, ...]]:
@@ -246,10 +275,10 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
                 # right after a non-empty claim returns at once (one extra claim at most).
                 version = -1 if claimed else int(self._conn.execute(_DATA_VERSION).fetchone()[0])
                 self._claim_snapshot = (generation, version)
+                self._conn.execute("COMMIT")
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                rollback(self._conn)
                 raise
-            self._conn.execute("COMMIT")
         if promoted or finishes:
             self._notifier.bump()
         return stale, claimed
@@ -420,10 +449,10 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
                     conn.execute(sql, rows[0])
                 else:
                     conn.executemany(sql, rows)
+                conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                rollback(conn)
                 raise
-            conn.execute("COMMIT")
         self._notifier.bump()
 
     @staticmethod
@@ -489,13 +518,18 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
             candidates = conn.execute(
                 self._sql["job_rescue_candidates"], {"stale_before": params.stale_before}
             ).fetchall()
-            for job_id, token, attempt, max_attempts, rescues, worker_id, started in candidates:
+            # Poison isolation: was each the one job its dead worker held? (rules.py)
+            alone_flags = held_alone([c[5] for c in candidates])
+            for candidate, alone in zip(candidates, alone_flags, strict=True):
+                job_id, token, attempt, max_attempts, rescues, worker_id, started = candidate
                 state = rescue_state(
                     attempt=attempt,
                     max_attempts=max_attempts,
                     rescues=rescues,
                     max_rescues=params.max_rescues,
+                    alone=alone,
                 )
+                give_back = int(rescue_gives_back_attempt(alone=alone))
                 lost = state is JobState.DEAD
                 if lost:
                     conn.execute(
@@ -507,9 +541,9 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
                 else:
                     conn.execute(
                         "UPDATE jobs SET state = 'queued', rescues = rescues + 1, "
-                        "worker_id = NULL, lease_until = NULL "
+                        "attempt = attempt - ?, worker_id = NULL, lease_until = NULL "
                         "WHERE id = ? AND token = ? AND state = 'running'",
-                        (job_id, token),
+                        (give_back, job_id, token),
                     )
                 conn.execute(
                     self._sql["attempt_insert"],
@@ -591,6 +625,9 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
             conn.execute("DELETE FROM workers WHERE id = ?", (worker_id,))
 
     def worker_heartbeat(self, params: WorkerHeartbeatParams) -> None:
+        # A worker must not go on serving a file deleted or replaced under it (nobody
+        # else sees its jobs; new jobs in the new file would never run): StoreReplaced.
+        check_same_file(self.target.path, self._identity)
         w = params.worker
         with self._write() as conn:
             conn.execute(

@@ -151,7 +151,10 @@ def _migrate(conn: sqlite3.Connection) -> None:
             conn.execute(f"PRAGMA user_version = {target}")
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        # SQLite may have rolled back already (disk full, I/O error): the cause, not "no
+        # transaction is active", is what the caller must see.
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
         raise
 
 

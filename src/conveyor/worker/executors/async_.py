@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING
 
 from conveyor.backends.base import ClaimedJob
 from conveyor.context import JobContext
-from conveyor.worker.executors.base import DoneCallback
+from conveyor.worker.executors.base import DoneCallback, deliver
 from conveyor.worker.executors.daemon_pool import DaemonThreadPool
+from conveyor.worker.outcome import Outcome
 from conveyor.worker.runner import run_async
 
 if TYPE_CHECKING:
@@ -70,9 +71,22 @@ class AsyncExecutor:
         assert self._done is not None
         try:
             outcome = await run_async(self._app, job, ctx, self._sync_pool.run)
+        except asyncio.CancelledError:
+            outcome = Outcome.cancelled()
+        except BaseException as exc:  # nothing may escape onto the loop
+            outcome = Outcome.failed(exc)
         finally:
             self._tasks.pop(job.id, None)
-        self._done(job, outcome)
+        deliver(self._done, job, outcome)
+
+    def dead_slots(self) -> list[str]:
+        """The event loop, when its thread (or the caller's loop) stopped under us."""
+        loop = self._loop
+        if loop is None:
+            return []
+        if loop.is_closed() or (self._thread is not None and not self._thread.is_alive()):
+            return ["event loop"]
+        return []
 
     def cancel(self, job_id: str) -> None:
         loop = self._loop

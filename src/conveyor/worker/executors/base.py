@@ -11,10 +11,12 @@ Example (the shape every pool follows)::
     executor.submit(job, ctx)        # returns at once
     executor.cancel(job.id)          # best effort: cancels async tasks
     executor.stop(timeout=5.0)       # after the worker stopped submitting
+    executor.dead_slots()            # [] while every slot lives
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Protocol
 
@@ -23,6 +25,8 @@ from conveyor.context import JobContext
 from conveyor.worker.outcome import Outcome
 
 DoneCallback = Callable[[ClaimedJob, Outcome], None]
+
+log = logging.getLogger("conveyor.worker")
 
 
 class Executor(Protocol):
@@ -37,3 +41,17 @@ class Executor(Protocol):
     def cancel(self, job_id: str) -> None: ...
 
     def stop(self, timeout: float) -> None: ...
+
+    def dead_slots(self) -> list[str]:
+        """What of the pool died under it (thread names, "event loop"): the worker stops
+        with an error rather than heartbeat with capacity it no longer has."""
+        ...
+
+
+def deliver(done: DoneCallback, job: ClaimedJob, outcome: Outcome) -> None:
+    """Report one outcome; a failure of the report itself is logged, never lets it kill
+    the slot that ran the job (the worker's own bookkeeping turned it into a finish)."""
+    try:
+        done(job, outcome)
+    except Exception:
+        log.exception("recording the outcome of job %s failed", job.id)

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 from conveyor.backends.base import ClaimedJob
 from conveyor.context import JobContext
 from conveyor.errors import ConfigurationError
-from conveyor.worker.executors.base import DoneCallback
+from conveyor.worker.executors.base import DoneCallback, deliver
 from conveyor.worker.executors.slots import SlotThreads
 from conveyor.worker.executors.wire import failure, job_to_wire, outcome_from_wire
 from conveyor.worker.outcome import Outcome
@@ -226,6 +226,9 @@ class InterpreterExecutor:
         if interp is not None:
             interp.cancel(job_id)
 
+    def dead_slots(self) -> list[str]:
+        return self._threads.dead()
+
     def stop(self, timeout: float) -> None:
         busy = self._threads.stop(timeout)
         if busy:
@@ -267,12 +270,14 @@ class InterpreterExecutor:
                 self._running[job.id] = interp
             try:
                 outcome = interp.run(job)
+            except Exception as exc:  # the slot thread must outlive any one job
+                outcome = Outcome.failed(exc)
             finally:
                 with self._lock:
                     self._running.pop(job.id, None)
             if self._max_jobs is not None and interp.jobs >= self._max_jobs:
                 interp.close()
                 interp = None
-            self._done(job, outcome)
+            deliver(self._done, job, outcome)
         if interp is not None:
             interp.close()

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING
 from conveyor.backends.base import ClaimedJob
 from conveyor.context import JobContext
 from conveyor.errors import ConfigurationError
-from conveyor.worker.executors.base import DoneCallback
+from conveyor.worker.executors.base import DoneCallback, deliver
 from conveyor.worker.executors.slots import SlotThreads
 from conveyor.worker.executors.wire import (
     OutcomeWire,
@@ -53,6 +53,7 @@ from conveyor.worker.executors.wire import (
     outcome_from_wire,
 )
 from conveyor.worker.outcome import Outcome
+from conveyor.worker.runner import invalid_timeout, valid_timeout
 
 if TYPE_CHECKING:
     from conveyor.app import App
@@ -213,6 +214,9 @@ class ProcessExecutor:
                     slot.why_killed = "cancelled while running: worker child terminated"
                     slot.child.proc.kill()
 
+    def dead_slots(self) -> list[str]:
+        return self._threads.dead()
+
     def stop(self, timeout: float) -> None:
         self._threads.stop(timeout)
         for slot in self._slots:  # whatever did not stop in time
@@ -242,8 +246,14 @@ class ProcessExecutor:
             if item is None:
                 break
             job, _ctx = item
-            outcome = self._run_one(slot, job)
-            self._done(job, outcome)
+            if not valid_timeout(job.timeout):  # the parent's deadline needs a number
+                deliver(self._done, job, Outcome.unrunnable(invalid_timeout(job.timeout)))
+                continue
+            try:
+                outcome = self._run_one(slot, job)
+            except Exception as exc:  # the supervising thread must outlive any one job
+                outcome = Outcome.failed(exc)
+            deliver(self._done, job, outcome)
         with slot.lock:
             child, slot.child = slot.child, None
         if child is not None:

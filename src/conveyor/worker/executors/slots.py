@@ -65,6 +65,11 @@ class SlotThreads:
         """The next job for the calling slot; ``None`` means stop."""
         return self._queue.get()
 
+    def dead(self) -> list[str]:
+        """Names of slot threads that died while the pool runs (none, normally: every
+        slot body catches what a job raises)."""
+        return [thread.name for thread in self._threads if not thread.is_alive()]
+
     def stop(self, timeout: float) -> int:
         """Ask every slot to stop, wait up to ``timeout``; how many are still running."""
         for _ in self._threads:

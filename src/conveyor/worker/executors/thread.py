@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING
 
 from conveyor.backends.base import ClaimedJob
 from conveyor.context import JobContext
-from conveyor.worker.executors.base import DoneCallback
+from conveyor.worker.executors.base import DoneCallback, deliver
 from conveyor.worker.executors.slots import SlotThreads
 from conveyor.worker.outcome import Outcome
-from conveyor.worker.runner import JobTimeout, run_sync
+from conveyor.worker.runner import JobTimeout, run_sync, valid_timeout
 
 if TYPE_CHECKING:
     from conveyor.app import App
@@ -123,6 +123,9 @@ class ThreadExecutor:
         # worker) is what the task can check.
         return None
 
+    def dead_slots(self) -> list[str]:
+        return self._threads.dead()
+
     def stop(self, timeout: float) -> None:
         self._threads.stop(timeout)
         if self._watchdog:
@@ -136,7 +139,11 @@ class ThreadExecutor:
             if item is None:
                 return
             job, ctx = item
-            self._done(job, self.run_one(job, ctx))
+            try:
+                outcome = self.run_one(job, ctx)
+            except BaseException as exc:  # whatever escapes, the slot lives on
+                outcome = Outcome.failed(exc)
+            deliver(self._done, job, outcome)
 
     def run_one(self, job: ClaimedJob, ctx: JobContext) -> Outcome:
         """Run one job in the calling thread, its timeout watched (same guarantees as a
@@ -145,7 +152,13 @@ class ThreadExecutor:
         outcome: Outcome | None = None
         task = self._app.tasks.get(job.task)
         # async tasks time out inside their own loop (asyncio.timeout), not here
-        watched = bool(job.timeout) and task is not None and not task.is_async
+        # (an invalid timeout is not armed: prepare() sends the job to dead with why)
+        watched = (
+            valid_timeout(job.timeout)
+            and bool(job.timeout)
+            and task is not None
+            and not task.is_async
+        )
         try:
             if watched:
                 self._watchdog.arm(job.id, job.timeout or 0.0)

@@ -2,7 +2,7 @@
 
 A service runs ``tick()`` every ``interval`` seconds on its own daemon thread until
 stopped. An exception in a tick is logged and the loop goes on: a flaky store must not
-kill the heartbeat.
+kill the heartbeat (a store outage is logged once when it starts and once when it ends).
 
 Example:
     >>> class Count(Looper):
@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import logging
 import threading
+
+from conveyor.errors import BackendUnavailable
+from conveyor.worker.outage import Outage
 
 log = logging.getLogger("conveyor.worker")
 
@@ -46,9 +49,13 @@ class Looper:
             self._thread.join(timeout)
 
     def _loop(self) -> None:
+        outage = Outage(self.name)
         while True:
             try:
                 self.tick()
+                outage.recovered()
+            except BackendUnavailable as exc:  # one line when it starts, one when it ends
+                outage.failed(exc, "retrying every tick")
             except Exception as exc:
                 log.warning("%s: %s: %s", self.name, type(exc).__name__, exc)
             if self._stop.wait(self.interval):

@@ -1,6 +1,8 @@
 """Heartbeat: proves the worker alive, extends its leases, delivers cancel requests.
 
-Every ``heartbeat_interval`` (default 1 s) one write refreshes the worker's row and one
+Every ``heartbeat_interval`` (default 1 s) it first checks the pool (a dead executor
+thread or event loop stops the worker with an error) and, on SQLite, that the store file
+is still the one opened (deleted or replaced: stop, non-zero exit); then one write refreshes the worker's row and one
 extends the lease of every job it runs; the answer carries cancel requests (delivered to
 the job's context and executor) and claims the worker no longer holds (the job was
 rescued: its eventual finish will be refused, so it is only logged).
@@ -16,6 +18,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from conveyor.backends.base import JobExtendLeasesParams
+from conveyor.errors import StoreReplaced
 from conveyor.worker.services.base import Looper
 
 if TYPE_CHECKING:
@@ -33,7 +36,12 @@ class Heartbeat(Looper):
 
     def tick(self) -> None:
         worker = self.worker
-        worker.beat()
+        worker.check_capacity()  # never heartbeat with slots the pool no longer has
+        try:
+            worker.beat()
+        except StoreReplaced as exc:  # serving a file nobody else sees: stop, non-zero exit
+            worker.fail(str(exc))
+            return
         held = worker.held_claims()
         if not held:
             return

@@ -3,7 +3,9 @@
 -- KEYS[1] base "{prefix}:"   KEYS[2] holders set   KEYS[3] workers zset (heartbeats)
 -- KEYS[4] counts hash   KEYS[5] wake list   KEYS[6] expiry zset
 -- ARGV[1] staleness in seconds (as job_rescue)   ARGV[2] result TTL seconds
--- ARGV[3] worker-lost error JSON   ARGV[4] JSON [[id, worker_id, token, state], ...]
+-- ARGV[3] worker-lost error JSON
+-- ARGV[4] JSON [[id, worker_id, token, state, give_back], ...]: give_back 1 when the job
+--   was held with others by its dead worker (poison isolation: its attempt is given back)
 -- ARGV[5..] worker ids the caller proved dead
 -- Derived: job:<id>, attempts:<id>, done:<id>, ready:<queue>, inflight:<worker>,
 --   worker:<worker>; workflow keys of _flow.lua (dependants of a buried job settle here).
@@ -21,7 +23,7 @@ local requeued = 0
 local lost_flow = {} -- workflow jobs buried here: their dependants are settled below
 
 for _, d in ipairs(cjson.decode(ARGV[4])) do
-  local id, worker, token, target = d[1], d[2], d[3], d[4]
+  local id, worker, token, target, give_back = d[1], d[2], d[3], d[4], d[5]
   local key = k_job(id)
   local f = redis.call('HMGET', key, 'token', 'attempt', 'max_attempts', 'rescues',
     'started_at', 'queue', 'priority', 'run_at', 'worker_id', 'watched', 'flow', 'state',
@@ -44,7 +46,8 @@ for _, d in ipairs(cjson.decode(ARGV[4])) do
         flow_expire(id, ttl)
       end
     else
-      redis.call('HSET', key, 'state', 'queued', 'rescues', tostring(tonumber(f[4]) + 1))
+      redis.call('HSET', key, 'state', 'queued', 'rescues', tostring(tonumber(f[4]) + 1),
+        'attempt', tostring(tonumber(f[2]) - (give_back or 0)))
       redis.call('ZADD', k_ready(queue), ready_score(f[7], f[8]), id)
       count('queued', queue, 1)
       requeued = requeued + 1
