@@ -179,6 +179,14 @@ class Fleet:
                     self.restarts += 1
             self._stop.wait(0.02)
 
+    def last_words(self, pid: int) -> str:
+        """The last line of the worker ``pid``'s output (its error, when it died of one)."""
+        for w in self.workers:
+            if w.pid == pid:
+                lines = [line for line in w.output().splitlines() if line.strip()]
+                return lines[-1] if lines else ""
+        return ""
+
     def output(self) -> str:
         return "".join(f"--- {w.log.name} (pid {w.pid})\n{w.output()}" for w in self.workers)
 

@@ -56,6 +56,7 @@ class StormResult:
     #: exit statuses of the workers still running at the end, stopped with SIGTERM
     final_statuses: list[int | None]
     output: str
+    last_words: list[str] = dataclasses.field(default_factory=list)
 
 
 def sigkill_storm(
@@ -83,7 +84,8 @@ def sigkill_storm(
         statuses = [w.stop() for w in fleet.workers if w.alive()]
         tally = count("sigkill storm", url, ids, marks, started, kills=fleet.kills)
         tally.seconds = elapsed
-        return StormResult(report(tally), fleet.kills, fleet.exits, statuses, fleet.output())
+        words = [fleet.last_words(pid) for pid, _ in fleet.exits]
+        return StormResult(report(tally), fleet.kills, fleet.exits, statuses, fleet.output(), words)
 
 
 # -- Redis SIGKILL + restart (AOF, appendfsync always) ----------------------------------
@@ -106,6 +108,8 @@ class RestartResult:
     resumed_after: float | None
     exits: list[tuple[int, int]]
     output: str
+    #: the last line each exited worker printed
+    last_words: list[str] = dataclasses.field(default_factory=list)
 
 
 def redis_kill_restart(
@@ -127,6 +131,10 @@ def redis_kill_restart(
     started = time.monotonic()
     with Fleet(url, directory, marks) as fleet:
         fleet.start(workers, "-c", str(concurrency))
+        # Mid-run means every worker is up: one still starting when Redis dies exits 1
+        # at its first heartbeat (by design: a worker that never reached its store).
+        for w in fleet.workers:
+            w.wait_ready()
         fleet.supervise()  # restarts a worker that exits (there should be none)
         wait_until(lambda: len(read_marks(marks)) >= n // 3, timeout)
         server.kill()
@@ -148,7 +156,8 @@ def redis_kill_restart(
             resumed_after=f"{resumed_after:.2f}s" if resumed_after is not None else "never",
         )
         tally.seconds = elapsed
-        return RestartResult(report(tally), resumed_after, fleet.exits, fleet.output())
+        words = [fleet.last_words(pid) for pid, _ in fleet.exits]
+        return RestartResult(report(tally), resumed_after, fleet.exits, fleet.output(), words)
 
 
 # -- producers and workers on one SQLite file --------------------------------------------
@@ -447,7 +456,7 @@ def store_replaced(
     should notice and stop with a non-zero status within ``timeout`` s."""
     directory = path.parent
     marks = directory / "marks.log"
-    ids = enqueue(url, "fault.work", [(0.0,)] * 20)
+    ids = enqueue(url, "fault.work", [(0.0,)] * 5)
     started = time.monotonic()
     with Fleet(url, directory, marks) as fleet:
         worker = fleet.spawn("-c", "2")

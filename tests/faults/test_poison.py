@@ -96,7 +96,7 @@ def test_exit0_process_pool_fails_the_job(tmp_path: Path) -> None:
     "silently: the job stays running forever",
 )
 def test_sys_exit_thread_pool_fails_the_job(tmp_path: Path) -> None:
-    result = run(f"sqlite:///{tmp_path / 'jobs.db'}", tmp_path, "fault.sysexit", timeout=5.0)
+    result = run(f"sqlite:///{tmp_path / 'jobs.db'}", tmp_path, "fault.sysexit", timeout=4.0)
     assert_isolated(result)
 
 
@@ -107,7 +107,7 @@ def test_sys_exit_thread_pool_fails_the_job(tmp_path: Path) -> None:
 )
 def test_sys_exit_async_pool_fails_the_job(tmp_path: Path) -> None:
     result = run(
-        f"sqlite:///{tmp_path / 'jobs.db'}", tmp_path, "fault.asysexit", pool="async", timeout=5.0
+        f"sqlite:///{tmp_path / 'jobs.db'}", tmp_path, "fault.asysexit", pool="async", timeout=4.0
     )
     assert_isolated(result)
 
