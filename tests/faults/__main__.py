@@ -30,6 +30,7 @@ from pathlib import Path
 from tests.faults.harness import Tally
 from tests.faults.scenarios import (
     AofRedis,
+    describe,
     disk_full,
     poison_pill,
     producer_on_full_disk,
@@ -137,6 +138,7 @@ class Suite:
                           job_seconds=self.size["job_seconds"])  # fmt: skip
         t = r.tally
         ok = t.lost == 0 and t.unexplained_duplicates == 0 and not r.exits
+        ok = ok and t.unexplained_dead == 0
         why = f"workers exited by themselves: {r.exits} {r.last_words[:1]}"
         self.add(Row.of(t, held(ok, why) + f"; {r.kills} SIGKILLs"))
 
@@ -251,7 +253,7 @@ class Suite:
                     ),
                 )
             )
-            seen = producer_on_full_disk(f"sqlite:///{mnt / 'p.db'}", mnt)
+            seen = describe(producer_on_full_disk(f"sqlite:///{mnt / 'p.db'}", mnt))
             ok = seen.startswith("conveyor.errors.StoreError")
             self.add(Row("producer on a full disk", "sqlite", 1, "-", "-", "-", 0.0,
                          held(ok, f"raises `{seen[:80]}`")))  # fmt: skip

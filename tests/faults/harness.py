@@ -47,6 +47,7 @@ class Worker:
 
     def __init__(self, url: str, marks: Path, log: Path, args: Sequence[str]) -> None:
         self.log = log
+        self._ready = False
         self._out = open(log, "ab")  # noqa: SIM115 - closed in wait()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "conveyor.cli", "worker", APP_SPEC, *args],
@@ -74,15 +75,21 @@ class Worker:
         self._out.close()
         return code
 
+    def is_ready(self) -> bool:
+        """The worker printed its start line (it has registered and claims jobs)."""
+        if not self._ready:
+            self._ready = " ready: " in self.output()
+        return self._ready
+
     def wait_ready(self, timeout: float = 15.0) -> bool:
         """True once the worker printed its start line (its signal handlers are in
         place from then on: a SIGTERM before that kills a starting Python outright)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and self.alive():
-            if " ready: " in self.output():
+            if self.is_ready():
                 return True
             time.sleep(0.02)
-        return " ready: " in self.output()
+        return self.is_ready()
 
     def stop(self, timeout: float = 30.0) -> int | None:
         """SIGTERM once ready; the exit status, or None if it did not exit in time."""
@@ -160,13 +167,18 @@ class Fleet:
         while not self._stop.is_set():
             now = time.monotonic()
             if kill_every is not None and now >= next_kill:
-                target = self._slots[victim % len(self._slots)]
-                victim += 1
-                next_kill = now + kill_every
-                if target.alive():
-                    self._killed.add(target.pid)
-                    target.signal(signal.SIGKILL)
-                    self.kills += 1
+                # The next worker (round robin) that is up: one killed while Python still
+                # imports would test start-up time, not conveyor (on a loaded 2-core box
+                # a start can outlast the 1.5 s each worker lives in the storm).
+                for _ in range(len(self._slots)):
+                    target = self._slots[victim % len(self._slots)]
+                    victim += 1
+                    if target.alive() and target.is_ready():
+                        self._killed.add(target.pid)
+                        target.signal(signal.SIGKILL)
+                        self.kills += 1
+                        next_kill = now + kill_every
+                        break
             for i, w in enumerate(self._slots):
                 code = w.proc.poll()
                 if code is None:
@@ -207,6 +219,9 @@ class Tally:
     #: duplicates not explained by a rescued ("lost") attempt of the same job
     unexplained_duplicates: int = 0
     dead: int = 0
+    #: dead jobs not explained by the rescue limit: a reason other than "worker lost",
+    #: or an attempt in their history that ended otherwise than "lost"
+    unexplained_dead: int = 0
     seconds: float = 0.0
     notes: str = ""
     dead_reasons: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
@@ -217,6 +232,7 @@ class Tally:
             f"[{self.scenario}] backend={self.backend} n={self.n} lost={self.lost} "
             f"duplicated={self.duplicated} (unexplained {self.unexplained_duplicates}) "
             f"dead={self.dead}{' (' + reasons + ')' if reasons else ''} "
+            f"(unexplained {self.unexplained_dead}) "
             f"time={self.seconds:.1f}s{' ' + self.notes if self.notes else ''}"
         )
 
@@ -267,6 +283,9 @@ def count(
             elif rec.state is JobState.DEAD:
                 tally.dead += 1
                 tally.dead_reasons[_reason(rec)] += 1
+                outcomes = {a.outcome for a in app.backend.job_attempts(job_id)}
+                if rec.reason != "worker lost" or outcomes != {"lost"}:
+                    tally.unexplained_dead += 1
             if ran > 1:
                 tally.duplicated += ran - 1
                 lost_attempts = sum(

@@ -71,7 +71,8 @@ def sigkill_storm(
     timeout: float = 120.0,
 ) -> StormResult:
     """``n`` jobs, ``workers`` workers, one SIGKILLed every ``kill_every`` s (round
-    robin) and restarted at once, until every job is final or ``timeout`` passes."""
+    robin among those that are up) and restarted at once, until every job is final or
+    ``timeout`` passes."""
     marks = directory / "marks.log"
     ids = enqueue(url, "fault.work", [(job_seconds,)] * n)
     started = time.monotonic()
@@ -430,8 +431,9 @@ def disk_full(
         return StoreFaultResult(report(tally), status if died else None, seconds, worker.output())
 
 
-def producer_on_full_disk(url: str, directory: Path) -> str:
-    """Fill the file system, enqueue one job; the exception's type and message."""
+def producer_on_full_disk(url: str, directory: Path) -> Exception | None:
+    """Fill the file system, enqueue 500 jobs; the exception the producer got (None if
+    the enqueue went through)."""
     ids = enqueue(url, "fault.work", [(0.0,)])
     assert ids
     filler = fill(directory)
@@ -442,10 +444,17 @@ def producer_on_full_disk(url: str, directory: Path) -> str:
         finally:
             app.close()
     except Exception as exc:
-        return f"{type(exc).__module__}.{type(exc).__qualname__}: {exc}"
+        return exc
     finally:
         filler.unlink()
-    return "no error"
+    return None
+
+
+def describe(exc: BaseException | None) -> str:
+    """``module.Type: message`` of ``exc`` ("no error" for None)."""
+    if exc is None:
+        return "no error"
+    return f"{type(exc).__module__}.{type(exc).__qualname__}: {exc}"
 
 
 def store_replaced(

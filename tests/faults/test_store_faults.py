@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.scenarios import disk_full, producer_on_full_disk, store_replaced
+import conveyor
+from tests.faults.scenarios import describe, disk_full, producer_on_full_disk, store_replaced
 
 pytestmark = pytest.mark.slow
 
@@ -46,7 +47,12 @@ def test_worker_rides_out_a_full_disk(small_tmpfs: Path) -> None:
 )
 def test_producer_on_a_full_disk_gets_store_error(small_tmpfs: Path) -> None:
     seen = producer_on_full_disk(f"sqlite:///{small_tmpfs / 'jobs.db'}", small_tmpfs)
-    assert seen.startswith("conveyor.errors.StoreError: "), seen
+    store_error = getattr(conveyor, "StoreError", None)
+    assert store_error is not None, f"no conveyor.StoreError; the producer got {describe(seen)}"
+    assert isinstance(seen, store_error), describe(seen)
+    assert re.search(r"full|space|disk", str(seen), re.I), (
+        f"should name the cause: {describe(seen)}"
+    )
 
 
 @pytest.mark.xfail(

@@ -23,6 +23,7 @@ def test_sigkill_storm_loses_nothing(store_url: str, tmp_path: Path) -> None:
     assert result.kills >= 3, f"the storm did not get going: {tally.line()}"
     assert result.exits == [], f"workers exited by themselves: {result.exits}"
     assert result.final_statuses and all(s == 0 for s in result.final_statuses)
-    # Dead jobs are not lost (they are visible, with their reason), but a job dead of
-    # "worker lost" after 3 rescues would be a bad sign at this rate of kills.
-    assert tally.dead == 0, tally.line()
+    # A job may end dead only by the documented rescue limit (docs/guarantees.md): every
+    # attempt of it lost with a killed worker, reason "worker lost". Under a heavily
+    # loaded box workers start slowly and a few jobs do reach it; none otherwise.
+    assert tally.unexplained_dead == 0, tally.line()
