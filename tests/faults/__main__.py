@@ -28,18 +28,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tests.faults.harness import Tally
+from tests.faults.poison import poison_pill
 from tests.faults.scenarios import (
     AofRedis,
-    describe,
-    disk_full,
-    poison_pill,
-    producer_on_full_disk,
     producers_and_workers,
     redis_kill_restart,
     sigkill_storm,
     sigterm_under_load,
-    store_replaced,
 )
+from tests.faults.store_faults import describe, disk_full, producer_on_full_disk, store_replaced
 from tests.integration.conftest import ROOT
 from tests.support.redis_server import RedisServer, with_prefix
 

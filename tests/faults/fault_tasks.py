@@ -73,9 +73,11 @@ async def ahold(gate: str) -> int:
     return os.getpid()
 
 
-def blob(size: int) -> str:
-    """An innocent job with a ``size``-byte result: every finish grows the store."""
+def blob(size: int, seconds: float = 0.0) -> str:
+    """An innocent job with a ``size``-byte result (every finish grows the store), after
+    ``seconds`` of sleep (so a worker is surely busy when its disk fills up)."""
     mark()
+    time.sleep(seconds)
     return "x" * size
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import conveyor
-from tests.faults.scenarios import describe, disk_full, producer_on_full_disk, store_replaced
+from tests.faults.store_faults import describe, disk_full, producer_on_full_disk, store_replaced
 
 pytestmark = pytest.mark.slow
 
