@@ -55,8 +55,8 @@ def poison_pill(
     poison_ends: bool = True,
 ) -> PoisonResult:
     """One ``poison`` job enqueued first, then ``innocents`` jobs that take
-    ``innocent_seconds`` (so they are surely running when the poison strikes). One
-    worker, restarted by a supervisor whenever it exits. Waits until every job is final
+    ``innocent_seconds`` (so the poison's batch-mates are still in the worker when it
+    strikes: claimed with it, often not even started). One worker, restarted by a supervisor whenever it exits. Waits until every job is final
     or ``timeout`` passes (a jammed worker fails the test; it never hangs it); with
     ``poison_ends=False`` (a job no pool can end), only until the innocent ones are."""
     marks = directory / "marks.log"

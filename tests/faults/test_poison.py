@@ -1,5 +1,6 @@
 """Poison pills: one job that breaks its worker, enqueued first among 20 innocent jobs
-(each takes 0.2 s, so its batch-mates are surely running when it strikes). One worker,
+(each takes 0.2 s, so the ones claimed with it are still in the worker when it
+strikes; an abort is so quick they have often not even started). One worker,
 restarted by a supervisor loop whenever it exits, as systemd or Kubernetes would.
 
 What must hold: the innocent jobs all succeed; only the poison job may end dead (or
