@@ -24,7 +24,7 @@ PYBENCH ?= $(shell python3.12 --version >/dev/null 2>&1 && echo python3.12 || ec
 VENV_BENCH := .venv-bench
 BIN_BENCH := $(VENV_BENCH)/bin
 
-.PHONY: demo test lint setup setup-demo check-python print-python bench-venv
+.PHONY: demo test lint setup setup-demo check-python print-python bench-venv faults
 
 check-python:
 	@if [ -z "$(PY)" ]; then \
@@ -76,3 +76,8 @@ $(BIN_BENCH)/conveyor: pyproject.toml
 
 # Then: .venv-bench/bin/python -m bench run [--quick] [--arms ...]
 bench-venv: $(BIN_BENCH)/conveyor
+
+# The fault tests alone (real workers, real signals; ~1 min). The long version, which
+# writes RELIABILITY.md: .venv/bin/python -m tests.faults --long (several minutes).
+faults: setup
+	$(BIN)/python -m pytest -q tests/faults
