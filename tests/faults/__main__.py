@@ -350,8 +350,7 @@ def write(out: Path, size: str, rows: list[Row], total: float) -> None:
         f"{' '.join(redis_version[:3])}); the whole run took {total / 60:.1f} min. Rerun it "
         "with that command (`.venv/bin/python -m tests.faults --long` for the issue's sizes: "
         "10,000 jobs, 3 workers, a SIGKILL every 0.5 s; 8 producers x 2,000). The same "
-        "scenarios run small in `make test` (`tests/faults/`), where what fails today is "
-        "marked `xfail(strict=True)` with its reason (issue 12). How each is set up: "
+        "scenarios run small in `make test` (`tests/faults/`). How each is set up: "
         "[docs/guarantees.md](docs/guarantees.md#fault-tests).",
         "",
         f"Storm and restart jobs sleep {SIZES[size]['job_seconds'] * 1000:g} ms each (3 workers "

@@ -1,8 +1,9 @@
 """SQLite store faults: the disk fills up under a running worker (a small tmpfs), a
 producer writes to a full disk, the store file is deleted or replaced under a worker.
 
-All four fail on today's code (issue 12, item 6 and 7): marked xfail(strict), so each
-turns red the moment its fix lands and the fixer removes the mark.
+What must hold: the worker rides out a full disk (one line when the outage starts, one
+when it ends, no traceback, nothing lost); a producer gets ``conveyor.StoreError``; a
+worker whose file was deleted or replaced stops at once, non-zero, naming the file.
 """
 
 from __future__ import annotations
@@ -18,11 +19,6 @@ from tests.faults.store_faults import describe, disk_full, producer_on_full_disk
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 12 (6): disk full kills the worker (its completer thread dies on "
-    "'database or disk is full', exit 1) instead of backing off until space returns",
-)
 def test_worker_rides_out_a_full_disk(small_tmpfs: Path) -> None:
     result = disk_full(f"sqlite:///{small_tmpfs / 'jobs.db'}", small_tmpfs, outage=2.0)
     assert result.status is None, (
@@ -40,11 +36,6 @@ def test_worker_rides_out_a_full_disk(small_tmpfs: Path) -> None:
     assert "Traceback" not in result.output, result.output[-2000:]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 12 (6): a producer on a full disk gets a raw sqlite3.OperationalError, "
-    "not conveyor.StoreError",
-)
 def test_producer_on_a_full_disk_gets_store_error(small_tmpfs: Path) -> None:
     seen = producer_on_full_disk(f"sqlite:///{small_tmpfs / 'jobs.db'}", small_tmpfs)
     store_error = getattr(conveyor, "StoreError", None)
@@ -55,10 +46,6 @@ def test_producer_on_a_full_disk_gets_store_error(small_tmpfs: Path) -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 12 (7): deleting the SQLite file under a running worker goes unnoticed",
-)
 def test_worker_stops_when_its_store_is_deleted(tmp_path: Path) -> None:
     path = tmp_path / "jobs.db"
     result = store_replaced(f"sqlite:///{path}", path, replace=False, timeout=3.0)
@@ -66,11 +53,6 @@ def test_worker_stops_when_its_store_is_deleted(tmp_path: Path) -> None:
     assert "jobs.db" in result.output.rsplit("ready:", 1)[-1], result.output[-2000:]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 12 (7): replacing the SQLite file under a running worker goes "
-    "unnoticed (it keeps serving the unlinked file)",
-)
 def test_worker_stops_when_its_store_is_replaced(tmp_path: Path) -> None:
     path = tmp_path / "jobs.db"
     result = store_replaced(f"sqlite:///{path}", path, replace=True, timeout=3.0)

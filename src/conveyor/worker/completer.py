@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 from conveyor.backends.base import Backend, JobFinishParams
 from conveyor.errors import BackendUnavailable
-from conveyor.worker.outage import Outage
+from conveyor.worker.outage import Outage, OutageLog
 
 log = logging.getLogger("conveyor.worker")
 
@@ -42,6 +42,7 @@ class Completer:
         self,
         backend: Backend,
         on_written: Callable[[list[JobFinishParams], list[str]], None] | None = None,
+        outages: OutageLog | None = None,
     ) -> None:
         self._backend = backend
         self._queue: queue.SimpleQueue[JobFinishParams | None] = queue.SimpleQueue()
@@ -49,7 +50,7 @@ class Completer:
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._loop, name="conveyor-completer", daemon=True)
         self._on_written = on_written
-        self._outage = Outage("completer")
+        self._outage = Outage("completer", outages)
         self._abandon = threading.Event()
         self.stale_total = 0
 

@@ -30,7 +30,7 @@ from conveyor.backends.base import ClaimedJob, JobClaimParams
 from conveyor.errors import BackendUnavailable
 from conveyor.worker.completer import MAX_PENDING
 from conveyor.worker.completion import CompletionStrategy, GroupCommit, RideOnClaim
-from conveyor.worker.outage import Outage
+from conveyor.worker.outage import Outage, OutageLog
 from conveyor.worker.outcome import Outcome
 
 if TYPE_CHECKING:
@@ -57,9 +57,9 @@ class ClaimBackoff:
 
     __slots__ = ("failures", "outage")
 
-    def __init__(self) -> None:
+    def __init__(self, outages: OutageLog | None = None) -> None:
         self.failures = 0
-        self.outage = Outage("fetch")
+        self.outage = Outage("fetch", outages)
 
     def succeeded(self) -> None:
         if self.failures:
@@ -120,7 +120,7 @@ class PooledFetch:
     def run(self) -> None:
         w = self.worker
         backend = w.app.backend
-        backoff = ClaimBackoff()
+        backoff = ClaimBackoff(w.outages)
         while not w._stopping.is_set():
             if w._quiet.is_set():
                 w._stopping.wait(IDLE_WAIT)
@@ -226,7 +226,7 @@ class InlineFetch:
     def _loop(self) -> None:
         w = self.worker
         backend = w.app.backend
-        backoff = ClaimBackoff()
+        backoff = ClaimBackoff(w.outages)
         try:
             while not w._stopping.is_set():
                 if w._quiet.is_set():

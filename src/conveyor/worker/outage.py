@@ -1,49 +1,90 @@
-"""``Outage``: one log line when a store outage starts, one when it ends.
+"""Store outages in the log: one line when one starts, one when it ends.
 
-Every loop that talks to the store (the fetcher, the completer, each service) keeps one:
-a Redis restart or a full disk is a warning when it starts and one with its length
-when it ends, not a warning per retry.
+Every loop that talks to the store (the fetcher, the completer, each service) keeps an
+:class:`Outage`; a worker ties them to one :class:`OutageLog`, so a Redis restart or a
+full disk is one warning when the first loop meets it and one, with its length, when
+the last loop that met it is through again -- not a warning per retry, nor one per loop.
+What each loop saw is logged at DEBUG.
 
 Example:
-    >>> outage = Outage("claim")
-    >>> outage.failed(OSError("disk full"))   # logs "claim: store unavailable ..."
+    >>> shared = OutageLog()
+    >>> fetch, completer = Outage("fetch", shared), Outage("completer", shared)
+    >>> fetch.failed(OSError("disk full"))      # logs "store unavailable ..."
     True
-    >>> outage.failed(OSError("disk full"))   # the same outage: silent
+    >>> completer.failed(OSError("disk full"))  # the same outage: DEBUG only
     False
-    >>> outage.recovered()                    # logs "claim: store back after ..."
+    >>> fetch.recovered()                       # the completer is still waiting
+    False
+    >>> completer.recovered()                   # logs "store back after ..."
     True
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 
 log = logging.getLogger("conveyor.worker")
 
 
+class OutageLog:
+    """One outage as a whole worker sees it: which loops are waiting on the store."""
+
+    __slots__ = ("_down", "_lock", "_since")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._down: set[str] = set()
+        self._since = 0.0
+
+    def failed(self, what: str, exc: BaseException, doing: str) -> bool:
+        """``what`` could not reach the store; True (and one warning) when this starts
+        an outage."""
+        with self._lock:
+            again = what in self._down
+            starts = not self._down
+            self._down.add(what)
+            if starts:
+                self._since = time.monotonic()
+        if starts:
+            log.warning("%s: store unavailable (%s); %s", what, exc, doing)
+        elif not again:
+            log.debug("%s: store unavailable too: %s", what, exc)
+        else:
+            log.debug("%s: still unavailable: %s", what, exc)
+        return starts
+
+    def recovered(self, what: str) -> bool:
+        """``what`` reached the store again; True (and one line) when it was the last
+        loop of the outage."""
+        with self._lock:
+            if what not in self._down:
+                return False
+            self._down.discard(what)
+            ends = not self._down
+            lasted = time.monotonic() - self._since
+        if ends:
+            log.warning("store back after %.1f s (%s was the last to reach it)", lasted, what)
+        else:
+            log.debug("%s: store back", what)
+        return ends
+
+
 class Outage:
-    """Tracks one loop's store outage; logs its start and its end only."""
+    """One loop's view of store outages, reported through a shared :class:`OutageLog`
+    (a fresh one of its own when none is given, e.g. a completer used on its own)."""
 
-    __slots__ = ("since", "what")
+    __slots__ = ("shared", "what")
 
-    def __init__(self, what: str) -> None:
+    def __init__(self, what: str, shared: OutageLog | None = None) -> None:
         self.what = what
-        self.since: float | None = None
+        self.shared = shared if shared is not None else OutageLog()
 
     def failed(self, exc: BaseException, doing: str = "retrying with back-off") -> bool:
-        """Record a failure; True (and one warning) when it starts an outage."""
-        if self.since is not None:
-            log.debug("%s: still unavailable: %s", self.what, exc)
-            return False
-        self.since = time.monotonic()
-        log.warning("%s: store unavailable (%s); %s", self.what, exc, doing)
-        return True
+        """Record a failure; True when it starts an outage (the one warning)."""
+        return self.shared.failed(self.what, exc, doing)
 
     def recovered(self) -> bool:
-        """Record a success; True (and one line) when it ends an outage."""
-        if self.since is None:
-            return False
-        lasted, self.since = time.monotonic() - self.since, None
-        log.warning("%s: store back after %.1f s", self.what, lasted)
-        return True
+        """Record a success; True when it ends the outage (the one line)."""
+        return self.shared.recovered(self.what)

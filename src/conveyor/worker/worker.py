@@ -51,6 +51,7 @@ from conveyor.worker.completion import Flusher, RideOnClaim
 from conveyor.worker.eventlog import EventLog
 from conveyor.worker.executors import make_executor
 from conveyor.worker.fetching import IDLE_WAIT
+from conveyor.worker.outage import OutageLog
 from conveyor.worker.outcome import Outcome, finish_params
 from conveyor.worker.procinfo import process_start_time
 from conveyor.worker.queues import QueueSelection
@@ -143,7 +144,9 @@ class Worker:
         #: fetcher waits for this worker to empty before claiming such a job.
         self._solo: str | None = None
         self._draining = False
-        self.completer = Completer(app.backend)
+        #: One store outage, one warning: shared by the fetcher, completer and services.
+        self.outages = OutageLog()
+        self.completer = Completer(app.backend, outages=self.outages)
         # The two pipelines, chosen once: pooled fetch + group commit, or (one thread
         # slot on an ack_with_claim store) inline fetch + finishes riding on the claim.
         self._fetch, self._completion = fetching.choose(self, executor_given=executor is not None)
@@ -193,7 +196,10 @@ class Worker:
         # Flow-control services, only where the backend implements them.
         from conveyor.worker.services.by_feature import flow_services
 
-        return services + flow_services(self)
+        services += flow_services(self)
+        for service in services:
+            service.outages = self.outages
+        return services
 
     def _make_log_capture(self) -> LogCapture:
         from conveyor.backends.base import JobLogInsertParams

@@ -19,7 +19,7 @@ import logging
 import threading
 
 from conveyor.errors import BackendUnavailable
-from conveyor.worker.outage import Outage
+from conveyor.worker.outage import Outage, OutageLog
 
 log = logging.getLogger("conveyor.worker")
 
@@ -28,6 +28,9 @@ class Looper:
     """Runs ``tick`` now, then every ``interval`` seconds, until ``stop``."""
 
     name = "service"
+    #: The worker's shared outage log (one line per outage for all its loops); set by
+    #: the worker, None for a looper used on its own.
+    outages: OutageLog | None = None
 
     def __init__(self, interval: float) -> None:
         self.interval = interval
@@ -49,7 +52,7 @@ class Looper:
             self._thread.join(timeout)
 
     def _loop(self) -> None:
-        outage = Outage(self.name)
+        outage = Outage(self.name, self.outages)
         while True:
             try:
                 self.tick()
