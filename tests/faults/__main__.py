@@ -192,6 +192,9 @@ class Suite:
 
     def poison(self, label: str, poison: str, backend: str, redis: RedisServer,
                expect: str = "dead", **kwargs: object) -> None:  # fmt: skip
+        # os._exit(0) in an in-process pool ends the worker with 0 before any Python code
+        # can run: the limit docs/guarantees.md#exit-status states, reported, not failed.
+        exit0_is_the_task_s = bool(kwargs.pop("exit0_is_the_task_s", False))
         runs, bad, worst, exits0, jammed = int(self.size["repeat"]), 0, 0, 0, 0
         tallies: list[Tally] = []
         for _ in range(int(runs)):
@@ -205,7 +208,7 @@ class Suite:
             exits0 += sum(1 for _, c in r.exits if c == 0)
             jammed += not r.in_time
             bad += bool(failed_innocents or r.poison_state != expect or not r.in_time
-                        or any(c == 0 for _, c in r.exits))  # fmt: skip
+                        or (any(c == 0 for _, c in r.exits) and not exit0_is_the_task_s))  # fmt: skip
         t = tallies[-1]
         t.n = sum(x.n for x in tallies)
         t.lost = sum(x.lost for x in tallies)
@@ -218,12 +221,17 @@ class Suite:
             detail.append(f"up to {worst} innocent of 20 dead/unfinished")
         if exits0:
             detail.append(f"{exits0} worker exit(s) with status 0")
+        if exits0 and exit0_is_the_task_s and bad == 0:
+            detail = [f"{exits0} worker exit(s) with the task's status 0, the stated limit "
+                      "(docs/guarantees.md#exit-status); batch-mates spared"]  # fmt: skip
         if jammed:
             detail.append(f"{jammed} run(s) jammed: jobs still `running`/`queued` after 10 s")
         verdict = held(
             bad == 0,
             f"{bad} of {runs} runs: " + ", ".join(detail) if detail else f"{bad} of {runs} runs",
         )
+        if bad == 0 and detail:
+            verdict = f"held; {', '.join(detail)}"
         self.add(
             Row.of(t, f"{verdict} ({runs} runs of 1 poison + 20 innocent)", f"poison: {label}")
         )
@@ -305,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
                 ("os.abort(), thread pool", "fault.abort", "sqlite", {}),
                 ("os.abort(), thread pool", "fault.abort", "redis", {}),
                 ("os.abort(), process pool", "fault.abort", "sqlite", {"pool": "process"}),
-                ("os._exit(0), thread pool", "fault.exit0", "sqlite", {}),
+                ("os._exit(0), thread pool", "fault.exit0", "sqlite", {"exit0_is_the_task_s": True}),
                 ("os._exit(0), process pool", "fault.exit0", "sqlite", {"pool": "process"}),
                 ("sys.exit(3), thread pool", "fault.sysexit", "sqlite", {}),
                 ("sys.exit(3), async pool", "fault.asysexit", "sqlite", {"pool": "async"}),
