@@ -8,7 +8,8 @@ Rules (see docs/operations.md, "Reading the output"):
 - **Pipe** (stdout is not a tty): plain text aligned in columns, every value whole, no
   colours or box characters, so ``grep``, ``awk`` and ``cut`` work.
 - **Literal text**: whatever comes from jobs, queues, tasks, errors, logs or progress is
-  never read as rich markup, and control characters are shown escaped (``\\x1b``).
+  never read as rich markup, control characters are shown escaped (``\\x1b``), and a
+  lone surrogate (text no terminal can encode) shows as U+FFFD.
 - **Times**: ISO 8601 to the second in the local zone, or UTC (``Z``) with ``--utc``.
 - **Empty results** print one line saying so (``no jobs match``), in both modes.
 
@@ -39,6 +40,8 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
+
+from conveyor.rowtext import printable
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -75,7 +78,7 @@ def literal(value: object, *, multiline: bool = False) -> str:
     >>> literal("a\\nb", multiline=True)
     'a\\nb'
     """
-    text = "-" if value is None else str(value)
+    text = "-" if value is None else printable(str(value))
     pattern = _CONTROL_BUT_NEWLINE if multiline else _CONTROL
     return pattern.sub(_escape, text)
 

@@ -19,12 +19,14 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from urllib.parse import urlencode
 
+from conveyor.rowtext import printable
 from conveyor.web.security import CSRF_FIELD
 
 
 def esc(value: object) -> str:
-    """Escape any value for HTML text and quoted attributes."""
-    return html.escape("" if value is None else str(value), quote=True)
+    """Escape any value for HTML text and quoted attributes (a lone surrogate, which no
+    response could encode, becomes U+FFFD)."""
+    return html.escape(printable("" if value is None else str(value)), quote=True)
 
 
 def url(path: str, params: Mapping[str, str] | None = None) -> str:
