@@ -140,8 +140,8 @@ async def job_payload(request: Request) -> Response:
 def payload_filename(job_id: str) -> str:
     """A download name for a job's payload that no header can be injected through.
 
-    >>> payload_filename('01J"x\r\n')
-    'payload-01J_x__.json'
+    >>> payload_filename('01J"; x=é')
+    'payload-01J___x__.json'
     """
     return (
         "payload-"
