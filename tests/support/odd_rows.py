@@ -57,22 +57,22 @@ def sqlite_row(url: str, job_id: str | None = None, **columns: Any) -> str:
 
 
 def redis_row(url: str, job_id: str | None = None, **fields: Any) -> str:
-    """Write one job hash with a raw HSET (``bytes`` values stored as they are), listed in
-    the jobs index and, when its state is ``queued``, in its queue's ready set."""
-    import redis
-
-    from conveyor.backends.redis.keys import Keys
+    """Write one job hash with a raw HSET (``bytes`` stored as they are, None = absent),
+    listed in the jobs index, counted, and in its queue's ready set when ``queued``."""
+    from conveyor.backends.redis.backend import RedisBackend
 
     job_id = job_id or new_id()
     values = {k: v for k, v in (_defaults(job_id) | fields).items() if v is not None}
-    client = redis.Redis.from_url(url.split("?")[0])
+    backend = RedisBackend(url)
     try:
-        keys = Keys.for_url(url) if hasattr(Keys, "for_url") else None
-        base = keys.base if keys else "conveyor"
-        client.hset(f"{base}:job:{job_id}", mapping=values)
-        client.zadd(f"{base}:jobs", {job_id: 0})
-        if values.get("state") == "queued":
-            client.zadd(f"{base}:ready:{values.get('queue', 'default')}", {job_id: 0})
+        client, keys = backend.client, backend.keys
+        client.hset(keys.job(job_id), mapping=values)
+        client.zadd(keys.jobs, {job_id: 0})
+        state, queue = values.get("state"), values.get("queue", "default")
+        if isinstance(state, str) and isinstance(queue, str):
+            client.hincrby(keys.counts, f"{state}:{queue}", 1)
+        if state == "queued" and isinstance(queue, str):
+            client.zadd(keys.ready(queue), {job_id: 0})
     finally:
-        client.close()
+        backend.close()
     return job_id

@@ -29,9 +29,11 @@ local function take(i, want)
     -- A ready entry whose hash is gone or moved on is index debris: drop it. A job over
     -- its limit is deferred by limit_admit (_limits.lua), no attempt counted.
     if f[1] == 'queued' and limit_admit(id, key, f[3], t) then
-      local attempt = tostring(tonumber(f[5]) + 1)
-      local token = tostring(tonumber(f[7]) + 1)
-      local lease_until = fmt(t + tonumber(f[9]))
+      -- A hash written around the API may hold anything: count from 0 rather than fail
+      -- the script (the client refuses the job, dead with the reason, see hashes.py).
+      local attempt = tostring((tonumber(f[5]) or 0) + 1)
+      local token = tostring((tonumber(f[7]) or 0) + 1)
+      local lease_until = fmt(t + (tonumber(f[9]) or 0))
       redis.call('HSET', key, 'state', 'running', 'worker_id', worker, 'token', token,
         'attempt', attempt, 'started_at', ts, 'lease_until', lease_until)
       redis.call('SADD', KEYS[4], id)
