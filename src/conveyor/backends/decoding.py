@@ -139,3 +139,15 @@ def claimed_job(row: Sequence[Any]) -> ClaimedJob:
     _utf8_problems(values, CLAIM_NAMES, problems)
     values.append("; ".join(problems) or None)
     return ClaimedJob(*values)
+
+
+def number_or_none(value: object) -> float | None:
+    """A stored number as float; None for NULL, NaN or anything that is not a number
+    (an aggregate such as ``MIN(run_at)`` over a row written around the API).
+
+    >>> number_or_none(2), number_or_none("soon"), number_or_none(b"1"), number_or_none(None)
+    (2.0, None, None, None)
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return None
+    return float(value)

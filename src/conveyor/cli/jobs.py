@@ -10,7 +10,6 @@ Example::
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
@@ -73,8 +72,8 @@ def jobs(
         [
             [
                 j.id,
-                j.task,
-                j.queue,
+                rowtext.preview(j.task),  # names the API makes are far shorter
+                rowtext.preview(j.queue),
                 state_label(j),
                 f"{j.attempt}/{j.max_attempts}",
                 iso_time(j.created_at, utc=utc),
@@ -236,7 +235,9 @@ def _shown(name: str, value: object, utc: bool, job_id: str) -> object:
 def state_label(job: JobRecord) -> str:
     """A job's state as listed: a stored state conveyor does not know is shown as it is,
     marked ``?`` (such a row is never claimed)."""
-    return str(job.state) if job.stored_state is None else f"{job.stored_state}?"
+    return (
+        str(job.state) if job.stored_state is None else f"{rowtext.preview(job.stored_state, 40)}?"
+    )
 
 
 def _error_line(text: str | None) -> str:
@@ -265,9 +266,8 @@ def _parents(backend: Backend, job_id: str) -> list[dict[str, str]]:
 def _error(text: str | None) -> dict[str, Any]:
     if not text:
         return {}
-    try:
-        value = json.loads(text)
-    except ValueError:
+    value = rowtext.loads(text, limit=len(text))  # never too large here: all of it
+    if value is None and not rowtext.parses(text, limit=len(text)):
         return {"type": "?", "message": text}
     return value if isinstance(value, dict) else {"message": text}
 

@@ -92,10 +92,15 @@ def iso_time(ts: float | None, *, utc: bool = False) -> str:
     """
     if ts is None:
         return "-"
-    moment = dt.datetime.fromtimestamp(ts, dt.UTC)
+    try:
+        moment = dt.datetime.fromtimestamp(ts, dt.UTC)
+        if not utc:
+            moment = moment.astimezone()
+    except (ValueError, OverflowError, OSError):  # out of range (a row written by hand)
+        return f"{ts!r} (not a time)"
     if utc:
         return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-    return moment.astimezone().isoformat(timespec="seconds")
+    return moment.isoformat(timespec="seconds")
 
 
 def utc_option(fn: F) -> F:

@@ -81,7 +81,8 @@ def overview_page(
         paused_now = q.queue in paused
         cells.append(
             post_button(
-                f"/queues/{quote(q.queue, safe='')}/{'resume' if paused_now else 'pause'}",
+                f"/queues/{quote(rowtext.printable(q.queue), safe='')}/"
+                f"{'resume' if paused_now else 'pause'}",
                 "Resume" if paused_now else "Pause",
                 csrf,
             )
@@ -274,8 +275,8 @@ def jobs_page(
     for j in page.jobs:
         cells = {
             "id": f'<a class="mono" href="/jobs/{esc(j.id)}">{esc(j.id)}</a>',
-            "task": f'<span class="mono">{esc(j.task)}</span>',
-            "queue": esc(j.queue),
+            "task": f'<span class="mono">{esc(rowtext.preview(j.task))}</span>',
+            "queue": esc(rowtext.preview(j.queue)),
             "state": state_badge(j),
             "attempt": f"{j.attempt}/{j.max_attempts}",
             "arguments": _args_cell(j),

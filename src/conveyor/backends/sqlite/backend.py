@@ -30,6 +30,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from conveyor.backends import decoding
 from conveyor.backends.base import (
     AttemptRecord,
     Backend,
@@ -613,17 +614,19 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
         ):
             counts.setdefault(str(queue), {})[str(state)] = int(str(count))
         oldest = {
-            str(q): now - float(str(t))
+            str(q): now - run_at
             for q, t in self._read(
                 "SELECT queue, MIN(run_at) FROM jobs WHERE state = 'queued' GROUP BY queue"
             )
+            if (run_at := decoding.number_or_none(t)) is not None  # a row written as text
         }
         return [QueueStats(q, counts[q], oldest.get(q)) for q in sorted(counts)]
 
     def work_wait(self, timeout: float) -> None:
         due = self._read("SELECT MIN(run_at) FROM jobs WHERE state = 'scheduled'")[0][0]
+        due = decoding.number_or_none(due)  # text or a BLOB (a row written around the API)
         if due is not None:
-            timeout = min(timeout, max(0.0, float(str(due)) - time.time()))
+            timeout = min(timeout, max(0.0, due - time.time()))
         self._wait_change(self._claim_snapshot, timeout)
 
     def worker_deregister(self, worker_id: str) -> None:
