@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import re
 
+from conveyor.rowtext import printable
+
 _UNICODE_CONTROL = "\u2028\u2029\u202a-\u202e\u2066-\u2069"
 _CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f{_UNICODE_CONTROL}]")
 _CONTROL_BUT_NEWLINE = re.compile(f"[\x00-\x09\x0b-\x1f\x7f-\x9f{_UNICODE_CONTROL}]")
@@ -40,8 +42,9 @@ def literal(value: object, *, multiline: bool = False) -> str:
 
     ``multiline`` keeps newlines (a traceback shown as a block, a log record with its
     exception); everything else, a table cell or an ``Error:`` line, stays on one line.
-    ``None`` reads ``-``.
+    ``None`` reads ``-``; a lone surrogate (a row written around the API) reads U+FFFD,
+    so the text always encodes.
     """
-    text = "-" if value is None else str(value)
+    text = "-" if value is None else printable(str(value))
     pattern = _CONTROL_BUT_NEWLINE if multiline else _CONTROL
     return pattern.sub(_escape, text) if pattern.search(text) else text

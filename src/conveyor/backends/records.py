@@ -48,6 +48,9 @@ class ClaimedJob:
     claimed_at: float
     rescues: int
     priority: int
+    #: Why this row cannot run, found while decoding it (a BLOB or non-UTF-8 payload, a
+    #: column that is not a number); the worker finishes it dead with this reason.
+    problem: str | None = None
 
 
 @record
@@ -81,6 +84,12 @@ class JobRecord:
     progress_message: str | None = None
     unique_key: str | None = None
     waiting_on: int = 0  # parents not yet succeeded (state ``waiting`` while > 0)
+    # -- a row written outside the API, as decoding found it --
+    #: what decoding had to repair ("payload is a BLOB (12 bytes)", "unknown state ...")
+    problems: tuple[str, ...] = ()
+    #: the stored state when it is none of JobState (``state`` then reads ``dead``: such a
+    #: row is never claimed, promoted or rescued)
+    stored_state: str | None = None
 
 
 @record

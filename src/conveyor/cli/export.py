@@ -27,6 +27,7 @@ from conveyor.backends.base import JobCountParams, JobFilter, JobRecord
 from conveyor.cli.common import open_app, store_options
 from conveyor.cli.filters import filter_options, iter_jobs, job_dict
 from conveyor.private_files import create_private
+from conveyor.rowtext import printable
 from conveyor.secrets import refuse_secret_where
 
 FIELDS = list(records.fields(JobRecord))
@@ -94,6 +95,14 @@ def _write(out: IO[str], writer: csv.DictWriter[str] | None, data: dict[str, Any
     if writer is None:
         out.write(json.dumps(data, default=str) + "\n")
         return
-    writer.writerow(
-        {k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in data.items()}
-    )
+    writer.writerow({k: _csv_value(v) for k, v in data.items()})
+
+
+def _csv_value(value: Any) -> Any:
+    """A CSV cell: JSON values as JSON, text with lone surrogates (a row written outside
+    the API) made encodable."""
+    if isinstance(value, (dict, list)):
+        return json.dumps(value)
+    if isinstance(value, str):
+        return printable(value)
+    return value

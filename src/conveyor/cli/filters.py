@@ -17,7 +17,6 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 from collections.abc import Callable, Iterator
@@ -25,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from conveyor import records
+from conveyor import records, rowtext
 from conveyor.backends.base import Backend, JobFilter, JobListParams, JobRecord
 from conveyor.query import parse_duration, parse_time, parse_where
 from conveyor.secrets import mask_payload
@@ -184,10 +183,24 @@ def iter_jobs(
 def job_dict(j: JobRecord) -> dict[str, Any]:
     """A job as JSON-ready data: payload/result/error decoded back to values."""
     data = records.asdict(j)
-    data["state"] = str(j.state)
+    # A row written outside the API: its own state, and what decoding had to repair.
+    data["state"] = j.stored_state if j.stored_state is not None else str(j.state)
+    data["problems"] = list(j.problems)
     data["payload"] = mask_payload(j.payload)  # secret arguments show as "•••"
     for key in ("payload", "result", "error"):
         if data[key] is not None:
-            with contextlib.suppress(ValueError):  # stored text that is not JSON stays text
-                data[key] = json.loads(data[key])
+            data[key] = _json_or_text(data[key])
     return data
+
+
+def _json_or_text(text: str) -> Any:
+    """The JSON value of a stored text; the text itself when it is not JSON, or nested
+    too deep to parse or to write back (``--json`` indents with the pure-Python encoder,
+    which recurses once per level)."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+    if text.count("[") + text.count("{") > 100 and rowtext.dumps(value, indent=2) is None:
+        return text
+    return value

@@ -10,18 +10,19 @@ Example::
 
 from __future__ import annotations
 
-import json
+import sys
 from typing import Any
 
 import click
 
-from conveyor import records
+from conveyor import records, rowtext
 from conveyor.backends.base import (
     Backend,
     JobDependenciesParams,
     JobFilter,
     JobListParams,
     JobLogListParams,
+    JobRecord,
 )
 from conveyor.cli.common import echo_json, open_app, store_options
 from conveyor.cli.filters import filter_options, is_empty, job_dict
@@ -29,6 +30,8 @@ from conveyor.cli.output import Column, Output, iso_time, utc_option
 from conveyor.redaction import redacted
 from conveyor.secrets import mask_payload, refuse_secret_where
 
+#: Most characters of a payload or result ``conveyor job ID`` shows (``--payload``: all).
+SHOW_CHARS = 20_000
 #: Fields of a job record that hold epoch timestamps (shown as ISO 8601).
 TIME_FIELDS = frozenset({"run_at", "created_at", "lease_until", "started_at", "finished_at"})
 
@@ -72,13 +75,15 @@ def jobs(
         [
             [
                 j.id,
-                j.task,
-                j.queue,
-                j.state,
+                rowtext.preview(j.task),  # names the API makes are far shorter
+                rowtext.preview(j.queue),
+                state_label(j),
                 f"{j.attempt}/{j.max_attempts}",
                 iso_time(j.created_at, utc=utc),
                 iso_time(j.finished_at, utc=utc),
-                mask_payload(j.payload),  # secret arguments show as "•••"
+                # bounded in a pipe too: one huge row must not make a huge listing;
+                # secret arguments show as "•••"
+                rowtext.preview(mask_payload(j.payload)),
             ]
             for j in found
         ],
@@ -93,14 +98,34 @@ def jobs(
 @store_options
 @click.argument("job_id")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option(
+    "--payload",
+    "raw_payload",
+    is_flag=True,
+    help="Print only the stored payload, whole and as stored (the record shows a "
+    f"bounded part: {SHOW_CHARS:,} characters).",
+)
 @utc_option
-def job(url: str | None, app_spec: str | None, job_id: str, as_json: bool, utc: bool) -> None:
+def job(
+    url: str | None,
+    app_spec: str | None,
+    job_id: str,
+    as_json: bool,
+    raw_payload: bool,
+    utc: bool,
+) -> None:
     """One job in full: record, every attempt (with traceback), and its logs."""
     backend = open_app(url, app_spec).backend
     found = backend.job_get_many([job_id])
     if not found:
         raise click.ClickException(f"no job {job_id}")
     record = found[0]
+    if raw_payload:
+        # Whole, and as stored: bytes that were not UTF-8 go out as they were read.
+        sys.stdout.flush()
+        sys.stdout.buffer.write(record.payload.encode("utf-8", "surrogateescape") + b"\n")
+        sys.stdout.buffer.flush()
+        return
     attempts = backend.job_attempts(job_id)
     logs = backend.job_log_list(JobLogListParams(job_id))
     parents = _parents(backend, job_id)
@@ -116,9 +141,18 @@ def job(url: str | None, app_spec: str | None, job_id: str, as_json: bool, utc: 
         return
     out = Output(sections=True)
     out.fields(
-        [(k, _field(k, v, utc)) for k, v in job_dict(record).items() if k != "error"],
+        [
+            (k, _shown(k, v, utc, record.id))
+            for k, v in job_dict(record).items()
+            if k not in ("error", "problems", "stored_state")
+        ],
         title=f"job {record.id}",
     )
+    if record.problems:
+        out.block(
+            "\n".join(rowtext.preview(p) for p in record.problems),
+            title="odd row (written outside conveyor's API)",
+        )
     if parents:
         out.table(
             [
@@ -183,8 +217,31 @@ def _field(name: str, value: object, utc: bool) -> object:
     if name in TIME_FIELDS and isinstance(value, (int, float)):
         return iso_time(value, utc=utc)
     if isinstance(value, (dict, list)):
-        return json.dumps(value, ensure_ascii=False)  # "•••", accents: shown as text
+        return rowtext.dumps(value) or str(value)
     return value
+
+
+def _shown(name: str, value: object, utc: bool, job_id: str) -> object:
+    """``_field``, with a payload or result longer than SHOW_CHARS cut and its size
+    noted (``--payload`` prints the payload whole)."""
+    shown = _field(name, value, utc)
+    if name not in ("payload", "result") or not isinstance(shown, str):
+        return shown
+    if len(shown) <= SHOW_CHARS:
+        return shown
+    more = f"; conveyor job {job_id} --payload prints it whole" if name == "payload" else ""
+    return (
+        f"{rowtext.preview(shown, SHOW_CHARS)} "
+        f"[{rowtext.size(shown):,} bytes, first {SHOW_CHARS:,} characters shown{more}]"
+    )
+
+
+def state_label(job: JobRecord) -> str:
+    """A job's state as listed: a stored state conveyor does not know is shown as it is,
+    marked ``?`` (such a row is never claimed)."""
+    return (
+        str(job.state) if job.stored_state is None else f"{rowtext.preview(job.stored_state, 40)}?"
+    )
 
 
 def _error_line(text: str | None) -> str:
@@ -213,9 +270,8 @@ def _parents(backend: Backend, job_id: str) -> list[dict[str, str]]:
 def _error(text: str | None) -> dict[str, Any]:
     if not text:
         return {}
-    try:
-        value = json.loads(text)
-    except ValueError:
+    value = rowtext.loads(text, limit=len(text))  # never too large here: all of it
+    if value is None and not rowtext.parses(text, limit=len(text)):
         return {"type": "?", "message": text}
     return value if isinstance(value, dict) else {"message": text}
 

@@ -8,7 +8,8 @@ Rules (see docs/operations.md, "Reading the output"):
 - **Pipe** (stdout is not a tty): plain text aligned in columns, every value whole, no
   colours or box characters, so ``grep``, ``awk`` and ``cut`` work.
 - **Literal text**: whatever comes from jobs, queues, tasks, errors, logs or progress is
-  never read as rich markup, and control characters are shown escaped (``\\x1b``).
+  never read as rich markup, control characters are shown escaped (``\\x1b``), and a
+  lone surrogate (text no terminal can encode) shows as U+FFFD.
 - **Times**: ISO 8601 to the second in the local zone, or UTC (``Z``) with ``--utc``.
 - **Empty results** print one line saying so (``no jobs match``), in both modes.
 
@@ -59,10 +60,15 @@ def iso_time(ts: float | None, *, utc: bool = False) -> str:
     """
     if ts is None:
         return "-"
-    moment = dt.datetime.fromtimestamp(ts, dt.UTC)
+    try:
+        moment = dt.datetime.fromtimestamp(ts, dt.UTC)
+        if not utc:
+            moment = moment.astimezone()
+    except (ValueError, OverflowError, OSError):  # out of range (a row written by hand)
+        return f"{ts!r} (not a time)"
     if utc:
         return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-    return moment.astimezone().isoformat(timespec="seconds")
+    return moment.isoformat(timespec="seconds")
 
 
 def utc_option(fn: F) -> F:

@@ -63,6 +63,7 @@ def create_app(
         Route("/jobs/bulk", views.bulk_confirm, methods=["GET"]),
         Route("/jobs/bulk", views.bulk_action, methods=["POST"]),
         Route("/jobs/{job_id}", views.job_detail),
+        Route("/jobs/{job_id}/payload", views.job_payload),
         Route("/jobs/{job_id}/{action}", views.job_action, methods=["POST"]),
         Route("/queues/{queue}/{action}", views.queue_action, methods=["POST"]),
         Route("/workers", views.workers),

@@ -15,21 +15,24 @@ from __future__ import annotations
 
 import datetime
 import html
+import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from urllib.parse import urlencode
 
+from conveyor.rowtext import printable
 from conveyor.web.security import CSRF_FIELD
 
 
 def esc(value: object) -> str:
-    """Escape any value for HTML text and quoted attributes."""
-    return html.escape("" if value is None else str(value), quote=True)
+    """Escape any value for HTML text and quoted attributes (a lone surrogate, which no
+    response could encode, becomes U+FFFD)."""
+    return html.escape(printable("" if value is None else str(value)), quote=True)
 
 
 def url(path: str, params: Mapping[str, str] | None = None) -> str:
     """A link with an encoded query string (already escaped for an attribute)."""
-    query = urlencode({k: v for k, v in (params or {}).items() if v})
+    query = urlencode({k: printable(v) for k, v in (params or {}).items() if v})
     return esc(f"{path}?{query}" if query else path)
 
 
@@ -42,6 +45,8 @@ def ago(ts: float | None, now: float | None = None) -> str:
     if ts is None:
         return "-"
     seconds = max(0.0, (now or time.time()) - ts)
+    if not math.isfinite(seconds):  # a row written around the API: show what it holds
+        return esc(utc(ts))
     if seconds < 60:
         text = f"{seconds:.1f}s"
     elif seconds < 3600:
@@ -56,10 +61,11 @@ def ago(ts: float | None, now: float | None = None) -> str:
 def utc(ts: float | None) -> str:
     if ts is None:
         return "-"
-    return (
-        datetime.datetime.fromtimestamp(ts, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
-        + "Z"
-    )
+    try:
+        moment = datetime.datetime.fromtimestamp(ts, datetime.UTC)
+    except (ValueError, OverflowError, OSError):  # out of range (a row written by hand)
+        return f"{ts!r} (not a time)"
+    return moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
 
 
 def duration(start: float | None, end: float | None) -> str:

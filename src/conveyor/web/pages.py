@@ -10,11 +10,10 @@ Example:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from typing import Any
 from urllib.parse import quote
 
+from conveyor import rowtext
 from conveyor.backends.base import AttemptRecord, JobLogRecord, JobRecord, QueueStats, WorkerInfo
 from conveyor.secrets import mask_payload
 from conveyor.states import JobState
@@ -82,7 +81,8 @@ def overview_page(
         paused_now = q.queue in paused
         cells.append(
             post_button(
-                f"/queues/{quote(q.queue, safe='')}/{'resume' if paused_now else 'pause'}",
+                f"/queues/{quote(rowtext.printable(q.queue), safe='')}/"
+                f"{'resume' if paused_now else 'pause'}",
                 "Resume" if paused_now else "Pause",
                 csrf,
             )
@@ -131,31 +131,55 @@ def ago_seconds(seconds: float | None) -> str:
 
 def args_text(payload: str) -> str:
     """Arguments as ``f(1, "x", user=42)``-style text for the table (secret arguments
-    as ``"•••"``)."""
+    as ``"•••"``), at most
+    ``rowtext.PREVIEW_CHARS`` characters; a payload too large, too deep or not of the
+    ``{"args", "kwargs"}`` shape shows as (the start of) its text.
+
+    >>> args_text('{"args": [1, "x"], "kwargs": {"user": 42}}')
+    '1, "x", user=42'
+    >>> len(args_text('{"args": ["' + "x" * 10_000 + '"], "kwargs": {}}'))
+    200
+    """
     payload = mask_payload(payload) or ""
+    data = rowtext.loads(payload)
     try:
-        data = json.loads(payload)
-        ascii_only = "\\ud" in payload.lower()  # lone surrogates stay escaped
-        args = [json.dumps(a, ensure_ascii=ascii_only) for a in data.get("args", [])]
-        kwargs = [
-            f"{k}={json.dumps(v, ensure_ascii=ascii_only)}"
-            for k, v in data.get("kwargs", {}).items()
-        ]
-        return ", ".join(args + kwargs)
-    except (ValueError, AttributeError):
-        return payload
+        args = [rowtext.json_text(a) for a in data["args"]]
+        kwargs = [f"{k}={rowtext.json_text(v)}" for k, v in data["kwargs"].items()]
+        text = ", ".join(args + kwargs)
+    except (TypeError, KeyError, AttributeError, ValueError, RecursionError):
+        text = payload
+    return rowtext.preview(text)
+
+
+def state_badge(job: JobRecord) -> str:
+    """The state badge; a row written outside the API with a state conveyor does not know
+    shows that stored value, marked, instead of the ``dead`` it is treated as."""
+    if job.stored_state is None:
+        return badge(job.state.value)
+    return (
+        f'<span class="badge s-unknown" title="unknown state: never claimed">'
+        f"{esc(rowtext.preview(job.stored_state, 40))}?</span>"
+    )
+
+
+def problems_note(job: JobRecord) -> str:
+    """A row that decoding had to repair says so (the job page, above its fields)."""
+    if not job.problems:
+        return ""
+    items = "".join(f"<li>{esc(rowtext.preview(p))}</li>" for p in job.problems)
+    return (
+        '<section class="failure"><h2>Odd row (written outside conveyor\'s API)</h2>'
+        f"<ul>{items}</ul></section>"
+    )
 
 
 def error_parts(text: str | None) -> tuple[str, str] | None:
     """(type, message) of a stored error JSON; the raw text as the message otherwise."""
     if not text:
         return None
-    try:
-        err = json.loads(text)
-    except ValueError:
-        return "", text
+    err = rowtext.loads(text)
     if not isinstance(err, dict):
-        return "", text
+        return "", rowtext.preview(text, 2000)
     return str(err.get("type") or ""), str(err.get("message") or "")
 
 
@@ -253,12 +277,11 @@ def jobs_page(
     for j in page.jobs:
         cells = {
             "id": f'<a class="mono" href="/jobs/{esc(j.id)}">{esc(j.id)}</a>',
-            "task": f'<span class="mono">{esc(j.task)}</span>',
-            "queue": esc(j.queue),
-            "state": badge(j.state.value),
+            "task": f'<span class="mono">{esc(rowtext.preview(j.task))}</span>',
+            "queue": esc(rowtext.preview(j.queue)),
+            "state": state_badge(j),
             "attempt": f"{j.attempt}/{j.max_attempts}",
-            "arguments": f'<span class="args mono" title="{esc(args_text(j.payload))}">'
-            f"{esc(args_text(j.payload))}</span>",
+            "arguments": _args_cell(j),
             "error": error_cell(j),
             "created": ago(j.created_at),
             "finished": ago(j.finished_at),
@@ -309,17 +332,40 @@ def jobs_page(
     )
 
 
-def _pretty(text: str | None) -> str:
+def _args_cell(job: JobRecord) -> str:
+    """The arguments cell: one bounded preview (shown, and whole in the tooltip only when
+    it was not cut), a link to the raw payload when it was."""
+    text = args_text(job.payload)
+    cell = f'<span class="args mono" title="{esc(text)}">{esc(text)}</span>'
+    if not text.endswith("…"):
+        return cell
+    size = rowtext.size(job.payload) if len(job.payload) < 4 * SHOW_CHARS else None
+    label = f"whole ({size:,} bytes)" if size is not None else "whole"
+    return cell + f' <a class="muted" href="/jobs/{esc(job.id)}/payload">{label}</a>'
+
+
+#: Most characters of a payload, result or error the job page shows; the rest is
+#: behind the raw link (``/jobs/{id}/payload``) or ``conveyor job ID --payload``.
+SHOW_CHARS = 20_000
+
+
+def _pretty(text: str | None, raw_link: str | None = None) -> str:
+    """A stored JSON value, indented, at most SHOW_CHARS characters; text that is too
+    large, too deep or not JSON is shown as text, cut with a note giving its size."""
     if text is None:
         return '<span class="muted">none</span>'
-    try:
-        value = json.loads(text)
-        shown = json.dumps(value, indent=2, ensure_ascii=False)  # "•••", accents as text
-        if not shown.isascii() and "\\ud" in text.lower():  # lone surrogates stay escaped
-            shown = json.dumps(value, indent=2)
+    value = rowtext.loads(text, limit=SHOW_CHARS) if len(text) <= SHOW_CHARS else None
+    shown = rowtext.dumps(value, indent=2) if value is not None or text.strip() == "null" else None
+    if shown is None or len(shown) > SHOW_CHARS:
+        shown = text
+    if len(shown) <= SHOW_CHARS:
         return f"<pre>{esc(shown)}</pre>"
-    except ValueError:
-        return f"<pre>{esc(text)}</pre>"
+    link = f' <a href="{esc(raw_link)}">Download the whole</a>.' if raw_link else ""
+    note = (
+        f'<p class="muted">{rowtext.size(text):,} bytes: showing the first '
+        f"{SHOW_CHARS:,} characters.{link}</p>"
+    )
+    return f"<pre>{esc(shown[:SHOW_CHARS])}…</pre>{note}"
 
 
 def _error(text: str | None, *, folded: bool = False) -> str:
@@ -327,12 +373,13 @@ def _error(text: str | None, *, folded: bool = False) -> str:
     (``folded``: behind a click, for attempt rows that repeat the job's last error)."""
     if not text:
         return '<span class="muted">none</span>'
-    try:
-        err: dict[str, Any] = json.loads(text)
-    except ValueError:
-        return f"<pre>{esc(text)}</pre>"
-    head = f"<div><strong>{esc(err.get('type'))}</strong>: {esc(err.get('message'))}</div>"
+    err = rowtext.loads(text)
+    if not isinstance(err, dict):
+        return _pretty(text)
+    kind, message = (rowtext.preview(str(err.get(k)), SHOW_CHARS) for k in ("type", "message"))
+    head = f"<div><strong>{esc(kind)}</strong>: {esc(message)}</div>"
     tb = err.get("traceback")
+    tb = rowtext.preview(str(tb), SHOW_CHARS) if tb else None
     if not tb:
         return head
     block = f'<pre class="traceback">{esc(tb)}</pre>'
@@ -342,6 +389,8 @@ def _error(text: str | None, *, folded: bool = False) -> str:
 def job_actions(job: JobRecord, csrf: str) -> str:
     out = []
     for action, label in ACTION_LABELS.items():
+        if job.stored_state is not None and action != "delete":
+            continue  # a state conveyor does not know: only deleting it is defined
         if job.state in ACTION_STATES[action]:
             out.append(
                 post_button(
@@ -364,7 +413,7 @@ def job_page(
     fields = [
         ("task", f'<span class="mono">{esc(job.task)}</span>'),
         ("queue", f'<a href="{url("/jobs", {"queue": job.queue})}">{esc(job.queue)}</a>'),
-        ("state", badge(job.state.value) + (" (cancel requested)" if job.cancel_requested else "")),
+        ("state", state_badge(job) + (" (cancel requested)" if job.cancel_requested else "")),
         ("attempt", f"{job.attempt} of {job.max_attempts}"),
         ("priority", esc(job.priority)),
         ("rescues", esc(job.rescues)),
@@ -417,11 +466,13 @@ def job_page(
     elif job.error:
         history = f"<h2>Error of an earlier attempt</h2>{_error(job.error, folded=True)}"
     return (
-        f'<h1>Job <span class="mono">{esc(job.id)}</span> {badge(job.state.value)}</h1>'
+        f'<h1>Job <span class="mono">{esc(job.id)}</span> {state_badge(job)}</h1>'
         f'<div class="bar">{job_actions(job, csrf)}</div>'
+        f"{problems_note(job)}"
         f"{failure}"
         f'<dl class="fields">{dl}</dl>'
-        f"<h2>Arguments</h2>{_pretty(mask_payload(job.payload))}"
+        f"<h2>Arguments</h2>{_pretty(mask_payload(job.payload) or '', f'/jobs/{job.id}/payload')}"
+        f'<p><a class="muted" href="/jobs/{esc(job.id)}/payload">raw payload</a></p>'
         f"<h2>Result</h2>{_pretty(job.result)}"
         f"{history}"
         "<h2>Attempts</h2>"

@@ -43,6 +43,9 @@ def prepare(
     app: App, job: ClaimedJob
 ) -> tuple[Task[Any, Any], list[Any], dict[str, Any]] | Outcome:
     """Find the task and decode its arguments, or the unrunnable outcome."""
+    refused = refusal(job, app.max_payload_bytes)
+    if refused is not None:
+        return Outcome.unrunnable(refused)
     task = app.tasks.get(job.task)
     if task is None:
         return Outcome.unrunnable(f"unknown task {job.task!r}: not registered in this worker")
@@ -84,6 +87,26 @@ def valid_timeout(timeout: object) -> bool:
 def invalid_timeout(timeout: object) -> str:
     """The reason a job with an unusable ``timeout`` goes dead."""
     return f"invalid timeout {timeout!r}: must be a finite number of seconds > 0"
+
+
+def refusal(job: ClaimedJob, max_payload_bytes: int) -> str | None:
+    """Why a claimed row is refused before anything decodes it: what the claim found
+    wrong with its columns (a BLOB payload, invalid UTF-8, a number that is text), or a
+    payload over ``max_payload_bytes`` (a row written outside the API: enqueue refuses
+    those). None for a runnable row.
+
+    >>> from conveyor.backends.base import ClaimedJob
+    >>> big = ClaimedJob("j", "t", "q", "x" * 2000, 1, 3, 1, None, 30.0, 0.0, 0.0, 0, 0)
+    >>> refusal(big, 1024)
+    'payload too large (2000 bytes > 1024)'
+    """
+    if job.problem is not None:
+        return job.problem
+    if len(job.payload) * 4 > max_payload_bytes:  # a character is at most 4 bytes
+        size = len(job.payload.encode("utf-8", "surrogatepass"))
+        if size > max_payload_bytes:
+            return f"payload too large ({size} bytes > {max_payload_bytes})"
+    return None
 
 
 def _success(value: Any) -> Outcome:

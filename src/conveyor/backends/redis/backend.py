@@ -188,24 +188,7 @@ class RedisBackend(RedisOpsMixin, RedisFlowMixin):
 
     @staticmethod
     def _claimed(reply: str) -> list[ClaimedJob]:
-        claimed = [
-            ClaimedJob(
-                id=j[0],
-                task=j[1],
-                queue=j[2],
-                payload=j[3],
-                attempt=int(j[4]),
-                max_attempts=int(j[5]),
-                token=int(j[6]),
-                timeout=float(j[7]) if j[7] else None,
-                lease=float(j[8]),
-                run_at=float(j[9]),
-                claimed_at=float(j[10]),
-                rescues=int(j[11]),
-                priority=int(j[12]),
-            )
-            for j in json.loads(reply)
-        ]
+        claimed = [hashes.claimed_job(j) for j in json.loads(reply)]
         if len(claimed) > 1:
             claimed.sort(key=lambda j: (-j.priority, j.run_at, j.id))
         return claimed

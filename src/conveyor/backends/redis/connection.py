@@ -86,6 +86,9 @@ def open_client(options: RedisOptions) -> Any:
     """
     kwargs: dict[str, Any] = {
         "decode_responses": True,
+        # Bytes that are not UTF-8 (a hash written around the API) decode to surrogate
+        # escapes instead of failing the whole reply; the records note them.
+        "encoding_errors": "surrogateescape",
         "socket_timeout": SOCKET_TIMEOUT,
         "socket_connect_timeout": CONNECT_TIMEOUT,
         "retry": Retry(NoBackoff(), 0),

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
-from conveyor.backends.base import AttemptRecord, JobRecord, WorkerInfo
-from conveyor.states import JobState
+from conveyor.backends import decoding
+from conveyor.backends.base import AttemptRecord, ClaimedJob, JobRecord, WorkerInfo
 
 #: HMGET order of a job hash: the fields of JobRecord.
 JOB_FIELDS = (
@@ -46,19 +47,43 @@ def _float(value: str | None) -> float | None:
 
 
 def job_record(v: Sequence[str | None]) -> JobRecord | None:
-    """Build a JobRecord from an HMGET of JOB_FIELDS; None when the hash is gone."""
+    """Build a JobRecord from an HMGET of JOB_FIELDS; None when the hash is gone. A hash
+    written around the API decodes too, its oddities noted (:mod:`..decoding`)."""
     if v[0] is None:
         return None
-    return JobRecord(
-        id=str(v[0]), task=str(v[1]), queue=str(v[2]), state=JobState(str(v[3])),
-        priority=int(str(v[4])), payload=str(v[5]), attempt=int(str(v[6])),
-        max_attempts=int(str(v[7])), rescues=int(str(v[8])), token=int(str(v[9])),
-        run_at=float(str(v[10])), created_at=float(str(v[11])), timeout=_float(v[12]),
-        lease=float(str(v[13])), worker_id=v[14], lease_until=_float(v[15]),
-        cancel_requested=v[16] == "1", result=v[17], error=v[18], reason=v[19],
-        started_at=_float(v[20]), finished_at=_float(v[21]), progress=_float(v[22]),
-        progress_message=v[23], unique_key=v[24], waiting_on=int(v[25] or 0),
-    )  # fmt: skip
+    values: list[Any] = list(v)
+    values[16] = 1 if v[16] == "1" else 0  # absent or "0": no cancel requested
+    values[25] = v[25] or 0
+    return decoding.job_record(values)
+
+
+def claimed_job(j: Sequence[Any]) -> ClaimedJob:
+    """Build a ClaimedJob from one entry of job_claim.lua's reply (strings; ``false``
+    for an absent field). Well-formed entries take the fast path; any other still
+    becomes a ClaimedJob, with ``problem`` saying what is wrong."""
+    try:
+        return ClaimedJob(
+            id=j[0], task=j[1], queue=j[2], payload=j[3], attempt=int(j[4]),
+            max_attempts=int(j[5]), token=int(j[6]), timeout=float(j[7]) if j[7] else None,
+            lease=float(j[8]), run_at=float(j[9]), claimed_at=float(j[10]),
+            rescues=int(j[11]), priority=int(j[12]),
+        ) if all(isinstance(x, str) for x in j[:4]) and _utf8(j[3]) else _odd_claim(j)  # fmt: skip
+    except (TypeError, ValueError):
+        return _odd_claim(j)
+
+
+def _utf8(text: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _odd_claim(j: Sequence[Any]) -> ClaimedJob:
+    return decoding.claimed_job([None if x is False else x for x in j])
 
 
 def attempt_record(entry: str) -> AttemptRecord:

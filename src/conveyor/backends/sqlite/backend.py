@@ -31,6 +31,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from conveyor.backends import decoding
 from conveyor.backends.base import (
     AttemptRecord,
     Backend,
@@ -194,7 +195,18 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
 
     def _read(self, sql: str, args: Sequence[object] = ()) -> list[tuple[object, ...]]:
         with self._lock:
-            return self._conn.execute(sql, args).fetchall()
+            try:
+                return self._conn.execute(sql, args).fetchall()
+            except sqlite3.OperationalError as exc:
+                if not rows.is_undecodable_text(exc):
+                    raise
+            # A row written outside the API holds text that is not UTF-8: read it again
+            # with the bad bytes escaped (rows.job_record notes them) rather than fail.
+            self._conn.text_factory = rows.lossy_text
+            try:
+                return self._conn.execute(sql, args).fetchall()
+            finally:
+                self._conn.text_factory = str
 
     def _data_version(self) -> int:
         with self._lock:
@@ -297,19 +309,48 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
                 want = min(limit, remaining)
                 if want <= 0 or queue in empty:
                     continue
-                got = conn.execute(
-                    sql,
-                    {"worker_id": params.worker_id, "now": now, "queue": queue, "limit": want},
-                ).fetchall()
+                got = self._claim_rows(conn, sql, params.worker_id, now, queue, want, claimed)
                 if len(got) < want:
                     empty.add(queue)
                 remaining -= len(got)
-                claimed.extend(ClaimedJob(*r) for r in got)
+                claimed.extend(got)
         if claimed and limits_exist(conn):
             claimed = apply_limits(conn, claimed, now)
         if len(claimed) > 1:
             claimed.sort(key=lambda j: (-j.priority, j.run_at, j.id))
         return promoted, claimed
+
+    @staticmethod
+    def _claim_rows(
+        conn: sqlite3.Connection,
+        sql: str,
+        worker_id: str,
+        now: float,
+        queue: str,
+        want: int,
+        before: Sequence[ClaimedJob],
+    ) -> list[ClaimedJob]:
+        """One claim statement's jobs. A claimed row holding text that is not UTF-8
+        fails the fetch after the UPDATE has applied (SQLite applies RETURNING's changes
+        on the first step), so those rows are read again, bad bytes escaped: they run as
+        ClaimedJobs with a ``problem`` and end dead, rather than failing every claim."""
+        args = {"worker_id": worker_id, "now": now, "queue": queue, "limit": want}
+        try:
+            return [rows.claimed_job(r) for r in conn.execute(sql, args).fetchall()]
+        except sqlite3.OperationalError as exc:
+            if not rows.is_undecodable_text(exc):
+                raise
+        seen = [j.id for j in before]
+        conn.text_factory = rows.lossy_text
+        try:
+            found = conn.execute(
+                f"SELECT {rows.CLAIM_COLUMNS} FROM jobs WHERE state = 'running' "
+                "AND worker_id = ? AND started_at = ? AND queue = ?",
+                (worker_id, now, queue),
+            ).fetchall()
+        finally:
+            conn.text_factory = str
+        return [rows.claimed_job(r, lossy=True) for r in found if r[0] not in seen]
 
     def job_delete_many(self, ids: Sequence[str]) -> int:
         with self._write() as conn:
@@ -607,17 +648,19 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
         ):
             counts.setdefault(str(queue), {})[str(state)] = int(str(count))
         oldest = {
-            str(q): now - float(str(t))
+            str(q): now - run_at
             for q, t in self._read(
                 "SELECT queue, MIN(run_at) FROM jobs WHERE state = 'queued' GROUP BY queue"
             )
+            if (run_at := decoding.number_or_none(t)) is not None  # a row written as text
         }
         return [QueueStats(q, counts[q], oldest.get(q)) for q in sorted(counts)]
 
     def work_wait(self, timeout: float) -> None:
         due = self._read("SELECT MIN(run_at) FROM jobs WHERE state = 'scheduled'")[0][0]
+        due = decoding.number_or_none(due)  # text or a BLOB (a row written around the API)
         if due is not None:
-            timeout = min(timeout, max(0.0, float(str(due)) - time.time()))
+            timeout = min(timeout, max(0.0, due - time.time()))
         self._wait_change(self._claim_snapshot, timeout)
 
     def worker_deregister(self, worker_id: str) -> None:

@@ -8,10 +8,11 @@ Example:
 from __future__ import annotations
 
 import json
+import sqlite3
 from typing import Any
 
-from conveyor.backends.base import AttemptRecord, JobRecord, WorkerInfo
-from conveyor.states import JobState
+from conveyor.backends import decoding
+from conveyor.backends.base import AttemptRecord, ClaimedJob, JobRecord, WorkerInfo
 
 #: Column order of JobRecord, used by every SELECT that builds one.
 JOB_COLUMNS = (
@@ -27,12 +28,43 @@ WORKER_COLUMNS = (
 )
 
 
+#: The RETURNING columns of queries/job_claim.sql, in ClaimedJob order.
+CLAIM_COLUMNS = ", ".join(decoding.CLAIM_NAMES)
+_NUM = (int, float)
+#: Column type tuples of a well-formed claim row (the fast path: no per-field work).
+_CLAIM_OK = frozenset(
+    (str, str, str, str, int, int, int, timeout, lease, run_at, started, int, int)
+    for timeout in (float, int, type(None))
+    for lease in _NUM
+    for run_at in _NUM
+    for started in _NUM
+)
+
+
 def job_record(row: tuple[Any, ...]) -> JobRecord:
-    """Build a JobRecord from a row selected with JOB_COLUMNS."""
-    values = list(row)
-    values[3] = JobState(values[3])
-    values[16] = bool(values[16])
-    return JobRecord(*values)
+    """Build a JobRecord from a row selected with JOB_COLUMNS, whatever it holds (see
+    :func:`conveyor.backends.decoding.job_record`)."""
+    return decoding.job_record(row)
+
+
+def claimed_job(row: tuple[Any, ...], *, lossy: bool = False) -> ClaimedJob:
+    """Build a ClaimedJob from a RETURNING row of queries/job_claim.sql (``lossy``: read
+    with :func:`lossy_text`, so check its text). A well-formed row costs one type check;
+    any other still becomes a ClaimedJob, with ``problem`` saying what is wrong."""
+    if not lossy and tuple(map(type, row)) in _CLAIM_OK:
+        return ClaimedJob(*row)
+    return decoding.claimed_job(row)
+
+
+def lossy_text(data: bytes) -> str:
+    """A ``text_factory`` for rows that hold invalid UTF-8: bad bytes become surrogate
+    escapes (noted by ``job_record(lossy=True)``) instead of failing the whole query."""
+    return data.decode("utf-8", "surrogateescape")
+
+
+def is_undecodable_text(exc: BaseException) -> bool:
+    """True for the error sqlite3 raises when a TEXT value is not UTF-8."""
+    return isinstance(exc, sqlite3.OperationalError) and "Could not decode" in str(exc)
 
 
 def attempt_record(row: tuple[Any, ...]) -> AttemptRecord:

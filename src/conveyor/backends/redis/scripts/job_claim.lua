@@ -19,6 +19,12 @@ local out = {}
 local empty = {}
 local nq = #KEYS - 6
 
+local function counter(v)
+  local n = tonumber(v)
+  if not n or n ~= math.floor(n) or n < 0 or n >= 1e13 then return 0 end -- %.14g stays exact
+  return n
+end
+
 local function take(i, want)
   local popped = redis.call('ZPOPMIN', KEYS[6 + i], want)
   for j = 1, #popped, 2 do
@@ -29,9 +35,12 @@ local function take(i, want)
     -- A ready entry whose hash is gone or moved on is index debris: drop it. A job over
     -- its limit is deferred by limit_admit (_limits.lua), no attempt counted.
     if f[1] == 'queued' and limit_admit(id, key, f[3], t) then
-      local attempt = tostring(tonumber(f[5]) + 1)
-      local token = tostring(tonumber(f[7]) + 1)
-      local lease_until = fmt(t + tonumber(f[9]))
+      -- A hash written around the API may hold anything: a count that is not a whole
+      -- number in range starts from 0 rather than fail the script or fence the finish
+      -- with a token it cannot match (the client refuses the job, see hashes.py).
+      local attempt = tostring(counter(f[5]) + 1)
+      local token = tostring(counter(f[7]) + 1)
+      local lease_until = fmt(t + (tonumber(f[9]) or 0))
       redis.call('HSET', key, 'state', 'running', 'worker_id', worker, 'token', token,
         'attempt', attempt, 'started_at', ts, 'lease_until', lease_until)
       redis.call('SADD', KEYS[4], id)

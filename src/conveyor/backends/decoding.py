@@ -1,0 +1,153 @@
+"""Stored job values -> records, whatever a row holds (shared by every backend).
+
+Rows can be written around the API (a migration, a shell, a raw ``HSET``): a state
+conveyor does not know, a BLOB or non-UTF-8 payload, text where a number belongs.
+Decoding never raises on them: a value of the wrong type is repaired (a BLOB decoded
+with its bad bytes escaped, a non-number read as 0) and noted, so listings can show the
+row as what it is and the worker can finish it dead with the reason.
+
+Example:
+    >>> job = job_record(["j", "t", "q", "bogus", "x", b"\\xff", 0, 1, 0, 0, 0.0, 0.0,
+    ...                   None, 30.0, None, None, 0, None, None, None, None, None,
+    ...                   None, None, None, 0])
+    >>> job.stored_state
+    'bogus'
+    >>> for problem in job.problems:
+    ...     print(problem)
+    priority is not a number ('x')
+    payload is a BLOB (1 bytes), not text
+    unknown state 'bogus'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from conveyor import records
+from conveyor.backends.records import ClaimedJob, JobRecord
+from conveyor.states import JobState
+
+#: How each JOB_COLUMNS value decodes: text, number (int/float), or nullable (opt_).
+JOB_KINDS = (
+    "text", "text", "text", "state", "int", "text", "int", "int", "int", "int",
+    "float", "float", "opt_float", "float", "opt_text", "opt_float", "int",
+    "opt_text", "opt_text", "opt_text", "opt_float", "opt_float",
+    "opt_float", "opt_text", "opt_text", "int",
+)  # fmt: skip
+JOB_NAMES = tuple(records.fields(JobRecord))[:26]
+#: The fields of a claim (SQLite's RETURNING columns, Redis's claim reply), in order.
+CLAIM_NAMES = (
+    "id", "task", "queue", "payload", "attempt", "max_attempts", "token", "timeout",
+    "lease", "run_at", "started_at", "rescues", "priority",
+)  # fmt: skip
+CLAIM_KINDS = (
+    "text", "text", "text", "text", "int", "int", "int", "opt_float", "float", "float",
+    "float", "int", "int",
+)  # fmt: skip
+
+
+def _text(value: object, name: str, problems: list[str]) -> str:
+    """A text column as str; a BLOB is decoded with its bad bytes escaped (``\\xff``)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        problems.append(f"{name} is a BLOB ({len(value)} bytes), not text")
+        return value.decode("utf-8", "backslashreplace")
+    if value is None:
+        problems.append(f"{name} is NULL")
+        return ""
+    return str(value)
+
+
+def _number(value: object, name: str, kind: str, problems: list[str]) -> float | int | None:
+    if value is None and kind.startswith("opt_"):
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        try:
+            value = float(str(value.decode() if isinstance(value, bytes) else value))
+        except (ValueError, UnicodeDecodeError):
+            problems.append(f"{name} is not a number ({_short(value)})")
+            return None if kind.startswith("opt_") else 0
+    if kind.endswith("int"):
+        if isinstance(value, float):
+            if value != value or value in (float("inf"), float("-inf")):
+                problems.append(f"{name} is not a finite number ({value!r})")
+                return 0
+            if not value.is_integer():
+                problems.append(f"{name} is not an integer ({value!r})")
+            return int(value)
+        return value
+    return float(value)
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+def _decode(
+    row: Sequence[Any], names: tuple[str, ...], kinds: tuple[str, ...], problems: list[str]
+) -> list[Any]:
+    """Every column as its kind, repairs noted in ``problems`` (never raises)."""
+    values: list[Any] = []
+    for value, name, kind in zip(row, names, kinds, strict=True):
+        if kind == "text" or kind == "state":
+            values.append(_text(value, name, problems))
+        elif kind == "opt_text":
+            values.append(None if value is None else _text(value, name, problems))
+        else:
+            values.append(_number(value, name, kind, problems))
+    return values
+
+
+def _utf8_problems(values: list[Any], names: tuple[str, ...], problems: list[str]) -> None:
+    """Note text columns that hold invalid UTF-8 (read with surrogate escapes)."""
+    for value, name in zip(values, names, strict=True):
+        if isinstance(value, str) and not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                problems.append(f"{name} is not valid UTF-8 text")
+
+
+def job_record(row: Sequence[Any]) -> JobRecord:
+    """Build a JobRecord from the JOB_NAMES values of a stored job, whatever they hold: a
+    value of the wrong type is repaired and noted in ``problems``, an unknown state kept
+    in ``stored_state``, text read with :func:`lossy_text` noted as not UTF-8."""
+    problems: list[str] = []
+    values = _decode(row, JOB_NAMES, JOB_KINDS, problems)
+    _utf8_problems(values, JOB_NAMES, problems)
+    stored_state = None
+    if values[3] in JobState._value2member_map_:
+        values[3] = JobState(values[3])
+    else:
+        stored_state = values[3]
+        problems.append(f"unknown state {_short(stored_state)}")
+        values[3] = JobState.DEAD
+    values[16] = bool(values[16])
+    values += [tuple(problems), stored_state]
+    return JobRecord(*values)
+
+
+def claimed_job(row: Sequence[Any]) -> ClaimedJob:
+    """Build a ClaimedJob from the CLAIM_NAMES values of a claimed row. A row whose
+    values are not what the schema says still becomes one, with ``problem`` saying what
+    is wrong, so that the worker finishes it dead instead of failing the claim."""
+    problems: list[str] = []
+    values = _decode(row, CLAIM_NAMES, CLAIM_KINDS, problems)
+    _utf8_problems(values, CLAIM_NAMES, problems)
+    values.append("; ".join(problems) or None)
+    return ClaimedJob(*values)
+
+
+def number_or_none(value: object) -> float | None:
+    """A stored number as float; None for NULL, NaN or anything that is not a number
+    (an aggregate such as ``MIN(run_at)`` over a row written around the API).
+
+    >>> number_or_none(2), number_or_none("soon"), number_or_none(b"1"), number_or_none(None)
+    (2.0, None, None, None)
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return None
+    return float(value)

@@ -1,0 +1,78 @@
+"""Rows written straight into a store, around the API, as a migration or a shell would:
+an unknown state, a BLOB payload, invalid UTF-8, JSON nested 100,000 deep, a 50 MB
+payload. Every listing must render them and a worker must refuse them (``dead`` with the
+reason) while it keeps serving good jobs.
+
+Example::
+
+    job_id = sqlite_row(url, payload=b"\\x00\\xff")      # a BLOB payload, queued
+    job_id = redis_row(url, state="bogus")               # a hash with an unknown state
+"""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+import time
+from typing import Any
+
+#: The reproduced cases of issue 12 item 8, as column values.
+DEEP = "[" * 100_000 + "]" * 100_000
+LONE_SURROGATE_ERROR = '{"type": "ValueError", "message": "bad \\ud800 here", "traceback": ""}'
+FIFTY_MB = '{"args": ["' + "x" * (50 * 1024 * 1024) + '"], "kwargs": {}}'
+
+_serial = itertools.count()
+
+
+def _defaults(job_id: str) -> dict[str, Any]:
+    now = time.time()
+    return {
+        "id": job_id, "task": "odd.task", "queue": "default", "state": "queued",
+        "priority": 0, "payload": '{"args": [], "kwargs": {}}', "attempt": 0,
+        "max_attempts": 1, "rescues": 0, "token": 0, "run_at": now - 1, "created_at": now - 1,
+        "timeout": None, "lease": 30.0, "worker_id": None, "lease_until": None,
+        "cancel_requested": 0, "result": None, "error": None, "reason": None,
+        "started_at": None, "finished_at": None,
+    }  # fmt: skip
+
+
+def new_id(prefix: str = "odd") -> str:
+    """An id that sorts after every ULID the API makes (so listings show it last)."""
+    return f"~{prefix}{next(_serial):06d}"
+
+
+def sqlite_row(url: str, job_id: str | None = None, **columns: Any) -> str:
+    """Insert one jobs row with raw SQL; ``columns`` override a queued, runnable-looking
+    row. A ``str`` value starting ``sql:`` is an SQL expression (``sql:CAST(x'ff' AS
+    TEXT)`` stores bytes that are not UTF-8 in a TEXT column)."""
+    job_id = job_id or new_id()
+    values = _defaults(job_id) | columns
+    names = list(values)
+    exprs = [v[4:] if isinstance(v, str) and v.startswith("sql:") else "?" for v in values.values()]
+    params = [v for v in values.values() if not (isinstance(v, str) and v.startswith("sql:"))]
+    with sqlite3.connect(url.removeprefix("sqlite:///")) as db:
+        db.execute(f"INSERT INTO jobs ({', '.join(names)}) VALUES ({', '.join(exprs)})", params)
+    db.close()
+    return job_id
+
+
+def redis_row(url: str, job_id: str | None = None, **fields: Any) -> str:
+    """Write one job hash with a raw HSET (``bytes`` stored as they are, None = absent),
+    listed in the jobs index, counted, and in its queue's ready set when ``queued``."""
+    from conveyor.backends.redis.backend import RedisBackend
+
+    job_id = job_id or new_id()
+    values = {k: v for k, v in (_defaults(job_id) | fields).items() if v is not None}
+    backend = RedisBackend(url)
+    try:
+        client, keys = backend.client, backend.keys
+        client.hset(keys.job(job_id), mapping=values)
+        client.zadd(keys.jobs, {job_id: 0})
+        state, queue = values.get("state"), values.get("queue", "default")
+        if isinstance(state, str) and isinstance(queue, str):
+            client.hincrby(keys.counts, f"{state}:{queue}", 1)
+        if state == "queued" and isinstance(queue, str):
+            client.zadd(keys.ready(queue), {job_id: 0})
+    finally:
+        backend.close()
+    return job_id
