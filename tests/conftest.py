@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +12,18 @@ import conveyor
 from conveyor.backends.base import Backend
 from tests.support.backends import BACKEND_URLS
 from tests.support.redis_server import redis_server, redis_url, restartable_redis  # noqa: F401
+
+# Property tests explore at random locally; on CI they draw the same examples every run
+# (derandomize), so a submission is judged on what was tried here, and a new failure
+# shows up locally first, with its seed.
+try:
+    from hypothesis import settings as _hypothesis_settings
+except ImportError:  # the dev extra brings it; a test that needs it imports it itself
+    pass
+else:
+    _hypothesis_settings.register_profile("ci", derandomize=True, print_blob=True)
+    if os.environ.get("CI", "").lower() == "true":
+        _hypothesis_settings.load_profile("ci")
 
 
 @pytest.fixture(params=sorted(BACKEND_URLS))

@@ -61,9 +61,9 @@ def oldest_ready_age(client: Any, keys: Keys, queue: str, now: float) -> float |
         if not first:
             break
         member, score = first[0]
-        run_at = client.hget(keys.job(member), "run_at")
+        run_at = _number(client.hget(keys.job(member), "run_at"))
         if run_at is not None:
-            oldest = float(run_at) if oldest is None else min(oldest, float(run_at))
+            oldest = run_at if oldest is None else min(oldest, run_at)
         low = repr(ready_band_start(score) + BAND)
     return None if oldest is None else now - oldest
 
@@ -76,3 +76,17 @@ def list_workers(client: Any, keys: Keys) -> list[WorkerInfo]:
         pipe.hmget(keys.worker(worker_id), hashes.WORKER_FIELDS)
     found = [hashes.worker_info(v) for v in pipe.execute()]
     return sorted((w for w in found if w is not None), key=lambda w: w.started_at)
+
+
+def _number(value: Any) -> float | None:
+    """A stored number, or None for a missing or odd one (a hash written around the API
+    must not break ``conveyor status``).
+
+    >>> _number("1.5"), _number("%"), _number(None), _number("nan")
+    (1.5, None, None, None)
+    """
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
