@@ -8,9 +8,13 @@ Example (in a test)::
 
 from __future__ import annotations
 
+import fcntl
 import os
+import struct
 import subprocess
 import sys
+import termios
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 #: The console script installed beside this interpreter (the venv's ``bin/conveyor``).
@@ -83,3 +87,44 @@ def assert_one_error(proc: subprocess.CompletedProcess[str], status: int, *fragm
     for fragment in fragments:
         assert fragment in lines[0], (fragment, lines[0])
     return lines[0]
+
+
+def in_pty(
+    argv: Sequence[str],
+    *,
+    columns: int,
+    rows: int = 50,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    stderr_too: bool = True,
+) -> tuple[str, str]:
+    """Run ``argv`` with stdout on a pseudo terminal COLUMNS x ROWS, as a user at a
+    terminal of that size sees it; it must exit 0. Returns (terminal text with CRLF as
+    LF, stderr); ``stderr_too`` sends stderr to the terminal as well (then "")."""
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+    proc = subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=dict(env) if env is not None else clean_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=slave,
+        stderr=slave if stderr_too else subprocess.PIPE,
+    )
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    if proc.stderr:
+        proc.stderr.close()
+    out = b"".join(chunks).decode().replace("\r\n", "\n")
+    assert proc.wait(30) == 0, err or out
+    return out, err

@@ -6,16 +6,13 @@ times (local zone, or UTC with ``--utc``) and one line for an empty result."""
 from __future__ import annotations
 
 import datetime as dt
-import fcntl
 import json
 import logging
 import os
 import re
 import shlex
-import struct
 import subprocess
 import sys
-import termios
 from pathlib import Path
 
 import pytest
@@ -23,6 +20,7 @@ import pytest
 import conveyor
 from conveyor.backends.base import JobClaimParams, JobProgressParams
 from conveyor.worker.worker import Worker
+from tests.integration.cli_run import in_pty
 from tests.support.redis_server import isolated_url
 
 CONVEYOR = str(Path(sys.executable).with_name("conveyor"))
@@ -92,30 +90,8 @@ def shell(command: str) -> str:
 
 def tty(url: str, *args: str, columns: int) -> str:
     """Everything ``conveyor ARGS --url URL`` writes to a pseudo terminal of COLUMNS."""
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
-    proc = subprocess.Popen(
-        [CONVEYOR, *args, "--url", url],
-        stdin=subprocess.DEVNULL,
-        stdout=slave,
-        stderr=subprocess.PIPE,
-        env=env(),
-    )
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(master)
-    assert proc.wait(30) == 0, proc.stderr.read() if proc.stderr else ""
-    if proc.stderr:
-        proc.stderr.close()
-    return b"".join(chunks).decode().replace("\r\n", "\n")
+    out, _ = in_pty([CONVEYOR, *args, "--url", url], columns=columns, env=env(), stderr_too=False)
+    return out
 
 
 def visible(raw: str) -> str:

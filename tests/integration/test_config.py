@@ -224,32 +224,10 @@ def test_enqueue_takes_its_app_and_store_from_the_files(project: Path) -> None:
 
 def _in_terminal(project: Path, *args: str, columns: int) -> str:
     """What ``conveyor ARGS`` writes to a pseudo terminal COLUMNS wide."""
-    import fcntl
-    import os
-    import struct
-    import termios
+    from tests.integration.cli_run import CONVEYOR, in_pty
 
-    from tests.integration.cli_run import CONVEYOR
-
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
-    proc = subprocess.Popen(
-        [str(CONVEYOR), *args], cwd=project, env=clean_env(), stdin=subprocess.DEVNULL,
-        stdout=slave, stderr=slave,
-    )  # fmt: skip
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(master)
-    assert proc.wait(30) == 0, b"".join(chunks)
-    return b"".join(chunks).decode().replace("\r\n", "\n")
+    out, _ = in_pty([str(CONVEYOR), *args], columns=columns, rows=40, cwd=project)
+    return out
 
 
 def test_config_in_a_narrow_terminal_prints_whole_values(project: Path) -> None:

@@ -5,14 +5,10 @@ titles and JSON, and the worker's start line."""
 
 from __future__ import annotations
 
-import fcntl
-import os
 import re
 import signal
-import struct
 import subprocess
 import sys
-import termios
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +18,7 @@ import redis
 
 import conveyor
 from conveyor.errors import BackendUnavailable
-from tests.integration.cli_run import CONVEYOR, clean_env
+from tests.integration.cli_run import CONVEYOR, in_pty
 from tests.integration.cli_run import conveyor as run_conveyor
 from tests.integration.conftest import ROOT, wait_for, worker_env
 from tests.support.redis_server import RedisServer
@@ -47,24 +43,8 @@ def server(tmp_path: Path) -> Iterator[RedisServer]:
 
 def in_terminal(*command: str) -> str:
     """What ``command`` writes to a pseudo terminal (120 columns), as a user sees it."""
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 120, 0, 0))
-    proc = subprocess.Popen(
-        command, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, env=clean_env()
-    )
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(master)
-    assert proc.wait(30) == 0, b"".join(chunks)
-    return b"".join(chunks).decode()
+    out, _ = in_pty(command, columns=120)
+    return out
 
 
 def url(server: RedisServer, password: str, form: str = "userinfo") -> str:
