@@ -56,7 +56,7 @@ WORKER_DEFAULTS: dict[str, Any] = {
     "concurrency": 10,
     "pool": "thread",
     "shutdown_timeout": 30.0,
-    "prefetch": 0,
+    "prefetch": "auto",
     "log_level": "INFO",
     "log_format": "text",
     "max_jobs_per_child": None,
@@ -110,6 +110,17 @@ def _int(minimum: int, maximum: int | None = None) -> Check:
         return value
 
     return check
+
+
+def _prefetch(value: Any) -> Any:
+    from conveyor.worker.claim_size import parse_prefetch
+
+    if isinstance(value, str) and value != "auto":  # "4" in TOML is a string: say so
+        raise ValueError('"auto" or an integer >= 0')
+    try:
+        return parse_prefetch(value)
+    except ValueError:
+        raise ValueError('"auto" or an integer >= 0') from None
 
 
 def _number(minimum: float, *, above: bool = False) -> Check:
@@ -171,7 +182,7 @@ WORKER_CHECKS: dict[str, Check] = {
     "concurrency": _int(1),
     "pool": _choice(POOLS),
     "shutdown_timeout": _number(0),
-    "prefetch": _int(0),
+    "prefetch": _prefetch,
     "log_level": _choice(LOG_LEVELS, upper=True),
     "log_format": _choice(LOG_FORMATS),
     "max_jobs_per_child": _int(1),

@@ -7,6 +7,7 @@ Settings come from the flags, else ``-C FILE``, else ``[tool.conveyor.worker]`` 
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,6 +17,26 @@ from conveyor.cli.config import apply_url, config_option, read_layers
 from conveyor.config import WORKER_DEFAULTS, Setting, app_setting, worker_settings
 from conveyor.errors import ConfigurationError
 from conveyor.worker.executors import POOLS
+
+if TYPE_CHECKING:
+    from conveyor.worker.claim_size import Prefetch
+
+
+class PrefetchType(click.ParamType):  # type: ignore[type-arg]
+    """``--prefetch auto`` or ``--prefetch N`` (N >= 0)."""
+
+    name = "prefetch"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> object:
+        from conveyor.worker.claim_size import parse_prefetch
+
+        try:
+            return parse_prefetch(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
 
 #: Worker settings a file may give: parameter name -> the flag that overrides it.
 _FLAGS = {
@@ -57,11 +78,13 @@ _FLAGS = {
 )
 @click.option(
     "--prefetch",
-    type=click.IntRange(min=0),
+    type=PrefetchType(),
     default=WORKER_DEFAULTS["prefetch"],
     show_default=True,
+    metavar="auto|N",
     help="Claim up to N jobs beyond the free slots; they wait in this worker "
-    "(leases kept, released on stop). Faster for short jobs; see docs/guarantees.md.",
+    "(leases kept, released on stop). auto: sized from observed job durations (at most "
+    "32, none for long jobs); 0: strict claims. See docs/guarantees.md.",
 )
 @click.option(
     "-q",
@@ -117,7 +140,7 @@ def worker(
     pool: str,
     max_jobs_per_child: int | None,
     max_memory_per_child: float | None,
-    prefetch: int,
+    prefetch: Prefetch,
     queues: tuple[str, ...],
     shutdown_timeout: float,
     burst: bool,

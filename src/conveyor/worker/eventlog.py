@@ -123,7 +123,7 @@ class EventLog(BaseObserver):
         # "ready: queues=" starts the line as it always did (tools wait for it: bench/).
         weights = ",".join(f"{name}:{weight}" for name, weight in sel.weights)
         worker_log.info(
-            "worker %s ready: queues=%s pool=%s concurrency=%d prefetch=%d url=%s",
+            "worker %s ready: queues=%s pool=%s concurrency=%d prefetch=%s url=%s",
             worker.id,
             weights,
             worker.pool,

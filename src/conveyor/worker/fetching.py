@@ -113,6 +113,7 @@ class PooledFetch:
     def __init__(self, worker: Worker) -> None:
         self.worker = worker
         self._claim_batch = max(1, worker.concurrency // 4)
+        self._claims = worker.claims
 
     def start(self) -> None:
         self.worker.executor.start(self.worker.on_outcome)
@@ -154,10 +155,16 @@ class PooledFetch:
     def _free_slots(self) -> int:
         """Slots to claim for now; 0 after waiting a moment when there are none."""
         w = self.worker
-        capacity = w.concurrency + w.prefetch
+        extra = self._claims.extra()
+        capacity = w.concurrency + extra
         with w._lock:
             free = capacity - len(w._inflight)
             if free <= 0 or w.completer.pending > MAX_PENDING or w.claim_paused():
+                w._slot_freed.wait(IDLE_WAIT)
+                return 0
+            if w._buffer and free < (extra + 1) // 2:
+                # The slots are still fed from the prefetch buffer: refill it once half
+                # of it has started, so one claim serves many jobs.
                 w._slot_freed.wait(IDLE_WAIT)
                 return 0
             if free < self._claim_batch and free < capacity:
@@ -233,7 +240,7 @@ class InlineFetch:
                     self.completion.flush()
                     w._stopping.wait(IDLE_WAIT)
                     continue
-                n = 1 + w.prefetch
+                n = 1 + w.claims.extra()
                 claim = JobClaimParams(w.id, w.selection.allocate(n), n)
                 batch = self.completion.take()
                 try:

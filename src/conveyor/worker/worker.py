@@ -46,6 +46,7 @@ from conveyor.context import JobContext
 from conveyor.errors import BackendUnavailable, ConfigurationError, WorkerFailed
 from conveyor.ids import new_id
 from conveyor.worker import fetching, procinfo
+from conveyor.worker.claim_size import AUTO, ClaimAllowance, Prefetch, parse_prefetch
 from conveyor.worker.completer import Completer
 from conveyor.worker.completion import Flusher, RideOnClaim
 from conveyor.worker.eventlog import EventLog
@@ -97,15 +98,19 @@ class Worker:
         app_spec: str | None = None,
         max_jobs_per_child: int | None = None,
         max_memory_per_child: float | None = None,
-        prefetch: int = 0,
+        prefetch: Prefetch = AUTO,
     ) -> None:
         if concurrency < 1:
             raise ConfigurationError(f"concurrency must be >= 1, got {concurrency}")
-        if prefetch < 0:
-            raise ConfigurationError(f"prefetch must be >= 0, got {prefetch}")
-        #: Jobs claimed beyond the free slots, waiting in this worker for a slot (0: every
-        #: claim is sized to the free slots). See docs/guarantees.md, "Prefetch".
+        try:
+            prefetch = parse_prefetch(prefetch)
+        except ValueError as exc:
+            raise ConfigurationError(str(exc)) from None
+        #: Jobs claimed beyond the free slots, waiting in this worker for a slot: "auto"
+        #: (sized from observed job durations), N, or 0 (every claim is sized to the free
+        #: slots). See docs/guarantees.md, "Prefetch", and claim_size.py.
         self.prefetch = prefetch
+        self.claims = ClaimAllowance(prefetch, concurrency)
         self.app = app
         self.selection = QueueSelection.parse(list(queues) if queues else ["default"])
         self.concurrency = concurrency
@@ -189,7 +194,7 @@ class Worker:
             Heartbeat(self, s.heartbeat_interval),
             Rescuer(self, s.rescue_interval),
         ]
-        if isinstance(self._completion, RideOnClaim) and self.prefetch:
+        if isinstance(self._completion, RideOnClaim) and (self.claims.auto or self.prefetch):
             services.append(Flusher(self._completion))
         if "purge" in self.app.backend.features:  # retention, where the backend can purge
             services.append(Pruner(self, s.prune_interval))
@@ -373,6 +378,7 @@ class Worker:
             self._slot_freed.notify()
         if released or entry is None:
             return
+        self.claims.observe(outcome.finished_at - job.claimed_at)
         task = self.app.tasks.get(job.task)
         params = finish_params(outcome, job, task, self.id, entry.ctx.cancel_requested)
         self._completion.put(params)

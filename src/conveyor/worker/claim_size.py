@@ -1,0 +1,94 @@
+"""How many jobs a worker may claim beyond its free slots (prefetch), fixed or sized from
+the job durations it observes.
+
+``prefetch="auto"`` (the default): short jobs are claimed in batches, long jobs are not
+hoarded. The allowance is the number of jobs this worker's slots would start within
+:data:`HORIZON` seconds at the mean run time seen so far, capped at :data:`AUTO_MAX`; it
+is 0 until the first job finished (the first claim is strict) and whenever jobs take
+longer than ``HORIZON * concurrency`` each. So a job enqueued now, of any priority,
+waits behind at most ``AUTO_MAX`` prefetched jobs of one worker, which by the estimate
+take about ``HORIZON`` to get through, and one worker holds at most ``concurrency +
+AUTO_MAX`` jobs. ``prefetch=N`` fixes the allowance at N; ``prefetch=0`` claims strictly
+for free slots. docs/guarantees.md, "Prefetch", says what a prefetched job is.
+
+Example:
+    >>> claims = ClaimAllowance("auto", concurrency=10)
+    >>> claims.extra()
+    0
+    >>> claims.observe(0.001)        # a 1 ms job: 10 slots start 100 of them in 10 ms
+    >>> claims.extra()
+    32
+    >>> for _ in range(50):
+    ...     claims.observe(1.0)      # 1 s jobs: nothing beyond the free slots
+    >>> claims.extra()
+    0
+    >>> ClaimAllowance(16, concurrency=1).extra()
+    16
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+#: The prefetch setting that sizes claims from observed job durations.
+AUTO: Literal["auto"] = "auto"
+#: Auto: prefetch what the slots would start within this many seconds.
+HORIZON = 0.01
+#: Auto: never more than this many jobs beyond the free slots (the hoarding bound).
+AUTO_MAX = 32
+#: Weight of the newest duration in the running mean: a long job after many short ones
+#: shrinks the allowance at once (1 s after 0.1 ms jobs: mean ~0.1 s, allowance <= 1).
+WEIGHT = 0.2
+
+Prefetch = int | Literal["auto"]
+
+
+def parse_prefetch(value: object) -> Prefetch:
+    """``"auto"`` or an integer >= 0 (from a flag, a file or the API).
+
+    >>> parse_prefetch("auto"), parse_prefetch("4"), parse_prefetch(0)
+    ('auto', 4, 0)
+    """
+    if value == AUTO:
+        return AUTO
+    if isinstance(value, bool):
+        raise ValueError(f"prefetch must be 'auto' or an integer >= 0, got {value!r}")
+    try:
+        number = int(value)  # type: ignore[call-overload]  # str, float, int: checked below
+    except (TypeError, ValueError):
+        raise ValueError(f"prefetch must be 'auto' or an integer >= 0, got {value!r}") from None
+    if number < 0 or (isinstance(value, float) and value != number):
+        raise ValueError(f"prefetch must be 'auto' or an integer >= 0, got {value!r}")
+    result: Prefetch = number
+    return result
+
+
+class ClaimAllowance:
+    """The prefetch allowance of one worker; ``observe`` is called as each job finishes."""
+
+    __slots__ = ("_budget", "_extra", "_mean", "fixed")
+
+    def __init__(self, prefetch: Prefetch, concurrency: int) -> None:
+        #: The allowance when set by hand (``None``: auto).
+        self.fixed: int | None = None if prefetch == AUTO else int(prefetch)
+        self._budget = HORIZON * concurrency  # slot-seconds of work the buffer may hold
+        self._mean: float | None = None
+        self._extra = self.fixed or 0
+
+    @property
+    def auto(self) -> bool:
+        return self.fixed is None
+
+    def observe(self, seconds: float) -> None:
+        """One job ran ``seconds`` (start to finish). Called from the slots' threads
+        without a lock: an update lost to a race drops one sample of a running mean."""
+        if self.fixed is not None:
+            return
+        mean = self._mean
+        mean = seconds if mean is None else mean + WEIGHT * (seconds - mean)
+        self._mean = mean
+        self._extra = AUTO_MAX if mean <= 0 else min(AUTO_MAX, int(self._budget / mean))
+
+    def extra(self) -> int:
+        """Jobs to claim beyond the free slots now."""
+        return self._extra
