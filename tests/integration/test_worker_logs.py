@@ -209,7 +209,7 @@ def test_start_lines_default_queues_and_queue_warnings(app: conveyor.App, spawn:
     default.finish()
     text = default.text()
     assert re.search(
-        r"ready: queues=default:1,mail:1 pool=thread concurrency=10 prefetch=0 "
+        r"ready: queues=default:1,mail:1 pool=thread concurrency=10 prefetch=auto "
         r"url=sqlite:///\S+jobs\.db$",
         text,
         re.MULTILINE,

@@ -30,7 +30,7 @@ class _CountingConnection(redis.Connection):
     def send_packed_command(self, command: Any, check_health: bool = True) -> None:
         if self.counter is not None:
             self.counter.add("round_trips")
-        super().send_packed_command(command, check_health)
+        super().send_packed_command(command, check_health)  # type: ignore[no-untyped-call]
 
 
 @dataclass

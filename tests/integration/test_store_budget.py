@@ -1,0 +1,81 @@
+"""The store-work budget of the default worker (bench/budget.toml): 10,000 noop jobs run
+by a real in-process burst worker at default settings against a real SQLite file / a
+real redis-server; SQLite statements and write transactions are counted by the
+connection's trace callback, Redis round trips by a counting redis-py connection
+(tests/support/store_counts.py). Deterministic work counts, no timing: a change that
+adds per-job store work (an extra statement per job, claims of one) fails here.
+
+10,000 jobs as issue 16 asks: batching reaches its steady state within a few hundred
+jobs, and the set-up work (heartbeat, rescue, first strict claim) is then < 1% of the
+counts, so the per-job figures are those of a long-running worker.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import conveyor
+from conveyor.backends.params import JobCountParams, JobFilter
+from conveyor.states import JobState
+from conveyor.worker.worker import Worker
+from tests.support.store_counts import StoreCounts
+
+JOBS = 10_000
+BUDGET = tomllib.loads((Path(__file__).parents[2] / "bench" / "budget.toml").read_text())
+#: bench/budget.toml's names -> the counter that measures each
+COUNTERS = {"write_transactions": "transactions", "statements": "statements"}
+
+
+def _run_counted(app: conveyor.App) -> dict[str, float]:
+    @app.task
+    def noop(i: int) -> int:
+        return i
+
+    noop.enqueue_many([(i,) for i in range(JOBS)])  # the producer's work is not counted
+    counts = StoreCounts.attach(app.backend)
+    try:
+        worker = Worker(app, burst=True)  # the defaults: -c 10, thread pool, prefetch auto
+        worker.run(install_signals=False)
+    finally:
+        counts.detach()
+    assert next(worker.processed) == JOBS
+    done = JobCountParams(JobFilter(states=(JobState.SUCCEEDED,)))
+    assert app.backend.job_count(done) == JOBS  # every job ran, once
+    return counts.per_job(JOBS)
+
+
+def _check(kind: str, per_job: dict[str, float]) -> None:
+    over = {
+        name: (round(per_job.get(COUNTERS.get(name, name), 0.0), 4), limit)
+        for name, limit in BUDGET[kind].items()
+        if per_job.get(COUNTERS.get(name, name), 0.0) > limit
+    }
+    assert not over, (
+        f"{kind} store work per job over budget (measured, limit): {over}; all: {per_job}"
+    )
+
+
+def test_sqlite_worker_stays_within_budget(sqlite_url: str) -> None:
+    app = conveyor.App(sqlite_url)
+    try:
+        per_job = _run_counted(app)
+    finally:
+        app.close()
+    # The counter sees the worker's work at all (a detached tracer would pass any budget).
+    assert per_job["transactions"] > 0 and per_job["statements"] >= 2
+    _check("sqlite", per_job)
+
+
+def test_redis_worker_stays_within_budget(request: pytest.FixtureRequest) -> None:
+    from tests.support.redis_server import isolated_url
+
+    app = conveyor.App(isolated_url(request))
+    try:
+        per_job = _run_counted(app)
+    finally:
+        app.close()
+    assert per_job["round_trips"] > 0
+    _check("redis", per_job)
