@@ -12,6 +12,10 @@ from bench.arms.base import Arm, Variant
 #: every variant the suite knows, without importing any peer library
 _CATALOGUE: dict[str, tuple[str, ...]] = {
     "conveyor_arm": (
+        "conveyor-sqlite-default",
+        "conveyor-sqlite-default-strict",
+        "conveyor-redis-default",
+        "conveyor-redis-default-strict",
         "conveyor-sqlite",
         "conveyor-sqlite-c8",
         "conveyor-sqlite-process",
@@ -41,6 +45,8 @@ QUICK = ["conveyor-sqlite", "huey-sqlite-thread1"]
 #: prefetch, since its default claims only for free slots). The single-thread and
 #: defaults-configuration variants run with ``--arms all`` or by name.
 FULL = [
+    "conveyor-sqlite-default",
+    "conveyor-redis-default",
     "conveyor-sqlite",
     "conveyor-sqlite-prefetch",
     "conveyor-sqlite-c8",

@@ -84,6 +84,8 @@ class ConveyorArm(Arm):
         ]
         if self.variant.name.endswith("-prefetch"):
             cmd += ["--prefetch", str(PREFETCH)]
+        elif self.variant.name.endswith("-strict"):
+            cmd += ["--prefetch", "0"]  # claims sized to the free slots (the old default)
         return [*cmd, "--burst"] if burst else cmd
 
 
@@ -92,6 +94,40 @@ PREFETCH = 16
 
 ARM = ConveyorArm
 VARIANTS = [
+    Variant(
+        "conveyor-sqlite-default",
+        "conveyor_arm",
+        "sqlite",
+        "thread",
+        10,
+        "conveyor worker with its defaults (-c 10 --pool thread --prefetch auto); "
+        "sqlite WAL synchronous=NORMAL",
+    ),
+    Variant(
+        "conveyor-sqlite-default-strict",
+        "conveyor_arm",
+        "sqlite",
+        "thread",
+        10,
+        "conveyor worker -c 10 --pool thread --prefetch 0; sqlite WAL synchronous=NORMAL",
+    ),
+    Variant(
+        "conveyor-redis-default",
+        "conveyor_arm",
+        "redis",
+        "thread",
+        10,
+        "conveyor worker with its defaults (-c 10 --pool thread --prefetch auto); "
+        "redis on loopback",
+    ),
+    Variant(
+        "conveyor-redis-default-strict",
+        "conveyor_arm",
+        "redis",
+        "thread",
+        10,
+        "conveyor worker -c 10 --pool thread --prefetch 0; redis on loopback",
+    ),
     Variant(
         "conveyor-sqlite",
         "conveyor_arm",
