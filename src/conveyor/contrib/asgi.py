@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from conveyor.app import App
+    from conveyor.worker.claim_size import Prefetch
     from conveyor.worker.worker import Worker
 
 log = logging.getLogger("conveyor.contrib.asgi")
@@ -56,7 +57,7 @@ async def embedded_worker(
     queues: Sequence[str] | None = None,
     concurrency: int = 10,
     shutdown_timeout: float = 30.0,
-    prefetch: int = 0,
+    prefetch: Prefetch = "auto",
 ) -> AsyncIterator[Worker]:
     """Run a worker (async pool) on the running loop for the duration of the block.
 
@@ -109,7 +110,7 @@ def lifespan(
     queues: Sequence[str] | None = None,
     concurrency: int = 10,
     shutdown_timeout: float = 30.0,
-    prefetch: int = 0,
+    prefetch: Prefetch = "auto",
     inner: Lifespan[Any] | None = None,
 ) -> Lifespan[Any]:
     """A lifespan for ``FastAPI(lifespan=...)`` / ``Starlette(lifespan=...)`` that runs an
