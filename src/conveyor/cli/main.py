@@ -11,6 +11,7 @@ Example::
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -18,27 +19,49 @@ from typing import Any
 import click
 
 from conveyor import __version__
-from conveyor.cli.actions import cancel, delete, purge, retry
-from conveyor.cli.admin import backup, check
-from conveyor.cli.config import config_command
-from conveyor.cli.dashboard import dashboard
-from conveyor.cli.demo import demo
-from conveyor.cli.enqueue import enqueue
 from conveyor.cli.errors import debug_requested, run_reporting
-from conveyor.cli.export import export
-from conveyor.cli.jobs import job, jobs
-from conveyor.cli.migrate import migrate
-from conveyor.cli.queues import queues
-from conveyor.cli.status import status
-from conveyor.cli.worker import worker
+
+#: Every command: name -> (module, attribute). Imported when it is run (or listed by
+#: --help), so `conveyor worker` does not load what only the other commands use (rich
+#: tables, the dashboard, the exporters): issue 16's cold-start budget.
+COMMANDS = {
+    "worker": ("conveyor.cli.worker", "worker"),
+    "status": ("conveyor.cli.status", "status"),
+    "demo": ("conveyor.cli.demo", "demo"),
+    "jobs": ("conveyor.cli.jobs", "jobs"),
+    "job": ("conveyor.cli.jobs", "job"),
+    "retry": ("conveyor.cli.actions", "retry"),
+    "cancel": ("conveyor.cli.actions", "cancel"),
+    "delete": ("conveyor.cli.actions", "delete"),
+    "purge": ("conveyor.cli.actions", "purge"),
+    "export": ("conveyor.cli.export", "export"),
+    "backup": ("conveyor.cli.admin", "backup"),
+    "check": ("conveyor.cli.admin", "check"),
+    "queues": ("conveyor.cli.queues", "queues"),
+    "migrate": ("conveyor.cli.migrate", "migrate"),
+    "dashboard": ("conveyor.cli.dashboard", "dashboard"),
+    "enqueue": ("conveyor.cli.enqueue", "enqueue"),
+    "config": ("conveyor.cli.config", "config_command"),
+}
 
 
 class ConveyorGroup(click.Group):
-    """A click group whose usage errors and known failures print one line.
+    """A click group whose usage errors and known failures print one line, and whose
+    commands are imported on first use (:data:`COMMANDS`).
 
     Click itself is run in non-standalone mode, so its exceptions reach
     :func:`run_reporting` instead of its own multi-line usage report.
     """
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            module, attribute = COMMANDS[cmd_name]
+            command = getattr(importlib.import_module(module), attribute)
+            self.add_command(command, cmd_name)
+        return self.commands.get(cmd_name)
 
     def main(
         self,
@@ -75,16 +98,6 @@ def cli(debug: bool) -> None:
     Store URL: --url, else the app's own App(url), else $CONVEYOR_URL, else
     sqlite:///conveyor.db. Shell completion: eval "$(_CONVEYOR_COMPLETE=bash_source conveyor)".
     """
-
-
-cli.add_command(worker)
-cli.add_command(status)
-cli.add_command(demo)
-for _command in (jobs, job, retry, cancel, delete, purge, export, backup, check, queues, migrate):
-    cli.add_command(_command)
-cli.add_command(dashboard)
-cli.add_command(enqueue)
-cli.add_command(config_command)
 
 
 def main() -> None:
