@@ -151,3 +151,76 @@ def test_a_prefetched_job_records_its_real_start_and_results_are_not_held_back(
 def test_prefetch_must_not_be_negative(app: conveyor.App) -> None:
     with pytest.raises(conveyor.ConfigurationError):
         Worker(app, prefetch=-1)
+
+
+def test_prefetch_is_auto_or_a_count(app: conveyor.App) -> None:
+    assert Worker(app).prefetch == "auto"  # the default
+    assert Worker(app, prefetch="4").prefetch == 4  # type: ignore[arg-type]
+    with pytest.raises(conveyor.ConfigurationError):
+        Worker(app, prefetch="many")  # type: ignore[arg-type]
+
+
+def test_auto_prefetch_batches_short_jobs_and_releases_them_on_stop(app: conveyor.App) -> None:
+    # The default worker: its first claim is strict; once a short job has finished it
+    # claims beyond its slot, and on stop gives back what it had not started.
+    started = threading.Event()
+    gate = threading.Event()
+
+    @app.task
+    def quick() -> None:
+        return None
+
+    @app.task
+    def hold(i: int) -> int:
+        started.set()
+        gate.wait(20)
+        return i
+
+    warm = quick.enqueue()
+    time.sleep(0.01)  # claimed in (priority, due time) order: the quick job first
+    first, *waiting = hold.enqueue_many([(i,) for i in range(6)])
+    worker = Worker(app, concurrency=1, shutdown_timeout=10.0).start()
+    try:
+        assert warm.result(timeout=20) is None
+        assert started.wait(20)
+        # One slot, six jobs claimed: the running one and five prefetched.
+        _wait_until(lambda: all(j.refresh().state is JobState.RUNNING for j in waiting))
+        stopping = threading.Thread(target=worker.stop, kwargs={"timeout": 20})
+        stopping.start()
+        _wait_until(lambda: all(j.refresh().state is JobState.QUEUED for j in waiting), 5.0)
+    finally:
+        gate.set()
+    stopping.join(20)
+    assert first.result(timeout=10) == 0
+    for job in waiting:  # released: their attempt not counted
+        assert job.refresh().attempt == 0
+        assert [a.outcome for a in job.attempts()] == ["released"]
+
+
+def test_auto_prefetch_claims_no_more_than_the_slots_for_long_jobs(app: conveyor.App) -> None:
+    # A job of 50 ms on one slot is longer than auto's 10 ms horizon: nothing is hoarded.
+    gate = threading.Event()
+
+    @app.task
+    def slow() -> None:
+        time.sleep(0.05)
+
+    @app.task
+    def hold(i: int) -> int:
+        gate.wait(20)
+        return i
+
+    warm = slow.enqueue()
+    time.sleep(0.01)
+    jobs = hold.enqueue_many([(i,) for i in range(6)])
+    worker = Worker(app, concurrency=1).start()
+    try:
+        assert warm.result(timeout=20) is None
+        _wait_until(lambda: any(j.refresh().state is JobState.RUNNING for j in jobs))
+        time.sleep(0.3)
+        assert sum(j.refresh().state is JobState.RUNNING for j in jobs) == 1
+        gate.set()
+        assert [j.result(timeout=10) for j in jobs] == list(range(6))
+    finally:
+        gate.set()
+        worker.stop(timeout=10)
