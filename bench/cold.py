@@ -1,7 +1,8 @@
 """Cold start on its own (W5's figures, without the suite): medians of fresh processes.
 
-``python -m bench.cold [--rounds 9] [--backend sqlite|redis|both]`` prints, for each
-figure, the median over ``rounds`` fresh processes with min and max:
+``python -m bench.cold [--rounds 9] [--warmup 1] [--backend sqlite|redis|both]`` prints,
+for each figure, the median over ``rounds`` fresh processes with min and max (``$PYTHONPATH``
+is passed on: point it at another checkout's ``src`` to measure that code the same way):
 
 * ``python start``: the interpreter alone (``bench/cold_start.py --floor``), the floor;
 * ``in-process first job (sqlite)``: import conveyor, open a fresh SQLite store, enqueue
@@ -74,6 +75,7 @@ def _until_ready(cmd: list[str], env: dict[str, str], cwd: str) -> float:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.cold")
     p.add_argument("--rounds", type=int, default=9)
+    p.add_argument("--warmup", type=int, default=1, help="rounds run first, not counted")
     p.add_argument("--backend", choices=("sqlite", "redis", "both"), default="both")
     args = p.parse_args(argv)
     workdir = tempfile.mkdtemp(prefix="bench-cold-")
@@ -89,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def ready(url: Callable[[], str]) -> Callable[[], float]:
         def measure() -> float:
-            env = {**os.environ, "COLD_URL": url(), "PYTHONPATH": workdir}
+            path = os.pathsep.join(filter(None, [workdir, os.environ.get("PYTHONPATH")]))
+            env = {**os.environ, "COLD_URL": url(), "PYTHONPATH": path}
             return _until_ready(worker_cmd, env, workdir)
 
         return measure
@@ -109,9 +112,11 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, list[float]] = {name: [] for name in figures}
     names = list(figures)
     try:
-        for r in range(args.rounds):
+        for r in range(args.warmup + args.rounds):
             for name in names[r % len(names) :] + names[: r % len(names)]:
-                results[name].append(figures[name]())
+                ms = figures[name]()
+                if r >= args.warmup:  # the first runs write .pyc files and warm caches
+                    results[name].append(ms)
     finally:
         if server is not None:
             server.stop()

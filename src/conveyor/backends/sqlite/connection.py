@@ -82,11 +82,13 @@ def open_connection(target: SQLiteTarget) -> sqlite3.Connection:
         cached_statements=256,
     )
     conn.execute(f"PRAGMA busy_timeout = {int(target.busy_timeout_ms)}")
+    # synchronous first: switching a new file to WAL then writes it with the chosen
+    # durability, not the default FULL (one fewer sync at a store's first open).
+    conn.execute(f"PRAGMA synchronous = {target.synchronous}")
     if not target.is_memory:
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         if str(mode).lower() != "wal":
             raise ConfigurationError(f"could not put {target.path} in WAL mode (got {mode})")
-    conn.execute(f"PRAGMA synchronous = {target.synchronous}")
     conn.execute("PRAGMA temp_store = MEMORY")
     _migrate(conn)
     return conn
