@@ -14,6 +14,7 @@ shown).
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import shutil
 import statistics
@@ -21,7 +22,7 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
-from bench import harness
+from bench import floors, harness
 from bench import marker as marker_mod
 from bench import scenarios as sc
 
@@ -34,6 +35,41 @@ def _median(runs: list[dict[str, Any]]) -> str:
         return "invalid run: " + "; ".join(str(r.get("reason")) for r in runs)
     spread = f"  [min {rates[0]:,.0f}, max {rates[-1]:,.0f}]" if len(rates) > 1 else ""
     return f"{statistics.median(rates):>10,.0f} jobs/s{spread}"
+
+
+def _floor(repeat: int, measure: Callable[[int], float]) -> float:
+    """Median of ``repeat`` floor runs, gc off as in the producer's timed windows."""
+    rates = []
+    for _ in range(repeat):
+        gc.collect()
+        gc.disable()
+        try:
+            rates.append(measure(len(rates)))
+        finally:
+            gc.enable()
+    return statistics.median(rates)
+
+
+def _ratio(runs: list[dict[str, Any]], floor: float) -> str:
+    rates = [r["jobs_per_s"] for r in runs if r.get("valid", True)]
+    if not rates or not floor:
+        return ""
+    return f"   floor {floor:>9,.0f}/s  ratio {statistics.median(rates) / floor:.2f}x"
+
+
+def _floors(
+    backend: str, n: int, repeat: int, workdir: str, url: str | None
+) -> tuple[float, float]:
+    """(E1 floor, E2 floor) of ``backend`` in jobs/s, measured now (bench/floors.py)."""
+    if backend == "sqlite":
+        path = lambda k: os.path.join(workdir, f"floor-{k}-{os.urandom(4).hex()}.db")  # noqa: E731
+        single = _floor(repeat, lambda k: floors.sqlite_single(path(k), n))
+        many = _floor(repeat, lambda k: floors.sqlite_many(path(k), n))
+        return single, many
+    assert url is not None
+    single = _floor(repeat, lambda k: floors.redis_single(url, n))
+    many = _floor(repeat, lambda k: floors.redis_many(url, n, prefix=f"floor{k}"))
+    return single, many
 
 
 def _runs(
@@ -64,14 +100,16 @@ def main(argv: list[str] | None = None) -> int:
             arm = ARMS[backend]
             e1 = _runs(args.repeat, sc.e1, ctx, arm, args.enqueue_n)
             e2 = _runs(args.repeat, sc.e2, ctx, arm, args.enqueue_n)
+            url = server.url if server is not None else None
+            f1, f2 = _floors(backend, args.enqueue_n, args.repeat, workdir, url)
             w1 = _runs(args.repeat, sc.w1, ctx, arm, args.n)
             ok = ok and all(r.get("valid") for r in w1)
             valid = [r["jobs_per_s"] for r in w1 if r.get("valid")]
             if valid:
                 w1_rates[arm] = statistics.median(valid)
             print(f"conveyor {backend}, {harness.ROOT}, median of {args.repeat}")
-            print(f"  single enqueue : {_median(e1)}  (n={args.enqueue_n})")
-            print(f"  enqueue_many   : {_median(e2)}  (n={args.enqueue_n})")
+            print(f"  single enqueue : {_median(e1)}  (n={args.enqueue_n}){_ratio(e1, f1)}")
+            print(f"  enqueue_many   : {_median(e2)}  (n={args.enqueue_n}){_ratio(e2, f2)}")
             print(f"  W1 one worker  : {_median(w1)}  (n={args.n}, first start to last finish)")
         print(marker_mod.verdict(marker, w1_rates))
         return 0 if ok and marker["intact"] else 1
