@@ -100,15 +100,17 @@ def finish_params(
     task: Task[Any, Any] | None,
     worker_id: str,
     cancel_requested: bool = False,
+    started_at: float | None = None,
 ) -> JobFinishParams:
     """The finish write for an outcome: success, retry with backoff, dead, cancelled or
-    dropped. A cancel request turns a failure into ``cancelled`` (never retried)."""
+    dropped. A cancel request turns a failure into ``cancelled`` (never retried).
+    ``started_at``: when the attempt started, if not at its claim (a prefetched job)."""
     common: dict[str, Any] = {
         "id": job.id,
         "token": job.token,
         "worker_id": worker_id,
         "attempt": job.attempt,
-        "started_at": job.claimed_at,
+        "started_at": job.claimed_at if started_at is None else started_at,
         "finished_at": outcome.finished_at,
     }
     if outcome.status == OK:
