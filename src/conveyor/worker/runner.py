@@ -64,7 +64,9 @@ def prepare(
         )
     try:
         args, kwargs = task.decoder.arguments(payload)
-        task.decoder.signature.bind(*args, **kwargs)
+        # The task's compiled twin of its signature (conveyor.arity): the same TypeError
+        # as Signature.bind, ~1 µs instead of ~10 on every job.
+        task.check_arguments(*args, **kwargs)
     except (DecodeError, TypeError) as exc:
         return Outcome.unrunnable(f"undecodable payload: {exc}", exc)
     return task, args, kwargs
@@ -110,6 +112,8 @@ def refusal(job: ClaimedJob, max_payload_bytes: int) -> str | None:
 
 
 def _success(value: Any) -> Outcome:
+    if value is None:  # most jobs return nothing: skip the encoder's walk (~5 µs)
+        return Outcome.ok("null")
     try:
         return Outcome.ok(encode(value))
     except Exception as exc:  # EncodeError, or RecursionError for a result nested too deep
