@@ -46,7 +46,11 @@ class Ctx:
                 "BENCH_SQLITE_PATH": path,
                 jobs.PATH_ENV: self.marker.path,
                 "BENCH_RESULTS": "1" if results else "0",
-                "PYTHONPATH": harness.ROOT,
+                # The suite's modules first; a PYTHONPATH given to the run follows (to
+                # measure another checkout's conveyor: PYTHONPATH=<its src>).
+                "PYTHONPATH": os.pathsep.join(
+                    filter(None, [harness.ROOT, os.environ.get("PYTHONPATH")])
+                ),
                 "PYTHONUNBUFFERED": "1",
             }
         )
