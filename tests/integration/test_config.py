@@ -187,6 +187,7 @@ def test_config_text_names_every_source_and_hides_passwords(project: Path) -> No
         ("c.toml", "worker = 3\n", ["c.toml", "worker must be a table"]),
         ("c.toml", "[worker\n", ["c.toml", "not valid TOML"]),
         ("c.json", '{"worker": {"prefetch": -1}}', ["c.json", "worker.prefetch", ">= 0"]),
+        ("c.toml", "[worker]\nprefetch = 'lots'\n", ["c.toml", "worker.prefetch", '"auto"']),
         ("c.json", "[1]", ["c.json", "must be an object"]),
         ("c.yaml", "worker: {}\n", ["c.yaml", "must end in .toml or .json"]),
     ],
