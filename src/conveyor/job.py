@@ -20,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from conveyor.aio import to_thread
@@ -66,6 +67,13 @@ class Job(Generic[R]):
     def status(self) -> JobState:
         """The job's current state (read from the store on every access)."""
         return self.refresh().state
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """The headers stored with the job (read from the store on every access)."""
+        from conveyor.headers import decode
+
+        return decode(self.refresh().headers)
 
     def progress(self) -> tuple[float | None, str | None]:
         """``(fraction, message)`` last reported by the task (``current_job().progress``);

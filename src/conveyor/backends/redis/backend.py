@@ -278,6 +278,7 @@ class RedisBackend(RedisOpsMixin, RedisFlowMixin):
                     str(int(p.max_attempts)),
                     num(p.timeout) or "",
                     repr(float(p.lease)),
+                    p.headers or "",
                 ]
                 for p in params
             ]
@@ -292,12 +293,17 @@ class RedisBackend(RedisOpsMixin, RedisFlowMixin):
         priority, run_at = str(int(params.priority)), num(params.run_at) or ""
         attempts, timeout = str(int(params.max_attempts)), num(params.timeout) or ""
         lease = repr(float(params.lease))
-        self._insert_rows(
-            [
+        if params.headers is None:
+            rows = [
                 [i, task, queue, p, priority, run_at, attempts, timeout, lease]
                 for i, p in zip(params.ids, params.payloads, strict=True)
             ]
-        )
+        else:
+            rows = [
+                [i, task, queue, p, priority, run_at, attempts, timeout, lease, h or ""]
+                for i, p, h in zip(params.ids, params.payloads, params.headers, strict=True)
+            ]
+        self._insert_rows(rows)
 
     def _insert_rows(self, batch: list[list[str]]) -> None:
         k = self.keys

@@ -85,6 +85,7 @@ _IMPORT_FIELDS = (
     "reason",
     "started_at",
     "finished_at",
+    "headers",
 )
 IMPORTABLE = frozenset({JobState.QUEUED, JobState.SCHEDULED, *FINISHED_STATES})
 

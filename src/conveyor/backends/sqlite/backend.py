@@ -477,7 +477,14 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
             params.lease,
         )
         sql = self._sql["job_insert_batch"]
-        rows = [(i, p, *shared) for i, p in zip(params.ids, params.payloads, strict=True)]
+        rows: list[tuple[object, ...]]
+        if params.headers is None:
+            rows = [(i, p, None, *shared) for i, p in zip(params.ids, params.payloads, strict=True)]
+        else:
+            rows = [
+                (i, p, h, *shared)
+                for i, p, h in zip(params.ids, params.payloads, params.headers, strict=True)
+            ]
         # The transaction is written out rather than through _write(): a single enqueue
         # is one call of this, and the generator context manager plus executemany's
         # set-up were ~3 µs of its ~50
@@ -510,6 +517,7 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
             "created_at": now,
             "timeout": p.timeout,
             "lease": p.lease,
+            "headers": p.headers,
         }
 
     def _insert_plain(self, conn: sqlite3.Connection, p: JobInsertParams, now: float) -> None:

@@ -256,7 +256,8 @@ local function flow_insert(p, standing, t, ttl)
     'created_at', ts, 'lease', p.lease, 'cancel_requested', '0', 'timeout', opt(p.timeout),
     'unique_key', opt(p.unique_key), 'unique_until', opt(p.unique_until),
     'waiting_on', tostring(waiting), 'pipe', pipe, 'limit_key', limit and limit[1],
-    'reason', reason, 'finished_at', finished_at, 'flow', #parents > 0 and '1'})
+    'reason', reason, 'finished_at', finished_at, 'flow', #parents > 0 and '1',
+    'headers', opt(p.headers)})
   redis.call('ZADD', K_JOBS, 0, p.id)
   count(state, p.queue, 1)
   if state == 'queued' then

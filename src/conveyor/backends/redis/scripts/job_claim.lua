@@ -9,7 +9,7 @@
 -- timed by the server clock. Returns {promoted, jobs} where jobs is a JSON array (parsed
 -- in C by the client, much cheaper than a nested reply) of arrays of strings
 -- [id, task, queue, payload, attempt, max_attempts, token, timeout (false = NULL),
---  lease, run_at, claimed_at, rescues, priority].
+--  lease, run_at, claimed_at, rescues, priority, headers (false = none)].
 local t = now()
 local ts = fmt(t)
 local worker = ARGV[1]
@@ -31,7 +31,7 @@ local function take(i, want)
     local id = popped[j]
     local key = k_job(id)
     local f = redis.call('HMGET', key, 'state', 'task', 'queue', 'payload', 'attempt',
-      'max_attempts', 'token', 'timeout', 'lease', 'run_at', 'rescues', 'priority')
+      'max_attempts', 'token', 'timeout', 'lease', 'run_at', 'rescues', 'priority', 'headers')
     -- A ready entry whose hash is gone or moved on is index debris: drop it. A job over
     -- its limit is deferred by limit_admit (_limits.lua), no attempt counted.
     if f[1] == 'queued' and limit_admit(id, key, f[3], t) then
@@ -47,7 +47,7 @@ local function take(i, want)
       count('queued', f[3], -1)
       count('running', f[3], 1)
       out[#out + 1] = {id, f[2], f[3], f[4], attempt, f[6], token, f[8], f[9], f[10], ts,
-        f[11], f[12]}
+        f[11], f[12], f[13]}
       remaining = remaining - 1
     end
   end
