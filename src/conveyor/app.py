@@ -250,7 +250,13 @@ class App:
             )
         self.url, self.url_source = url, source
 
-    def add_middleware(self, middleware: type[T] | T) -> T:
+    @overload
+    def add_middleware(self, middleware: type[T]) -> T: ...
+
+    @overload
+    def add_middleware(self, middleware: T) -> T: ...
+
+    def add_middleware(self, middleware: Any) -> Any:
         """Add a middleware (docs/hooks.md): a class with no constructor arguments whose
         optional methods ``on_enqueue``, ``on_start``, ``around_execute``, ``on_finish``,
         ``on_retry``, ``on_dead`` and ``on_rescue`` are called as jobs move. A class is

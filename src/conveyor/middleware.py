@@ -55,7 +55,7 @@ import dataclasses
 import importlib
 import logging
 from collections.abc import Awaitable, Callable, Iterator
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 from conveyor.errors import ConfigurationError
 
@@ -205,7 +205,13 @@ class Middlewares:
     def __iter__(self) -> Iterator[object]:
         return iter(self.instances)
 
-    def add(self, middleware: type[T] | T) -> T:
+    @overload
+    def add(self, middleware: type[T]) -> T: ...
+
+    @overload
+    def add(self, middleware: T) -> T: ...
+
+    def add(self, middleware: Any) -> Any:
         """Add a middleware class (instantiated here with no arguments, and in each pool
         child by its qualified name) or an instance (this process only: an instance
         that defines ``around_execute`` is refused, children could not rebuild it).
@@ -231,8 +237,7 @@ class Middlewares:
         for hook, hooks in self._lists().items():
             if _defines(instance, hook):
                 hooks.append(getattr(instance, hook))
-        added: T = instance
-        return added
+        return instance
 
     def remove(self, instance: object) -> None:
         """Take an instance out again (a no-op when it is not registered)."""

@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 
 import conveyor
+from conveyor.backends.base import JobListParams
 from conveyor.errors import ConfigurationError
 from conveyor.headers import MAX_HEADERS, MAX_HEADERS_BYTES
+from conveyor.middleware import NewJob
 from conveyor.states import JobState
 from tests.integration import hook_tasks as t
 
@@ -133,13 +135,13 @@ def test_headers_are_refused_at_enqueue_naming_the_limit(url: str) -> None:
         t.noop.with_options(headers={"n": 1})  # type: ignore[dict-item]
 
     class Huge:
-        def on_enqueue(self, job: t.NewJob) -> None:
+        def on_enqueue(self, job: NewJob) -> None:
             job.headers["blob"] = "x" * MAX_HEADERS_BYTES
 
     t.app.add_middleware(Huge())
     with pytest.raises(ValueError, match=f"limit of {MAX_HEADERS_BYTES} bytes"):
         t.noop.enqueue()  # what middlewares add is bounded too: nothing is written
-    assert t.app.backend.job_list(conveyor.backends.base.JobListParams(limit=5)) == []
+    assert t.app.backend.job_list(JobListParams(limit=5)) == []
 
 
 def test_registration_rules(url: str) -> None:
