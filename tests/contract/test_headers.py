@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 
+import conveyor
 from conveyor import records
 from conveyor.backends.base import (
     Backend,
+    IntegrityCheckParams,
     JobImport,
     JobImportParams,
     JobInsertBatchParams,
@@ -51,6 +53,7 @@ def test_headers_round_trip_through_insert_claim_and_reads(backend: Backend) -> 
     assert stored == expected
     listed = {j.id: j.headers for j in backend.job_list(JobListParams(limit=100))}
     assert listed == expected
+    assert backend.integrity_check(IntegrityCheckParams(30.0)) == []  # a known field
     claimed = {j.id: j.headers for j in claim(backend, n=10)}
     assert claimed == expected
 
@@ -68,3 +71,20 @@ def test_import_keeps_headers(backend: Backend) -> None:
     (imported,) = backend.job_get_many([copied.id])
     assert imported.headers == HEADERS
     assert [j.headers for j in claim(backend)] == [HEADERS]
+
+
+def test_headers_reach_the_task_through_a_worker(app: conveyor.App) -> None:
+    @app.task(name="headers.echo")
+    def echo() -> dict[str, str]:
+        return dict(conveyor.current_job().headers)
+
+    given = {"tenant": "café", "request_id": "r-1"}
+    jobs = [
+        echo.with_options(headers=given).enqueue(),  # a plain job
+        *echo.with_options(headers=given).enqueue_many([(), ()]),  # the batch path
+        echo.with_options(headers=given, unique_key="once").enqueue(),  # flow fields
+        echo.enqueue(),  # none
+    ]
+    conveyor.Worker(app, burst=True).run(install_signals=False)
+    assert [j.result(timeout=5) for j in jobs] == [given] * 4 + [{}]
+    assert dict(jobs[0].headers) == given
