@@ -74,3 +74,17 @@ def test_on_rescue_is_called_by_the_rescuer(app: conveyor.App) -> None:
     assert [j.id for j in claim(backend, worker_id="gone")] == [job_id]
     Rescuer(worker, 1.0).tick()
     assert rescues.seen == [RescuedJob(job_id, "gone", "queued")]
+
+
+def test_migrate_keeps_headers(app: conveyor.App, tmp_path: Path) -> None:
+    @app.task(name="views.t")
+    def t() -> None: ...
+
+    job = t.with_options(headers=HEADERS).enqueue()
+    target = f"sqlite:///{tmp_path / 'target.db'}"
+    done = CliRunner().invoke(
+        cli, ["migrate", "--from", app.url, "--to", target], catch_exceptions=False
+    )
+    assert done.exit_code == 0, done.output
+    moved = conveyor.App(target).job(job.id)
+    assert dict(moved.headers) == HEADERS
