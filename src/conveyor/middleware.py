@@ -51,18 +51,15 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import importlib
-import logging
 from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 from conveyor.errors import ConfigurationError
+from conveyor.records import record
 
 if TYPE_CHECKING:
     from conveyor.context import JobContext
-
-log = logging.getLogger("conveyor.middleware")
 
 T = TypeVar("T")
 
@@ -78,10 +75,12 @@ HOOKS = (
 )
 
 
-@dataclasses.dataclass(slots=True)
+# Records, not dataclasses: ``import conveyor`` imports this module, and a dataclass
+# costs ~1 ms to define (see conveyor/records.py).
+@record
 class NewJob:
     """A job about to be written (``on_enqueue``): its id and options, and its headers,
-    which a middleware may change."""
+    a dict the middleware may change in place."""
 
     id: str
     task: str
@@ -92,7 +91,7 @@ class NewJob:
     headers: dict[str, str]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class Attempt:
     """How one attempt ended (``on_finish``).
 
@@ -111,7 +110,7 @@ class Attempt:
     reason: str | None = None
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class RescuedJob:
     """A job the rescuer took back from a dead worker (``on_rescue``): ``state`` is
     ``queued`` (it runs again) or ``dead`` (its worker was lost too often)."""
@@ -285,6 +284,9 @@ class Middlewares:
                 self._log_failure(hook)
 
     def _log_failure(self, hook: Callable[..., None]) -> None:
+        import logging  # only once a hook failed: ``import conveyor`` stays without it
+
+        log = logging.getLogger("conveyor.middleware")
         owner = getattr(hook, "__self__", None)
         key = (type(owner).__qualname__, getattr(hook, "__name__", "?"))
         if key in self._failed:
