@@ -154,3 +154,13 @@ def test_registration_rules(url: str) -> None:
         t.app.add_middleware(t.Stamp())
     app = conveyor.App("sqlite:///:memory:", middleware=[t.TenantHeader])
     assert app.middleware.classes == ["tests.integration.hook_tasks:TenantHeader"]
+
+
+def test_inline_testing_mode_runs_on_enqueue_and_around_execute(url: str) -> None:
+    t.app.add_middleware(t.TenantHeader)
+    t.app.add_middleware(t.Stamp)
+    with t.app.testing("inline"):
+        job = t.stamped.enqueue()
+        got = job.result()
+    assert got["headers"] == {"tenant": "from-middleware", "seen_tenant": ""}
+    assert got["stamp"] == f"{job.id}|1|from-middleware"
