@@ -103,6 +103,9 @@ def test_trace_crosses_the_worker_process(tmp_path: Path, exporter: InMemorySpan
             assert attrs["conveyor.attempt"] == attempt
     (ok_span,) = by_job[ok.id]
     assert ok_span["status"] == "UNSET" and ok_span["events"] == []
+    (own,) = [s for s in _spans(spans_file) if s["name"] == "add one"]
+    assert own["parent_id"] == ok_span["span_id"]  # the task's spans are the job's children
+    assert own["trace_id"] == ok_span["trace_id"]
     for failed in by_job[bad.id]:
         assert failed["status"] == "ERROR"
         (event,) = failed["events"]
