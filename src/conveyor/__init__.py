@@ -28,6 +28,7 @@ from conveyor.errors import (
     WorkerFailed,
 )
 from conveyor.job import Job
+from conveyor.middleware import Middleware
 from conveyor.retry import Backoff
 from conveyor.secrets import Secret, SecretKeyError
 from conveyor.states import JobState
@@ -52,6 +53,7 @@ __all__ = [
     "JobFailed",
     "JobNotFound",
     "JobState",
+    "Middleware",
     "PayloadTooLarge",
     "Secret",
     "SecretKeyError",
