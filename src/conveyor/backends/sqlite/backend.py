@@ -562,13 +562,17 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
             # Poison isolation: was each the one job its dead worker held? (rules.py)
             alone_flags = held_alone([c[5] for c in candidates])
             for candidate, alone in zip(candidates, alone_flags, strict=True):
-                job_id, token, attempt, max_attempts, rescues, worker_id, started = candidate
+                job_id, token, *counts, worker_id, started = candidate
+                # A row written around the API may hold anything in its counts: an odd
+                # one ends dead with the problem as its reason, never fails the rescue.
+                attempt, max_attempts, rescues, problem = decoding.rescue_counts(*counts)
                 state = rescue_state(
                     attempt=attempt,
                     max_attempts=max_attempts,
                     rescues=rescues,
                     max_rescues=params.max_rescues,
                     alone=alone,
+                    odd=problem is not None,
                 )
                 give_back = int(rescue_gives_back_attempt(alone=alone))
                 lost = state is JobState.DEAD
@@ -577,7 +581,7 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
                         "UPDATE jobs SET state = 'dead', reason = ?, error = ?, "
                         "finished_at = ?, worker_id = NULL, lease_until = NULL "
                         "WHERE id = ? AND token = ? AND state = 'running'",
-                        (WORKER_LOST_REASON, WORKER_LOST_ERROR, now, job_id, token),
+                        (problem or WORKER_LOST_REASON, WORKER_LOST_ERROR, now, job_id, token),
                     )
                 else:
                     conn.execute(
