@@ -146,3 +146,22 @@ def test_rescue_of_a_float_looking_rescue_count_ends_it_worker_lost(app: conveyo
     moved = app.backend.job_rescue(JobRescueParams([GONE], time.time()))
     assert [(r.job_id, r.state) for r in moved] == [(odd, JobState.DEAD)]
     assert states(app, odd)[odd].reason == WORKER_LOST_REASON
+
+
+def test_claim_skips_a_ready_hash_without_a_queue_and_takes_its_mates(redis_url: str) -> None:
+    # Redis only: SQLite's queue column is NOT NULL. The claim counted the job under its
+    # queue after popping the ready set, so a hash without one failed it there and the
+    # popped batch-mates were out of the ready set for good.
+    app = conveyor.App(redis_url)
+
+    @app.task(name="odd.task")
+    def odd_task(x: int = 0) -> int:
+        return x
+
+    try:
+        odd = write(redis_url, queue=None)  # listed in ready:default, no queue field
+        good = [odd_task.enqueue(n).id for n in range(2)]
+        assert set(claim(app)) == set(good)
+        assert states(app, odd)[odd].state is JobState.QUEUED  # left be, never claimed
+    finally:
+        app.close()
