@@ -11,6 +11,7 @@ Example:
 """
 
 from conveyor.app import App
+from conveyor.classtask import ClassTask
 from conveyor.compose import Chain, Group, Signature, chain, group
 from conveyor.context import JobContext, current_job
 from conveyor.errors import (
@@ -41,6 +42,7 @@ __all__ = [
     "BackendUnavailable",
     "Backoff",
     "Chain",
+    "ClassTask",
     "ConfigurationError",
     "ConveyorError",
     "DecodeError",

@@ -24,9 +24,11 @@ import inspect
 import os
 import sys
 import threading
+import types
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol, TypeVar, overload
 
+from conveyor.classtask import ClassTask
 from conveyor.codec import DEFAULT_MAX_PAYLOAD_BYTES
 from conveyor.errors import ConfigurationError
 from conveyor.limits import LimitKey
@@ -223,6 +225,12 @@ class App:
         #: Set while a testing mode is active (``app.testing(...)``): takes every enqueue
         #: plan instead of the store (see ``Enqueuer._write``).
         self.intercept: Intercept | None = None
+        #: Base of class-based tasks registered with this app:
+        #: ``class Recalculate(app.Task, queue="critical"): def execute(self, ...)``
+        #: (see :mod:`conveyor.classtask`).
+        self.Task: type[ClassTask] = types.new_class(
+            "Task", (ClassTask,), {"app": self}, _app_task_namespace
+        )
         self._backend: Backend | None = None
         self._lock = threading.Lock()
 
@@ -390,6 +398,11 @@ class App:
         from conveyor.job import Job
 
         return Job(self, job_id)
+
+
+def _app_task_namespace(namespace: dict[str, Any]) -> None:
+    namespace["__module__"] = __name__
+    namespace["__qualname__"] = "App.Task"
 
 
 def _qualified(fn: Callable[..., Any]) -> str:
