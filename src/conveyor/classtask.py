@@ -158,10 +158,11 @@ class ClassTask:
             raise ConfigurationError(
                 f"{cls.__qualname__} has no app: subclass app.Task, or pass app=app"
             )
-        if not inspect.isfunction(execute):
+        declared = inspect.getattr_static(cls, "execute")
+        if not inspect.isfunction(declared):  # a staticmethod, classmethod, property...
             raise ConfigurationError(
                 f"{cls.__qualname__}.execute must be a plain method (def or async def "
-                f"execute(self, ...)), got {type(inspect.getattr_static(cls, 'execute')).__name__}"
+                f"execute(self, ...)), got {type(declared).__name__}"
             )
         hook = _retry_hook(cls)
         extra = {"retry_delay": hook} if hook is not None else {}
