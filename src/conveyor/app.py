@@ -301,6 +301,8 @@ class App:
         rate: str | None = None,
         limit_key: LimitKey = None,
         secret: Sequence[str] | None = None,
+        store_result: bool | None = None,
+        result_ttl: float | datetime.timedelta | None = None,
     ) -> TaskDecorator: ...
 
     def task(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
