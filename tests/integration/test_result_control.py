@@ -4,6 +4,7 @@ worker on a real SQLite file, and in the testing modes."""
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 import conveyor
 from conveyor import JobState, ResultNotStored
 from conveyor.options import OptionTypeError, OptionValueError
+from conveyor.worker.services.pruner import Pruner
 
 
 @pytest.fixture
@@ -67,3 +69,34 @@ def test_result_options_are_checked_where_given(app: conveyor.App) -> None:
         app.task(result_ttl=0)(lambda: None)  # type: ignore[call-overload]
     with pytest.raises(TypeError, match="result_ttl"):
         conveyor.App("sqlite:///:memory:", result_ttl="1h")
+
+
+def test_the_pruner_clears_results_past_their_ttl_once(app: conveyor.App) -> None:
+    @app.task(result_ttl=datetime.timedelta(minutes=1))
+    def short() -> int:
+        return 1
+
+    @app.task
+    def forever() -> int:
+        return 2
+
+    class Brief(app.Task, result_ttl=60):
+        def execute(self) -> int:
+            return 3
+
+    jobs = [short.enqueue(), forever.enqueue(), Brief.enqueue()]
+    worker = conveyor.Worker(app, concurrency=1, burst=True)
+    worker.run(install_signals=False)
+    assert [j.result(timeout=5) for j in jobs] == [1, 2, 3]
+    pruner = Pruner(worker, interval=60.0)
+    finished = max(j.refresh().finished_at or 0.0 for j in jobs)
+    assert pruner.clear_results(finished + 30) == 0  # within the ttl: kept
+    assert pruner.clear_results(finished + 61) == 2
+    with pytest.raises(ResultNotStored, match="result_ttl"):
+        jobs[0].result()
+    with pytest.raises(ResultNotStored, match="result_ttl=60"):
+        jobs[2].result()
+    assert jobs[1].result() == 2  # no result_ttl: kept as long as the job
+    # the next pass starts where this one ended: nothing read twice, nothing left
+    assert pruner.clear_results(finished + 3600) == 0
+    assert all(j.refresh().state is JobState.SUCCEEDED for j in jobs)
