@@ -198,7 +198,7 @@ class App:
     ``url`` wins over ``$CONVEYOR_URL`` here and in ``conveyor worker`` (only the
     command's ``--url`` overrides it). ``url_source`` says where the URL came from. Keyword
     arguments are task defaults (``queue``, ``priority``, ``max_attempts``, ``timeout``,
-    ``retry``, ``retry_delay``, ``lease``) or app settings (``max_payload_bytes``,
+    ``retry``, ``retry_delay``, ``lease``, ``store_result``, ``result_ttl``) or app settings (``max_payload_bytes``,
     ``max_rescues``, ``heartbeat_interval``, ``heartbeat_ttl``, ``rescue_interval``,
     ``retention``, ``prune_interval``, ``capture_logs``, ``log_level``,
     ``log_max_per_job``, ``log_drain_timeout``, ``check_types``). Task defaults are
