@@ -112,3 +112,9 @@ class AsyncScale(app.Task, queue="default", max_attempts=2):
 
         await asyncio.sleep(0)
         return [x, x * 3]
+
+
+@app.task(name="pool.opaque", store_result=False)
+def opaque() -> object:
+    """Returns what JSON cannot hold: with store_result=False it is never encoded."""
+    return object()

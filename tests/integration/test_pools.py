@@ -106,6 +106,15 @@ def test_class_tasks_run_with_their_retry_delay(pool: str, url: str) -> None:
     assert awaited.result(timeout=1) == [5, 15]
 
 
+def test_store_result_false_succeeds_with_no_result(pool: str, url: str) -> None:
+    job = t.opaque.enqueue()
+    burst(pool)
+    record = job.refresh()
+    assert (record.state, record.result) == (JobState.SUCCEEDED, None)
+    with pytest.raises(conveyor.ResultNotStored):
+        job.result(timeout=1)
+
+
 def test_unknown_task_goes_dead(pool: str, url: str) -> None:
     job_id = new_id()
     t.app.backend.job_insert_many(
