@@ -58,7 +58,10 @@ if TYPE_CHECKING:
     from conveyor.app import App
     from conveyor.compose import Signature
     from conveyor.job import Job
+    from conveyor.limits import LimitKey
+    from conveyor.retry import Backoff
     from conveyor.task import Args, AsyncTask, Delay, Enqueuer, Task, When
+    from conveyor.unique import Seconds, UniqueKey
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -126,9 +129,20 @@ class ClassTask:
         priority: int | None = None,
         max_attempts: int | None = None,
         timeout: float | None = None,
+        retry: Backoff | None = None,
         lease: float | None = None,
-        **options: Any,
+        unique_key: UniqueKey = None,
+        unique_for: Seconds | None = None,
+        on_conflict: str | None = None,
+        concurrency: int | None = None,
+        rate: str | None = None,
+        limit_key: LimitKey = None,
+        secret: Sequence[str] | None = None,
+        store_result: bool | None = None,
+        result_ttl: Seconds | None = None,
     ) -> None:
+        # The options of @app.task, spelled out so that type checkers check them (an
+        # unknown keyword is a TypeError); retry_delay is the classmethod instead.
         super().__init_subclass__()
         if app is not None:
             cls.app = app
@@ -137,18 +151,23 @@ class ClassTask:
             "priority": priority,
             "max_attempts": max_attempts,
             "timeout": timeout,
+            "retry": retry,
             "lease": lease,
-            **options,
+            "unique_key": unique_key,
+            "unique_for": unique_for,
+            "on_conflict": on_conflict,
+            "concurrency": concurrency,
+            "rate": rate,
+            "limit_key": limit_key,
+            "secret": secret,
+            "store_result": store_result,
+            "result_ttl": result_ttl,
         }
         # The name is this class's own: a subclass gets its own module.qualname.
         cls._conveyor_options = {
             **cls._conveyor_options,
             **{k: v for k, v in given.items() if v is not None},
         }
-        if "retry_delay" in options:
-            raise ConfigurationError(
-                f"{cls.__qualname__}: define retry_delay as a classmethod, not a class keyword"
-            )
         execute = getattr(cls, "execute", None)
         if execute is None:
             if name is not None:
@@ -164,6 +183,12 @@ class ClassTask:
                 f"{cls.__qualname__}.execute must be a plain method (def or async def "
                 f"execute(self, ...)), got {type(declared).__name__}"
             )
+        try:  # every job makes an instance: cls() must work
+            inspect.signature(cls).bind()
+        except TypeError:
+            raise ConfigurationError(
+                f"{cls.__qualname__}() must take no arguments: each job makes a fresh instance"
+            ) from None
         hook = _retry_hook(cls)
         extra = {"retry_delay": hook} if hook is not None else {}
         task = cls.app.task(name=name, **cls._conveyor_options, **extra)(_body_of(cls, execute))
@@ -303,11 +328,37 @@ class ClassTask:
 
     @overload
     @classmethod
-    def with_options(cls: type[_AsyncBody[P, R]], **options: Any) -> Enqueuer[P, R]: ...
+    def with_options(
+        cls: type[_AsyncBody[P, R]],
+        *,
+        queue: str | None = None,
+        priority: int | None = None,
+        delay: Delay | None = None,
+        at: When | None = None,
+        max_attempts: int | None = None,
+        timeout: float | None = None,
+        unique_key: UniqueKey = None,
+        unique_for: Seconds | None = None,
+        on_conflict: str | None = None,
+        depends_on: Sequence[Job[Any] | str] | None = None,
+    ) -> Enqueuer[P, R]: ...
 
     @overload
     @classmethod
-    def with_options(cls: type[_Body[P, R]], **options: Any) -> Enqueuer[P, R]: ...
+    def with_options(
+        cls: type[_Body[P, R]],
+        *,
+        queue: str | None = None,
+        priority: int | None = None,
+        delay: Delay | None = None,
+        at: When | None = None,
+        max_attempts: int | None = None,
+        timeout: float | None = None,
+        unique_key: UniqueKey = None,
+        unique_for: Seconds | None = None,
+        on_conflict: str | None = None,
+        depends_on: Sequence[Job[Any] | str] | None = None,
+    ) -> Enqueuer[P, R]: ...
 
     @classmethod
     def with_options(cls, **options: Any) -> Enqueuer[Any, Any]:

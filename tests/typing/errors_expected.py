@@ -65,3 +65,10 @@ class BadOptions(conveyor.ClassTask, app=app, queue=3):  # type: ignore[arg-type
 
 async def class_tasks_from_async_code() -> None:
     await RecalculateAccount.aenqueue("x")  # type: ignore[arg-type]
+
+
+RecalculateAccount.with_options(queu="q")  # type: ignore[call-arg]
+
+
+class TypoOption(conveyor.ClassTask, app=app, queeu="q"):  # type: ignore[call-arg]
+    def execute(self) -> None: ...
