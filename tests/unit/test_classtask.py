@@ -246,3 +246,16 @@ def test_two_classes_cannot_share_a_name(app: conveyor.App) -> None:
 
         class Second(app.Task, name="shared"):
             def execute(self) -> None: ...
+
+
+def test_a_class_can_be_scheduled_periodically(app: conveyor.App) -> None:
+    @app.periodic(every=60, args=[3])
+    class Tick(app.Task):
+        def execute(self, n: int) -> int:
+            return n
+
+    [schedule] = app.schedules.values()
+    assert schedule.task is Tick.task
+    assert isinstance(Tick, type)  # the decorator gives the class back
+    with pytest.raises(ConfigurationError, match="periodic"):
+        app.periodic(every=60, args=["x", "y"])(Tick)
