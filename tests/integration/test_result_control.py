@@ -100,3 +100,17 @@ def test_the_pruner_clears_results_past_their_ttl_once(app: conveyor.App) -> Non
     # the next pass starts where this one ended: nothing read twice, nothing left
     assert pruner.clear_results(finished + 3600) == 0
     assert all(j.refresh().state is JobState.SUCCEEDED for j in jobs)
+
+
+def test_a_step_after_a_job_without_result_gets_none(app: conveyor.App) -> None:
+    @app.task(store_result=False)
+    def first() -> int:
+        return 1
+
+    @app.task
+    def second(previous: int | None) -> str:
+        return f"got {previous!r}"
+
+    step = first.enqueue().then(second)
+    burst(app)
+    assert step.result(timeout=5) == "got None"
