@@ -104,6 +104,7 @@ _QUERY_NAMES = (
     "job_log_insert",
     "job_promote_due",
     "job_purge",
+    "job_clear_results",
     "job_release",
     "job_rescue_candidates",
     "queue_pause",
@@ -124,7 +125,7 @@ _RETRY_BY_HAND = sql_states(RETRY_BY_HAND)
 FEATURES = frozenset(
     {
         *("snooze", "progress", "unique", "workflows", "limits", "periodic"),
-        *("filters", "purge", "queues", "logs", "integrity", "backup", "sql"),
+        *("filters", "purge", "result_ttl", "queues", "logs", "integrity", "backup", "sql"),
         "ack_with_claim",
     }
 )
