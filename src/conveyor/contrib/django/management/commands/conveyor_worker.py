@@ -1,0 +1,53 @@
+"""``python manage.py conveyor_worker [--backend ALIAS] [conveyor worker options]``.
+
+The command is ``conveyor worker`` itself (src/conveyor/cli/worker.py): the same click
+options, defaults, configuration files and behaviour, with APP fixed to the App of
+``TASKS[ALIAS]`` (:mod:`conveyor.contrib.django.worker_app`). Django's own argument
+parser is bypassed (``run_from_argv``) so that every option, and ``--help``, is click's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from django.core.management.base import BaseCommand
+
+from conveyor.cli.worker import worker
+from conveyor.contrib.django import worker_app
+
+
+def _run(backend: str, **params: Any) -> None:
+    # worker's callback takes the click context itself (pass_context): the current one,
+    # whose parameters are the worker's, so flags-versus-files precedence is unchanged.
+    worker.callback(app_spec=worker_app.spec(backend), **params)  # type: ignore[misc]
+
+
+#: ``conveyor worker``'s parameters minus APP, plus the TASKS alias.
+command = click.Command(
+    "conveyor_worker",
+    callback=_run,
+    params=[
+        click.Option(
+            ["--backend"],
+            default="default",
+            show_default=True,
+            help="The TASKS alias whose ConveyorBackend's jobs to run.",
+        ),
+        *(p for p in worker.params if p.name != "app_spec"),
+    ],
+    help="Run conveyor jobs of Django tasks (the options of `conveyor worker`). "
+    "TERM/INT stop gracefully.",
+)
+
+
+class Command(BaseCommand):
+    help = command.help or ""
+
+    def run_from_argv(self, argv: list[str]) -> None:
+        prog = f"{argv[0].rsplit('/', 1)[-1]} {argv[1]}"
+        command.main(args=argv[2:], prog_name=prog)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        # call_command("conveyor_worker", ...) comes here: the same click command.
+        command.main(args=[*args], prog_name="conveyor_worker", standalone_mode=False)

@@ -1,0 +1,39 @@
+"""The App of a Django task backend, importable by name: ``conveyor.contrib.django.
+worker_app:ALIAS`` is the App of ``TASKS[ALIAS]``.
+
+``manage.py conveyor_worker`` runs the worker with this spec, so the process and
+interpreter pools (whose children import the app by its spec) get the same App in each
+child: importing it sets Django up from ``$DJANGO_SETTINGS_MODULE`` when nobody has, and
+imports every installed app's ``tasks`` module, so the worker's start-up lists the tasks
+and consumes their queues. A task in another module is imported by its module path when
+its first job arrives (:class:`~conveyor.contrib.django.registry.TaskRegistry`).
+
+Example::
+
+    $ DJANGO_SETTINGS_MODULE=mysite.settings conveyor worker conveyor.contrib.django.worker_app:default
+"""
+
+from __future__ import annotations
+
+from conveyor.app import App
+
+
+def spec(alias: str = "default") -> str:
+    """The ``module:attribute`` naming the App of ``TASKS[alias]``."""
+    return f"{__name__}:{alias}"
+
+
+def __getattr__(alias: str) -> App:
+    if alias.startswith("__"):  # import machinery probing (__path__, __file__...)
+        raise AttributeError(alias)
+    import django
+    from django.apps import apps
+    from django.utils.module_loading import autodiscover_modules
+
+    if not apps.ready:
+        django.setup()
+    from conveyor.contrib.django.backend import backend_for
+
+    app = backend_for(alias).app
+    autodiscover_modules("tasks")
+    return app
