@@ -43,6 +43,9 @@ class TaskRegistry(dict[str, Task[Any, Any]]):
         super().__init__()
         self._app = app
         self._alias = alias
+        #: names being registered now: App.task looks the name up first (a duplicate
+        #: check), which must not import and register it again
+        self._registering: set[str] = set()
 
     def register(self, django_task: DjangoTask) -> Task[Any, Any]:
         """The conveyor task that runs ``django_task`` (registered on first use)."""
@@ -50,12 +53,21 @@ class TaskRegistry(dict[str, Task[Any, Any]]):
         found = super().get(name)
         if found is not None and _django_task_of(found) is django_task.func:
             return found
-        registered: Task[Any, Any] = self._app.task(name=name)(_runner(django_task))
+        # Its queue and priority as decorated: the worker's default queues come from
+        # them; each enqueue passes the Django task's own (``using()``) explicitly.
+        register = self._app.task(
+            name=name, queue=django_task.queue_name, priority=django_task.priority
+        )
+        self._registering.add(name)
+        try:
+            registered: Task[Any, Any] = register(_runner(django_task))
+        finally:
+            self._registering.discard(name)
         return registered
 
     def get(self, name: str, default: Any = None) -> Any:
         found = super().get(name)
-        if found is None:
+        if found is None and name not in self._registering:
             found = self._import(name)
         return default if found is None else found
 

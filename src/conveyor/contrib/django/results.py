@@ -55,6 +55,10 @@ def task_result(
     """The ``TaskResult`` of one stored job (``return_value``: the decoded result of a
     succeeded job)."""
     started = [a.started_at for a in attempts if a.started_at is not None]
+    workers = [a.worker_id for a in attempts if a.worker_id is not None]
+    if record.state is JobState.RUNNING:  # the attempt running now is recorded at its end
+        started += [record.started_at] if record.started_at is not None else []
+        workers += [record.worker_id] if record.worker_id is not None else []
     errors = [e for e in (_error(a.error) for a in attempts) if e is not None]
     if not errors and record.state is not JobState.SUCCEEDED and record.error:
         errors = [e for e in [_error(record.error)] if e is not None]  # dead before running
@@ -70,7 +74,7 @@ def task_result(
         kwargs=kwargs,
         backend=alias,
         errors=errors,
-        worker_ids=[a.worker_id for a in attempts if a.worker_id is not None],
+        worker_ids=workers,
     )
     if record.state is JobState.SUCCEEDED:
         object.__setattr__(result, "_return_value", return_value)  # as Django's own backends

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import click
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from conveyor.cli.worker import worker
 from conveyor.contrib.django import worker_app
@@ -49,5 +49,9 @@ class Command(BaseCommand):
         command.main(args=argv[2:], prog_name=prog)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        # call_command("conveyor_worker", ...) comes here: the same click command.
-        command.main(args=[*args], prog_name="conveyor_worker", standalone_mode=False)
+        # Only call_command() comes here (run_from_argv does not): its argparse parser
+        # knows none of the worker's options.
+        raise CommandError(
+            "run the worker as `python manage.py conveyor_worker ...` (call_command is "
+            "not supported; in-process, use conveyor.Worker(conveyor_app()))"
+        )
