@@ -23,8 +23,9 @@ PROJECT = Path(__file__).parent / "project"
 def django_project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """Django set up on the test project; the environment a worker subprocess needs."""
     require_django()
-    import django
     from django.core.management import call_command
+
+    import django
 
     where = tmp_path_factory.mktemp("django")
     env = {

@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.apps import AppConfig
 
 
-class ConveyorConfig(AppConfig):
+class ConveyorConfig(AppConfig):  # type: ignore[misc]  # Django is untyped (Any)
     name = "conveyor.contrib.django"
     label = "conveyor"
     verbose_name = "conveyor"

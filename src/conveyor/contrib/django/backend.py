@@ -44,7 +44,7 @@ from conveyor.task import Task as ConveyorTask
 _OWN_OPTIONS = {"url", "enqueue_on_commit", "database"}
 
 
-class ConveyorBackend(BaseTaskBackend):
+class ConveyorBackend(BaseTaskBackend):  # type: ignore[misc]  # Django is untyped (Any)
     """Runs Django tasks as conveyor jobs. See the module docstring for ``OPTIONS``."""
 
     supports_defer = True  # run_after -> the job's run_at

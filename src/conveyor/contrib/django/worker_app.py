@@ -26,9 +26,10 @@ def spec(alias: str = "default") -> str:
 def __getattr__(alias: str) -> App:
     if alias.startswith("__"):  # import machinery probing (__path__, __file__...)
         raise AttributeError(alias)
-    import django
     from django.apps import apps
     from django.utils.module_loading import autodiscover_modules
+
+    import django
 
     if not apps.ready:
         django.setup()

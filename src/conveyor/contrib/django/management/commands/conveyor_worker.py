@@ -41,7 +41,7 @@ command = click.Command(
 )
 
 
-class Command(BaseCommand):
+class Command(BaseCommand):  # type: ignore[misc]  # Django is untyped (Any)
     help = command.help or ""
 
     def run_from_argv(self, argv: list[str]) -> None:
