@@ -37,15 +37,19 @@ def django_project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[st
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     sys.path.insert(0, str(PROJECT))
-    django.setup()
+    try:
+        django.setup()  # reads the settings (and the variables above) once, here
+    finally:
+        # Not left behind for the other tests of the session: a docs page's shell
+        # (docs/django.md) must not find DJANGO_SETTINGS_MODULE pointing here.
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     call_command("migrate", verbosity=0)  # Django's own tables (auth, contenttypes)
     yield env
     sys.path.remove(str(PROJECT))
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
 
 
 def manage(env: Mapping[str, str], *args: str) -> subprocess.CompletedProcess[str]:

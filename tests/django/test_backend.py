@@ -157,5 +157,20 @@ def test_the_worker_command_has_conveyor_worker_s_options(django_project: dict[s
     for option in ("--backend", "--concurrency", "--pool", "--queue", "--burst", "--url"):
         assert option in proc.stdout
     refused = manage(django_project, "conveyor_worker", "--backend", "nope", "--burst")
-    assert refused.returncode != 0
-    assert "nope" in refused.stderr
+    assert refused.returncode == 1
+    assert "Error: no TASKS backend 'nope'" in refused.stderr
+    assert "Traceback" not in refused.stderr
+
+
+def test_the_process_pool_s_children_set_django_up_and_run_the_task(
+    django_project: dict[str, str],
+) -> None:
+    from shop.reports import process_id
+
+    result = process_id.enqueue()
+    _worker(django_project, "--pool", "process", "--concurrency", "1")
+    done = process_id.get_result(result.id)
+    assert done.status == TaskResultStatus.SUCCESSFUL
+    # a child ran it: not the worker's own process (its id is in the worker id, host:pid:...)
+    (worker_id,) = done.worker_ids
+    assert done.return_value != int(worker_id.split(":")[1])

@@ -28,7 +28,7 @@ from django.db import DEFAULT_DB_ALIAS, transaction
 from django.tasks import Task as DjangoTask
 from django.tasks import TaskResult, TaskResultStatus, task_backends
 from django.tasks.backends.base import BaseTaskBackend
-from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
+from django.tasks.exceptions import InvalidTask, InvalidTaskBackend, TaskResultDoesNotExist
 from django.tasks.signals import task_enqueued
 from django.utils import timezone
 
@@ -163,8 +163,12 @@ def _ids(plan: Plan) -> list[str]:
 
 
 def backend_for(alias: str = "default") -> ConveyorBackend:
-    """The ``TASKS[alias]`` backend; ConfigurationError when it is not a ConveyorBackend."""
-    backend = task_backends[alias]
+    """The ``TASKS[alias]`` backend; ConfigurationError when there is none or it is not a
+    ConveyorBackend."""
+    try:
+        backend = task_backends[alias]
+    except InvalidTaskBackend as exc:
+        raise ConfigurationError(f"no TASKS backend {alias!r} ({exc})") from None
     if not isinstance(backend, ConveyorBackend):
         raise ConfigurationError(
             f"TASKS[{alias!r}] is {type(backend).__name__}, not "

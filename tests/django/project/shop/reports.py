@@ -8,3 +8,10 @@ from django.tasks import task
 @task
 def count_users() -> int:
     return User.objects.count()
+
+
+@task
+def process_id() -> int:
+    import os
+
+    return os.getpid()
