@@ -137,6 +137,54 @@ def test_enqueue_on_commit_false_writes_at_once_even_in_a_rolled_back_transactio
     assert add.get_result(result.id).return_value == 5
 
 
+def test_using_sets_the_job_s_queue_priority_and_run_time(django_project: dict[str, str]) -> None:
+    import datetime
+
+    from shop.tasks import send_welcome
+
+    from conveyor import JobState
+
+    later = datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=1)
+    result = send_welcome.using(queue_name="default", priority=7, run_after=later).enqueue(1)
+    record = task_backends["default"].app.job(result.id).refresh()
+    assert (record.queue, record.priority, record.state) == ("default", 7, JobState.SCHEDULED)
+    assert record.run_at == pytest.approx(later.timestamp(), abs=0.01)
+    stored = send_welcome.get_result(result.id)
+    assert (stored.status, stored.task.queue_name, stored.args) == (
+        TaskResultStatus.READY,
+        "mail",
+        [1],
+    )
+    assert send_welcome.get_result(result.id).started_at is None
+
+
+def test_aenqueue_and_aget_result(django_project: dict[str, str]) -> None:
+    import asyncio
+
+    from shop.tasks import add
+
+    async def enqueue_and_read() -> tuple[str, TaskResultStatus]:
+        result = await add.aenqueue(20, 22)
+        return result.id, (await add.aget_result(result.id)).status
+
+    job_id, status = asyncio.run(enqueue_and_read())
+    assert status == TaskResultStatus.READY
+    _worker(django_project, "--backend", "direct")
+    assert add.get_result(job_id).return_value == 42
+
+
+def test_a_bad_argument_raises_in_the_caller_and_nothing_is_enqueued(
+    django_project: dict[str, str],
+) -> None:
+    from shop.reports import count_users
+
+    app = task_backends["default"].app
+    before = len(_jobs(app))
+    with pytest.raises(TypeError):
+        count_users.enqueue(1)  # takes no argument
+    assert len(_jobs(app)) == before
+
+
 def test_a_view_that_enqueues_is_tested_with_capture_mode(django_project: dict[str, str]) -> None:
     from shop.tasks import send_welcome
 

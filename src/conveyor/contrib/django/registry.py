@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +30,9 @@ from conveyor.task import Task
 
 if TYPE_CHECKING:
     from conveyor.app import App
+
+
+log = logging.getLogger("conveyor.contrib.django")
 
 
 class TaskRegistry(dict[str, Task[Any, Any]]):
@@ -46,6 +51,10 @@ class TaskRegistry(dict[str, Task[Any, Any]]):
         #: names being registered now: App.task looks the name up first (a duplicate
         #: check), which must not import and register it again
         self._registering: set[str] = set()
+        # One import-and-register at a time: pool threads look names up concurrently,
+        # and one must not find another's name half registered. Reentrant: App.task
+        # looks the name up while registering it.
+        self._lock = threading.RLock()
 
     def register(self, django_task: DjangoTask) -> Task[Any, Any]:
         """The conveyor task that runs ``django_task`` (registered on first use)."""
@@ -58,17 +67,21 @@ class TaskRegistry(dict[str, Task[Any, Any]]):
         register = self._app.task(
             name=name, queue=django_task.queue_name, priority=django_task.priority
         )
-        self._registering.add(name)
-        try:
-            registered: Task[Any, Any] = register(_runner(django_task))
-        finally:
-            self._registering.discard(name)
+        with self._lock:
+            self._registering.add(name)
+            try:
+                registered: Task[Any, Any] = register(_runner(django_task))
+            finally:
+                self._registering.discard(name)
         return registered
 
     def get(self, name: str, default: Any = None) -> Any:
         found = super().get(name)
-        if found is None and name not in self._registering:
-            found = self._import(name)
+        if found is None:
+            with self._lock:
+                found = super().get(name)
+                if found is None and name not in self._registering:
+                    found = self._import(name)
         return default if found is None else found
 
     def __contains__(self, name: object) -> bool:
@@ -86,6 +99,9 @@ class TaskRegistry(dict[str, Task[Any, Any]]):
         try:
             target = import_string(name)
         except ImportError:
+            return None
+        except Exception:  # the module's own code failed: say so, the job is unknown here
+            log.warning("importing task %r failed", name, exc_info=True)
             return None
         if not isinstance(target, DjangoTask) or target.backend != self._alias:
             return None
