@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.django.requires import require_django
 from tests.docs.blocks import PageError, parse
 from tests.docs.sessions import BlockFailed, run_page
+from tests.with_django.requires import require_django
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

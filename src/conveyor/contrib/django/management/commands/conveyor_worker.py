@@ -15,9 +15,15 @@ from django.core.management.base import BaseCommand, CommandError
 
 from conveyor.cli.worker import worker
 from conveyor.contrib.django import worker_app
+from conveyor.contrib.django.backend import backend_for
+from conveyor.errors import ConfigurationError
 
 
 def _run(backend: str, **params: Any) -> None:
+    try:
+        backend_for(backend)  # a wrong alias is one line here, not a missing attribute
+    except ConfigurationError as exc:
+        raise click.ClickException(str(exc)) from exc
     # worker's callback takes the click context itself (pass_context): the current one,
     # whose parameters are the worker's, so flags-versus-files precedence is unchanged.
     worker.callback(app_spec=worker_app.spec(backend), **params)  # type: ignore[misc]

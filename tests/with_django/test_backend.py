@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.django.conftest import manage
-from tests.django.requires import require_django
+from tests.with_django.conftest import manage
+from tests.with_django.requires import require_django
 
 require_django()
 

@@ -14,18 +14,20 @@ from pathlib import Path
 
 import pytest
 
-from tests.django.requires import require_django
+from tests.with_django.requires import require_django
 
 PROJECT = Path(__file__).parent / "project"
+#: The project is the application under test, not tests: never collected (its modules
+#: need its settings, and --doctest-modules would import them).
+collect_ignore = ["project"]
 
 
 @pytest.fixture(scope="session")
 def django_project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """Django set up on the test project; the environment a worker subprocess needs."""
     require_django()
-    from django.core.management import call_command
-
     import django
+    from django.core.management import call_command
 
     where = tmp_path_factory.mktemp("django")
     env = {
