@@ -185,6 +185,30 @@ def test_a_bad_argument_raises_in_the_caller_and_nothing_is_enqueued(
     assert len(_jobs(app)) == before
 
 
+def test_every_thread_s_backend_shares_one_app_so_capture_sees_other_threads(
+    django_project: dict[str, str],
+) -> None:
+    import threading
+
+    from shop.reports import count_users
+
+    from conveyor.contrib.django import conveyor_app
+
+    seen: list[Any] = []
+
+    def enqueue_in_a_thread() -> None:  # Django builds this thread its own backend
+        seen.append(task_backends["default"])
+        count_users.enqueue()
+
+    with conveyor_app().testing("capture") as captured:
+        thread = threading.Thread(target=enqueue_in_a_thread)
+        thread.start()
+        thread.join()
+    assert seen[0] is not task_backends["default"]
+    assert seen[0].app is task_backends["default"].app
+    assert [j.task_name for j in captured.jobs] == ["shop.reports.count_users"]
+
+
 def test_a_view_that_enqueues_is_tested_with_capture_mode(django_project: dict[str, str]) -> None:
     from shop.tasks import send_welcome
 

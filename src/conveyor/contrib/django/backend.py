@@ -21,6 +21,7 @@ Example::
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from django.core import checks
@@ -57,14 +58,8 @@ class ConveyorBackend(BaseTaskBackend):  # type: ignore[misc]  # Django is untyp
         options = dict(self.options)
         self.enqueue_on_commit: bool = bool(options.get("enqueue_on_commit", True))
         self.database: str = options.get("database") or DEFAULT_DB_ALIAS
-        app_options = {k: v for k, v in options.items() if k not in _OWN_OPTIONS}
-        try:
-            #: the conveyor App the jobs go through (``app.testing("capture")`` in tests)
-            self.app = App(options.get("url"), **app_options)
-        except TypeError as exc:  # an unknown option: name the setting, not App()
-            raise ConfigurationError(f"TASKS[{alias!r}]['OPTIONS']: {exc}") from None
-        self.registry = TaskRegistry(self.app, alias)
-        self.app.tasks = self.registry
+        #: the conveyor App the jobs go through (``app.testing("capture")`` in tests)
+        self.app, self.registry = _shared_app(alias, options)
 
     # -- Django's backend API ------------------------------------------------------------
 
@@ -154,6 +149,31 @@ class ConveyorBackend(BaseTaskBackend):  # type: ignore[misc]  # Django is untyp
             # naive (USE_TZ = False) is local time, as Django means it
             at=None if run_after is None else run_after.timestamp(),
         )
+
+
+#: alias -> (the OPTIONS it was built from, its App). Django makes one backend instance
+#: per thread (``task_backends`` is thread-local); they share one App, so a testing mode
+#: opened in the test's thread sees enqueues from any thread (``sync_to_async`` runs async
+#: views' enqueues in another), and a process opens one store per alias, not per thread.
+_APPS: dict[str, tuple[dict[str, Any], App, TaskRegistry]] = {}
+_APPS_LOCK = threading.Lock()
+
+
+def _shared_app(alias: str, options: dict[str, Any]) -> tuple[App, TaskRegistry]:
+    """The App of ``TASKS[alias]`` with these OPTIONS; a new one when they changed
+    (``override_settings(TASKS=...)`` in a test)."""
+    with _APPS_LOCK:
+        known = _APPS.get(alias)
+        if known is not None and known[0] == options:
+            return known[1], known[2]
+        app_options = {k: v for k, v in options.items() if k not in _OWN_OPTIONS}
+        try:
+            app = App(options.get("url"), **app_options)
+        except TypeError as exc:  # an unknown option: name the setting, not App()
+            raise ConfigurationError(f"TASKS[{alias!r}]['OPTIONS']: {exc}") from None
+        registry = app.tasks = TaskRegistry(app, alias)
+        _APPS[alias] = (options, app, registry)
+        return app, registry
 
 
 def _ids(plan: Plan) -> list[str]:
