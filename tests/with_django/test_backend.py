@@ -209,6 +209,27 @@ def test_every_thread_s_backend_shares_one_app_so_capture_sees_other_threads(
     assert [j.task_name for j in captured.jobs] == ["shop.reports.count_users"]
 
 
+def test_a_store_that_cannot_be_written_raises_after_the_commit(
+    django_project: dict[str, str], tmp_path: Any
+) -> None:
+    from django.contrib.auth.models import User
+    from django.test import override_settings
+    from shop.reports import count_users
+
+    (tmp_path / "a-file").write_text("not a directory")
+    unusable = f"sqlite:///{tmp_path / 'a-file' / 'jobs.db'}"  # cannot be created
+    options = {"url": unusable}
+    tasks = {"default": {"BACKEND": "conveyor.contrib.django.ConveyorBackend", "OPTIONS": options}}
+    with (
+        override_settings(TASKS=tasks),
+        pytest.raises(Exception, match="a-file"),  # the store's own error, whichever it is
+        transaction.atomic(),
+    ):
+        User.objects.create(username="committed-anyway")
+        count_users.enqueue()
+    assert User.objects.filter(username="committed-anyway").exists()
+
+
 def test_a_view_that_enqueues_is_tested_with_capture_mode(django_project: dict[str, str]) -> None:
     from shop.tasks import send_welcome
 
