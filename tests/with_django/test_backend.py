@@ -230,6 +230,19 @@ def test_a_store_that_cannot_be_written_raises_after_the_commit(
     assert User.objects.filter(username="committed-anyway").exists()
 
 
+def test_manage_py_check_reports_a_store_url_conveyor_cannot_open(
+    django_project: dict[str, str],
+) -> None:
+    from django.core.checks import run_checks
+    from django.test import override_settings
+
+    backend = {"BACKEND": "conveyor.contrib.django.ConveyorBackend"}
+    with override_settings(TASKS={"default": {**backend, "OPTIONS": {"url": "postgres://db/x"}}}):
+        found = [m for m in run_checks() if m.id == "conveyor.E001"]
+    assert len(found) == 1 and "unsupported store URL 'postgres://db/x'" in found[0].msg
+    assert [m for m in run_checks() if m.id == "conveyor.E001"] == []  # the project's own
+
+
 def test_a_view_that_enqueues_is_tested_with_capture_mode(django_project: dict[str, str]) -> None:
     from shop.tasks import send_welcome
 
