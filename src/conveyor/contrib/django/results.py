@@ -13,8 +13,8 @@ A job between two attempts (a failure, retried after a backoff) is ``scheduled``
 ``READY`` with the failed attempt in ``errors``: Django's "ready to be executed again".
 
 Example:
-    >>> STATUS["queued"], STATUS["dead"]
-    (TaskResultStatus.READY, TaskResultStatus.FAILED)
+    >>> {state.value: STATUS[state].name for state in JobState}  # every state is mapped
+    {'scheduled': 'READY', 'waiting': 'READY', 'queued': 'READY', 'running': 'RUNNING', 'succeeded': 'SUCCESSFUL', 'dead': 'FAILED', 'cancelled': 'FAILED'}
 """
 
 from __future__ import annotations
