@@ -243,6 +243,20 @@ def test_manage_py_check_reports_a_store_url_conveyor_cannot_open(
     assert [m for m in run_checks() if m.id == "conveyor.E001"] == []  # the project's own
 
 
+def test_a_job_cancelled_through_conveyor_is_failed_for_django(
+    django_project: dict[str, str],
+) -> None:
+    from shop.reports import count_users
+
+    from conveyor.contrib.django import conveyor_app
+
+    result = count_users.enqueue()
+    conveyor_app().job(result.id).cancel()
+    result.refresh()
+    assert (result.status, result.is_finished) == (TaskResultStatus.FAILED, True)
+    assert result.finished_at is not None and result.worker_ids == []
+
+
 def test_a_view_that_enqueues_is_tested_with_capture_mode(django_project: dict[str, str]) -> None:
     from shop.tasks import send_welcome
 
