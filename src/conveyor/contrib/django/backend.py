@@ -49,7 +49,7 @@ class ConveyorBackend(BaseTaskBackend):  # type: ignore[misc]  # Django is untyp
     """Runs Django tasks as conveyor jobs. See the module docstring for ``OPTIONS``."""
 
     supports_defer = True  # run_after -> the job's run_at
-    supports_async_task = True  # an async def task runs on the worker's loop
+    supports_async_task = True  # an async def task is a conveyor async task
     supports_get_result = True  # any process reads the job from the store
     supports_priority = True  # same direction as conveyor's: higher runs first
 
