@@ -11,6 +11,7 @@ Example:
 """
 
 from conveyor.app import App
+from conveyor.classtask import ClassTask
 from conveyor.compose import Chain, Group, Signature, chain, group
 from conveyor.context import JobContext, current_job
 from conveyor.errors import (
@@ -23,6 +24,7 @@ from conveyor.errors import (
     JobFailed,
     JobNotFound,
     PayloadTooLarge,
+    ResultNotStored,
     Snooze,
     StoreError,
     WorkerFailed,
@@ -42,6 +44,7 @@ __all__ = [
     "BackendUnavailable",
     "Backoff",
     "Chain",
+    "ClassTask",
     "ConfigurationError",
     "ConveyorError",
     "DecodeError",
@@ -55,6 +58,7 @@ __all__ = [
     "JobState",
     "Middleware",
     "PayloadTooLarge",
+    "ResultNotStored",
     "Secret",
     "SecretKeyError",
     "Signature",

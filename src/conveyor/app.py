@@ -24,9 +24,11 @@ import inspect
 import os
 import sys
 import threading
+import types
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol, TypeVar, overload
 
+from conveyor.classtask import ClassTask
 from conveyor.codec import DEFAULT_MAX_PAYLOAD_BYTES
 from conveyor.errors import ConfigurationError
 from conveyor.limits import LimitKey
@@ -197,7 +199,7 @@ class App:
     ``url`` wins over ``$CONVEYOR_URL`` here and in ``conveyor worker`` (only the
     command's ``--url`` overrides it). ``url_source`` says where the URL came from. Keyword
     arguments are task defaults (``queue``, ``priority``, ``max_attempts``, ``timeout``,
-    ``retry``, ``retry_delay``, ``lease``) or app settings (``max_payload_bytes``,
+    ``retry``, ``retry_delay``, ``lease``, ``store_result``, ``result_ttl``) or app settings (``max_payload_bytes``,
     ``max_rescues``, ``heartbeat_interval``, ``heartbeat_ttl``, ``rescue_interval``,
     ``retention``, ``prune_interval``, ``capture_logs``, ``log_level``,
     ``log_max_per_job``, ``log_drain_timeout``, ``check_types``). Task defaults are
@@ -227,6 +229,12 @@ class App:
         #: Set while a testing mode is active (``app.testing(...)``): takes every enqueue
         #: plan instead of the store (see ``Enqueuer._write``).
         self.intercept: Intercept | None = None
+        #: Base of class-based tasks registered with this app:
+        #: ``class Recalculate(app.Task, queue="critical"): def execute(self, ...)``
+        #: (see :mod:`conveyor.classtask`).
+        self.Task: type[ClassTask] = types.new_class(
+            "Task", (ClassTask,), {"app": self}, _app_task_namespace
+        )
         self._backend: Backend | None = None
         self._lock = threading.Lock()
         for m in middleware:
@@ -327,6 +335,8 @@ class App:
         rate: str | None = None,
         limit_key: LimitKey = None,
         secret: Sequence[str] | None = None,
+        store_result: bool | None = None,
+        result_ttl: float | datetime.timedelta | None = None,
     ) -> TaskDecorator: ...
 
     def task(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
@@ -424,6 +434,11 @@ class App:
         from conveyor.job import Job
 
         return Job(self, job_id)
+
+
+def _app_task_namespace(namespace: dict[str, Any]) -> None:
+    namespace["__module__"] = __name__
+    namespace["__qualname__"] = "App.Task"
 
 
 def _qualified(fn: Callable[..., Any]) -> str:

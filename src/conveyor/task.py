@@ -78,6 +78,12 @@ class TaskOptions:
     limit_key: LimitKey = None
     #: parameters encrypted at rest (plus those annotated ``conveyor.Secret[...]``)
     secret: tuple[str, ...] = ()
+    # -- results (docs/tasks.md) --
+    #: False: a job succeeds without its result being encoded or stored
+    store_result: bool = True
+    #: seconds a stored result is kept after the job finished (then cleared; the job's
+    #: row stays until the app's ``retention``); None: as long as the job
+    result_ttl: unique.Seconds | None = None
 
     def __post_init__(self) -> None:
         # Types and ranges first (options.py), so the checks below compare numbers.

@@ -141,6 +141,30 @@ def claimed_job(row: Sequence[Any]) -> ClaimedJob:
     return ClaimedJob(*values)
 
 
+#: The counts a rescue decides on (``rules.rescue_state``), in the order it reads them.
+RESCUE_NAMES = ("attempt", "max_attempts", "rescues")
+
+
+def rescue_counts(
+    attempt: object, max_attempts: object, rescues: object
+) -> tuple[int, int, int, str | None]:
+    """The counts of a running job a rescue found, as ints whatever the row holds, and
+    what is wrong with them (None for a normal row): the rescue then buries the row
+    dead with that reason instead of failing on it at every pass.
+
+    >>> rescue_counts("1", "3", "2.13e+16")
+    (1, 3, 21300000000000000, None)
+    >>> rescue_counts("", 3, "x")
+    (0, 3, 0, "attempt is not a number (''); rescues is not a number ('x')")
+    """
+    problems: list[str] = []
+    a, m, r = (
+        int(_number(value, name, "int", problems) or 0)
+        for value, name in zip((attempt, max_attempts, rescues), RESCUE_NAMES, strict=True)
+    )
+    return a, m, r, "; ".join(problems) or None
+
+
 def number_or_none(value: object) -> float | None:
     """A stored number as float; None for NULL, NaN or anything that is not a number
     (an aggregate such as ``MIN(run_at)`` over a row written around the API).

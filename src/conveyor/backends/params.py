@@ -244,6 +244,19 @@ class JobPurgeParams:
 
 
 @record
+class JobClearResultsParams:
+    """Drop the stored results of one task's succeeded jobs that finished in
+    ``[finished_after, finished_before)`` (a task's ``result_ttl``). The jobs stay,
+    ``succeeded`` with no result, until the retention purges them."""
+
+    task: str
+    finished_before: float
+    #: None: from the oldest (the pruner passes where its previous pass ended)
+    finished_after: float | None = None
+    limit: int = 1000  # per call, as for job_purge
+
+
+@record
 class IntegrityCheckParams:
     heartbeat_ttl: float  # a worker silent for longer than this is not live
 

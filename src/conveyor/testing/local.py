@@ -486,7 +486,7 @@ def execute(task: Task[Any, Any], args: Sequence[Any], kwargs: Mapping[str, Any]
         outcome = runner.run(job, JobContext(job_id, opts.name, opts.queue, 1, opts.max_attempts))
     finally:
         runner.close()
-    if outcome.status == OK:
+    if outcome.status == OK:  # store_result=False: no result to decode, None
         return task.decoder.result(outcome.result)
     if outcome.error is not None:
         raise outcome.error

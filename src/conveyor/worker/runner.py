@@ -109,7 +109,9 @@ def refusal(job: ClaimedJob, max_payload_bytes: int) -> str | None:
     return None
 
 
-def _success(value: Any) -> Outcome:
+def _success(value: Any, task: Task[Any, Any]) -> Outcome:
+    if not task.options.store_result:  # nothing to keep: not even encoded
+        return Outcome.ok(None)
     try:
         return Outcome.ok(encode(value))
     except Exception as exc:  # EncodeError, or RecursionError for a result nested too deep
@@ -149,7 +151,7 @@ def run_sync(app: App, job: ClaimedJob, ctx: JobContext) -> Outcome:
         return Outcome.failed(exc)
     finally:
         reset_current(token)
-    return _success(value)
+    return _success(value, task)
 
 
 async def _call_async(
@@ -203,4 +205,4 @@ async def run_async(
         return Outcome.failed(exc)
     finally:
         reset_current(token)
-    return _success(value)
+    return _success(value, task)
