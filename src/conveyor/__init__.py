@@ -11,6 +11,7 @@ Example:
 """
 
 from conveyor.app import App
+from conveyor.classtask import ClassTask
 from conveyor.compose import Chain, Group, Signature, chain, group
 from conveyor.context import JobContext, current_job
 from conveyor.errors import (
@@ -23,11 +24,13 @@ from conveyor.errors import (
     JobFailed,
     JobNotFound,
     PayloadTooLarge,
+    ResultNotStored,
     Snooze,
     StoreError,
     WorkerFailed,
 )
 from conveyor.job import Job
+from conveyor.middleware import Middleware
 from conveyor.retry import Backoff
 from conveyor.secrets import Secret, SecretKeyError
 from conveyor.states import JobState
@@ -41,6 +44,7 @@ __all__ = [
     "BackendUnavailable",
     "Backoff",
     "Chain",
+    "ClassTask",
     "ConfigurationError",
     "ConveyorError",
     "DecodeError",
@@ -52,7 +56,9 @@ __all__ = [
     "JobFailed",
     "JobNotFound",
     "JobState",
+    "Middleware",
     "PayloadTooLarge",
+    "ResultNotStored",
     "Secret",
     "SecretKeyError",
     "Signature",

@@ -24,12 +24,15 @@ import inspect
 import os
 import sys
 import threading
+import types
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol, TypeVar, overload
 
+from conveyor.classtask import ClassTask
 from conveyor.codec import DEFAULT_MAX_PAYLOAD_BYTES
 from conveyor.errors import ConfigurationError
 from conveyor.limits import LimitKey
+from conveyor.middleware import Middlewares
 from conveyor.redaction import redacted
 from conveyor.retry import Backoff, RetryDelayHook
 from conveyor.task import AsyncTask, Intercept, Task, TaskOptions
@@ -196,14 +199,17 @@ class App:
     ``url`` wins over ``$CONVEYOR_URL`` here and in ``conveyor worker`` (only the
     command's ``--url`` overrides it). ``url_source`` says where the URL came from. Keyword
     arguments are task defaults (``queue``, ``priority``, ``max_attempts``, ``timeout``,
-    ``retry``, ``retry_delay``, ``lease``) or app settings (``max_payload_bytes``,
+    ``retry``, ``retry_delay``, ``lease``, ``store_result``, ``result_ttl``) or app settings (``max_payload_bytes``,
     ``max_rescues``, ``heartbeat_interval``, ``heartbeat_ttl``, ``rescue_interval``,
     ``retention``, ``prune_interval``, ``capture_logs``, ``log_level``,
     ``log_max_per_job``, ``log_drain_timeout``, ``check_types``). Task defaults are
     checked here, as on ``@app.task`` and ``with_options`` (:mod:`conveyor.options`).
+    ``middleware``: classes to add, as with :meth:`add_middleware`.
     """
 
-    def __init__(self, url: str | None = None, **defaults: Any) -> None:
+    def __init__(
+        self, url: str | None = None, *, middleware: Sequence[Any] = (), **defaults: Any
+    ) -> None:
         env_url = os.environ.get("CONVEYOR_URL")
         self.url: str = url or env_url or DEFAULT_URL
         #: Where ``url`` came from: "App(url)", "$CONVEYOR_URL", "default", or "--url"
@@ -216,15 +222,23 @@ class App:
         self.settings = AppSettings(**{k: v for k, v in defaults.items() if k in _SETTINGS})
         TaskOptions(name="_check_defaults", **self.task_defaults)  # fail fast on bad defaults
         self.tasks: dict[str, Task[Any, Any]] = {}
-        #: Called with (queue, task name) for every job this process enqueues (metrics).
-        self.enqueue_hooks: list[Callable[[str, str], None]] = []
+        #: The middlewares (``add_middleware``): the one hook API, see conveyor/middleware.py.
+        self.middleware = Middlewares()
         #: periodic schedules by name (``@app.periodic``); run by every worker's scheduler
         self.schedules: dict[str, Schedule] = {}
         #: Set while a testing mode is active (``app.testing(...)``): takes every enqueue
         #: plan instead of the store (see ``Enqueuer._write``).
         self.intercept: Intercept | None = None
+        #: Base of class-based tasks registered with this app:
+        #: ``class Recalculate(app.Task, queue="critical"): def execute(self, ...)``
+        #: (see :mod:`conveyor.classtask`).
+        self.Task: type[ClassTask] = types.new_class(
+            "Task", (ClassTask,), {"app": self}, _app_task_namespace
+        )
         self._backend: Backend | None = None
         self._lock = threading.Lock()
+        for m in middleware:
+            self.add_middleware(m)
 
     def __repr__(self) -> str:
         return f"<App {redacted(self.url)} tasks={len(self.tasks)}>"
@@ -243,6 +257,34 @@ class App:
                 f"{redacted(self.url)} (while being imported?)"
             )
         self.url, self.url_source = url, source
+
+    @overload
+    def add_middleware(self, middleware: type[T]) -> T: ...
+
+    @overload
+    def add_middleware(self, middleware: T) -> T: ...
+
+    def add_middleware(self, middleware: Any) -> Any:
+        """Add a middleware (docs/hooks.md): a class with no constructor arguments whose
+        optional methods ``on_enqueue``, ``on_start``, ``around_execute``, ``on_finish``,
+        ``on_retry``, ``on_dead`` and ``on_rescue`` are called as jobs move. A class is
+        instantiated here and again in every process or interpreter pool child (by its
+        qualified name); an instance is accepted for hooks of this process only (not
+        ``around_execute``). Returns the instance.
+
+        >>> import conveyor
+        >>> class Count:
+        ...     n = 0
+        ...     def on_enqueue(self, job):
+        ...         self.n += 1
+        >>> app = conveyor.App("sqlite:///:memory:")
+        >>> counter = app.add_middleware(Count)
+        >>> @app.task
+        ... def noop() -> None: ...
+        >>> _ = noop.enqueue(); counter.n
+        1
+        """
+        return self.middleware.add(middleware)
 
     @property
     def max_payload_bytes(self) -> int:
@@ -293,6 +335,8 @@ class App:
         rate: str | None = None,
         limit_key: LimitKey = None,
         secret: Sequence[str] | None = None,
+        store_result: bool | None = None,
+        result_ttl: float | datetime.timedelta | None = None,
     ) -> TaskDecorator: ...
 
     def task(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
@@ -390,6 +434,11 @@ class App:
         from conveyor.job import Job
 
         return Job(self, job_id)
+
+
+def _app_task_namespace(namespace: dict[str, Any]) -> None:
+    namespace["__module__"] = __name__
+    namespace["__qualname__"] = "App.Task"
 
 
 def _qualified(fn: Callable[..., Any]) -> str:

@@ -165,8 +165,10 @@ def on_failure(job: Job[Any], step: Any, **options: Any) -> Job[Any]:
 def _as_signature(step: Any, options: dict[str, Any]) -> Signature:
     if isinstance(step, Signature):
         return step
+    from conveyor.classtask import as_task
     from conveyor.task import Enqueuer
 
+    step = as_task(step)
     if isinstance(step, Enqueuer):
         return Signature(step.with_options(**options) if options else step, (), {})
     raise TypeError(f"then() takes a task or task.s(...), got {type(step).__name__}")

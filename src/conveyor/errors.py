@@ -100,6 +100,16 @@ class JobCancelled(ConveyorError):
         super().__init__(f"job {job_id} was cancelled" + (f": {reason}" if reason else ""))
 
 
+class ResultNotStored(ConveyorError, LookupError):
+    """``job.result()`` of a job that succeeded but has no stored result: its task has
+    ``store_result=False``, or the result was cleared after the task's ``result_ttl``."""
+
+    def __init__(self, job_id: str = "", why: str = "") -> None:
+        super().__init__(f"job {job_id} succeeded but its result is not stored: {why}")
+        self.job_id = job_id
+        self.why = why
+
+
 class Snooze(ConveyorError):
     """Raise inside a task to run it again after ``seconds`` without using an attempt.
 

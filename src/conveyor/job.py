@@ -20,11 +20,12 @@ Example:
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from conveyor.aio import to_thread
 from conveyor.backends.base import AttemptRecord, JobCancelParams, JobRecord, JobWaitParams
-from conveyor.errors import JobCancelled, JobFailed, JobNotFound
+from conveyor.errors import JobCancelled, JobFailed, JobNotFound, ResultNotStored
 from conveyor.states import JobState
 
 if TYPE_CHECKING:
@@ -66,6 +67,13 @@ class Job(Generic[R]):
     def status(self) -> JobState:
         """The job's current state (read from the store on every access)."""
         return self.refresh().state
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """The headers stored with the job (read from the store on every access)."""
+        from conveyor.headers import decode
+
+        return decode(self.refresh().headers)
 
     def progress(self) -> tuple[float | None, str | None]:
         """``(fraction, message)`` last reported by the task (``current_job().progress``);
@@ -110,7 +118,9 @@ class Job(Generic[R]):
         return record
 
     def result(self, timeout: float | None = None) -> R:
-        """The return value. Raises JobFailed, JobCancelled or TimeoutError."""
+        """The return value. Raises JobFailed, JobCancelled or TimeoutError, and
+        ResultNotStored for a task with ``store_result=False`` or a result cleared
+        after its ``result_ttl`` (``wait()`` waits without asking for it)."""
         return self._outcome(self.wait(timeout))
 
     def cancel(self, reason: str = "cancelled by user") -> Job[R]:
@@ -149,6 +159,8 @@ class Job(Generic[R]):
     def _outcome(self, record: JobRecord) -> R:
         if record.state is JobState.SUCCEEDED:
             task = self._task or self.app.tasks.get(record.task)
+            if record.result is None:  # a stored None is the text "null"
+                raise ResultNotStored(self.id, _why_no_result(task))
             if task is not None:
                 value: R = task.decoder.result(record.result)
                 return value
@@ -163,3 +175,14 @@ class Job(Generic[R]):
             str(error.get("traceback", "")),
             record.reason,
         )
+
+
+def _why_no_result(task: Task[Any, Any] | None) -> str:
+    """Why a succeeded job has no result, as far as this process's task says."""
+    if task is None:
+        return "its task is not registered here (store_result=False or result_ttl there)"
+    if not task.options.store_result:
+        return f"task {task.name} has store_result=False"
+    if task.options.result_ttl is not None:
+        return f"task {task.name} keeps results for result_ttl={task.options.result_ttl}"
+    return f"task {task.name} stored none (store_result=False or result_ttl when it ran)"

@@ -2,9 +2,11 @@
 
 Needs the ``metrics`` extra (``pip install 'conveyor[metrics]'``); ``prometheus_client``
 is imported only when a :class:`WorkerMetrics` is built, never by ``import conveyor``.
-Each worker serves its own registry (no global state), fed by a worker observer (cheap
-counter/histogram updates inline) and by a small refresher that reads ``queue_stats``
-every ``refresh`` seconds for the gauges.
+Each worker serves its own registry (no global state), fed by a middleware on the
+worker's app (the public hooks of ``conveyor/middleware.py``: cheap counter/histogram
+updates inline, in the worker process) and by a small refresher that reads
+``queue_stats`` every ``refresh`` seconds for the gauges. ``jobs_enqueued_total`` counts
+in ``on_enqueue``, just before the write (a write that then fails was counted).
 
 Names (all prefixed ``conveyor_``): counters ``jobs_enqueued_total`` (by this process),
 ``jobs_started_total``, ``jobs_succeeded_total``, ``jobs_failed_total`` (an attempt
@@ -27,23 +29,24 @@ import importlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from conveyor.backends.base import ClaimedJob, JobFinishParams, RescueResult
+from conveyor.middleware import Attempt, Middleware, NewJob, RescuedJob
 from conveyor.states import FinishKind, JobState
-from conveyor.worker.observers import BaseObserver
 from conveyor.worker.services.base import Looper
 
 if TYPE_CHECKING:
+    from conveyor.context import JobContext
     from conveyor.worker.worker import Worker
 
 #: Buckets in seconds: from sub-millisecond jobs to hour-long waits.
 BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600)
 
 _FINISH_COUNTER = {
-    FinishKind.SUCCEEDED: "succeeded",
-    FinishKind.RETRY: "retried",
-    FinishKind.DEAD: "dead",
-    FinishKind.CANCELLED: "cancelled",
+    FinishKind.SUCCEEDED.value: "succeeded",
+    FinishKind.RETRY.value: "retried",
+    FinishKind.DEAD.value: "dead",
+    FinishKind.CANCELLED.value: "cancelled",
 }
+_FAILED = (FinishKind.RETRY.value, FinishKind.DEAD.value)
 
 
 def _prometheus() -> Any:
@@ -57,8 +60,10 @@ def _prometheus() -> Any:
         ) from None
 
 
-class WorkerMetrics(BaseObserver):
-    """A registry of one worker's metrics, an observer feeding it, and a refresher."""
+class WorkerMetrics(Middleware):
+    """A registry of one worker's metrics, the middleware feeding it (added to the
+    worker's app as an instance: its hooks all run in the worker process), and a
+    refresher."""
 
     def __init__(self, worker: Worker, refresh: float = 2.0) -> None:
         pc = _prometheus()
@@ -108,38 +113,34 @@ class WorkerMetrics(BaseObserver):
         backlog.set_function(lambda: capture.backlog if capture else 0)
         dropped.set_function(lambda: capture.dropped if capture else 0)
         self.refresher = _Refresher(self, refresh)
-        worker.observers.append(self)
-        worker.app.enqueue_hooks.append(self.on_enqueued)
         self._server: Any = None
+        worker.app.add_middleware(self)
 
-    # -- observer ------------------------------------------------------------------------
+    # -- middleware hooks ----------------------------------------------------------------
 
-    def on_claimed(self, jobs: Sequence[ClaimedJob]) -> None:
-        started, wait = self.counters["started"], self.queue_wait
-        for j in jobs:
-            started.labels(j.queue, j.task).inc()
-            wait.labels(j.queue).observe(max(0.0, j.claimed_at - j.run_at))
+    def on_enqueue(self, job: NewJob) -> None:
+        self.counters["enqueued"].labels(job.queue, job.task).inc()
 
-    def on_finished(self, job: ClaimedJob, params: JobFinishParams) -> None:
-        if params.started_at is not None and params.finished_at is not None:
+    def on_start(self, job: JobContext) -> None:
+        self.counters["started"].labels(job.queue, job.task).inc()
+        self.queue_wait.labels(job.queue).observe(max(0.0, job.started_at - job.run_at))
+
+    def on_finish(self, job: JobContext, attempt: Attempt) -> None:
+        if attempt.started_at is not None and attempt.finished_at is not None:
             self.run_time.labels(job.queue, job.task).observe(
-                max(0.0, params.finished_at - params.started_at)
+                max(0.0, attempt.finished_at - attempt.started_at)
             )
-        if params.kind in (FinishKind.RETRY, FinishKind.DEAD) and params.error is not None:
+        if attempt.outcome in _FAILED and attempt.error is not None:
             self.counters["failed"].labels(job.queue, job.task).inc()
-        name = _FINISH_COUNTER.get(params.kind)
+        name = _FINISH_COUNTER.get(attempt.outcome)
         if name is not None:
             self.counters[name].labels(job.queue, job.task).inc()
 
-    def on_rescued(self, results: Sequence[RescueResult]) -> None:
-        for res in results:
-            self.counters["rescued"].labels(str(res.state)).inc()
-            if res.state is JobState.DEAD:
-                # A rescue result names no queue or task; empty labels keep the total right.
-                self.counters["dead"].labels("", "").inc()
-
-    def on_enqueued(self, queue: str, task: str) -> None:
-        self.counters["enqueued"].labels(queue, task).inc()
+    def on_rescue(self, job: RescuedJob) -> None:
+        self.counters["rescued"].labels(job.state).inc()
+        if job.state == JobState.DEAD.value:
+            # A rescue names no queue or task; empty labels keep the total right.
+            self.counters["dead"].labels("", "").inc()
 
     # -- gauges and serving --------------------------------------------------------------
 
@@ -158,8 +159,7 @@ class WorkerMetrics(BaseObserver):
 
     def close(self) -> None:
         self.refresher.stop()
-        if self.on_enqueued in self.worker.app.enqueue_hooks:
-            self.worker.app.enqueue_hooks.remove(self.on_enqueued)
+        self.worker.app.middleware.remove(self)
         if isinstance(self._server, tuple):  # prometheus_client >= 0.17: (server, thread)
             self._server[0].shutdown()
 

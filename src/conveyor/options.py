@@ -10,7 +10,8 @@ Ranges (one for every backend):
 
 - ``priority``: an ``int`` (not ``bool``) in ``-899..899`` — the range the Redis backend
   orders exactly (its ready score is ``-priority * 1e13 + run_at_ms``).
-- ``timeout``, ``lease``, ``unique_for``: finite seconds ``> 0``; ``delay``: finite ``>= 0``.
+- ``timeout``, ``lease``, ``unique_for``, ``result_ttl``: finite seconds ``> 0``;
+  ``delay``: finite ``>= 0``. ``store_result``: a bool.
 - ``max_attempts``, ``concurrency``: ``int >= 1``.
 - names (task, queue, unique key): non-empty text of at most 200 characters, printable
   (no control characters) and without lone surrogates (they cannot be stored as UTF-8).
@@ -134,6 +135,15 @@ def check_name(option: str, value: Any) -> str:
     return value
 
 
+def check_flag(option: str, value: Any) -> bool:
+    """``True`` or ``False`` (``store_result``)."""
+    if not isinstance(value, bool):
+        raise OptionTypeError(
+            f"{option} must be True or False, got {type(value).__name__} {_shown(value)}"
+        )
+    return value
+
+
 def check_unique_key_value(value: Any) -> None:
     """A constant ``unique_key`` (a function's answer is checked per job)."""
     if value is None or callable(value):
@@ -159,6 +169,8 @@ _CHECKS: dict[str, Any] = {
     "delay": lambda v: check_seconds("delay", v, allow_zero=True),
     "unique_key": check_unique_key_value,
     "name": lambda v: check_name("task name", v),
+    "store_result": lambda v: check_flag("store_result", v),
+    "result_ttl": lambda v: check_seconds("result_ttl", v),
 }
 
 

@@ -131,9 +131,11 @@ def register(
             raise ConfigurationError(f"every must be > 0 seconds, got {every}")
 
     def decorate(target: T) -> T:
+        from conveyor.classtask import as_task
         from conveyor.task import Task
 
-        task: Task[Any, Any] = target if isinstance(target, Task) else app.task(target)  # type: ignore[call-overload]
+        found = as_task(target)
+        task: Task[Any, Any] = found if isinstance(found, Task) else app.task(target)  # type: ignore[call-overload]
         try:
             task.decoder.signature.bind(*args, **(kwargs or {}))
         except TypeError as exc:

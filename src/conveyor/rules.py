@@ -123,7 +123,13 @@ LOST_PARENT_FAILED = "ended dead (worker lost)"
 
 
 def rescue_state(
-    *, attempt: int, max_attempts: int, rescues: int, max_rescues: int, alone: bool = True
+    *,
+    attempt: int,
+    max_attempts: int,
+    rescues: int,
+    max_rescues: int,
+    alone: bool = True,
+    odd: bool = False,
 ) -> JobState:
     """Where a running job of a lost worker goes: ``queued`` (one rescue more), or
     ``dead`` once it was rescued more than ``max_rescues`` times or its attempts are spent
@@ -139,13 +145,21 @@ def rescue_state(
     "worker lost".
     ``max_rescues=0`` (never requeue) is obeyed either way.
 
+    ``odd``: the row's counts are not whole numbers (a row written around the API, see
+    ``decoding.rescue_counts``): it ends ``dead``, the backend writing the problem as
+    the reason, as the claim refuses such a row; it is never requeued.
+
     >>> rescue_state(attempt=1, max_attempts=5, rescues=0, max_rescues=3)
     <JobState.QUEUED: 'queued'>
     >>> rescue_state(attempt=5, max_attempts=5, rescues=0, max_rescues=3)
     <JobState.DEAD: 'dead'>
     >>> rescue_state(attempt=5, max_attempts=5, rescues=3, max_rescues=3, alone=False)
     <JobState.QUEUED: 'queued'>
+    >>> rescue_state(attempt=0, max_attempts=5, rescues=0, max_rescues=3, odd=True)
+    <JobState.DEAD: 'dead'>
     """
+    if odd:
+        return JobState.DEAD
     if not alone and max_rescues > 0:
         return JobState.QUEUED
     if rescues + 1 > max_rescues or attempt >= max_attempts:

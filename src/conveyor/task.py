@@ -27,6 +27,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
+from conveyor import headers as job_headers
 from conveyor import limits, options, unique
 from conveyor.aio import to_thread
 from conveyor.arity import arity_checker, type_checker
@@ -39,6 +40,7 @@ from conveyor.backends.base import (
 from conveyor.codec import Decoder, encode_payload
 from conveyor.ids import new_id, new_ids
 from conveyor.limits import LimitKey
+from conveyor.middleware import NewJob
 from conveyor.retry import Backoff, RetryDelayHook
 from conveyor.secrets import Sealer, secret_parameters
 from conveyor.unique import UniqueKey
@@ -76,6 +78,12 @@ class TaskOptions:
     limit_key: LimitKey = None
     #: parameters encrypted at rest (plus those annotated ``conveyor.Secret[...]``)
     secret: tuple[str, ...] = ()
+    # -- results (docs/tasks.md) --
+    #: False: a job succeeds without its result being encoded or stored
+    store_result: bool = True
+    #: seconds a stored result is kept after the job finished (then cleared; the job's
+    #: row stays until the app's ``retention``); None: as long as the job
+    result_ttl: unique.Seconds | None = None
 
     def __post_init__(self) -> None:
         # Types and ranges first (options.py), so the checks below compare numbers.
@@ -146,6 +154,7 @@ class _Resolved:
         "at",
         "delay",
         "depends_on",
+        "headers",
         "limit",
         "max_attempts",
         "on_conflict",
@@ -171,6 +180,8 @@ class _Resolved:
         depends_on = o.get("depends_on") or ()
         self.depends_on: tuple[str, ...] = tuple(getattr(d, "id", d) for d in depends_on)
         self.pipe: int = o.get("pipe", 0) if self.depends_on else 0
+        #: checked by with_options; None: none given
+        self.headers: dict[str, str] | None = o.get("headers")
         self.limit = opts.concurrency is not None or opts.rate is not None
         #: no job can carry a unique key, parents or a limit: the batch fast path applies
         self.plain = (
@@ -226,6 +237,7 @@ class Enqueuer(Generic[P, R]):
         check_types = task.check_types
         if run_at is None:
             run_at = r.run_at()
+        stamping = bool(r.headers) or bool(task.app.middleware.enqueue)
         if r.plain:
             payloads = []
             sealer = task.sealer
@@ -238,18 +250,32 @@ class Enqueuer(Generic[P, R]):
                 payloads.append(encode_payload(args, kwargs, max_bytes=max_bytes))
                 if check_types is not None and sealer is None:  # after encoding: what
                     check_types(args, kwargs, 0)  # cannot be stored says so first
+            ids = new_ids(len(payloads))
             return JobInsertBatchParams(
                 task=task.options.name,
                 queue=r.queue,
-                ids=new_ids(len(payloads)),
+                ids=ids,
                 payloads=payloads,
                 priority=r.priority,
                 run_at=run_at,
                 max_attempts=r.max_attempts,
                 timeout=r.timeout,
                 lease=task.options.lease,
+                headers=[self._headers(r, i, run_at) for i in ids] if stamping else None,
             )
         return [self._job_params(r, args, kwargs, run_at) for args, kwargs in calls]
+
+    def _headers(self, r: _Resolved, job_id: str, run_at: float | None) -> str | None:
+        """The stored headers of one job: ``with_options(headers=)`` first, then each
+        middleware's ``on_enqueue`` (in the order added) may change them; the bounds
+        are checked on the result (conveyor/headers.py)."""
+        hooks = self._task.app.middleware.enqueue
+        given = dict(r.headers) if r.headers else {}
+        if not hooks:
+            return job_headers.encode(given)
+        job = NewJob(job_id, self._task.options.name, r.queue, r.priority, run_at, given)
+        self._task.app.middleware.call(hooks, job)
+        return job_headers.encode(job_headers.check(job.headers))
 
     def _job_params(
         self, r: _Resolved, args: Sequence[Any], kwargs: Mapping[str, Any], run_at: float | None
@@ -264,8 +290,10 @@ class Enqueuer(Generic[P, R]):
             (args, kwargs) if task.sealer is None else task.sealer.seal(args, kwargs)
         )
         payload = encode_payload(stored_args, stored_kwargs, max_bytes=task.app.max_payload_bytes)
+        job_id = new_id()
+        stamping = bool(r.headers) or bool(task.app.middleware.enqueue)
         return JobInsertParams(
-            id=new_id(),
+            id=job_id,
             task=task.options.name,
             queue=r.queue,
             payload=payload,
@@ -274,6 +302,7 @@ class Enqueuer(Generic[P, R]):
             max_attempts=r.max_attempts,
             timeout=r.timeout,
             lease=task.options.lease,
+            headers=self._headers(r, job_id, run_at) if stamping else None,
             **self._flow_fields(r, args, kwargs),
         )
 
@@ -324,16 +353,6 @@ class Enqueuer(Generic[P, R]):
             for feature in flow_features_of(plan):
                 require_feature(backend, feature)
         ids = backend.job_insert_many(plan)
-        hooks = app.enqueue_hooks
-        if hooks:
-            if isinstance(plan, JobInsertBatchParams):
-                for _ in ids:
-                    for hook in hooks:
-                        hook(plan.queue, plan.task)
-            else:
-                for p in plan:
-                    for hook in hooks:
-                        hook(p.queue, p.task)
         return [Job(app, i, task) for i in ids]
 
     def _enqueue(self, calls: Calls, run_at: float | None) -> list[Job[R]]:
@@ -379,11 +398,14 @@ class Enqueuer(Generic[P, R]):
         unique_for: unique.Seconds | None = None,
         on_conflict: str | None = None,
         depends_on: Sequence[Job[Any] | str] | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Enqueuer[P, R]:
         """The same enqueue methods with per-call options. ``unique_key``/``unique_for``/
         ``on_conflict`` as on the task; ``depends_on``: jobs (or ids) that must all
-        succeed first (the job waits in ``waiting``; cancelled if one ends dead)."""
-        given = {
+        succeed first (the job waits in ``waiting``; cancelled if one ends dead);
+        ``headers``: ``str -> str`` stored with each job (``current_job().headers``;
+        bounded, see conveyor/headers.py), merged over earlier ``with_options``."""
+        given: dict[str, Any] = {
             "queue": queue,
             "priority": priority,
             "delay": delay,
@@ -396,6 +418,9 @@ class Enqueuer(Generic[P, R]):
             "depends_on": tuple(depends_on) if depends_on else None,
         }
         options.check_options(given)
+        if headers is not None:
+            merged_headers = {**self._overrides.get("headers", {}), **job_headers.check(headers)}
+            given["headers"] = job_headers.check(merged_headers)
         if at is not None:
             _epoch(at)
         unique.check_options(on_conflict or "keep", unique_for)

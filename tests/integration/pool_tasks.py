@@ -85,3 +85,36 @@ def stubborn_once(marker: str) -> str:
         Path(marker).write_text(str(os.getpid()))
         time.sleep(30.0)
     return f"done on attempt {conveyor.current_job().attempt}"
+
+
+class Scale(app.Task):
+    """A class-based task under its default name (``module.qualname``), which the
+    children and subinterpreters find by importing this module, as for a function.
+    Fails its first attempt; ``retry_delay`` archives a ``LookupError`` at once."""
+
+    def execute(self, x: int, by: int = 2) -> int:
+        if x < 0:
+            raise LookupError("negative: archived by retry_delay")
+        if conveyor.current_job().attempt == 1:
+            raise ValueError("first attempt fails")
+        return x * by
+
+    @classmethod
+    def retry_delay(cls, attempt: int, error: BaseException) -> float | str | None:
+        # process and interpreter pools hand back a RemoteError carrying the type name
+        kind = getattr(error, "type_name", type(error).__name__)
+        return "archive" if kind == "LookupError" else 0.0
+
+
+class AsyncScale(app.Task, queue="default", max_attempts=2):
+    async def execute(self, x: int) -> list[int]:
+        import asyncio
+
+        await asyncio.sleep(0)
+        return [x, x * 3]
+
+
+@app.task(name="pool.opaque", store_result=False)
+def opaque() -> object:
+    """Returns what JSON cannot hold: with store_result=False it is never encoded."""
+    return object()

@@ -87,6 +87,34 @@ def test_failure_is_retried_then_succeeds(pool: str, url: str) -> None:
     assert '"ValueError"' in (job.attempts()[0].error or "")
 
 
+def test_class_tasks_run_with_their_retry_delay(pool: str, url: str) -> None:
+    """A class-based task is found by name in every pool (children and subinterpreters
+    import it), its classmethod ``retry_delay`` decides the retries."""
+    assert t.Scale.task.name == "tests.integration.pool_tasks.Scale"
+    retried = t.Scale.enqueue(21)
+    archived = t.Scale.enqueue(-1)
+    awaited = t.AsyncScale.enqueue(5)
+    burst(pool)
+    assert retried.result(timeout=1) == 42
+    assert retried.refresh().attempt == 2
+    record = archived.refresh()
+    assert (record.state, record.attempt, record.reason) == (
+        JobState.DEAD,
+        1,
+        "archived by retry_delay hook",
+    )
+    assert awaited.result(timeout=1) == [5, 15]
+
+
+def test_store_result_false_succeeds_with_no_result(pool: str, url: str) -> None:
+    job = t.opaque.enqueue()
+    burst(pool)
+    record = job.refresh()
+    assert (record.state, record.result) == (JobState.SUCCEEDED, None)
+    with pytest.raises(conveyor.ResultNotStored):
+        job.result(timeout=1)
+
+
 def test_unknown_task_goes_dead(pool: str, url: str) -> None:
     job_id = new_id()
     t.app.backend.job_insert_many(

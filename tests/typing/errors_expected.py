@@ -38,3 +38,37 @@ app.testing("sideways")  # type: ignore[call-overload]
 async def from_async_code() -> None:
     await fetch.aenqueue("one")  # type: ignore[arg-type]
     await add.aenqueue_after(1, "one")  # type: ignore[arg-type]
+
+
+class RecalculateAccount(conveyor.ClassTask, app=app, queue="critical"):
+    def execute(self, account_id: int) -> list[int]:
+        return [account_id]
+
+
+class FetchAccount(conveyor.ClassTask, app=app):
+    async def execute(self, account_id: int) -> str:
+        return str(account_id)
+
+
+RecalculateAccount.enqueue("forty-two")  # type: ignore[arg-type]
+RecalculateAccount.enqueue(1, 2)  # type: ignore[call-arg]
+RecalculateAccount.enqueue_after(5, "x")  # type: ignore[arg-type]
+RecalculateAccount.with_options(queue="q").enqueue("x")  # type: ignore[arg-type]
+RecalculateAccount.task.execute("x")  # type: ignore[arg-type]
+FetchAccount.enqueue("x")  # type: ignore[call-overload]
+wrong: int = RecalculateAccount.enqueue(1).result()  # type: ignore[assignment]
+
+
+class BadOptions(conveyor.ClassTask, app=app, queue=3):  # type: ignore[arg-type]
+    def execute(self) -> None: ...
+
+
+async def class_tasks_from_async_code() -> None:
+    await RecalculateAccount.aenqueue("x")  # type: ignore[arg-type]
+
+
+RecalculateAccount.with_options(queu="q")  # type: ignore[call-arg]
+
+
+class TypoOption(conveyor.ClassTask, app=app, queeu="q"):  # type: ignore[call-arg]
+    def execute(self) -> None: ...

@@ -86,3 +86,53 @@ with app.testing("capture") as captured:
     assert_type(captured, Captured)
     assert_type(captured.jobs[0].args, tuple[Any, ...])
     assert_type(captured.drain(), list[Job[Any]])
+
+
+# -- class-based tasks: R from execute's return annotation, P from its parameters ----------
+# (``conveyor.ClassTask, app=app`` is the spelling mypy follows; pyright also follows
+# ``app.Task``: classtask_pyright.py)
+class RecalculateAccount(conveyor.ClassTask, app=app, queue="critical", max_attempts=10):
+    def execute(self, account_id: int, force: bool = False) -> list[int]:
+        return [account_id]
+
+    @classmethod
+    def retry_delay(cls, attempt: int, error: BaseException) -> float | None:
+        return 5.0
+
+
+class FetchAccount(conveyor.ClassTask, app=app):
+    async def execute(self, account_id: int) -> str:
+        return str(account_id)
+
+
+assert_type(RecalculateAccount.enqueue(42), Job[list[int]])
+assert_type(RecalculateAccount.enqueue(42, force=True).result(), list[int])
+assert_type(FetchAccount.enqueue(42), Job[str])
+assert_type(FetchAccount.enqueue(42).result(), str)
+assert_type(RecalculateAccount.enqueue_after(5, 42), Job[list[int]])
+assert_type(FetchAccount.schedule_at(when, 42), Job[str])
+assert_type(RecalculateAccount.enqueue_many([Args(1), (2,)]), list[Job[list[int]]])
+assert_type(RecalculateAccount.with_options(queue="low").enqueue(42), Job[list[int]])
+assert_type(FetchAccount.with_options(delay=1).enqueue(42), Job[str])
+assert_type(RecalculateAccount.s(42), Signature)
+assert_type(RecalculateAccount.task.execute(42), list[int])
+assert_type(FetchAccount.task.execute(42), str)
+assert_type(RecalculateAccount().execute(42), list[int])
+class_task: Task[..., list[int]] = RecalculateAccount.task
+async_class_task: AsyncTask[..., str] = FetchAccount.task
+FetchAccount.enqueue(1).result()  # no false unused-coroutine
+
+
+async def class_tasks_from_async_code() -> None:
+    assert_type(await RecalculateAccount.aenqueue(42), Job[list[int]])
+    assert_type(await FetchAccount.aenqueue(42), Job[str])
+    assert_type(await FetchAccount.aenqueue_after(1, 42), Job[str])
+    assert_type(await RecalculateAccount.aschedule_at(when, 42), Job[list[int]])
+    assert_type(await FetchAccount.aenqueue_many([Args(1)]), list[Job[str]])
+
+
+def class_tasks_in_capture_mode() -> None:
+    with app.testing("capture") as captured:
+        RecalculateAccount.enqueue(1)
+        captured.assert_enqueued(RecalculateAccount, 1)
+        captured.assert_not_enqueued(FetchAccount)

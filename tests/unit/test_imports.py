@@ -6,7 +6,15 @@ import json
 import subprocess
 import sys
 
-HEAVY = ("redis", "pydantic", "starlette", "uvicorn", "prometheus_client", "matplotlib")
+HEAVY = (
+    "redis",
+    "pydantic",
+    "starlette",
+    "uvicorn",
+    "prometheus_client",
+    "matplotlib",
+    "django",  # checked where it is installed: .ci/django312 runs this test too
+)
 
 
 def test_import_conveyor_loads_no_optional_dependency() -> None:

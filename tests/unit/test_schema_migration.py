@@ -28,7 +28,7 @@ def test_v1_file_migrates_and_keeps_jobs(tmp_path: Path) -> None:
     assert [j.id for j in backend.job_get_many(["old", "new"])] == ["old", "new"]
     backend.close()
     again = SQLiteBackend(f"sqlite:///{path}")  # idempotent: opening twice changes nothing
-    assert again.connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+    assert again.connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
     assert again.queue_list()[0].paused
     again.close()
 
@@ -53,15 +53,16 @@ def test_v1_file_is_migrated_and_keeps_its_jobs(tmp_path: Path) -> None:
     backend = SQLiteBackend(f"sqlite:///{path}")
     record = backend.job_get_many(["old"])[0]
     assert record.state.value == "queued" and record.progress is None and record.waiting_on == 0
+    assert record.headers is None  # version 4: an old job has no headers
     assert backend.periodic_list() == []
     backend.close()
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
     # Re-running the migration over an already migrated file is a no-op.
     conn.execute("PRAGMA user_version = 1")
     conn.commit()
     conn.close()
     SQLiteBackend(f"sqlite:///{path}").close()
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
     conn.close()

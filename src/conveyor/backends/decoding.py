@@ -9,7 +9,7 @@ row as what it is and the worker can finish it dead with the reason.
 Example:
     >>> job = job_record(["j", "t", "q", "bogus", "x", b"\\xff", 0, 1, 0, 0, 0.0, 0.0,
     ...                   None, 30.0, None, None, 0, None, None, None, None, None,
-    ...                   None, None, None, 0])
+    ...                   None, None, None, 0, None])
     >>> job.stored_state
     'bogus'
     >>> for problem in job.problems:
@@ -33,17 +33,17 @@ JOB_KINDS = (
     "text", "text", "text", "state", "int", "text", "int", "int", "int", "int",
     "float", "float", "opt_float", "float", "opt_text", "opt_float", "int",
     "opt_text", "opt_text", "opt_text", "opt_float", "opt_float",
-    "opt_float", "opt_text", "opt_text", "int",
+    "opt_float", "opt_text", "opt_text", "int", "opt_text",
 )  # fmt: skip
-JOB_NAMES = tuple(records.fields(JobRecord))[:26]
+JOB_NAMES = tuple(records.fields(JobRecord))[:27]
 #: The fields of a claim (SQLite's RETURNING columns, Redis's claim reply), in order.
 CLAIM_NAMES = (
     "id", "task", "queue", "payload", "attempt", "max_attempts", "token", "timeout",
-    "lease", "run_at", "started_at", "rescues", "priority",
+    "lease", "run_at", "started_at", "rescues", "priority", "headers",
 )  # fmt: skip
 CLAIM_KINDS = (
     "text", "text", "text", "text", "int", "int", "int", "opt_float", "float", "float",
-    "float", "int", "int",
+    "float", "int", "int", "opt_text",
 )  # fmt: skip
 
 
@@ -139,6 +139,30 @@ def claimed_job(row: Sequence[Any]) -> ClaimedJob:
     _utf8_problems(values, CLAIM_NAMES, problems)
     values.append("; ".join(problems) or None)
     return ClaimedJob(*values)
+
+
+#: The counts a rescue decides on (``rules.rescue_state``), in the order it reads them.
+RESCUE_NAMES = ("attempt", "max_attempts", "rescues")
+
+
+def rescue_counts(
+    attempt: object, max_attempts: object, rescues: object
+) -> tuple[int, int, int, str | None]:
+    """The counts of a running job a rescue found, as ints whatever the row holds, and
+    what is wrong with them (None for a normal row): the rescue then buries the row
+    dead with that reason instead of failing on it at every pass.
+
+    >>> rescue_counts("1", "3", "2.13e+16")
+    (1, 3, 21300000000000000, None)
+    >>> rescue_counts("", 3, "x")
+    (0, 3, 0, "attempt is not a number (''); rescues is not a number ('x')")
+    """
+    problems: list[str] = []
+    a, m, r = (
+        int(_number(value, name, "int", problems) or 0)
+        for value, name in zip((attempt, max_attempts, rescues), RESCUE_NAMES, strict=True)
+    )
+    return a, m, r, "; ".join(problems) or None
 
 
 def number_or_none(value: object) -> float | None:

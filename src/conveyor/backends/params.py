@@ -95,6 +95,9 @@ class JobInsertParams:
     #: cancelled (with {"job_id","state","reason","error"} first), cancelled if it succeeds
     pipe: int = 0
     limit: LimitSpec | None = None
+    #: the job's headers as stored: a JSON object of strings (conveyor/headers.py), None
+    #: for none. Not a flow field: a plain job may carry headers.
+    headers: str | None = None
 
     @property
     def is_plain(self) -> bool:
@@ -116,6 +119,10 @@ class JobInsertBatchParams:
     max_attempts: int = 5
     timeout: float | None = None
     lease: float = 30.0
+    #: job ``ids[i]`` gets ``headers[i]`` (JSON text as in JobInsertParams.headers, or
+    #: None); ``None`` here: no job of the batch has headers. Per job, not shared:
+    #: middlewares add per-job values (a trace context per job).
+    headers: Sequence[str | None] | None = None
 
 
 @record
@@ -234,6 +241,19 @@ class JobPurgeParams:
     finished_before: float
     states: tuple[JobState, ...] = (JobState.SUCCEEDED, JobState.DEAD, JobState.CANCELLED)
     limit: int = 1000  # per call, so one purge never holds the write lock for long
+
+
+@record
+class JobClearResultsParams:
+    """Drop the stored results of one task's succeeded jobs that finished in
+    ``[finished_after, finished_before)`` (a task's ``result_ttl``). The jobs stay,
+    ``succeeded`` with no result, until the retention purges them."""
+
+    task: str
+    finished_before: float
+    #: None: from the oldest (the pruner passes where its previous pass ended)
+    finished_after: float | None = None
+    limit: int = 1000  # per call, as for job_purge
 
 
 @record

@@ -39,6 +39,7 @@ from conveyor.backends.params import (
     IntegrityCheckParams,
     JobCancelParams,
     JobClaimParams,
+    JobClearResultsParams,
     JobCountParams,
     JobDependenciesParams,
     JobExtendLeasesParams,
@@ -89,6 +90,7 @@ FEATURES: dict[str, str] = {
     # -- operations --
     "filters": "JobFilter in job_list / job_count (and the bulk actions built on them)",
     "purge": "job_purge",
+    "result_ttl": "job_clear_results (a task's result_ttl)",
     "queues": "queue_pause, queue_resume, queue_list",
     "logs": "job_log_insert_many, job_log_list",
     "integrity": "integrity_check",
@@ -233,6 +235,11 @@ class Operations(Protocol):
 
     def job_purge(self, params: JobPurgeParams) -> int:
         """Delete up to ``limit`` matching finished jobs; returns how many went."""
+        ...
+
+    def job_clear_results(self, params: JobClearResultsParams) -> int:
+        """Set the result of up to ``limit`` matching succeeded jobs to NULL (absent);
+        returns how many had one. Nothing else of the job changes."""
         ...
 
     def job_retry_many(self, params: JobRetryParams) -> list[JobRecord]: ...

@@ -48,6 +48,9 @@ class ClaimedJob:
     claimed_at: float
     rescues: int
     priority: int
+    #: The job's headers as stored (a JSON object of strings; None: none), decoded by
+    #: ``current_job().headers`` (see conveyor/headers.py).
+    headers: str | None = None
     #: Why this row cannot run, found while decoding it (a BLOB or non-UTF-8 payload, a
     #: column that is not a number); the worker finishes it dead with this reason.
     problem: str | None = None
@@ -84,6 +87,8 @@ class JobRecord:
     progress_message: str | None = None
     unique_key: str | None = None
     waiting_on: int = 0  # parents not yet succeeded (state ``waiting`` while > 0)
+    #: headers as stored (JSON object of strings, None: none); conveyor.headers.decode
+    headers: str | None = None
     # -- a row written outside the API, as decoding found it --
     #: what decoding had to repair ("payload is a BLOB (12 bytes)", "unknown state ...")
     problems: tuple[str, ...] = ()

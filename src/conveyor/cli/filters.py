@@ -26,6 +26,7 @@ import click
 
 from conveyor import records, rowtext
 from conveyor.backends.base import Backend, JobFilter, JobListParams, JobRecord
+from conveyor.headers import decode as decode_headers
 from conveyor.query import parse_duration, parse_time, parse_where
 from conveyor.secrets import mask_payload
 from conveyor.states import JobState
@@ -187,6 +188,7 @@ def job_dict(j: JobRecord) -> dict[str, Any]:
     data["state"] = j.stored_state if j.stored_state is not None else str(j.state)
     data["problems"] = list(j.problems)
     data["payload"] = mask_payload(j.payload)  # secret arguments show as "•••"
+    data["headers"] = dict(decode_headers(j.headers))  # {} when none
     for key in ("payload", "result", "error"):
         if data[key] is not None:
             data[key] = _json_or_text(data[key])

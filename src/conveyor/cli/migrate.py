@@ -6,7 +6,8 @@ same ids (``job_import_many``: one transaction or script, ids already present sk
 and only then delete those jobs from the source. A crash between the two steps leaves a
 job in both stores; the rerun skips it on the target (same id) and deletes it from the
 source, so a rerun gives exactly one copy of each job. Kept: state, run_at, priority,
-attempt count, errors and reason, created/finished times, the attempt history and logs.
+attempt count, errors and reason, headers, created/finished times, the attempt history and
+logs.
 Not moved: running jobs (they belong to a live worker of the source; rerun once they
 ended), succeeded/cancelled jobs (history, not work), workflow edges and unique keys.
 

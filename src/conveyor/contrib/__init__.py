@@ -2,4 +2,6 @@
 
 - :mod:`conveyor.contrib.asgi`: run an embedded worker with an ASGI app (FastAPI,
   Starlette) through its lifespan.
+- :mod:`conveyor.contrib.django`: a backend for Django's task framework
+  (``django.tasks``) and ``manage.py conveyor_worker``.
 """

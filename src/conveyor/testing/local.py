@@ -38,7 +38,7 @@ from conveyor.backends.base import (
     JobRecord,
 )
 from conveyor.codec import encode_payload
-from conveyor.context import JobContext
+from conveyor.context import JobContext, context_of
 from conveyor.errors import ConfigurationError, JobFailed, JobNotFound
 from conveyor.ids import new_id
 from conveyor.job import Job
@@ -87,8 +87,9 @@ def params_of(plan: Plan) -> list[JobInsertParams]:
             max_attempts=plan.max_attempts,
             timeout=plan.timeout,
             lease=plan.lease,
+            headers=None if plan.headers is None else plan.headers[n],
         )
-        for job_id, payload in zip(plan.ids, plan.payloads, strict=True)
+        for n, (job_id, payload) in enumerate(zip(plan.ids, plan.payloads, strict=True))
     ]
 
 
@@ -236,6 +237,7 @@ class LocalJobs:
             finished_at=now if state is JobState.CANCELLED else None,
             unique_key=p.unique_key,
             waiting_on=waiting_on,
+            headers=p.headers,
         )
 
     def handles(self, params: Sequence[JobInsertParams]) -> list[Job[Any]]:
@@ -282,8 +284,9 @@ class LocalJobs:
             started,
             0,
             record.priority,
+            record.headers,
         )
-        ctx = JobContext(record.id, record.task, record.queue, attempt, record.max_attempts)
+        ctx = context_of(job)
         self.records[record.id] = replace(
             record, state=JobState.RUNNING, attempt=attempt, token=self._token, started_at=started
         )
@@ -483,7 +486,7 @@ def execute(task: Task[Any, Any], args: Sequence[Any], kwargs: Mapping[str, Any]
         outcome = runner.run(job, JobContext(job_id, opts.name, opts.queue, 1, opts.max_attempts))
     finally:
         runner.close()
-    if outcome.status == OK:
+    if outcome.status == OK:  # store_result=False: no result to decode, None
         return task.decoder.result(outcome.result)
     if outcome.error is not None:
         raise outcome.error

@@ -28,13 +28,20 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from conveyor.backends.base import JobInsertParams
+from conveyor.classtask import as_task
 from conveyor.job import Job
 from conveyor.states import JobState
 from conveyor.testing.local import LocalJob, LocalJobs
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
     from conveyor.app import App
+    from conveyor.classtask import ClassTask
     from conveyor.task import Enqueuer, Plan
+
+    #: What the assertions take: a task (or ``with_options(...)``) or a class-based task.
+    TaskLike: TypeAlias = Enqueuer[Any, Any] | type[ClassTask]
 
 #: Jobs one ``drain()`` runs at most: more is a task that enqueues itself forever.
 MAX_DRAINED = 100_000
@@ -120,32 +127,35 @@ class _Mode:
 
     # -- assertions ----------------------------------------------------------------------
 
-    def enqueued(self, task: Enqueuer[Any, Any] | str) -> list[CapturedJob]:
-        """The jobs of ``task`` (a task or its name) enqueued so far, in order."""
-        name = task if isinstance(task, str) else task._task.name
+    def enqueued(self, task: TaskLike | str) -> list[CapturedJob]:
+        """The jobs of ``task`` (a task, a class-based task or its name) enqueued so far,
+        in order."""
+        name = task if isinstance(task, str) else as_task(task)._task.name
         return [j for j in self.jobs if j.task_name == name]
 
-    def assert_enqueued(self, task: Enqueuer[Any, Any], *args: Any, **kwargs: Any) -> CapturedJob:
+    def assert_enqueued(self, task: TaskLike, *args: Any, **kwargs: Any) -> CapturedJob:
         """Assert a job of ``task`` was enqueued with these arguments (compared as the
         function binds them, defaults filled in: ``f(1)`` matches ``f(a=1)``); with no
         arguments given, any job of ``task`` matches. Returns the first match; raises
         ``AssertionError`` listing what was enqueued otherwise."""
-        found = self.enqueued(task)
+        enqueuer = as_task(task)
+        found = self.enqueued(enqueuer)
         if not args and not kwargs and found:
             return found[0]
-        expected = _bound(task, args, kwargs)
+        expected = _bound(enqueuer, args, kwargs)
         for job in found:
-            if _bound(task, job.args, job.kwargs) == expected:
+            if _bound(enqueuer, job.args, job.kwargs) == expected:
                 return job
-        raise AssertionError(self._report(task, args, kwargs, expected))
+        raise AssertionError(self._report(enqueuer, args, kwargs, expected))
 
-    def assert_not_enqueued(self, task: Enqueuer[Any, Any]) -> None:
+    def assert_not_enqueued(self, task: TaskLike) -> None:
         """Assert no job of ``task`` was enqueued."""
-        found = self.enqueued(task)
+        enqueuer = as_task(task)
+        found = self.enqueued(enqueuer)
         if found:
             listed = "\n".join(f"  {j.call()}" for j in found)
             raise AssertionError(
-                f"expected no job of {task._task.name}, but {len(found)} were enqueued:\n{listed}"
+                f"expected no job of {enqueuer._task.name}, but {len(found)} were enqueued:\n{listed}"
             )
 
     def _report(

@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 from conveyor import rowtext
 from conveyor.backends.base import AttemptRecord, JobLogRecord, JobRecord, QueueStats, WorkerInfo
+from conveyor.headers import decode as decode_headers
 from conveyor.secrets import mask_payload
 from conveyor.states import JobState
 from conveyor.web.html import (
@@ -404,6 +405,16 @@ def job_actions(job: JobRecord, csrf: str) -> str:
     return "".join(out)
 
 
+def _headers_cell(job: JobRecord) -> str:
+    """The job's headers, one ``key: value`` per line (escaped); ``-`` for none."""
+    shown = decode_headers(job.headers)
+    if not shown:
+        return '<span class="muted">-</span>'
+    return "<br>".join(
+        f'<span class="mono">{esc(k)}: {esc(v)}</span>' for k, v in sorted(shown.items())
+    )
+
+
 def job_page(
     job: JobRecord,
     attempts: Sequence[AttemptRecord],
@@ -425,6 +436,7 @@ def job_page(
         ("timeout", esc(job.timeout or "-")),
         ("lease", f"{job.lease:g} s"),
         ("reason", esc(job.reason or "-")),
+        ("headers", _headers_cell(job)),
     ]
     dl = "".join(f"<dt>{esc(k)}</dt><dd>{v}</dd>" for k, v in fields)
     att_rows = [

@@ -37,6 +37,7 @@ from conveyor.worker.observers import BaseObserver
 
 if TYPE_CHECKING:
     from conveyor.app import App
+    from conveyor.worker.outcome import Outcome
     from conveyor.worker.worker import Worker
 
 jobs_log = logging.getLogger("conveyor.worker.jobs")
@@ -224,7 +225,9 @@ class EventLog(BaseObserver):
         # debugger), and this keeps on_finished to one attribute test when filtered out.
         self._refresh()
 
-    def on_finished(self, job: ClaimedJob, params: JobFinishParams) -> None:
+    def on_finished(
+        self, job: ClaimedJob, params: JobFinishParams, outcome: Outcome | None = None
+    ) -> None:
         kind = params.kind
         if kind is FinishKind.SUCCEEDED:
             if self._debug:

@@ -1,5 +1,6 @@
-"""Observers: small typed hooks a worker calls as jobs move (metrics and the event log
-use them).
+"""Observers: the worker's internal hooks as jobs move (the event log uses them, and
+:class:`~conveyor.worker.middleware_observer.MiddlewareObserver` turns them into the
+public middleware hooks, ``conveyor/middleware.py``, that metrics and users register).
 
 The worker keeps a list and calls each hook inline, on its own threads, so a hook must
 be cheap and must not block (count, observe a histogram, hand a line to a non-blocking
@@ -14,6 +15,8 @@ Example::
         def on_claimed(self, jobs): self.n += len(jobs)
 
     worker.observers.append(Count())
+
+Applications use middleware (``app.add_middleware``) instead: observers are internal.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import TYPE_CHECKING, Protocol
 from conveyor.backends.base import ClaimedJob, JobFinishParams, RescueResult
 
 if TYPE_CHECKING:
+    from conveyor.worker.outcome import Outcome
     from conveyor.worker.worker import Worker
 
 
@@ -34,8 +38,11 @@ class WorkerObserver(Protocol):
     def on_claimed(self, jobs: Sequence[ClaimedJob]) -> None:
         """Jobs this worker just claimed (they start now)."""
 
-    def on_finished(self, job: ClaimedJob, params: JobFinishParams) -> None:
-        """An attempt ended; ``params.kind`` says how (before the write is committed)."""
+    def on_finished(
+        self, job: ClaimedJob, params: JobFinishParams, outcome: Outcome | None = None
+    ) -> None:
+        """An attempt ended; ``params.kind`` says how (before the write is committed);
+        ``outcome`` is what the pool produced (its ``error`` the exception)."""
 
     def on_rescued(self, results: Sequence[RescueResult]) -> None:
         """Jobs this worker's rescuer took back from dead workers."""
@@ -58,7 +65,9 @@ class BaseObserver:
     def on_claimed(self, jobs: Sequence[ClaimedJob]) -> None:
         pass
 
-    def on_finished(self, job: ClaimedJob, params: JobFinishParams) -> None:
+    def on_finished(
+        self, job: ClaimedJob, params: JobFinishParams, outcome: Outcome | None = None
+    ) -> None:
         pass
 
     def on_rescued(self, results: Sequence[RescueResult]) -> None:

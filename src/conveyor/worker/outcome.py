@@ -60,7 +60,8 @@ class Outcome:
         self.finished_at = time.time()
 
     @classmethod
-    def ok(cls, result: str) -> Outcome:
+    def ok(cls, result: str | None) -> Outcome:
+        """Success; ``result`` is the encoded value, None when the task stores none."""
         return cls(OK, result=result)
 
     @classmethod

@@ -111,7 +111,9 @@ def refusal(job: ClaimedJob, max_payload_bytes: int) -> str | None:
     return None
 
 
-def _success(value: Any) -> Outcome:
+def _success(value: Any, task: Task[Any, Any]) -> Outcome:
+    if not task.options.store_result:  # nothing to keep: not even encoded
+        return Outcome.ok(None)
     if value is None:  # most jobs return nothing: skip the encoder's walk (~5 µs)
         return Outcome.ok("null")
     try:
@@ -127,11 +129,19 @@ def run_sync(app: App, job: ClaimedJob, ctx: JobContext) -> Outcome:
         return prepared
     task, args, kwargs = prepared
     token = set_current(ctx)
+    around = app.middleware.around
     try:
         if task.is_async:
             import asyncio  # only async tasks need it: importing it costs ~25 ms of start-up
 
-            value = asyncio.run(_call_async(task, args, kwargs, job.timeout))
+            if around:  # entered in this thread; the loop's task copies its context
+                value = app.middleware.execute(
+                    ctx, lambda: asyncio.run(_call_async(task, args, kwargs, job.timeout))
+                )
+            else:
+                value = asyncio.run(_call_async(task, args, kwargs, job.timeout))
+        elif around:  # middlewares' around_execute (an error entering one fails the attempt)
+            value = app.middleware.execute(ctx, lambda: task.fn(*args, **kwargs))
         else:
             value = task.fn(*args, **kwargs)
     except Snooze as snooze:
@@ -145,7 +155,7 @@ def run_sync(app: App, job: ClaimedJob, ctx: JobContext) -> Outcome:
         return Outcome.failed(exc)
     finally:
         reset_current(token)
-    return _success(value)
+    return _success(value, task)
 
 
 async def _call_async(
@@ -176,11 +186,21 @@ async def run_async(
         return prepared
     task, args, kwargs = prepared
     token = set_current(ctx)
+    mws = app.middleware
     try:
         if task.is_async:
-            value = await _call_async(task, args, kwargs, job.timeout)
+            if mws.around:
+                value = await mws.execute_async(
+                    ctx, lambda: _call_async(task, args, kwargs, job.timeout)
+                )
+            else:
+                value = await _call_async(task, args, kwargs, job.timeout)
         else:
-            value = await (offload or asyncio.to_thread)(task.fn, *args, **kwargs)
+            run = offload or asyncio.to_thread
+            if mws.around:  # entered in this asyncio task; to_thread copies its context
+                value = await mws.execute_async(ctx, lambda: run(task.fn, *args, **kwargs))
+            else:
+                value = await run(task.fn, *args, **kwargs)
     except asyncio.CancelledError:
         return Outcome.cancelled()
     except Snooze as snooze:
@@ -189,4 +209,4 @@ async def run_async(
         return Outcome.failed(exc)
     finally:
         reset_current(token)
-    return _success(value)
+    return _success(value, task)

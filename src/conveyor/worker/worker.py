@@ -41,7 +41,7 @@ from conveyor.backends.base import (
     WorkerHeartbeatParams,
     WorkerInfo,
 )
-from conveyor.context import JobContext
+from conveyor.context import JobContext, context_of
 from conveyor.errors import BackendUnavailable, ConfigurationError, WorkerFailed
 from conveyor.ids import new_id
 from conveyor.worker import fetching, procinfo
@@ -51,6 +51,7 @@ from conveyor.worker.completion import Flusher, RideOnClaim
 from conveyor.worker.eventlog import EventLog
 from conveyor.worker.executors import make_executor
 from conveyor.worker.fetching import IDLE_WAIT
+from conveyor.worker.middleware_observer import MiddlewareObserver
 from conveyor.worker.outage import OutageLog
 from conveyor.worker.outcome import Outcome, finish_params
 from conveyor.worker.procinfo import process_start_time
@@ -163,7 +164,7 @@ class Worker:
         self.events = EventLog()
         #: Hooks called as jobs are claimed, finish or are rescued (metrics, the event
         #: log); see observers.py.
-        self.observers: list[WorkerObserver] = [self.events]
+        self.observers: list[WorkerObserver] = [self.events, MiddlewareObserver(app)]
         self.log_capture: LogCapture | None = (
             self._make_log_capture()
             if app.settings.capture_logs and "logs" in app.backend.features
@@ -388,7 +389,7 @@ class Worker:
         self._completion.put(params)
         if self.observers:
             for observer in self.observers:
-                observer.on_finished(job, params)
+                observer.on_finished(job, params, outcome)
         next(self.processed)
         if self._buffer:
             self._fetch.slot_freed()
@@ -491,14 +492,12 @@ class Worker:
                 self._inflight.pop(entry.job.id, None)
             else:
                 return None
-        entry.started = time.time()
+        entry.started = entry.ctx.started_at = time.time()
         return entry
 
     def _track(self, jobs: list[ClaimedJob]) -> list[_InFlight]:
         """Record claimed jobs as in flight (heartbeats extend their leases from now on)."""
-        entries = [
-            _InFlight(j, JobContext(j.id, j.task, j.queue, j.attempt, j.max_attempts)) for j in jobs
-        ]
+        entries = [_InFlight(j, context_of(j)) for j in jobs]
         with self._lock:
             for entry in entries:
                 self._inflight[entry.job.id] = entry

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import redis.exceptions
 
+from conveyor.backends import decoding
 from conveyor.backends.base import (
     AttemptRecord,
     Backend,
@@ -82,7 +83,7 @@ _KIND = {kind: rule.code for kind, rule in FINISH.items()}
 FEATURES = frozenset(
     {
         *("snooze", "progress", "unique", "workflows", "limits", "periodic"),
-        *("filters", "purge", "queues", "logs", "integrity"),
+        *("filters", "purge", "result_ttl", "queues", "logs", "integrity"),
     }
 )
 
@@ -278,6 +279,7 @@ class RedisBackend(RedisOpsMixin, RedisFlowMixin):
                     str(int(p.max_attempts)),
                     num(p.timeout) or "",
                     repr(float(p.lease)),
+                    p.headers or "",
                 ]
                 for p in params
             ]
@@ -292,12 +294,17 @@ class RedisBackend(RedisOpsMixin, RedisFlowMixin):
         priority, run_at = str(int(params.priority)), num(params.run_at) or ""
         attempts, timeout = str(int(params.max_attempts)), num(params.timeout) or ""
         lease = repr(float(params.lease))
-        self._insert_rows(
-            [
+        if params.headers is None:
+            rows = [
                 [i, task, queue, p, priority, run_at, attempts, timeout, lease]
                 for i, p in zip(params.ids, params.payloads, strict=True)
             ]
-        )
+        else:
+            rows = [
+                [i, task, queue, p, priority, run_at, attempts, timeout, lease, h or ""]
+                for i, p, h in zip(params.ids, params.payloads, params.headers, strict=True)
+            ]
+        self._insert_rows(rows)
 
     def _insert_rows(self, batch: list[list[str]]) -> None:
         k = self.keys
@@ -349,24 +356,24 @@ class RedisBackend(RedisOpsMixin, RedisFlowMixin):
                 rows = list(zip(*[iter(found)] * 6, strict=True))
                 # Poison isolation: was each the one job its dead worker held? (rules.py)
                 alone_flags = held_alone([row[1] for row in rows])
-                decided = [
-                    [
-                        job_id,
-                        worker,
-                        token,
-                        rescue_state(
-                            attempt=int(attempt),
-                            max_attempts=int(max_attempts),
-                            rescues=int(rescues or 0),
-                            max_rescues=params.max_rescues,
-                            alone=alone,
-                        ).value,
-                        int(rescue_gives_back_attempt(alone=alone)),
-                    ]
-                    for (job_id, worker, token, attempt, max_attempts, rescues), alone in zip(
-                        rows, alone_flags, strict=True
+                decided: list[list[object]] = []
+                for (job_id, worker, token, *counts), alone in zip(rows, alone_flags, strict=True):
+                    # Counts as a hash written around the API may hold them ('', 'x',
+                    # '2.13e+16'; an absent rescues is 0): an odd one buries the job
+                    # dead with the problem as its reason, never fails the rescue.
+                    attempt, max_attempts, rescues, problem = decoding.rescue_counts(
+                        counts[0], counts[1], 0 if counts[2] is None else counts[2]
                     )
-                ]
+                    state = rescue_state(
+                        attempt=attempt,
+                        max_attempts=max_attempts,
+                        rescues=rescues,
+                        max_rescues=params.max_rescues,
+                        alone=alone,
+                        odd=problem is not None,
+                    )
+                    give_back = int(rescue_gives_back_attempt(alone=alone))
+                    decided.append([job_id, worker, token, state.value, give_back, problem])
                 flat = self._scripts.job_rescue_apply(
                     [k.base, k.holders, k.workers, k.counts, k.wake, k.expiry],
                     [repr(age), self._ttl, WORKER_LOST_ERROR, _json(decided), *dead],

@@ -83,6 +83,7 @@ def flow_job(p: JobInsertParams) -> dict[str, object]:
             None if limit.rate_count is None else str(limit.rate_count),
             num(limit.rate_period),
         ],
+        "headers": p.headers,
     }
 
 

@@ -23,7 +23,7 @@ JOB_FIELDS = (
     "id", "task", "queue", "state", "priority", "payload", "attempt", "max_attempts",
     "rescues", "token", "run_at", "created_at", "timeout", "lease", "worker_id",
     "lease_until", "cancel_requested", "result", "error", "reason", "started_at",
-    "finished_at", "progress", "progress_message", "unique_key", "waiting_on",
+    "finished_at", "progress", "progress_message", "unique_key", "waiting_on", "headers",
 )  # fmt: skip
 #: HMGET order of a worker hash: the fields of WorkerInfo.
 WORKER_FIELDS = (
@@ -66,7 +66,7 @@ def claimed_job(j: Sequence[Any]) -> ClaimedJob:
             id=j[0], task=j[1], queue=j[2], payload=j[3], attempt=int(j[4]),
             max_attempts=int(j[5]), token=int(j[6]), timeout=float(j[7]) if j[7] else None,
             lease=float(j[8]), run_at=float(j[9]), claimed_at=float(j[10]),
-            rescues=int(j[11]), priority=int(j[12]),
+            rescues=int(j[11]), priority=int(j[12]), headers=j[13] or None,
         ) if all(isinstance(x, str) for x in j[:4]) and _utf8(j[3]) else _odd_claim(j)  # fmt: skip
     except (TypeError, ValueError):
         return _odd_claim(j)
@@ -83,7 +83,7 @@ def _utf8(text: str) -> bool:
 
 
 def _odd_claim(j: Sequence[Any]) -> ClaimedJob:
-    return decoding.claimed_job([None if x is False else x for x in j])
+    return decoding.claimed_job([None if x is False else x for x in j][:14])
 
 
 def attempt_record(entry: str) -> AttemptRecord:

@@ -8,7 +8,7 @@ so the hot path's ``Scripts`` stays as it is.
 
 Costs differ from SQLite: there is no secondary index by task, state or argument, so
 ``job_list``/``job_count`` with a filter scan the id index and read every job hash (in
-pages, pipelined); ``job_purge`` walks the finished-job index. Fine for ops commands;
+pages, pipelined); ``job_purge`` and ``job_clear_results`` walk the finished-job index. Fine for ops commands;
 ``docs/redis.md`` says so.
 
 Example:
@@ -32,6 +32,7 @@ from conveyor.backends.base import (
     FinishedBucket,
     IntegrityCheckParams,
     IntegrityProblem,
+    JobClearResultsParams,
     JobCountParams,
     JobFilter,
     JobFinishedHistogramParams,
@@ -85,6 +86,7 @@ _IMPORT_FIELDS = (
     "reason",
     "started_at",
     "finished_at",
+    "headers",
 )
 IMPORTABLE = frozenset({JobState.QUEUED, JobState.SCHEDULED, *FINISHED_STATES})
 
@@ -101,6 +103,7 @@ class _OpsScripts:
         self.job_import = load("job_import")
         self.job_log_insert = load("job_log_insert")
         self.job_purge = load("job_purge")
+        self.job_clear_results = load("job_clear_results")
         self.queue_pause = load("queue_pause")
 
 
@@ -209,6 +212,23 @@ class RedisOpsMixin:
                 if int(read) < PURGE_PAGE:  # the end of the index
                     break
         return deleted
+
+    def job_clear_results(self, params: JobClearResultsParams) -> int:
+        k = self.keys
+        after = "" if params.finished_after is None else repr(params.finished_after)
+        cleared, offset = 0, 0
+        with self._guard:
+            while cleared < params.limit:
+                args: list[str | int] = [
+                    params.task, after, repr(params.finished_before),
+                    params.limit - cleared, offset, PURGE_PAGE,
+                ]  # fmt: skip
+                done, read = self._ops.job_clear_results([k.base, k.expiry], args)
+                cleared += int(done)
+                offset += int(read)  # cleared entries stay in the index
+                if int(read) < PURGE_PAGE:  # the end of the index
+                    break
+        return cleared
 
     # -- queues --------------------------------------------------------------------------
 

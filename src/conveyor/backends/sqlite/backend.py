@@ -104,6 +104,7 @@ _QUERY_NAMES = (
     "job_log_insert",
     "job_promote_due",
     "job_purge",
+    "job_clear_results",
     "job_release",
     "job_rescue_candidates",
     "queue_pause",
@@ -124,7 +125,7 @@ _RETRY_BY_HAND = sql_states(RETRY_BY_HAND)
 FEATURES = frozenset(
     {
         *("snooze", "progress", "unique", "workflows", "limits", "periodic"),
-        *("filters", "purge", "queues", "logs", "integrity", "backup", "sql"),
+        *("filters", "purge", "result_ttl", "queues", "logs", "integrity", "backup", "sql"),
         "ack_with_claim",
     }
 )
@@ -477,7 +478,14 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
             params.lease,
         )
         sql = self._sql["job_insert_batch"]
-        rows = [(i, p, *shared) for i, p in zip(params.ids, params.payloads, strict=True)]
+        rows: list[tuple[object, ...]]
+        if params.headers is None:
+            rows = [(i, p, None, *shared) for i, p in zip(params.ids, params.payloads, strict=True)]
+        else:
+            rows = [
+                (i, p, h, *shared)
+                for i, p, h in zip(params.ids, params.payloads, params.headers, strict=True)
+            ]
         # The transaction is written out rather than through _write(): a single enqueue
         # is one call of this, and the generator context manager plus executemany's
         # set-up were ~3 µs of its ~50
@@ -510,6 +518,7 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
             "created_at": now,
             "timeout": p.timeout,
             "lease": p.lease,
+            "headers": p.headers,
         }
 
     def _insert_plain(self, conn: sqlite3.Connection, p: JobInsertParams, now: float) -> None:
@@ -562,13 +571,17 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
             # Poison isolation: was each the one job its dead worker held? (rules.py)
             alone_flags = held_alone([c[5] for c in candidates])
             for candidate, alone in zip(candidates, alone_flags, strict=True):
-                job_id, token, attempt, max_attempts, rescues, worker_id, started = candidate
+                job_id, token, *counts, worker_id, started = candidate
+                # A row written around the API may hold anything in its counts: an odd
+                # one ends dead with the problem as its reason, never fails the rescue.
+                attempt, max_attempts, rescues, problem = decoding.rescue_counts(*counts)
                 state = rescue_state(
                     attempt=attempt,
                     max_attempts=max_attempts,
                     rescues=rescues,
                     max_rescues=params.max_rescues,
                     alone=alone,
+                    odd=problem is not None,
                 )
                 give_back = int(rescue_gives_back_attempt(alone=alone))
                 lost = state is JobState.DEAD
@@ -577,7 +590,7 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
                         "UPDATE jobs SET state = 'dead', reason = ?, error = ?, "
                         "finished_at = ?, worker_id = NULL, lease_until = NULL "
                         "WHERE id = ? AND token = ? AND state = 'running'",
-                        (WORKER_LOST_REASON, WORKER_LOST_ERROR, now, job_id, token),
+                        (problem or WORKER_LOST_REASON, WORKER_LOST_ERROR, now, job_id, token),
                     )
                 else:
                     conn.execute(

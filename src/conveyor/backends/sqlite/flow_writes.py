@@ -158,6 +158,7 @@ def insert_flow(
                 "limit_key": p.limit.key if p.limit else None,
                 "reason": reason,
                 "finished_at": finished_at,
+                "headers": p.headers,
             },
         )
         conn.executemany(

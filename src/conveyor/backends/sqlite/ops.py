@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 import sqlite3
 import threading
@@ -30,6 +31,7 @@ from conveyor.backends.base import (
     FinishedBucket,
     IntegrityCheckParams,
     IntegrityProblem,
+    JobClearResultsParams,
     JobCountParams,
     JobFilter,
     JobFinishedHistogramParams,
@@ -107,6 +109,20 @@ class SQLiteOpsMixin:
             ]
             delete_jobs(conn, ids)
         return len(ids)
+
+    def job_clear_results(self, params: JobClearResultsParams) -> int:
+        after = params.finished_after
+        with self._write() as conn:
+            cursor = conn.execute(
+                self._sql["job_clear_results"],
+                {
+                    "task": params.task,
+                    "finished_after": -math.inf if after is None else after,
+                    "finished_before": params.finished_before,
+                    "limit": params.limit,
+                },
+            )
+            return cursor.rowcount
 
     # -- queues --------------------------------------------------------------------------
 
@@ -265,7 +281,7 @@ _IMPORTABLE = frozenset({JobState.QUEUED, JobState.SCHEDULED, *FINISHED_STATES})
 _IMPORT_COLUMNS = (
     "id", "task", "queue", "state", "priority", "payload", "attempt", "max_attempts",
     "rescues", "token", "run_at", "created_at", "timeout", "lease", "cancel_requested",
-    "result", "error", "reason", "started_at", "finished_at",
+    "result", "error", "reason", "started_at", "finished_at", "headers",
 )  # fmt: skip
 _IMPORT_SQL = (
     f"INSERT OR IGNORE INTO jobs ({', '.join(_IMPORT_COLUMNS)}) "

@@ -55,13 +55,20 @@ _listener: threading.Thread | None = None
 _FMT_SHARED, _UNBOUND_REMOVE = 0, 1
 
 
-def init(app_spec: str, path: list[str], queue_id: int, cancel_id: int = -1) -> None:
-    """Import the app (and so its task modules) in this interpreter."""
+def init(
+    app_spec: str,
+    path: list[str],
+    queue_id: int,
+    cancel_id: int = -1,
+    middleware: list[str] | None = None,
+) -> None:
+    """Import the app (and so its task modules) in this interpreter, and instantiate the
+    parent's middleware classes."""
     global _app, _queue_id, _cancel_id, _watchdog, _listener
     from conveyor.worker.executors.thread import _Watchdog
     from conveyor.worker.executors.wire import load_for_child
 
-    _app = load_for_child(app_spec, path)
+    _app = load_for_child(app_spec, path, middleware)
     _queue_id, _cancel_id = queue_id, cancel_id
     _watchdog = _Watchdog(daemon=False)  # daemon threads are not allowed in here
     if cancel_id >= 0:

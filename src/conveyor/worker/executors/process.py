@@ -66,14 +66,17 @@ START_TIMEOUT = 60.0
 STOP_GRACE = 2.0
 
 
-def _child_main(conn: Connection, app_spec: str, path: list[str]) -> None:
-    """Entry point of a child process: import the app, then run jobs until told to stop."""
+def _child_main(
+    conn: Connection, app_spec: str, path: list[str], middleware: list[str] | None = None
+) -> None:
+    """Entry point of a child process: import the app (and instantiate the parent's
+    middleware classes), then run jobs until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent()
     from conveyor.worker.executors.wire import load_for_child, run_wire
 
     try:
-        app = load_for_child(app_spec, path)
+        app = load_for_child(app_spec, path, middleware)
     except BaseException as exc:  # reported to the parent, which fails the worker start
         conn.send(("error", f"cannot import {app_spec!r} in a worker child: {exc!r}"))
         return
@@ -104,11 +107,16 @@ def _die_with_parent() -> None:
 class _Child:
     """One child process and the parent's end of its pipe."""
 
-    def __init__(self, ctx: multiprocessing.context.SpawnContext, app_spec: str) -> None:
+    def __init__(
+        self,
+        ctx: multiprocessing.context.SpawnContext,
+        app_spec: str,
+        middleware: list[str] | None = None,
+    ) -> None:
         self.conn, child_conn = ctx.Pipe(duplex=True)
         self.proc: BaseProcess = ctx.Process(
             target=_child_main,
-            args=(child_conn, app_spec, list(sys.path)),
+            args=(child_conn, app_spec, list(sys.path), middleware),
             name="conveyor-child",
             daemon=True,
         )
@@ -187,6 +195,8 @@ class ProcessExecutor:
                 "pass app_spec= to Worker (the CLI does this)"
             )
         self._app_spec = app_spec
+        #: middleware classes each child instantiates (read at each child's start)
+        self._middleware = app.middleware
         self._concurrency = concurrency
         self._max_jobs = max_jobs_per_child
         self._max_rss = int(max_memory_mib * 1024 * 1024) if max_memory_mib else None
@@ -231,7 +241,7 @@ class ProcessExecutor:
         self, slot: _Slot, ready: threading.Barrier, errors: list[BaseException]
     ) -> None:
         try:
-            slot.child = _Child(self._ctx, self._app_spec)
+            slot.child = _Child(self._ctx, self._app_spec, self._middleware.classes)
         except BaseException as exc:
             errors.append(exc)
         ready.wait()
@@ -262,7 +272,7 @@ class ProcessExecutor:
     def _run_one(self, slot: _Slot, job: ClaimedJob) -> Outcome:
         if slot.child is None:
             try:
-                child = _Child(self._ctx, self._app_spec)
+                child = _Child(self._ctx, self._app_spec, self._middleware.classes)
             except ConfigurationError as exc:
                 return failure("WorkerChildStartFailed", str(exc))
             with slot.lock:

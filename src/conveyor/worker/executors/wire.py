@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from conveyor import records
 from conveyor.backends.base import ClaimedJob
-from conveyor.context import JobContext
+from conveyor.context import JobContext, context_of
 from conveyor.worker.outcome import ERROR, Outcome, RemoteError
 
 if TYPE_CHECKING:
@@ -85,19 +85,22 @@ def rss_bytes() -> int:
         return 0
 
 
-def load_for_child(app_spec: str, path: list[str]) -> App:
-    """Import the app by its spec in a fresh process or interpreter."""
+def load_for_child(app_spec: str, path: list[str], middleware: list[str] | None = None) -> App:
+    """Import the app by its spec in a fresh process or interpreter, and instantiate
+    the parent's middleware classes (by qualified name) that importing it did not add."""
     from conveyor.app import load_app
 
     for entry in reversed(path):
         if entry not in sys.path:
             sys.path.insert(0, entry)
-    return load_app(app_spec)
+    app = load_app(app_spec)
+    if middleware:
+        app.middleware.ensure(middleware)
+    return app
 
 
 def context_for(wire: JobWire) -> JobContext:
-    job = job_from_wire(wire)
-    return JobContext(job.id, job.task, job.queue, job.attempt, job.max_attempts)
+    return context_of(job_from_wire(wire))
 
 
 def run_wire(app: App, wire: JobWire, ctx: JobContext | None = None) -> OutcomeWire:

@@ -1,8 +1,16 @@
-"""Pruner: deletes finished jobs older than the app's ``retention`` (default 7 days).
+"""Pruner: deletes finished jobs older than the app's ``retention`` (default 7 days),
+and drops the results of tasks with a ``result_ttl`` once it passed.
 
 Every worker runs one, so retention needs no separate daemon; running it on several
 workers at once is harmless (each purge is one short transaction over the
 ``jobs_finished`` index, at most ``BATCH`` jobs, repeated while a full batch came back).
+
+Results: for each registered task with ``result_ttl``, ``job_clear_results`` clears
+the results of its jobs that succeeded more than ``result_ttl`` ago (the jobs stay,
+``succeeded``, until the retention). Each worker remembers where its last complete pass
+ended and starts the next one there, so a tick reads only the jobs that finished since;
+its first pass reads from the oldest. A result outlives its ttl by up to
+``prune_interval``.
 
 Example::
 
@@ -15,7 +23,8 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from conveyor.backends.base import JobPurgeParams
+from conveyor.backends.base import JobClearResultsParams, JobPurgeParams
+from conveyor.options import seconds_of
 from conveyor.worker.services.base import Looper
 
 if TYPE_CHECKING:
@@ -36,6 +45,10 @@ class Pruner(Looper):
         super().__init__(interval)
         self.worker = worker
         self.pruned = 0
+        #: results cleared so far, over every task
+        self.results_cleared = 0
+        #: task name -> the ``finished_before`` of its last complete pass
+        self._cleared_to: dict[str, float] = {}
 
     def tick(self) -> None:
         backend = self.worker.app.backend
@@ -51,3 +64,32 @@ class Pruner(Looper):
         if total:
             self.pruned += total
             log.info("pruner: deleted %d finished job(s) older than the retention", total)
+        if "result_ttl" in backend.features:
+            self.clear_results(time.time())
+
+    def clear_results(self, now: float) -> int:
+        """One pass for every task with a ``result_ttl``, as of ``now``; how many results
+        were cleared."""
+        backend = self.worker.app.backend
+        total = 0
+        for name, task in list(self.worker.app.tasks.items()):
+            ttl = task.options.result_ttl
+            if ttl is None or self._stop.is_set():
+                continue
+            before = now - seconds_of("result_ttl", ttl)
+            params = JobClearResultsParams(
+                task=name,
+                finished_before=before,
+                finished_after=self._cleared_to.get(name),
+                limit=BATCH,
+            )
+            for _ in range(MAX_BATCHES):
+                n = backend.job_clear_results(params)
+                total += n
+                if n < BATCH:  # the window is done: the next pass starts where it ended
+                    self._cleared_to[name] = before
+                    break
+        if total:
+            self.results_cleared += total
+            log.info("pruner: cleared %d result(s) older than their task's result_ttl", total)
+        return total

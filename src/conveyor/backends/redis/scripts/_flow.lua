@@ -65,7 +65,7 @@ end
 -- A waiting job whose wait is over: scheduled if its run_at is ahead, else ready.
 local function ready_up(id, key, queue, priority, run_at, t)
   count('waiting', queue, -1)
-  if tonumber(run_at) > t then
+  if number_or(run_at, 0) > t then
     redis.call('HSET', key, 'state', 'scheduled', 'waiting_on', '0')
     redis.call('ZADD', K_SCHEDULED, run_at, id)
     count('scheduled', queue, 1)
@@ -143,7 +143,7 @@ local function unique_conflict(p, run_at, t)
   local key = k_job(holder)
   local f = redis.call('HMGET', key, 'state', 'unique_until', 'queue', 'priority', 'run_at')
   local state = f[1]
-  if not state or (is_final(state) and (not f[2] or tonumber(f[2]) <= t)) then
+  if not state or (is_final(state) and (not f[2] or number_or(f[2], 0) <= t)) then
     redis.call('HDEL', K_UNIQUE, field)
     if state then redis.call('HDEL', key, 'unique_key', 'unique_until') end
     return nil
@@ -256,7 +256,8 @@ local function flow_insert(p, standing, t, ttl)
     'created_at', ts, 'lease', p.lease, 'cancel_requested', '0', 'timeout', opt(p.timeout),
     'unique_key', opt(p.unique_key), 'unique_until', opt(p.unique_until),
     'waiting_on', tostring(waiting), 'pipe', pipe, 'limit_key', limit and limit[1],
-    'reason', reason, 'finished_at', finished_at, 'flow', #parents > 0 and '1'})
+    'reason', reason, 'finished_at', finished_at, 'flow', #parents > 0 and '1',
+    'headers', opt(p.headers)})
   redis.call('ZADD', K_JOBS, 0, p.id)
   count(state, p.queue, 1)
   if state == 'queued' then

@@ -27,13 +27,34 @@ local function now()
   return tonumber(t[1]) + tonumber(t[2]) / 1000000
 end
 
+-- A hash written around the API may hold anything in a numeric field ('', 'abc',
+-- '2.13e+16', 'nan'). Scripts read such fields only through these two, so an odd value
+-- never makes a script fail half-way (Redis does not roll back the writes made before
+-- an error): the job moves on, and the client, which decodes the same fields, refuses
+-- it dead with a reason naming the field (conveyor/backends/decoding.py).
+-- counter: a count (attempt, token, rescues) as a whole number in [0, 1e13), else 0
+-- (%.14g, Lua's tostring, stays exact below 1e13).
+local function counter(v)
+  local n = tonumber(v)
+  if not n or n ~= math.floor(n) or n < 0 or n >= 1e13 then return 0 end
+  return n
+end
+-- number_or: any other number (priority, run_at, lease, lease_until); NaN or a
+-- non-number is `default`.
+local function number_or(v, default)
+  local n = tonumber(v)
+  if not n or n ~= n then return default end
+  return n
+end
+
 -- Ready order is (priority DESC, run_at, id): score = -priority * 1e13 + run_at in ms,
 -- members of equal score sort by id. Exact in a double while |priority| <= 899 (clamped
 -- beyond) and run_at < year 2286; sub-millisecond run_at differences tie and go by id.
+-- An odd priority or run_at scores as 0 (the job is claimed, and refused, soon).
 local function ready_score(priority, run_at)
-  local p = tonumber(priority)
+  local p = number_or(priority, 0)
   if p > 899 then p = 899 elseif p < -899 then p = -899 end
-  local ms = math.floor(tonumber(run_at) * 1000)
+  local ms = math.floor(number_or(run_at, 0) * 1000)
   if ms < 0 then ms = 0 elseif ms > 9999999999999 then ms = 9999999999999 end
   return string.format('%.0f', -p * 1e13 + ms)
 end
@@ -84,10 +105,12 @@ local function jnum(s)
   return s
 end
 
--- One attempt entry, JSON with the fields of AttemptRecord (numbers kept verbatim).
+-- One attempt entry, JSON with the fields of AttemptRecord (times kept verbatim; counts
+-- through counter, so an odd one cannot make the entry invalid JSON).
 local function add_attempt(id, attempt, token, worker, started, finished, outcome, err)
   redis.call('RPUSH', k_attempts(id),
-    '{"job_id":' .. cjson.encode(id) .. ',"attempt":' .. attempt .. ',"token":' .. token ..
+    '{"job_id":' .. cjson.encode(id) .. ',"attempt":' .. string.format('%d', counter(attempt)) ..
+    ',"token":' .. string.format('%d', counter(token)) ..
     ',"worker_id":' .. jstr(worker) .. ',"started_at":' .. jnum(started) ..
     ',"finished_at":' .. jnum(finished) .. ',"outcome":"' .. outcome ..
     '","error":' .. jstr(err) .. '}')

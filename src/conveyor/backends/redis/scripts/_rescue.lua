@@ -18,6 +18,13 @@ local function rescue_worker_gone(workers_key, worker, dead, stale)
   return not beat or tonumber(beat) < stale
 end
 
+-- A lease that expired before stale (an odd lease_until never expires, as SQLite's
+-- comparison of text or NULL with a number is never true).
+local function rescue_lease_expired(lease_until, stale)
+  local n = number_or(lease_until, nil)
+  return n ~= nil and n < stale
+end
+
 -- Forget workers that are gone and hold nothing any more (SQLite deletes their rows).
 local function rescue_forget(workers_key, dead_first, stale)
   local forget = redis.call('ZRANGEBYSCORE', workers_key, '-inf', '(' .. fmt(stale))

@@ -66,7 +66,7 @@ local function audit_job(id)
       problem('finished_not_indexed', id, state .. ' job missing from the expiry index')
     end
   end
-  if f[6] and f[7] and tonumber(f[6]) > tonumber(f[7]) then
+  if number_or(f[6], 0) > number_or(f[7], math.huge) then
     problem('attempts_over_max', id, 'attempt ' .. f[6] .. ' > max_attempts ' .. f[7])
   end
   if state == 'queued' and not redis.call('ZSCORE', k_ready(queue), id) then

@@ -9,7 +9,7 @@
 -- timed by the server clock. Returns {promoted, jobs} where jobs is a JSON array (parsed
 -- in C by the client, much cheaper than a nested reply) of arrays of strings
 -- [id, task, queue, payload, attempt, max_attempts, token, timeout (false = NULL),
---  lease, run_at, claimed_at, rescues, priority].
+--  lease, run_at, claimed_at, rescues, priority, headers (false = none)].
 local t = now()
 local ts = fmt(t)
 local worker = ARGV[1]
@@ -19,35 +19,29 @@ local out = {}
 local empty = {}
 local nq = #KEYS - 6
 
-local function counter(v)
-  local n = tonumber(v)
-  if not n or n ~= math.floor(n) or n < 0 or n >= 1e13 then return 0 end -- %.14g stays exact
-  return n
-end
-
 local function take(i, want)
   local popped = redis.call('ZPOPMIN', KEYS[6 + i], want)
   for j = 1, #popped, 2 do
     local id = popped[j]
     local key = k_job(id)
     local f = redis.call('HMGET', key, 'state', 'task', 'queue', 'payload', 'attempt',
-      'max_attempts', 'token', 'timeout', 'lease', 'run_at', 'rescues', 'priority')
+      'max_attempts', 'token', 'timeout', 'lease', 'run_at', 'rescues', 'priority', 'headers')
     -- A ready entry whose hash is gone or moved on is index debris: drop it. A job over
-    -- its limit is deferred by limit_admit (_limits.lua), no attempt counted.
-    if f[1] == 'queued' and limit_admit(id, key, f[3], t) then
-      -- A hash written around the API may hold anything: a count that is not a whole
-      -- number in range starts from 0 rather than fail the script or fence the finish
-      -- with a token it cannot match (the client refuses the job, see hashes.py).
+    -- its limit is deferred by limit_admit (_limits.lua), no attempt counted. One with
+    -- no queue field cannot be counted or moved: skipped, as debris.
+    if f[1] == 'queued' and f[3] and limit_admit(id, key, f[3], t) then
+      -- An odd count (_lib.lua's counter) starts from 0 rather than fail the script or
+      -- fence the finish with a token it cannot match (the client refuses the job).
       local attempt = tostring(counter(f[5]) + 1)
       local token = tostring(counter(f[7]) + 1)
-      local lease_until = fmt(t + (tonumber(f[9]) or 0))
+      local lease_until = fmt(t + number_or(f[9], 0))
       redis.call('HSET', key, 'state', 'running', 'worker_id', worker, 'token', token,
         'attempt', attempt, 'started_at', ts, 'lease_until', lease_until)
       redis.call('SADD', KEYS[4], id)
       count('queued', f[3], -1)
       count('running', f[3], 1)
       out[#out + 1] = {id, f[2], f[3], f[4], attempt, f[6], token, f[8], f[9], f[10], ts,
-        f[11], f[12]}
+        f[11], f[12], f[13]}
       remaining = remaining - 1
     end
   end

@@ -12,7 +12,7 @@ for b = 1, #ARGV, 2 do
   local f = redis.call('HMGET', key, 'state', 'token', 'lease', 'cancel_requested')
   local held = 0
   if f[1] == 'running' and f[2] == token then
-    local lease_until = fmt(t + tonumber(f[3]))
+    local lease_until = fmt(t + number_or(f[3], 0)) -- an odd lease: due for rescue now
     redis.call('HSET', key, 'lease_until', lease_until)
     held = 1
   end

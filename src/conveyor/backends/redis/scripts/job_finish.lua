@@ -50,8 +50,11 @@ for _, p in ipairs(cjson.decode(ARGV[2])) do
         rule.outcome, err)
       if not rule.ends and rule.give_back then
         local run_at = arg(p[9]) or ts
-        redis.call('HSET', key, 'state', rule.state, 'run_at', run_at)
-        redis.call('HINCRBY', key, 'attempt', -1)
+        -- the attempt given back from the claim's count (p[5]), not HINCRBY: a hash
+        -- edited by hand since may hold a non-integer there, and HINCRBY would fail
+        -- after the writes above
+        redis.call('HSET', key, 'state', rule.state, 'run_at', run_at,
+          'attempt', string.format('%d', math.max(p[5] - 1, 0)))
         redis.call('HDEL', key, 'worker_id', 'lease_until')
         redis.call('ZADD', KEYS[2], run_at, id)
         count(rule.state, queue, 1)

@@ -4,7 +4,8 @@
 -- ARGV[1]: JSON array with one array per job: [id, task, queue, payload,
 --       priority (integer string), run_at (decimal string, '' = now),
 --       max_attempts (integer string),
---       timeout (decimal string, '' = NULL), lease (decimal string)]
+--       timeout (decimal string, '' = NULL), lease (decimal string),
+--       headers (JSON object text; optional, absent or '' = none)]
 --       (one JSON string instead of 9 arguments per job: cjson decodes in C, and
 --       redis-py packs one argument instead of thousands)
 -- Derived: job:<id>, ready:<queue>.
@@ -57,6 +58,7 @@ for i = 1, n do
   else
     redis.call('HSET', j.key, unpack(fields, 1, 28))
   end
+  if j[10] and j[10] ~= '' then redis.call('HSET', j.key, 'headers', j[10]) end
   index[#index + 1] = '0'
   index[#index + 1] = id
   if state == 'scheduled' then

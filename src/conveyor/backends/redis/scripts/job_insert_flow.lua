@@ -4,7 +4,8 @@
 -- ARGV[2] JSON array of objects {id, task, queue, payload, priority, run_at ('' = now),
 --   max_attempts, timeout (null), lease, unique_key (null), unique_until (null),
 --   on_conflict ('keep' | 'replace'), depends_on [ids], pipe (0-3),
---   limit (null | [key, concurrency, rate_count, rate_period], null = none)};
+--   limit (null | [key, concurrency, rate_count, rate_period], null = none),
+--   headers (JSON object text | null)};
 --   numbers as decimal strings (Lua keeps 14 significant digits only)
 -- Derived: job:<id>, deps:<id>, children:<id>, ready:<queue>, jobs, scheduled, expiry,
 --   counts, wake, unique, limits (see _flow.lua).

@@ -22,7 +22,7 @@ for _, m in ipairs(members) do
   if states[state] then
     local key = k_job(id)
     local f = redis.call('HMGET', key, 'state', 'queue', 'finished_at', 'watched')
-    if f[1] == state and f[2] == queue and f[3] and tonumber(f[3]) < before then
+    if f[1] == state and f[2] == queue and number_or(f[3], math.huge) < before then
       redis.call('DEL', key, k_attempts(id), k_logs(id))
       redis.call('ZREM', KEYS[2], id)
       redis.call('ZREM', KEYS[3], m)

@@ -15,7 +15,7 @@ for b = 2, #ARGV, 2 do
     refused[#refused + 1] = id
   else
     local queue = f[3]
-    redis.call('HSET', key, 'state', 'queued', 'attempt', tostring(tonumber(f[5]) - 1))
+    redis.call('HSET', key, 'state', 'queued', 'attempt', tostring(math.max(counter(f[5]) - 1, 0)))
     redis.call('HDEL', key, 'worker_id', 'lease_until')
     if f[4] then redis.call('SREM', k_inflight(f[4]), id) end
     redis.call('ZADD', k_ready(queue), ready_score(f[7], f[8]), id)

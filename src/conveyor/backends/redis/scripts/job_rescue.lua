@@ -22,7 +22,7 @@ for _, worker in ipairs(redis.call('SMEMBERS', KEYS[2])) do
       'attempt', 'max_attempts', 'rescues')
     if s[1] ~= 'running' or s[2] ~= worker then
       redis.call('SREM', inflight, id) -- debris (e.g. the job was deleted)
-    elseif gone or tonumber(s[3]) < stale then
+    elseif gone or rescue_lease_expired(s[3], stale) then
       for _, v in ipairs({id, worker, s[4], s[5], s[6], s[7]}) do out[#out + 1] = v end
     end
   end

@@ -4,8 +4,9 @@
 -- KEYS[4] counts hash   KEYS[5] wake list   KEYS[6] expiry zset
 -- ARGV[1] staleness in seconds (as job_rescue)   ARGV[2] result TTL seconds
 -- ARGV[3] worker-lost error JSON
--- ARGV[4] JSON [[id, worker_id, token, state, give_back], ...]: give_back 1 when the job
---   was held with others by its dead worker (poison isolation: its attempt is given back)
+-- ARGV[4] JSON [[id, worker_id, token, state, give_back, reason], ...]: give_back 1 when
+--   the job was held with others by its dead worker (poison isolation: its attempt is
+--   given back); reason for 'dead' (null: worker lost; else the odd field found)
 -- ARGV[5..] worker ids the caller proved dead
 -- Derived: job:<id>, attempts:<id>, done:<id>, ready:<queue>, inflight:<worker>,
 --   worker:<worker>; workflow keys of _flow.lua (dependants of a buried job settle here).
@@ -23,21 +24,22 @@ local requeued = 0
 local lost_flow = {} -- workflow jobs buried here: their dependants are settled below
 
 for _, d in ipairs(cjson.decode(ARGV[4])) do
-  local id, worker, token, target, give_back = d[1], d[2], d[3], d[4], d[5]
+  local id, worker, token, target, give_back, reason = d[1], d[2], d[3], d[4], d[5], d[6]
+  if type(reason) ~= 'string' then reason = RULE_WORKER_LOST_REASON end
   local key = k_job(id)
   local f = redis.call('HMGET', key, 'token', 'attempt', 'max_attempts', 'rescues',
     'started_at', 'queue', 'priority', 'run_at', 'worker_id', 'watched', 'flow', 'state',
     'lease_until')
   local held = f[12] == 'running' and f[9] == worker and f[1] == token
   if held and (rescue_worker_gone(KEYS[3], worker, dead, stale)
-      or tonumber(f[13]) < stale) then
+      or rescue_lease_expired(f[13], stale)) then
     local queue = f[6]
     redis.call('SREM', k_inflight(worker), id)
     redis.call('HDEL', key, 'worker_id', 'lease_until')
     count('running', queue, -1)
     add_attempt(id, f[2], f[1], worker, f[5], ts, RULE_LOST, lost_error)
     if target == 'dead' then
-      redis.call('HSET', key, 'state', 'dead', 'reason', RULE_WORKER_LOST_REASON,
+      redis.call('HSET', key, 'state', 'dead', 'reason', reason,
         'error', lost_error, 'finished_at', ts)
       count('dead', queue, 1)
       finished(KEYS[6], id, 'dead', queue, ttl, t, f[10])
@@ -46,8 +48,8 @@ for _, d in ipairs(cjson.decode(ARGV[4])) do
         flow_expire(id, ttl)
       end
     else
-      redis.call('HSET', key, 'state', 'queued', 'rescues', tostring(tonumber(f[4]) + 1),
-        'attempt', tostring(tonumber(f[2]) - (give_back or 0)))
+      redis.call('HSET', key, 'state', 'queued', 'rescues', tostring(counter(f[4]) + 1),
+        'attempt', tostring(math.max(counter(f[2]) - (give_back or 0), 0)))
       redis.call('ZADD', k_ready(queue), ready_score(f[7], f[8]), id)
       count('queued', queue, 1)
       requeued = requeued + 1

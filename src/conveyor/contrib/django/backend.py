@@ -1,0 +1,217 @@
+"""``ConveyorBackend``: Django's task backend API (``django.tasks``) on a conveyor App.
+
+The backend owns one :class:`conveyor.App` built from its ``OPTIONS``: ``url`` (the
+store), ``enqueue_on_commit`` (default ``True``), ``database`` (the connection whose
+commit releases the jobs, default ``"default"``), and any other ``App()`` option
+(``max_attempts``, ``timeout``, ``retention``...), which become the app's defaults.
+
+``enqueue`` checks and encodes the call at once (a bad argument raises in the view) and
+hands back a ``READY`` ``TaskResult`` whose id is the job's id; the job itself is written
+by ``transaction.on_commit``, so a rolled-back transaction enqueues nothing and a worker
+never sees a job before the rows it refers to are committed. Outside a transaction
+(autocommit), on_commit runs at once.
+
+Example::
+
+    TASKS = {"default": {
+        "BACKEND": "conveyor.contrib.django.ConveyorBackend",
+        "OPTIONS": {"url": "sqlite:///jobs.db", "max_attempts": 3},
+    }}
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from django.core import checks
+from django.db import DEFAULT_DB_ALIAS, transaction
+from django.tasks import Task as DjangoTask
+from django.tasks import TaskResult, TaskResultStatus, task_backends
+from django.tasks.backends.base import BaseTaskBackend
+from django.tasks.exceptions import InvalidTask, InvalidTaskBackend, TaskResultDoesNotExist
+from django.tasks.signals import task_enqueued
+from django.utils import timezone
+
+from conveyor.app import App, check_url
+from conveyor.backends.base import JobInsertBatchParams
+from conveyor.contrib.django.registry import TaskRegistry
+from conveyor.contrib.django.results import task_result
+from conveyor.errors import ConfigurationError, DecodeError
+from conveyor.task import Enqueuer, Plan
+from conveyor.task import Task as ConveyorTask
+
+#: OPTIONS the backend itself reads; every other key is an App() option.
+_OWN_OPTIONS = {"url", "enqueue_on_commit", "database"}
+
+
+class ConveyorBackend(BaseTaskBackend):  # type: ignore[misc]  # Django is untyped (Any)
+    """Runs Django tasks as conveyor jobs. See the module docstring for ``OPTIONS``."""
+
+    supports_defer = True  # run_after -> the job's run_at
+    supports_async_task = True  # an async def task is a conveyor async task
+    supports_get_result = True  # any process reads the job from the store
+    supports_priority = True  # same direction as conveyor's: higher runs first
+
+    def __init__(self, alias: str, params: dict[str, Any]) -> None:
+        super().__init__(alias, params)
+        options = dict(self.options)
+        self.enqueue_on_commit: bool = bool(options.get("enqueue_on_commit", True))
+        self.database: str = options.get("database") or DEFAULT_DB_ALIAS
+        #: the conveyor App the jobs go through (``app.testing("capture")`` in tests)
+        self.app, self.registry = _shared_app(alias, options)
+
+    # -- Django's backend API ------------------------------------------------------------
+
+    def validate_task(self, task: DjangoTask) -> None:
+        """Django's checks, then register the task on the app (Django validates every
+        task it builds, at ``@task`` and ``using()``)."""
+        super().validate_task(task)
+        self.registry.register(task)
+
+    def enqueue(
+        self, task: DjangoTask, args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any]
+    ) -> TaskResult:
+        self.validate_task(task)
+        enqueuer = self._enqueuer(task)
+        # Checked and encoded now (a TypeError or EncodeError raises here, in the
+        # caller); written on commit. Through the same plan as every enqueue, so
+        # conveyor's testing modes see these jobs too.
+        plan = enqueuer._plan([(tuple(args), dict(kwargs))], None)
+        job_id = _ids(plan)[0]
+        result = TaskResult(
+            task=task,
+            id=job_id,
+            status=TaskResultStatus.READY,
+            enqueued_at=timezone.now(),
+            started_at=None,
+            last_attempted_at=None,
+            finished_at=None,
+            args=list(args),
+            kwargs=dict(kwargs),
+            backend=self.alias,
+            errors=[],
+            worker_ids=[],
+        )
+
+        def write() -> None:
+            enqueuer._write(plan)
+            task_enqueued.send(type(self), task_result=result)
+
+        if self.enqueue_on_commit:
+            transaction.on_commit(write, using=self.database)
+        else:
+            write()
+        return result
+
+    def get_result(self, result_id: str) -> TaskResult:
+        found = self.app.backend.job_get_many([result_id])
+        if not found:
+            raise TaskResultDoesNotExist(result_id)
+        record = found[0]
+        conveyor_task = self.registry.get(record.task)
+        django_task = self.registry.django_task(record.task)
+        if conveyor_task is None or django_task is None:
+            raise TaskResultDoesNotExist(
+                f"{result_id}: its task {record.task!r} is not a Django task of backend "
+                f"{self.alias!r} importable here"
+            )
+        try:
+            args, kwargs = conveyor_task.decoder.arguments(record.payload)
+        except DecodeError:
+            args, kwargs = [], {}
+        value = None
+        if record.result is not None:
+            value = conveyor_task.decoder.result(record.result)
+        attempts = self.app.backend.job_attempts(result_id)
+        return task_result(django_task, self.alias, record, attempts, args, kwargs, value)
+
+    def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
+        """``manage.py check``: a store URL conveyor cannot open is an error at start-up."""
+        try:
+            check_url(self.app.url)
+        except ConfigurationError as exc:
+            return [checks.Error(str(exc), obj=f"TASKS[{self.alias!r}]", id="conveyor.E001")]
+        return []
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def conveyor_task(self, task: DjangoTask) -> ConveyorTask[Any, Any]:
+        """The conveyor task that runs ``task`` (its name is ``task.module_path``)."""
+        return self.registry.register(task)
+
+    def _enqueuer(self, task: DjangoTask) -> Enqueuer[Any, Any]:
+        """The conveyor task with this Django task's queue, priority and run_after."""
+        run_after = task.run_after
+        return self.registry.register(task).with_options(
+            queue=task.queue_name,
+            priority=task.priority,
+            # naive (USE_TZ = False) is local time, as Django means it
+            at=None if run_after is None else run_after.timestamp(),
+        )
+
+
+#: alias -> (the OPTIONS it was built from, its App). Django makes one backend instance
+#: per thread (``task_backends`` is thread-local); they share one App, so a testing mode
+#: opened in the test's thread sees enqueues from any thread (``sync_to_async`` runs async
+#: views' enqueues in another), and a process opens one store per alias, not per thread.
+_APPS: dict[str, tuple[dict[str, Any], App, TaskRegistry]] = {}
+_APPS_LOCK = threading.Lock()
+
+
+def _shared_app(alias: str, options: dict[str, Any]) -> tuple[App, TaskRegistry]:
+    """The App of ``TASKS[alias]`` with these OPTIONS; a new one when they changed
+    (``override_settings(TASKS=...)`` in a test)."""
+    with _APPS_LOCK:
+        known = _APPS.get(alias)
+        if known is not None and known[0] == options:
+            return known[1], known[2]
+        app_options = {k: v for k, v in options.items() if k not in _OWN_OPTIONS}
+        try:
+            app = App(options.get("url"), **app_options)
+        except TypeError as exc:  # an unknown option: name the setting, not App()
+            raise ConfigurationError(f"TASKS[{alias!r}]['OPTIONS']: {exc}") from None
+        registry = app.tasks = TaskRegistry(app, alias)
+        _APPS[alias] = (options, app, registry)
+        return app, registry
+
+
+def _ids(plan: Plan) -> list[str]:
+    if isinstance(plan, JobInsertBatchParams):
+        return list(plan.ids)
+    return [p.id for p in plan]
+
+
+def backend_for(alias: str = "default") -> ConveyorBackend:
+    """The ``TASKS[alias]`` backend; ConfigurationError when there is none or it is not a
+    ConveyorBackend."""
+    try:
+        backend = task_backends[alias]
+    except InvalidTaskBackend as exc:
+        raise ConfigurationError(f"no TASKS backend {alias!r} ({exc})") from None
+    if not isinstance(backend, ConveyorBackend):
+        raise ConfigurationError(
+            f"TASKS[{alias!r}] is {type(backend).__name__}, not "
+            "conveyor.contrib.django.ConveyorBackend"
+        )
+    return backend
+
+
+def conveyor_app(alias: str = "default") -> App:
+    """The conveyor App behind ``TASKS[alias]``: for ``app.testing("capture")`` in tests,
+    ``app.job(result.id)``, the dashboard.
+
+    Example::
+
+        with conveyor_app().testing("capture") as captured:
+            client.post("/signup/", {"email": "a@example.com"})
+    """
+    return backend_for(alias).app
+
+
+def conveyor_task(task: DjangoTask) -> ConveyorTask[Any, Any]:
+    """The conveyor task that runs a Django task, e.g. for
+    ``captured.assert_enqueued(conveyor_task(send_welcome), user_id)``."""
+    if not isinstance(task, DjangoTask):
+        raise InvalidTask(f"{task!r} is not a django.tasks.Task (decorate it with @task)")
+    return backend_for(task.backend).conveyor_task(task)
