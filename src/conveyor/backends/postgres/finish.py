@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from conveyor.backends.base import JobFinishParams
 from conveyor.backends.postgres.flow import Cursor, settle
@@ -87,48 +88,59 @@ def finish_sql(kind: FinishKind) -> str:
 _SQL = {kind: finish_sql(kind) for kind in FinishKind}
 
 
-def finish_in(cur: Cursor, params: Sequence[JobFinishParams]) -> tuple[list[str], bool]:
-    """Apply every finish inside the caller's transaction (one statement per kind in
-    the batch), dependants moved with them. Returns (refused ids, whether anything
-    became ready or scheduled: wake workers)."""
-    by_kind: dict[FinishKind, list[tuple[int, JobFinishParams]]] = {}
-    for n, p in enumerate(params):
-        by_kind.setdefault(p.kind, []).append((n, p))
-    applied: set[int] = set()
-    parents: dict[int, float] = {}  # index -> server clock, for finishes with dependants
-    for kind, numbered in by_kind.items():
-        batch = [p for _, p in numbered]
-        cur.execute(
-            _SQL[kind],
-            {
-                "n": [n for n, _ in numbered],
-                "id": [p.id for p in batch],
-                "token": [p.token for p in batch],
-                "result": [p.result for p in batch],
-                "error": [p.error for p in batch],
-                "reason": [p.reason for p in batch],
-                "run_at": [p.run_at for p in batch],
-                "finished_at": [p.finished_at for p in batch],
-                "attempt": [p.attempt for p in batch],
-                "worker_id": [p.worker_id for p in batch],
-                "started_at": [p.started_at for p in batch],
-            },
-        )
-        for n, _finished, now, has_dependants in cur.fetchall():
-            applied.add(int(n))
-            if has_dependants:
-                parents[int(n)] = float(now)
-    stale = [p.id for n, p in enumerate(params) if n not in applied]
-    wake = any(not FINISH[params[n].kind].ends_job for n in applied)
-    if parents:
-        # Dependants move in the same commit as their parent's finish.
-        succeeded = [
-            params[n].id for n in parents if FINISH[params[n].kind].state is JobState.SUCCEEDED
-        ]
-        failed = {
-            params[n].id: why
-            for n in parents
-            if (why := FINISH[params[n].kind].parent_failed) is not None
-        }
-        wake = settle(cur, succeeded, failed, max(parents.values())) > 0 or wake
-    return stale, wake
+class Finishes:
+    """A batch of finishes in two steps (see :class:`~conveyor.backends.postgres.claim.
+    Claim`): creating it sends one statement per kind; :meth:`result` reads them and
+    moves dependants, in the same transaction."""
+
+    def __init__(self, conn: Any, params: Sequence[JobFinishParams]) -> None:
+        self.params = params
+        by_kind: dict[FinishKind, list[tuple[int, JobFinishParams]]] = {}
+        for n, p in enumerate(params):
+            by_kind.setdefault(p.kind, []).append((n, p))
+        self._sent: list[Any] = []
+        for kind, numbered in by_kind.items():
+            batch = [p for _, p in numbered]
+            cur = conn.cursor()
+            cur.execute(
+                _SQL[kind],
+                {
+                    "n": [n for n, _ in numbered],
+                    "id": [p.id for p in batch],
+                    "token": [p.token for p in batch],
+                    "result": [p.result for p in batch],
+                    "error": [p.error for p in batch],
+                    "reason": [p.reason for p in batch],
+                    "run_at": [p.run_at for p in batch],
+                    "finished_at": [p.finished_at for p in batch],
+                    "attempt": [p.attempt for p in batch],
+                    "worker_id": [p.worker_id for p in batch],
+                    "started_at": [p.started_at for p in batch],
+                },
+            )
+            self._sent.append(cur)
+
+    def result(self, cur: Cursor) -> tuple[list[str], bool]:
+        """(refused ids, whether anything became ready or scheduled: wake workers)."""
+        params = self.params
+        applied: set[int] = set()
+        parents: dict[int, float] = {}  # index -> server clock, for jobs with dependants
+        for sent in self._sent:
+            for n, _finished, now, has_dependants in sent.fetchall():
+                applied.add(int(n))
+                if has_dependants:
+                    parents[int(n)] = float(now)
+        stale = [p.id for n, p in enumerate(params) if n not in applied]
+        wake = any(not FINISH[params[n].kind].ends_job for n in applied)
+        if parents:
+            # Dependants move in the same commit as their parent's finish.
+            succeeded = [
+                params[n].id for n in parents if FINISH[params[n].kind].state is JobState.SUCCEEDED
+            ]
+            failed = {
+                params[n].id: why
+                for n in parents
+                if (why := FINISH[params[n].kind].parent_failed) is not None
+            }
+            wake = settle(cur, succeeded, failed, max(parents.values())) > 0 or wake
+        return stale, wake
