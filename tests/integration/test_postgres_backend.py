@@ -222,3 +222,22 @@ def test_the_pool_grows_to_the_worker_unless_the_url_sized_it(
     finally:
         sized_by_worker.close()
         sized_by_url.close()
+
+
+def test_a_batch_and_a_release_each_send_one_notification(postgres_url: str, schema: str) -> None:
+    from conveyor.backends.base import JobReleaseParams
+
+    backend = PostgresBackend(with_schema(postgres_url, schema))
+    try:
+        with psycopg.connect(postgres_url, autocommit=True) as listener:
+            listener.execute(f"LISTEN {CHANNEL}")
+            backend.job_insert_many([_job(f"b{i}") for i in range(50)])  # one transaction
+            jobs = backend.job_claim(JobClaimParams(worker_id="w", queues=(("q", 50),), total=50))
+            assert len(jobs) == 50  # a claim that promotes nothing notifies nobody
+            backend.job_release_many(JobReleaseParams("w", [(j.id, j.token) for j in jobs]))
+            backend.job_insert_many([_job("sentinel")])
+            payloads = [n.payload for n in listener.notifies(stop_after=3, timeout=30)]
+            assert payloads == [schema] * 3  # the batch, the release, the sentinel
+            assert list(listener.notifies(timeout=0.2)) == []
+    finally:
+        backend.close()
