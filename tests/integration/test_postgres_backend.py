@@ -241,3 +241,19 @@ def test_a_batch_and_a_release_each_send_one_notification(postgres_url: str, sch
             assert list(listener.notifies(timeout=0.2)) == []
     finally:
         backend.close()
+
+
+def test_while_the_listener_is_down_a_wait_polls_instead_of_sleeping_out() -> None:
+    from conveyor.backends.postgres.listener import Listener
+    from tests.support.redis_server import free_port
+
+    # Nothing listens on this port: the listener never connects and keeps retrying.
+    listener = Listener(f"postgresql://postgres@127.0.0.1:{free_port()}/postgres", {}, "s")
+    try:
+        assert not listener.wait_listening(0.2)
+        seen = listener.generation
+        listener.wait(seen, 600.0)  # returns after a poll interval, not 600 s (the
+        assert listener.generation == seen  # suite's timeout would fail it): no wake-up
+        assert not listener.listening
+    finally:
+        listener.close()
