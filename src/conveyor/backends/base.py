@@ -31,6 +31,7 @@ from conveyor.backends.params import (
     JobImportParams,
     JobInsertBatchParams,
     JobInsertParams,
+    JobInsertThroughParams,
     JobListParams,
     JobLogInsertParams,
     JobLogListParams,
@@ -56,6 +57,7 @@ from conveyor.backends.protocols import (
     Operations,
     flow_features_of,
     require_feature,
+    require_transactional,
 )
 from conveyor.backends.records import (
     AttemptRecord,
@@ -99,6 +101,7 @@ __all__ = [
     "JobImportParams",
     "JobInsertBatchParams",
     "JobInsertParams",
+    "JobInsertThroughParams",
     "JobListParams",
     "JobLogInsertParams",
     "JobLogListParams",
@@ -126,4 +129,5 @@ __all__ = [
     "check_histogram",
     "flow_features_of",
     "require_feature",
+    "require_transactional",
 ]

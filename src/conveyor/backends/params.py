@@ -119,6 +119,21 @@ class JobInsertBatchParams:
 
 
 @record
+class JobInsertThroughParams:
+    """Jobs to write through the caller's own database connection, inside its open
+    transaction (feature ``transactional_enqueue``, ``conveyor.transaction(conn)``).
+
+    ``connection`` is the driver's connection (``sqlite3.Connection``, a psycopg
+    ``Connection`` or ``AsyncConnection``), already unwrapped from an ORM by
+    :mod:`conveyor.transaction_adapters`; ``jobs`` is what ``job_insert_many`` takes.
+    The backend neither begins nor commits: the caller's commit makes the jobs visible
+    (and wakes workers), the caller's rollback leaves none."""
+
+    connection: object
+    jobs: Sequence[JobInsertParams] | JobInsertBatchParams
+
+
+@record
 class JobDependenciesParams:
     ids: Sequence[str]
 

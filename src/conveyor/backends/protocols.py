@@ -47,6 +47,7 @@ from conveyor.backends.params import (
     JobImportParams,
     JobInsertBatchParams,
     JobInsertParams,
+    JobInsertThroughParams,
     JobListParams,
     JobLogInsertParams,
     JobLogListParams,
@@ -100,6 +101,9 @@ FEATURES: dict[str, str] = {
     #: instead of two). Without it the completer writes acks, which overlaps the store's
     #: work with the next job (Redis, where merging the two saves nothing).
     "ack_with_claim": "prefer job_finish_and_claim for a one-slot worker",
+    #: conveyor.transaction(conn): jobs written through the caller's connection, in its
+    #: transaction; visible (and a worker woken) at its commit, gone at its rollback.
+    "transactional_enqueue": "job_insert_many_through (and its async twin)",
 }
 
 
@@ -145,6 +149,20 @@ class HotPath(Protocol):
         options. Unique conflicts are settled atomically with the insert; a job whose
         parent already ended is inserted as :func:`conveyor.rules.insert_decision` says.
         Callers check :func:`require_feature` for the flow fields first."""
+        ...
+
+    def job_insert_many_through(self, params: JobInsertThroughParams) -> Sequence[str]:
+        """``job_insert_many`` through ``params.connection`` (feature
+        ``transactional_enqueue``): inside the caller's open transaction, no BEGIN or
+        COMMIT of the backend's own; atomic as a whole (a savepoint), so a failure leaves
+        the caller's transaction as it was. Wake-ups are delivered at the caller's commit
+        only. A backend without the feature raises ConfigurationError."""
+        ...
+
+    async def job_insert_many_through_async(
+        self, params: JobInsertThroughParams
+    ) -> Sequence[str]:
+        """The same through an asyncio driver connection (psycopg ``AsyncConnection``)."""
         ...
 
     def job_promote_due(self) -> int: ...
@@ -273,6 +291,25 @@ def require_feature(backend: HotPath, feature: str) -> None:
         from conveyor.errors import ConfigurationError
 
         raise ConfigurationError(f"the {backend.name} backend does not support {feature} yet")
+
+
+def require_transactional(backend: HotPath) -> None:
+    """Raise ConfigurationError (one line) unless ``backend`` can write jobs through the
+    caller's connection (feature ``transactional_enqueue``).
+
+    >>> class Broker:
+    ...     name, features = "redis", frozenset()
+    >>> require_transactional(Broker())  # type: ignore[arg-type]
+    Traceback (most recent call last):
+    conveyor.errors.ConfigurationError: conveyor.transaction() needs a SQL store (sqlite:// or postgresql://): the redis backend cannot join a database transaction
+    """
+    if "transactional_enqueue" not in backend.features:
+        from conveyor.errors import ConfigurationError
+
+        raise ConfigurationError(
+            "conveyor.transaction() needs a SQL store (sqlite:// or postgresql://): "
+            f"the {backend.name} backend cannot join a database transaction"
+        )
 
 
 def flow_features_of(params: Sequence[JobInsertParams]) -> list[str]:

@@ -38,6 +38,7 @@ from conveyor.backends.base import (
     JobFinishParams,
     JobInsertBatchParams,
     JobInsertParams,
+    JobInsertThroughParams,
     JobRecord,
     JobReleaseParams,
     JobRescueParams,
@@ -48,6 +49,7 @@ from conveyor.backends.base import (
     RescueResult,
     WorkerHeartbeatParams,
     WorkerInfo,
+    require_transactional,
 )
 from conveyor.backends.redis import hashes, reads
 from conveyor.backends.redis.connection import Unavailable, open_client
@@ -255,6 +257,17 @@ class RedisBackend(RedisOpsMixin, RedisFlowMixin):
     def job_get_many(self, ids: Sequence[str]) -> list[JobRecord]:
         with self._guard:
             return reads.get_jobs(self._client, self.keys, ids)
+
+    def job_insert_many_through(self, params: JobInsertThroughParams) -> Sequence[str]:
+        """Not on Redis (no feature ``transactional_enqueue``): it has no transaction of
+        the application's database to join."""
+        require_transactional(self)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def job_insert_many_through_async(
+        self, params: JobInsertThroughParams
+    ) -> Sequence[str]:
+        return self.job_insert_many_through(params)
 
     def job_insert_many(
         self, params: Sequence[JobInsertParams] | JobInsertBatchParams
