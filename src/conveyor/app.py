@@ -256,6 +256,11 @@ class App:
         return self.settings.max_payload_bytes
 
     @property
+    def backend_is_open(self) -> bool:
+        """True once :attr:`backend` was opened (nothing is touched to find out)."""
+        return self._backend is not None
+
+    @property
     def backend(self) -> Backend:
         """The storage backend, opened on first use."""
         if self._backend is None:

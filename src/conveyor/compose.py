@@ -183,10 +183,10 @@ def _insert(app: App, params: list[JobInsertParams]) -> list[Job[Any]]:
 
     if app.intercept is not None:  # a testing mode takes it, as in Enqueuer._write
         return app.intercept(params)
-    require_feature(app.backend, "workflows")
     joined = transactions.active()  # conveyor.transaction(conn): the caller's, as in _write
+    require_feature(app.backend if joined is None else transactions.store_of(app), "workflows")
     if joined is not None:
-        ids = transactions.insert(app.backend, joined, params)
+        ids = transactions.insert(app, joined, params)
     else:
         ids = app.backend.job_insert_many(params)
     return [Job(app, i, app.tasks.get(p.task)) for i, p in zip(ids, params, strict=True)]

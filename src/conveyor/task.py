@@ -315,11 +315,13 @@ class Enqueuer(Generic[P, R]):
         app = self._task.app
         if app.intercept is not None:
             return app.intercept(plan)
-        if not self._checked(plan):
-            return []
         joined = transactions.active()
         if joined is not None:
-            return self._written(plan, transactions.insert(app.backend, joined, plan))
+            transactions.store_of(app)  # opened first, with the reason if it cannot be
+        if not self._checked(plan):
+            return []
+        if joined is not None:
+            return self._written(plan, transactions.insert(app, joined, plan))
         return self._written(plan, app.backend.job_insert_many(plan))
 
     async def _awrite(self, plan: Plan) -> list[Job[R]]:
@@ -329,9 +331,10 @@ class Enqueuer(Generic[P, R]):
         app = self._task.app
         if joined is None or app.intercept is not None:
             return await to_thread(self._write, plan)
+        transactions.store_of(app)
         if not self._checked(plan):
             return []
-        return self._written(plan, await transactions.insert_async(app.backend, joined, plan))
+        return self._written(plan, await transactions.insert_async(app, joined, plan))
 
     def _checked(self, plan: Plan) -> bool:
         """False for an empty plan; raises when the store lacks a feature the plan uses."""

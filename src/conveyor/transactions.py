@@ -41,13 +41,14 @@ from conveyor.backends.base import (
     JobInsertThroughParams,
     require_transactional,
 )
-from conveyor.errors import ConfigurationError
+from conveyor.errors import BackendUnavailable, ConfigurationError
 from conveyor.transaction_adapters import Joined, join
 
 if TYPE_CHECKING:
+    from conveyor.app import App
     from conveyor.backends.base import Backend
 
-__all__ = ["Transaction", "active", "insert", "insert_async", "transaction"]
+__all__ = ["Transaction", "active", "insert", "insert_async", "store_of", "transaction"]
 
 Plan = Sequence[JobInsertParams] | JobInsertBatchParams
 
@@ -125,17 +126,36 @@ def active() -> Joined | None:
     return _active.get()
 
 
-def insert(backend: Backend, joined: Joined, plan: Plan) -> Sequence[str]:
+def store_of(app: App) -> Backend:
+    """The app's store, opened now if it was not yet. Opening a new store creates its
+    schema, which needs the write lock; on SQLite the caller's own open write
+    transaction on the same file holds it (one writer per file), so that first open
+    fails: say so instead of "locked by another process"."""
+    if app.backend_is_open:
+        return app.backend
+    try:
+        return app.backend
+    except BackendUnavailable as exc:
+        raise ConfigurationError(
+            f"{exc} -- the app's store was opened for the first time inside "
+            "conveyor.transaction(), while your open transaction holds the write lock: "
+            "open it before the transaction (a worker, an enqueue, or `app.backend`)"
+        ) from exc
+
+
+def insert(app: App, joined: Joined, plan: Plan) -> Sequence[str]:
     """Write ``plan`` through the joined connection (sync)."""
+    backend = store_of(app)
     require_transactional(backend)
     if joined.is_async:
         raise ConfigurationError(_SYNC_ON_ASYNC)
     return backend.job_insert_many_through(JobInsertThroughParams(joined.connection, plan))
 
 
-async def insert_async(backend: Backend, joined: Joined, plan: Plan) -> Sequence[str]:
+async def insert_async(app: App, joined: Joined, plan: Plan) -> Sequence[str]:
     """Write ``plan`` through the joined connection: awaited for an asyncio driver, in
     the caller's thread for a sync one (a sqlite3 connection belongs to its thread)."""
+    backend = store_of(app)
     require_transactional(backend)
     params = JobInsertThroughParams(joined.connection, plan)
     if joined.is_async:
