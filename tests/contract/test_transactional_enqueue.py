@@ -28,7 +28,9 @@ FEATURE = "transactional_enqueue"
 def _caller(app: conveyor.App) -> Caller:
     backend = app.backend
     if FEATURE not in backend.features:
-        pytest.skip(f"backend {backend.name!r} does not declare {FEATURE!r} (its refusal is tested)")
+        pytest.skip(
+            f"backend {backend.name!r} does not declare {FEATURE!r} (its refusal is tested)"
+        )
     return CALLERS[backend.name]
 
 

@@ -159,9 +159,7 @@ class HotPath(Protocol):
         only. A backend without the feature raises ConfigurationError."""
         ...
 
-    async def job_insert_many_through_async(
-        self, params: JobInsertThroughParams
-    ) -> Sequence[str]:
+    async def job_insert_many_through_async(self, params: JobInsertThroughParams) -> Sequence[str]:
         """The same through an asyncio driver connection (psycopg ``AsyncConnection``)."""
         ...
 

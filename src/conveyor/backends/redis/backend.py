@@ -264,9 +264,7 @@ class RedisBackend(RedisOpsMixin, RedisFlowMixin):
         require_transactional(self)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def job_insert_many_through_async(
-        self, params: JobInsertThroughParams
-    ) -> Sequence[str]:
+    async def job_insert_many_through_async(self, params: JobInsertThroughParams) -> Sequence[str]:
         return self.job_insert_many_through(params)
 
     def job_insert_many(

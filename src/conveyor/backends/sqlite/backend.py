@@ -488,9 +488,7 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
         transaction (``transactional.py``)."""
         return insert_through(params, self.target.path)
 
-    async def job_insert_many_through_async(
-        self, params: JobInsertThroughParams
-    ) -> Sequence[str]:
+    async def job_insert_many_through_async(self, params: JobInsertThroughParams) -> Sequence[str]:
         """No asyncio driver joins a SQLite transaction here: use the sync methods."""
         raise ConfigurationError(ASYNC_REFUSED)
 
