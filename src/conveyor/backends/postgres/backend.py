@@ -42,7 +42,7 @@ from conveyor.backends.base import (
     RescueResult,
     WorkerHeartbeatParams,
 )
-from conveyor.backends.postgres import flow, sql
+from conveyor.backends.postgres import flow, inserts, sql
 from conveyor.backends.postgres.claim import PROMOTE_DUE, claim_in
 from conveyor.backends.postgres.connection import connect_options, open_pool
 from conveyor.backends.postgres.faults import translate_faults
@@ -130,56 +130,18 @@ class PostgresBackend(PostgresOperations):
     def job_insert_many(
         self, params: Sequence[JobInsertParams] | JobInsertBatchParams
     ) -> Sequence[str]:
-        if isinstance(params, JobInsertBatchParams):
-            self._insert_batch(params)
-            return params.ids
-        if not params:
+        if not isinstance(params, JobInsertBatchParams) and not params:
             return []
         with self._tx() as cur:
-            if all(p.is_plain for p in params):
-                self._insert_plain(cur, params)
-                ids = [p.id for p in params]
-            else:
-                ids = flow.insert_flow(cur, params, self._server_now(cur))
+            ids = inserts.insert_in(cur, params)
             self._notify(cur)
         return ids
-
-    def _insert_batch(self, params: JobInsertBatchParams) -> None:
-        with self._tx() as cur:
-            cur.execute(
-                sql.JOB_INSERT_BATCH,
-                {
-                    "task": params.task,
-                    "queue": params.queue,
-                    "run_at": params.run_at,
-                    "priority": params.priority,
-                    "max_attempts": params.max_attempts,
-                    "timeout": params.timeout,
-                    "lease": params.lease,
-                    "ids": list(params.ids),
-                    "payloads": list(params.payloads),
-                },
-            )
-            self._notify(cur)
 
     @staticmethod
     def _insert_plain(
         cur: psycopg.Cursor[tuple[object, ...]], params: Sequence[JobInsertParams]
     ) -> None:
-        cur.execute(
-            sql.JOB_INSERT,
-            (
-                [p.id for p in params],
-                [p.task for p in params],
-                [p.queue for p in params],
-                [p.priority for p in params],
-                [p.payload for p in params],
-                [p.max_attempts for p in params],
-                [p.run_at for p in params],
-                [p.timeout for p in params],
-                [p.lease for p in params],
-            ),
-        )
+        cur.execute(sql.JOB_INSERT, inserts.plain_args(params))
 
     # -- claim and finish ----------------------------------------------------------------
 
