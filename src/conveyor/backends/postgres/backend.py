@@ -32,6 +32,7 @@ from conveyor.backends.base import (
     JobFinishParams,
     JobInsertBatchParams,
     JobInsertParams,
+    JobInsertThroughParams,
     JobProgressParams,
     JobRecord,
     JobReleaseParams,
@@ -42,7 +43,7 @@ from conveyor.backends.base import (
     RescueResult,
     WorkerHeartbeatParams,
 )
-from conveyor.backends.postgres import flow, inserts, sql
+from conveyor.backends.postgres import flow, inserts, sql, transactional
 from conveyor.backends.postgres.claim import PROMOTE_DUE, claim_in
 from conveyor.backends.postgres.connection import connect_options, open_pool
 from conveyor.backends.postgres.faults import translate_faults
@@ -72,7 +73,7 @@ if TYPE_CHECKING:
 SLOT_RETENTION = 86400.0
 
 # -- FEATURES (one line; pg-ops adds the Operations names as they land) --------------------
-FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic", "ack_with_claim"})  # fmt: skip
+FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic", "ack_with_claim", "transactional_enqueue"})  # fmt: skip
 
 
 @translate_faults
@@ -136,6 +137,16 @@ class PostgresBackend(PostgresOperations):
             ids = inserts.insert_in(cur, params)
             self._notify(cur)
         return ids
+
+    def job_insert_many_through(self, params: JobInsertThroughParams) -> Sequence[str]:
+        """Through the caller's psycopg connection, in its transaction, with the
+        ``pg_notify`` in it (``transactional.py``)."""
+        return transactional.insert_through(self.schema, params)
+
+    async def job_insert_many_through_async(
+        self, params: JobInsertThroughParams
+    ) -> Sequence[str]:
+        return await transactional.insert_through_async(self.schema, params)
 
     @staticmethod
     def _insert_plain(

@@ -1,0 +1,157 @@
+"""Transactional enqueue on PostgreSQL: jobs written through the caller's psycopg 3
+connection, inside the caller's transaction, with the wake-up in it too.
+
+The same statements as the backend's own insert (``inserts.insert_in``) plus its
+``pg_notify``, run on the caller's connection:
+
+- inside a ``SAVEPOINT``: all of a plan or none, and a failure (a missing parent, a
+  unique race) leaves the caller's transaction usable rather than aborted;
+- with ``search_path`` set to conveyor's schema for the savepoint only
+  (``set_config(..., true)``, restored before it is released; a rollback to it restores
+  it too), so the caller's own statements keep their own;
+- on a connection with autocommit off and no transaction yet, the first statement here
+  opens it as psycopg does for any statement, so the caller's ``commit()`` /
+  ``rollback()`` decides; with autocommit on and no transaction block, there is none to
+  join: the jobs commit at once, as the caller's own statements would;
+- ``pg_notify`` in the same transaction: PostgreSQL delivers it at the caller's commit
+  and drops it on rollback, so a worker wakes exactly when the jobs become visible.
+
+Asyncio (``psycopg.AsyncConnection``): the same code runs in a thread against a cursor
+face whose every call is awaited on the connection's own event loop (``LoopCursor``),
+so the SQL (workflows and unique keys included) is written once.
+
+Example (needs a server; tests/contract/test_transactional_enqueue.py runs it)::
+
+    with psycopg.connect(dsn) as conn:
+        conn.execute("INSERT INTO orders ...")
+        with conveyor.transaction(conn):
+            ship.enqueue(order_id)
+    # the with-block of psycopg committed: the order and its job, together
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Coroutine, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from conveyor.backends.base import JobInsertBatchParams, JobInsertParams, JobInsertThroughParams
+from conveyor.backends.postgres.inserts import insert_in
+from conveyor.backends.postgres.listener import CHANNEL
+from conveyor.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    import psycopg
+
+T = TypeVar("T")
+Cursor = Any  # a psycopg Cursor, or a LoopCursor over an AsyncCursor
+Jobs = Sequence[JobInsertParams] | JobInsertBatchParams
+
+_SAVEPOINT = "conveyor_enqueue"
+
+
+def insert_through(schema: str, params: JobInsertThroughParams) -> Sequence[str]:
+    """Write ``params.jobs`` through ``params.connection`` (a ``psycopg.Connection``)."""
+    import psycopg
+    from psycopg.rows import tuple_row
+
+    conn = params.connection
+    if not isinstance(conn, psycopg.Connection):
+        raise ConfigurationError(
+            "the postgres backend joins a psycopg 3 connection "
+            f"(or a SQLAlchemy one on psycopg), got {type(conn).__name__}"
+        )
+    autocommit_now = _outside_any_transaction(conn)
+    with conn.cursor(row_factory=tuple_row) as cur:
+        return write(cur, schema, params.jobs, autocommit_now=autocommit_now)
+
+
+async def insert_through_async(schema: str, params: JobInsertThroughParams) -> Sequence[str]:
+    """The same through a ``psycopg.AsyncConnection``, from its event loop."""
+    import psycopg
+    from psycopg.rows import tuple_row
+
+    conn = params.connection
+    if not isinstance(conn, psycopg.AsyncConnection):
+        raise ConfigurationError(
+            "the postgres backend's asyncio enqueue joins a psycopg 3 AsyncConnection, "
+            f"got {type(conn).__name__}"
+        )
+    autocommit_now = _outside_any_transaction(conn)
+    loop = asyncio.get_running_loop()
+    async with conn.cursor(row_factory=tuple_row) as acur:
+        cursor = LoopCursor(acur, loop)
+        return await asyncio.to_thread(
+            write, cursor, schema, params.jobs, autocommit_now=autocommit_now
+        )
+
+
+def _outside_any_transaction(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bool:
+    """Autocommit on and no transaction block open: nothing to join."""
+    from psycopg.pq import TransactionStatus
+
+    return bool(conn.autocommit) and conn.info.transaction_status == TransactionStatus.IDLE
+
+
+def write(cur: Cursor, schema: str, jobs: Jobs, *, autocommit_now: bool) -> Sequence[str]:
+    """The statements, on any cursor: see the module docstring for the why of each."""
+    # Opens the caller's transaction if autocommit is off and none was open (as psycopg
+    # does before any statement); checks the schema is in this database.
+    cur.execute("SELECT current_setting('search_path'), to_regclass(%s)", (f"{schema}.jobs",))
+    row = cur.fetchone()
+    if row is None or row[1] is None:
+        raise ConfigurationError(
+            f"the connection's database has no conveyor schema {schema!r}: "
+            "a transactional enqueue must go to the app's own database"
+        )
+    caller_path = str(row[0])
+    cur.execute("BEGIN" if autocommit_now else f"SAVEPOINT {_SAVEPOINT}")
+    try:
+        cur.execute("SELECT set_config('search_path', %s, true)", (schema,))
+        ids = insert_in(cur, jobs)
+        cur.execute("SELECT pg_notify(%s, %s)", (CHANNEL, schema))
+        cur.execute("SELECT set_config('search_path', %s, true)", (caller_path,))
+    except BaseException:
+        # Best effort: on a broken connection the cause, not the failed rollback, is
+        # what the caller must see (its own rollback then ends the transaction).
+        with contextlib.suppress(Exception):
+            cur.execute("ROLLBACK" if autocommit_now else f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
+            if not autocommit_now:
+                cur.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
+        raise
+    cur.execute("COMMIT" if autocommit_now else f"RELEASE SAVEPOINT {_SAVEPOINT}")
+    return ids
+
+
+class LoopCursor:
+    """A sync cursor face on a psycopg ``AsyncCursor``, for sync SQL code run in a
+    worker thread while the event loop awaits that thread: every call is scheduled on
+    the loop (``run_coroutine_threadsafe``) and waited for, so the connection is only
+    ever used from its own loop."""
+
+    __slots__ = ("_acur", "_loop")
+
+    def __init__(self, acur: Any, loop: asyncio.AbstractEventLoop) -> None:
+        self._acur = acur
+        self._loop = loop
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    def execute(self, query: Any, params: Any = None) -> LoopCursor:
+        self._run(self._acur.execute(query, params))
+        return self
+
+    def executemany(self, query: Any, params_seq: Any) -> None:
+        self._run(self._acur.executemany(query, params_seq))
+
+    def fetchone(self) -> Any:
+        return self._run(self._acur.fetchone())
+
+    def fetchall(self) -> list[Any]:
+        return self._run(self._acur.fetchall())
+
+    @property
+    def rowcount(self) -> int:
+        return int(self._acur.rowcount)
