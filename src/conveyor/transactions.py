@@ -41,7 +41,7 @@ from conveyor.backends.base import (
     JobInsertThroughParams,
     require_transactional,
 )
-from conveyor.errors import BackendUnavailable, ConfigurationError
+from conveyor.errors import ConfigurationError, StoreError
 from conveyor.transaction_adapters import Joined, join
 
 if TYPE_CHECKING:
@@ -127,15 +127,20 @@ def active() -> Joined | None:
 
 
 def store_of(app: App) -> Backend:
-    """The app's store, opened now if it was not yet. Opening a new store creates its
-    schema, which needs the write lock; on SQLite the caller's own open write
-    transaction on the same file holds it (one writer per file), so that first open
-    fails: say so instead of "locked by another process"."""
+    """The app's store, refused at once when its kind cannot join a transaction (known
+    from the backend class: Redis is not even contacted), opened now if it was not yet.
+
+    Opening a new SQLite store creates its schema under the file's one write lock, which
+    the caller's own open write transaction on that file may hold: that first open
+    fails, and says so rather than "locked by another process"."""
     if app.backend_is_open:
         return app.backend
+    from conveyor.app import backend_class
+
+    require_transactional(backend_class(app.url))
     try:
         return app.backend
-    except BackendUnavailable as exc:
+    except StoreError as exc:
         raise ConfigurationError(
             f"{exc} -- the app's store was opened for the first time inside "
             "conveyor.transaction(), while your open transaction holds the write lock: "
