@@ -134,6 +134,17 @@ class JobInsertThroughParams:
 
 
 @record
+class JobFinishThroughParams:
+    """Finishes to apply through a connection of the backend's own
+    (``transaction_connection``) inside the transaction a task's writes are in (feature
+    ``transactional_completion``, ``current_job().transaction()``): fenced by token as
+    every finish, committed by the caller with those writes."""
+
+    connection: object
+    finishes: Sequence[JobFinishParams]
+
+
+@record
 class JobDependenciesParams:
     ids: Sequence[str]
 

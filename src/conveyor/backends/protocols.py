@@ -33,6 +33,7 @@ Example (what a worker does, in short)::
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import Protocol
 
 from conveyor.backends.params import (
@@ -44,6 +45,7 @@ from conveyor.backends.params import (
     JobExtendLeasesParams,
     JobFinishedHistogramParams,
     JobFinishParams,
+    JobFinishThroughParams,
     JobImportParams,
     JobInsertBatchParams,
     JobInsertParams,
@@ -104,6 +106,8 @@ FEATURES: dict[str, str] = {
     #: conveyor.transaction(conn): jobs written through the caller's connection, in its
     #: transaction; visible (and a worker woken) at its commit, gone at its rollback.
     "transactional_enqueue": "job_insert_many_through (and its async twin)",
+    #: current_job().transaction(): a task's writes and its success in one commit.
+    "transactional_completion": "transaction_connection, job_finish_many_through",
 }
 
 
@@ -139,6 +143,13 @@ class HotPath(Protocol):
         token; return the ids that were refused. Dependants move in the same step."""
         ...
 
+    def job_finish_many_through(self, params: JobFinishThroughParams) -> list[str]:
+        """``job_finish_many`` through ``params.connection`` (one of
+        :meth:`transaction_connection`'s), in its open transaction, no commit (feature
+        ``transactional_completion``); returns the refused ids. Wake-ups go with the
+        caller's commit."""
+        ...
+
     def job_insert_many(
         self, params: Sequence[JobInsertParams] | JobInsertBatchParams
     ) -> Sequence[str]:
@@ -172,6 +183,12 @@ class HotPath(Protocol):
     def job_rescue(self, params: JobRescueParams) -> list[RescueResult]:
         """Running jobs of lost workers -> :func:`conveyor.rules.rescue_state`; liveness
         is re-checked inside the store's atomic step, so a live claim is never requeued."""
+        ...
+
+    def transaction_connection(self) -> AbstractContextManager[object]:
+        """A new driver connection to the store for a task's own writes
+        (``current_job().transaction()``), closed when the block ends; the caller
+        commits or rolls back. The caller's default ``search_path`` on PostgreSQL."""
         ...
 
     def work_wait(self, timeout: float) -> None:
@@ -291,7 +308,7 @@ def require_feature(backend: HotPath, feature: str) -> None:
         raise ConfigurationError(f"the {backend.name} backend does not support {feature} yet")
 
 
-def require_transactional(backend: HotPath) -> None:
+def require_transactional(backend: HotPath | type[HotPath]) -> None:
     """Raise ConfigurationError (one line) unless ``backend`` can write jobs through the
     caller's connection (feature ``transactional_enqueue``).
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING
 
 from conveyor.backends import decoding
@@ -30,6 +30,7 @@ from conveyor.backends.base import (
     JobDependenciesParams,
     JobExtendLeasesParams,
     JobFinishParams,
+    JobFinishThroughParams,
     JobInsertBatchParams,
     JobInsertParams,
     JobInsertThroughParams,
@@ -73,7 +74,7 @@ if TYPE_CHECKING:
 SLOT_RETENTION = 86400.0
 
 # -- FEATURES (one line; pg-ops adds the Operations names as they land) --------------------
-FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic", "ack_with_claim", "transactional_enqueue"})  # fmt: skip
+FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic", "ack_with_claim", "transactional_enqueue", "transactional_completion"})  # fmt: skip
 
 
 @translate_faults
@@ -143,9 +144,14 @@ class PostgresBackend(PostgresOperations):
         ``pg_notify`` in it (``transactional.py``)."""
         return transactional.insert_through(self.schema, params)
 
-    async def job_insert_many_through_async(
-        self, params: JobInsertThroughParams
-    ) -> Sequence[str]:
+    def transaction_connection(self) -> AbstractContextManager[object]:
+        """A new connection (the server's default search_path) for a task's writes."""
+        return transactional.task_connection(self.target.conninfo)
+
+    def job_finish_many_through(self, params: JobFinishThroughParams) -> list[str]:
+        return transactional.finish_through(self.schema, params)
+
+    async def job_insert_many_through_async(self, params: JobInsertThroughParams) -> Sequence[str]:
         return await transactional.insert_through_async(self.schema, params)
 
     @staticmethod

@@ -33,10 +33,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from conveyor.backends.base import JobInsertBatchParams, JobInsertParams, JobInsertThroughParams
+from conveyor.backends.base import (
+    JobFinishThroughParams,
+    JobInsertBatchParams,
+    JobInsertParams,
+    JobInsertThroughParams,
+)
+from conveyor.backends.postgres.finish import finish_in
 from conveyor.backends.postgres.inserts import insert_in
 from conveyor.backends.postgres.listener import CHANNEL
 from conveyor.errors import ConfigurationError
@@ -96,22 +102,15 @@ def _outside_any_transaction(conn: psycopg.Connection[Any] | psycopg.AsyncConnec
 
 def write(cur: Cursor, schema: str, jobs: Jobs, *, autocommit_now: bool) -> Sequence[str]:
     """The statements, on any cursor: see the module docstring for the why of each."""
-    # Opens the caller's transaction if autocommit is off and none was open (as psycopg
-    # does before any statement); checks the schema is in this database.
-    cur.execute("SELECT current_setting('search_path'), to_regclass(%s)", (f"{schema}.jobs",))
-    row = cur.fetchone()
-    if row is None or row[1] is None:
-        raise ConfigurationError(
-            f"the connection's database has no conveyor schema {schema!r}: "
-            "a transactional enqueue must go to the app's own database"
-        )
-    caller_path = str(row[0])
+    # The first statement opens the caller's transaction if autocommit is off and none
+    # was open (as psycopg does before any statement).
+    caller_path = _schema_checked(cur, schema)
     cur.execute("BEGIN" if autocommit_now else f"SAVEPOINT {_SAVEPOINT}")
     try:
-        cur.execute("SELECT set_config('search_path', %s, true)", (schema,))
+        _set_path(cur, schema)
         ids = insert_in(cur, jobs)
         cur.execute("SELECT pg_notify(%s, %s)", (CHANNEL, schema))
-        cur.execute("SELECT set_config('search_path', %s, true)", (caller_path,))
+        _set_path(cur, caller_path)
     except BaseException:
         # Best effort: on a broken connection the cause, not the failed rollback, is
         # what the caller must see (its own rollback then ends the transaction).
@@ -122,6 +121,58 @@ def write(cur: Cursor, schema: str, jobs: Jobs, *, autocommit_now: bool) -> Sequ
         raise
     cur.execute("COMMIT" if autocommit_now else f"RELEASE SAVEPOINT {_SAVEPOINT}")
     return ids
+
+
+def finish_through(schema: str, params: JobFinishThroughParams) -> list[str]:
+    """Apply finishes through a task's connection (``task_connection``), in its open
+    transaction; the refused ids. The notification (dependants became ready) is sent
+    with the caller's commit."""
+    import psycopg
+    from psycopg.rows import tuple_row
+
+    conn = params.connection
+    if not isinstance(conn, psycopg.Connection):
+        raise ConfigurationError(f"expected a psycopg 3 connection, got {type(conn).__name__}")
+    with conn.cursor(row_factory=tuple_row) as cur:
+        caller_path = _schema_checked(cur, schema)
+        _set_path(cur, schema)
+        stale, wake = finish_in(cur, params.finishes)
+        if wake:
+            cur.execute("SELECT pg_notify(%s, %s)", (CHANNEL, schema))
+        _set_path(cur, caller_path)
+    return stale
+
+
+@contextlib.contextmanager
+def task_connection(conninfo: str) -> Iterator[psycopg.Connection[Any]]:
+    """A new connection for a task's own writes (``current_job().transaction()``): not a
+    pooled one, whose ``search_path`` is conveyor's schema, but the server's default, as
+    the application's own connections have. Closed when the block ends (the server rolls
+    back what was not committed)."""
+    import psycopg
+
+    conn = psycopg.connect(conninfo)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def _schema_checked(cur: Cursor, schema: str) -> str:
+    """The caller's ``search_path``, after checking conveyor's schema is in this database."""
+    cur.execute("SELECT current_setting('search_path'), to_regclass(%s)", (f"{schema}.jobs",))
+    row = cur.fetchone()
+    if row is None or row[1] is None:
+        raise ConfigurationError(
+            f"the connection's database has no conveyor schema {schema!r}: "
+            "a transactional enqueue must go to the app's own database"
+        )
+    return str(row[0])
+
+
+def _set_path(cur: Cursor, path: str) -> None:
+    # Local to the transaction (or the savepoint, undone by a rollback to it).
+    cur.execute("SELECT set_config('search_path', %s, true)", (path,))
 
 
 class LoopCursor:

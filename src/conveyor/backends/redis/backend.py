@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 import redis.exceptions
@@ -36,6 +37,7 @@ from conveyor.backends.base import (
     JobClaimParams,
     JobExtendLeasesParams,
     JobFinishParams,
+    JobFinishThroughParams,
     JobInsertBatchParams,
     JobInsertParams,
     JobInsertThroughParams,
@@ -59,7 +61,7 @@ from conveyor.backends.redis.keys import Keys
 from conveyor.backends.redis.ops import RedisOpsMixin
 from conveyor.backends.redis.scripts import Scripts
 from conveyor.backends.redis.url import parse_redis_url
-from conveyor.errors import ConveyorError, JobNotFound
+from conveyor.errors import ConfigurationError, ConveyorError, JobNotFound
 from conveyor.rules import (
     FINISH,
     WORKER_LOST_ERROR,
@@ -92,6 +94,12 @@ FEATURES = frozenset(
 def _json(value: object) -> str:
     # Raw UTF-8 rather than \u escapes: cjson passes bytes through untouched.
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+_NO_COMPLETION = (
+    "current_job().transaction() needs a SQL store (sqlite:// or postgresql://): "
+    "the redis backend cannot commit your writes with the job's success"
+)
 
 
 class RedisBackend(RedisOpsMixin, RedisFlowMixin):
@@ -263,6 +271,13 @@ class RedisBackend(RedisOpsMixin, RedisFlowMixin):
         the application's database to join."""
         require_transactional(self)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def transaction_connection(self) -> AbstractContextManager[object]:
+        """Not on Redis (no feature ``transactional_completion``)."""
+        raise ConfigurationError(_NO_COMPLETION)
+
+    def job_finish_many_through(self, params: JobFinishThroughParams) -> list[str]:
+        raise ConfigurationError(_NO_COMPLETION)
 
     async def job_insert_many_through_async(self, params: JobInsertThroughParams) -> Sequence[str]:
         return self.job_insert_many_through(params)

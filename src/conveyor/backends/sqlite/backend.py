@@ -28,7 +28,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING
 
 from conveyor.backends import decoding
@@ -40,6 +40,7 @@ from conveyor.backends.base import (
     JobClaimParams,
     JobExtendLeasesParams,
     JobFinishParams,
+    JobFinishThroughParams,
     JobInsertBatchParams,
     JobInsertParams,
     JobInsertThroughParams,
@@ -72,7 +73,12 @@ from conveyor.backends.sqlite.flow_methods import FlowMixin
 from conveyor.backends.sqlite.inserts import batch_rows, insert_values
 from conveyor.backends.sqlite.notify import MAX_POLL, MIN_POLL, POLL_GROWTH, notifier_for
 from conveyor.backends.sqlite.ops import SQLiteOpsMixin, delete_jobs
-from conveyor.backends.sqlite.transactional import ASYNC_REFUSED, insert_through
+from conveyor.backends.sqlite.transactional import (
+    ASYNC_REFUSED,
+    insert_through,
+    joined_connection,
+    task_connection,
+)
 from conveyor.errors import ConfigurationError, JobNotFound
 from conveyor.rules import (
     CANCEL_AT_ONCE,
@@ -130,6 +136,7 @@ FEATURES = frozenset(
         *("filters", "purge", "queues", "logs", "integrity", "backup", "sql"),
         "ack_with_claim",
         "transactional_enqueue",
+        "transactional_completion",
     }
 )
 
@@ -487,6 +494,15 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
         """Through the caller's ``sqlite3.Connection`` to this store's file, in its
         transaction (``transactional.py``)."""
         return insert_through(params, self.target.path)
+
+    def transaction_connection(self) -> AbstractContextManager[object]:
+        """A new connection to the store's file for a task's own writes."""
+        return task_connection(self.target)
+
+    def job_finish_many_through(self, params: JobFinishThroughParams) -> list[str]:
+        """The finishes on the task's connection, in its transaction (no commit)."""
+        conn = joined_connection(params.connection, self.target.path)
+        return self._finish_in(conn, params.finishes, time.time())
 
     async def job_insert_many_through_async(self, params: JobInsertThroughParams) -> Sequence[str]:
         """No asyncio driver joins a SQLite transaction here: use the sync methods."""

@@ -43,10 +43,11 @@ import contextlib
 import os
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from conveyor.backends.base import JobInsertThroughParams
-from conveyor.backends.sqlite.connection import SCHEMA_VERSION, apply_migrations
+from conveyor.backends.sqlite.connection import SCHEMA_VERSION, SQLiteTarget, apply_migrations
 from conveyor.backends.sqlite.inserts import insert_in
 from conveyor.errors import ConfigurationError
 
@@ -60,12 +61,7 @@ ASYNC_REFUSED = (
 def insert_through(params: JobInsertThroughParams, store_path: str) -> Sequence[str]:
     """Write ``params.jobs`` through ``params.connection`` (a ``sqlite3.Connection`` to
     ``store_path``) in its transaction; the ids standing for the jobs."""
-    conn = params.connection
-    if not isinstance(conn, sqlite3.Connection):
-        raise ConfigurationError(
-            f"the sqlite backend joins a sqlite3.Connection, got {type(conn).__name__}"
-        )
-    check_same_file(conn, store_path)
+    conn = joined_connection(params.connection, store_path)
     begin_as_the_driver_would(conn)
     conn.execute(f"SAVEPOINT {_SAVEPOINT}")
     try:
@@ -121,3 +117,26 @@ def check_same_file(conn: sqlite3.Connection, store_path: str) -> None:
             f"the connection is to {main}, but the app's store is {store_path}: "
             "a transactional enqueue must go to the store's own file"
         )
+
+
+@contextmanager
+def task_connection(target: SQLiteTarget) -> Iterator[sqlite3.Connection]:
+    """A connection for a task's own writes (``current_job().transaction()``): sqlite3's
+    default implicit transactions (the first write begins one), the store's busy
+    timeout, closed (and so rolled back if not committed) when the block ends."""
+    conn = sqlite3.connect(target.path, check_same_thread=False)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(target.busy_timeout_ms)}")
+        yield conn
+    finally:
+        conn.close()
+
+
+def joined_connection(connection: object, store_path: str) -> sqlite3.Connection:
+    """``connection`` as a sqlite3 connection to the store's file, or a refusal."""
+    if not isinstance(connection, sqlite3.Connection):
+        raise ConfigurationError(
+            f"the sqlite backend joins a sqlite3.Connection, got {type(connection).__name__}"
+        )
+    check_same_file(connection, store_path)
+    return connection
