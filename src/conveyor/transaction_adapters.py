@@ -41,6 +41,22 @@ class Joined:
     connection: object
     #: an asyncio connection: only the ``aenqueue*`` methods can write through it
     is_async: bool = False
+    #: asked again before every write (then ``connection`` is only the first answer):
+    #: an ORM session emits a ``begin_nested()`` SAVEPOINT only when its connection is
+    #: next asked for, so the jobs must ask too to land inside it
+    current: Callable[[], object] | None = None
+    #: the same for an asyncio session (awaited)
+    acurrent: Callable[[], Awaitable[object]] | None = None
+
+    def now(self) -> object:
+        """The connection to write through now (sync)."""
+        return self.current() if self.current is not None else self.connection
+
+    async def anow(self) -> object:
+        """The connection to write through now (asyncio)."""
+        if self.acurrent is not None:
+            return await self.acurrent()
+        return self.now()
 
 
 #: Given the object handed to ``conveyor.transaction``, the connection to write
@@ -108,8 +124,13 @@ def sqlalchemy_connection(conn: Any) -> Joined:
 
 def sqlalchemy_session(session: Any) -> Joined:
     """The connection the session's transaction uses (``session.connection()`` begins
-    the session's transaction if it had not touched the database yet)."""
-    return sqlalchemy_connection(session.connection())
+    the session's transaction if it had not touched the database yet; asked again at
+    every write, which emits a pending ``begin_nested()`` SAVEPOINT first)."""
+
+    def current() -> object:
+        return session.connection().connection.driver_connection
+
+    return Joined(current(), current=current)
 
 
 async def sqlalchemy_async_connection(conn: Any) -> Joined:
@@ -120,4 +141,10 @@ async def sqlalchemy_async_connection(conn: Any) -> Joined:
 
 
 async def sqlalchemy_async_session(session: Any) -> Joined:
-    return await sqlalchemy_async_connection(await session.connection())
+    """As :func:`sqlalchemy_session`, awaited."""
+
+    async def current() -> object:
+        raw = await (await session.connection()).get_raw_connection()
+        return raw.driver_connection
+
+    return Joined(await current(), is_async=True, acurrent=current)

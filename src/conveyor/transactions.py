@@ -154,7 +154,7 @@ def insert(app: App, joined: Joined, plan: Plan) -> Sequence[str]:
     require_transactional(backend)
     if joined.is_async:
         raise ConfigurationError(_SYNC_ON_ASYNC)
-    return backend.job_insert_many_through(JobInsertThroughParams(joined.connection, plan))
+    return backend.job_insert_many_through(JobInsertThroughParams(joined.now(), plan))
 
 
 async def insert_async(app: App, joined: Joined, plan: Plan) -> Sequence[str]:
@@ -162,7 +162,7 @@ async def insert_async(app: App, joined: Joined, plan: Plan) -> Sequence[str]:
     the caller's thread for a sync one (a sqlite3 connection belongs to its thread)."""
     backend = store_of(app)
     require_transactional(backend)
-    params = JobInsertThroughParams(joined.connection, plan)
+    params = JobInsertThroughParams(await joined.anow(), plan)
     if joined.is_async:
         return await backend.job_insert_many_through_async(params)
     return backend.job_insert_many_through(params)

@@ -219,6 +219,12 @@ def test_sqlalchemy_connection_and_session(app: conveyor.App) -> None:
                 kept = t["double"].enqueue(2)
                 chained = kept.then(t["double"].s())
             session.commit()
+        with Session(engine) as session, conveyor.transaction(session):
+            outer = t["double"].enqueue(5)
+            nested = session.begin_nested()  # a SAVEPOINT: rolled back with its jobs
+            inner = t["double"].enqueue(6)
+            nested.rollback()
+            session.commit()
         with pytest.raises(RuntimeError, match="boom"), engine.begin() as connection:
             with conveyor.transaction(connection):
                 lost = t["double"].enqueue(3)
@@ -227,9 +233,10 @@ def test_sqlalchemy_connection_and_session(app: conveyor.App) -> None:
             committed = t["double"].enqueue(4)
     finally:
         engine.dispose()
-    assert _stored(app, [dropped, kept, chained, lost, committed]) == [
+    assert _stored(app, [dropped, kept, chained, outer, inner, lost, committed]) == [
         kept.id,
         chained.id,
+        outer.id,
         committed.id,
     ]
     drain(app)

@@ -144,6 +144,9 @@ def test_sqlalchemy_async_session(app: conveyor.App) -> None:
                     kept = [await note.aenqueue(3)]
                     kept.append(await note.with_options(unique_key="u").aenqueue(4))
                     kept += await note.aenqueue_many([(5,), (6,)])
+                    nested = await session.begin_nested()  # a SAVEPOINT, rolled back
+                    dropped.append(await note.aenqueue(8))
+                    await nested.rollback()
                 await session.commit()
             async with engine.begin() as connection, conveyor.transaction(connection):
                 kept.append(await note.aenqueue(7))
