@@ -82,6 +82,8 @@ def test_the_callers_session_is_left_as_it_was(app: conveyor.App) -> None:
             job = note.enqueue(1)
             unique = note.with_options(unique_key="k").enqueue(2)  # the flow path too
             again = note.with_options(unique_key="k").enqueue(3)
+            with pytest.raises(conveyor.JobNotFound):  # rolled back to its savepoint
+                note.with_options(depends_on=["no-such-job"]).enqueue(4)
         assert again.id == unique.id
         assert conn.execute("SHOW search_path").fetchone() == {"search_path": "public"}
         assert conn.execute("SELECT count(*) AS n FROM orders").fetchone() == {"n": 1}
