@@ -171,3 +171,29 @@ def test_a_killed_listener_reconnects_and_waits_poll_meanwhile(
     finally:
         fetcher.close()
         producer.close()
+
+
+def test_a_read_only_command_on_a_missing_schema_is_an_error_and_creates_nothing(
+    postgres_url: str, schema: str
+) -> None:
+    url = with_schema(postgres_url, schema)
+    proc = subprocess.run(
+        [sys.executable, "-m", "conveyor", "status", "--url", url], capture_output=True, text=True
+    )
+    assert proc.returncode == 1 and f"no conveyor schema '{schema}'" in proc.stderr
+    with psycopg.connect(postgres_url) as conn:
+        found = conn.execute(
+            "SELECT count(*) FROM pg_namespace WHERE nspname = %s", (schema,)
+        ).fetchone()
+    assert found == (0,)
+    created = subprocess.run(
+        [sys.executable, "-m", "conveyor", "migrate-schema", "--url", url],
+        capture_output=True,
+        text=True,
+    )
+    assert created.returncode == 0 and "is current" in created.stdout
+    assert _versions(postgres_url, schema) == list(range(1, SCHEMA_VERSION + 1))
+    shown = subprocess.run(
+        [sys.executable, "-m", "conveyor", "status", "--url", url], capture_output=True, text=True
+    )
+    assert shown.returncode == 0, shown.stderr

@@ -4,8 +4,8 @@ queue whose rows come from ``SELECT ... FOR UPDATE SKIP LOCKED LIMIT n`` over th
 waiting. Each queue gets its share first, then the rest tops up to ``total``; a paused
 queue yields nothing (checked in the same statement).
 
-Limits are claim-then-check, as on SQLite (``sqlite/claim_limits.py``): only when a
-claimed job has a ``limit_key`` are its key's running jobs and recent starts counted,
+Limits are claim-then-check, as on SQLite (``sqlite/claim_limits.py``): the claim
+returns each job's ``limit_key``, and only when one has a key are its key's running jobs and recent starts counted,
 with the key's ``limits`` row locked ``FOR UPDATE`` so two workers never both take the
 last slot; jobs over the limit go back to ``scheduled`` a little later
 (:func:`conveyor.rules.limit_deferral`) in the same transaction.
@@ -19,7 +19,7 @@ Example::
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from conveyor.backends import decoding
 from conveyor.backends.base import ClaimedJob, JobClaimParams
@@ -48,7 +48,7 @@ WHERE jobs.id IN (
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
   )
-RETURNING {", ".join(f"jobs.{c}" for c in CLAIM_COLUMNS.split(", "))}
+RETURNING {", ".join(f"jobs.{c}" for c in CLAIM_COLUMNS.split(", "))}, jobs.limit_key
 """
 
 
@@ -58,6 +58,7 @@ def claim_in(cur: Cursor, params: JobClaimParams) -> tuple[int, list[ClaimedJob]
     cur.execute(PROMOTE_DUE)
     promoted = int(cur.rowcount)
     claimed: list[ClaimedJob] = []
+    keyed: dict[str, str] = {}  # claimed id -> its limit key (jobs that have one)
     remaining = params.total
     empty: set[str] = set()
     # First pass: each queue its weighted share; second: top up from any.
@@ -67,29 +68,25 @@ def claim_in(cur: Cursor, params: JobClaimParams) -> tuple[int, list[ClaimedJob]
             if want <= 0 or queue in empty:
                 continue
             cur.execute(CLAIM, {"worker_id": params.worker_id, "queue": queue, "limit": want})
-            got = [decoding.claimed_job(r) for r in cur.fetchall()]
+            rows = cur.fetchall()
+            got = [decoding.claimed_job(r[:-1]) for r in rows]
+            keyed.update((str(r[0]), str(r[-1])) for r in rows if r[-1] is not None)
             if len(got) < want:
                 empty.add(queue)
             remaining -= len(got)
             claimed.extend(got)
-    if claimed:
-        cur.execute("SELECT EXISTS (SELECT 1 FROM limits)")
-        if cur.fetchone()[0]:
-            claimed = apply_limits(cur, claimed)
+    if keyed:
+        claimed = apply_limits(cur, claimed, keyed)
     if len(claimed) > 1:
         claimed.sort(key=lambda j: (-j.priority, j.run_at, j.id))
     return promoted, claimed
 
 
-def apply_limits(cur: Cursor, claimed: Sequence[ClaimedJob]) -> list[ClaimedJob]:
-    """The claimed jobs that may run; the others are deferred (see module docstring)."""
-    cur.execute(
-        "SELECT id, limit_key FROM jobs WHERE id = ANY(%s) AND limit_key IS NOT NULL",
-        ([j.id for j in claimed],),
-    )
-    keyed = {str(i): str(k) for i, k in cur.fetchall()}
-    if not keyed:
-        return list(claimed)
+def apply_limits(
+    cur: Cursor, claimed: Sequence[ClaimedJob], keyed: Mapping[str, str]
+) -> list[ClaimedJob]:
+    """The claimed jobs that may run; the others are deferred (see module docstring).
+    ``keyed``: the limit key of each claimed job that has one."""
     keys = sorted(set(keyed.values()))
     # Locked in key order (no deadlock between claimers): the count below and the
     # claim's commit happen before any other claimer of these keys counts.
