@@ -10,6 +10,7 @@ sqlite3 and psycopg alike.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 
@@ -55,33 +56,55 @@ def _rows(app: conveyor.App, table: str) -> list[tuple[int, str]]:
     return [(int(r[0]), str(r[1])) for r in found]
 
 
+def _result(app: conveyor.App, job: conveyor.Job[object]) -> object:
+    (record,) = app.backend.job_get_many([job.id])
+    assert record.state is JobState.SUCCEEDED, (record.state, record.error)
+    return json.loads(record.result or "null")
+
+
 def _attempts(app: conveyor.App, job: conveyor.Job[object]) -> int:
     """Attempts the job took (read with job_get_many, the one read every backend has)."""
     (record,) = app.backend.job_get_many([job.id])
     return record.attempt
 
 
-def test_the_writes_and_the_success_commit_together(app: conveyor.App, table: str) -> None:
+@pytest.mark.parametrize(("pool", "concurrency"), [("thread", 1), ("thread", 4), ("async", 2)])
+def test_the_writes_and_the_success_commit_together(
+    app: conveyor.App, table: str, pool: str, concurrency: int
+) -> None:
     @app.task
     def place(order_id: int) -> None:
         with conveyor.current_job().transaction() as conn:
             conn.execute(f"INSERT INTO {table} VALUES ({order_id}, 'placed')")
 
-    job = place.enqueue(1)
-    drain(app)
-    assert job.status is JobState.SUCCEEDED
-    assert _rows(app, table) == [(1, "placed")]
-    assert _attempts(app, job) == 1
+    @app.task
+    async def place_async(order_id: int) -> None:  # the block is sync: it blocks briefly
+        with conveyor.current_job().transaction() as conn:
+            conn.execute(f"INSERT INTO {table} VALUES ({order_id}, 'placed async')")
+
+    jobs = [place.enqueue(1), place.enqueue(2), place_async.enqueue(3)]
+    drain(app, pool=pool, concurrency=concurrency)
+    assert [j.status for j in jobs] == [JobState.SUCCEEDED] * 3
+    assert _rows(app, table) == [(1, "placed"), (2, "placed"), (3, "placed async")]
+    assert [_attempts(app, j) for j in jobs] == [1, 1, 1]
 
 
 def test_an_error_in_the_block_rolls_back_and_the_attempt_is_retried(
     app: conveyor.App, table: str
 ) -> None:
+    follow_ups: list[conveyor.Job[str]] = []
+
+    @app.task
+    def receipt(order_id: int, attempt: int) -> str:
+        return f"receipt for {order_id} (attempt {attempt})"
+
     @app.task(max_attempts=2, retry=AT_ONCE)
     def place(order_id: int) -> None:
         attempt = conveyor.current_job().attempt
         with conveyor.current_job().transaction() as conn:
             conn.execute(f"INSERT INTO {table} VALUES ({order_id}, 'attempt {attempt}')")
+            # enqueued through the same transaction: exists only if it commits
+            follow_ups.append(receipt.enqueue(order_id, attempt))
             if attempt == 1:
                 raise RuntimeError("payment gateway said no")
 
@@ -90,6 +113,9 @@ def test_an_error_in_the_block_rolls_back_and_the_attempt_is_retried(
     assert job.status is JobState.SUCCEEDED
     assert _rows(app, table) == [(1, "attempt 2")]  # the first attempt's row never landed
     assert _attempts(app, job) == 2
+    first, second = follow_ups
+    assert app.backend.job_get_many([first.id]) == []  # rolled back with attempt 1
+    assert _result(app, second) == "receipt for 1 (attempt 2)"
 
 
 def test_a_failed_commit_fails_the_attempt_and_it_is_retried(app: conveyor.App, table: str) -> None:

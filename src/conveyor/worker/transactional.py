@@ -16,7 +16,9 @@ success is written through that connection, fenced by the attempt's claim token
   COMMIT the server may have committed anyway; the retry's finish is then refused by
   the same fence (the job is already ``succeeded``), so nothing runs twice from here;
 - the worker writes no finish of its own for a job whose block committed (its result
-  is ``None``: what the task produced is in the rows it wrote).
+  is ``None``: what the task produced is in the rows it wrote);
+- jobs enqueued inside the block are written through the same connection
+  (``conveyor.transaction(conn)`` is active there): they exist only if it commits.
 
 Thread and asyncio pools only (the connection lives in the worker's process); in a
 process or interpreter pool, or outside a worker, ``transaction()`` says so.
@@ -39,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from conveyor.backends.base import ClaimedJob, JobFinishParams, JobFinishThroughParams
 from conveyor.errors import ConfigurationError, ConveyorError
 from conveyor.states import FinishKind
+from conveyor.transactions import transaction
 
 if TYPE_CHECKING:
     from conveyor.backends.base import Backend
@@ -63,7 +66,11 @@ def transact(backend: Backend, job: ClaimedJob, worker_id: str, ctx: JobContext)
     with backend.transaction_connection() as opened:
         conn: Any = opened  # sqlite3 or psycopg: both have commit() and rollback()
         try:
-            yield conn
+            # Jobs the block enqueues go through the same transaction: they exist only
+            # if it commits (and on SQLite they could not take the file's write lock,
+            # which this connection holds, anyway).
+            with transaction(conn):
+                yield conn
         except BaseException:
             _rollback(conn)
             raise
