@@ -197,3 +197,28 @@ def test_a_read_only_command_on_a_missing_schema_is_an_error_and_creates_nothing
         [sys.executable, "-m", "conveyor", "status", "--url", url], capture_output=True, text=True
     )
     assert shown.returncode == 0, shown.stderr
+
+
+def _register(backend: PostgresBackend, concurrency: int) -> None:
+    from conveyor.backends.base import WorkerHeartbeatParams, WorkerInfo
+
+    me = WorkerInfo(
+        id="w", host="h", pid=1, pid_started=None, started_at=0.0, queues=("q",),
+        concurrency=concurrency, pool="thread",
+    )  # fmt: skip
+    backend.worker_heartbeat(WorkerHeartbeatParams(worker=me))
+
+
+def test_the_pool_grows_to_the_worker_unless_the_url_sized_it(
+    postgres_url: str, schema: str
+) -> None:
+    sized_by_worker = PostgresBackend(with_schema(postgres_url, schema))
+    sized_by_url = PostgresBackend(with_schema(postgres_url, schema) + "&pool_max=4")
+    try:
+        _register(sized_by_worker, 20)
+        _register(sized_by_url, 20)
+        assert sized_by_worker._pool.max_size == 23  # a connection per slot, plus three
+        assert sized_by_url._pool.max_size == 4
+    finally:
+        sized_by_worker.close()
+        sized_by_url.close()

@@ -350,6 +350,7 @@ class PostgresBackend(PostgresOperations):
 
     def worker_heartbeat(self, params: WorkerHeartbeatParams) -> None:
         w = params.worker
+        self._size_pool_for(w.concurrency)
         with self._tx() as cur:
             cur.execute(
                 "INSERT INTO workers (id, host, pid, pid_started, started_at, heartbeat_at, "
@@ -371,6 +372,13 @@ class PostgresBackend(PostgresOperations):
                     params.running,
                 ),
             )
+
+    def _size_pool_for(self, concurrency: int) -> None:
+        """The pool sized to the worker it serves: one connection per task slot plus
+        the fetcher's, the completer's and the heartbeat's (unless the URL chose)."""
+        wanted = concurrency + 3
+        if not self.target.pool_max_given and wanted > self._pool.max_size:
+            self._pool.resize(min_size=self._pool.min_size, max_size=wanted)
 
     # -- flow ----------------------------------------------------------------------------
 
