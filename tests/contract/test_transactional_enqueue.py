@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+import sqlalchemy
+from sqlalchemy.orm import Session
 
 import conveyor
 from conveyor.backends.base import JobClaimParams
@@ -206,9 +208,6 @@ def test_asyncio_twins_write_through_the_callers_sync_connection(app: conveyor.A
 
 def test_sqlalchemy_connection_and_session(app: conveyor.App) -> None:
     caller, t = _caller(app), _tasks(app)
-    sqlalchemy = pytest.importorskip("sqlalchemy")
-    from sqlalchemy.orm import Session
-
     engine = sqlalchemy.create_engine(caller.sqlalchemy_url(app.url))
     try:
         with Session(engine) as session:

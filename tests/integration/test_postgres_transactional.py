@@ -10,15 +10,15 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import psycopg
 import pytest
+from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 
 import conveyor
 from conveyor.backends.postgres.listener import CHANNEL
 from conveyor.backends.postgres.url import parse_postgres_url
 from conveyor.errors import ConfigurationError
 from tests.support import postgres_server
-
-psycopg = pytest.importorskip("psycopg")
 
 SENTINEL = "conveyor_test_sentinel"
 
@@ -129,9 +129,6 @@ def test_a_connection_to_another_database_is_refused(app: conveyor.App) -> None:
 
 def test_sqlalchemy_async_session(app: conveyor.App) -> None:
     note = _task(app)
-    pytest.importorskip("sqlalchemy")
-    from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
-
     url = "postgresql+psycopg://" + _dsn(app).split("://", 1)[1]
 
     async def scenario() -> tuple[list[conveyor.Job[Any]], list[conveyor.Job[Any]]]:
@@ -162,9 +159,6 @@ def test_sqlalchemy_async_session(app: conveyor.App) -> None:
 
 
 def test_an_asyncio_orm_object_needs_async_with(app: conveyor.App) -> None:
-    pytest.importorskip("sqlalchemy")
-    from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
-
     engine = create_async_engine("postgresql+psycopg://" + _dsn(app).split("://", 1)[1])
     session = AsyncSession(engine)
     with pytest.raises(TypeError, match=r"async with conveyor\.transaction"):
