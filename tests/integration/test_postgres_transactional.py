@@ -108,6 +108,21 @@ def test_psycopg_transaction_blocks_and_autocommit(app: conveyor.App) -> None:
     assert _stored(app, dropped, kept, *at_once) == [kept.id, *(j.id for j in at_once)]
 
 
+def test_a_connection_in_pipeline_mode(app: conveyor.App) -> None:
+    # Pipeline mode refuses several commands in one query: one statement each there.
+    note = _task(app)
+    with psycopg.connect(_dsn(app)) as conn:
+        with conn.pipeline(), conveyor.transaction(conn):
+            dropped = note.enqueue(1)
+            with pytest.raises(conveyor.JobNotFound):
+                note.with_options(depends_on=["no-such-job"]).enqueue(2)
+        conn.rollback()
+        with conn.pipeline(), conveyor.transaction(conn):
+            kept = note.enqueue_many([(3,), (4,)])
+        conn.commit()
+    assert _stored(app, dropped, *kept) == [j.id for j in kept]
+
+
 def test_a_connection_to_another_database_is_refused(app: conveyor.App) -> None:
     note = _task(app)
     other = f"t_{uuid.uuid4().hex}"

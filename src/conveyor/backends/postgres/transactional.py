@@ -70,7 +70,9 @@ def insert_through(schema: str, params: JobInsertThroughParams) -> Sequence[str]
         )
     autocommit_now = _outside_any_transaction(conn)
     with conn.cursor(row_factory=tuple_row) as cur:
-        return write(cur, schema, params.jobs, autocommit_now=autocommit_now)
+        return write(
+            cur, schema, params.jobs, autocommit_now=autocommit_now, split=_in_pipeline(conn)
+        )
 
 
 async def insert_through_async(schema: str, params: JobInsertThroughParams) -> Sequence[str]:
@@ -89,7 +91,12 @@ async def insert_through_async(schema: str, params: JobInsertThroughParams) -> S
     async with conn.cursor(row_factory=tuple_row) as acur:
         cursor = LoopCursor(acur, loop)
         return await asyncio.to_thread(
-            write, cursor, schema, params.jobs, autocommit_now=autocommit_now
+            write,
+            cursor,
+            schema,
+            params.jobs,
+            autocommit_now=autocommit_now,
+            split=_in_pipeline(conn),
         )
 
 
@@ -100,24 +107,34 @@ def _outside_any_transaction(conn: psycopg.Connection[Any] | psycopg.AsyncConnec
     return bool(conn.autocommit) and conn.info.transaction_status == TransactionStatus.IDLE
 
 
-def write(cur: Cursor, schema: str, jobs: Jobs, *, autocommit_now: bool) -> Sequence[str]:
+def write(
+    cur: Cursor, schema: str, jobs: Jobs, *, autocommit_now: bool, split: bool = False
+) -> Sequence[str]:
     """The statements, on any cursor: see the module docstring for the why of each.
 
     Three round trips for a plain plan: schema check + ``search_path`` + ``SAVEPOINT``
     in one simple query, the insert, then notify + restore + ``RELEASE`` in one (the
     schema is a validated identifier, inlined; the caller's path goes in as a literal).
-    """
+    ``split``: one statement per call, for a connection in pipeline mode (which
+    refuses several commands in one; it sends them without waiting anyway)."""
     from psycopg import sql
 
     if autocommit_now:
         cur.execute("BEGIN")
     # The first statement also opens the caller's transaction if autocommit is off and
     # none was open, as psycopg does before any statement.
-    cur.execute(
-        f"SELECT current_setting('search_path'), to_regclass('{schema}.jobs'), "
-        f"set_config('search_path', '{schema}', true); SAVEPOINT {_SAVEPOINT}"
-    )
-    row = cur.fetchone()
+    check = sql.SQL(
+        "SELECT current_setting('search_path'), to_regclass({0}), "
+        "set_config('search_path', {1}, true)"
+    ).format(sql.Literal(f"{schema}.jobs"), sql.Literal(schema))
+    savepoint = sql.SQL("SAVEPOINT {}").format(sql.Identifier(_SAVEPOINT))
+    if split:
+        cur.execute(check)
+        row = cur.fetchone()
+        cur.execute(savepoint)
+    else:
+        cur.execute(sql.SQL("; ").join([check, savepoint]))
+        row = cur.fetchone()
     caller_path = sql.Literal(str(row[0]))
     try:
         if row[1] is None:
@@ -130,24 +147,48 @@ def write(cur: Cursor, schema: str, jobs: Jobs, *, autocommit_now: bool) -> Sequ
         # Best effort: on a broken connection the cause, not the failed rollback, is
         # what the caller must see (its own rollback then ends the transaction).
         with contextlib.suppress(Exception):
-            cur.execute(
-                sql.SQL(
-                    "ROLLBACK TO SAVEPOINT {0}; RELEASE SAVEPOINT {0}; "
-                    "SELECT set_config('search_path', {1}, true)"
-                ).format(sql.Identifier(_SAVEPOINT), caller_path)
+            _run(
+                cur,
+                [
+                    sql.SQL("ROLLBACK TO SAVEPOINT {}").format(sql.Identifier(_SAVEPOINT)),
+                    sql.SQL("RELEASE SAVEPOINT {}").format(sql.Identifier(_SAVEPOINT)),
+                    sql.SQL("SELECT set_config('search_path', {}, true)").format(caller_path),
+                ],
+                split=split,
             )
             if autocommit_now:
                 cur.execute("ROLLBACK")
         raise
-    cur.execute(
-        sql.SQL(
-            "SELECT pg_notify({0}, {1}), set_config('search_path', {2}, true); "
-            "RELEASE SAVEPOINT {3}"
-        ).format(sql.Literal(CHANNEL), sql.Literal(schema), caller_path, sql.Identifier(_SAVEPOINT))
+    _run(
+        cur,
+        [
+            sql.SQL("SELECT pg_notify({}, {}), set_config('search_path', {}, true)").format(
+                sql.Literal(CHANNEL), sql.Literal(schema), caller_path
+            ),
+            sql.SQL("RELEASE SAVEPOINT {}").format(sql.Identifier(_SAVEPOINT)),
+        ],
+        split=split,
     )
     if autocommit_now:
         cur.execute("COMMIT")
     return ids
+
+
+def _run(cur: Cursor, statements: list[Any], *, split: bool) -> None:
+    """Statements without results: one simple query, or one call each (``split``)."""
+    from psycopg import sql
+
+    if split:
+        for statement in statements:
+            cur.execute(statement)
+    else:
+        cur.execute(sql.SQL("; ").join(statements))
+
+
+def _in_pipeline(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bool:
+    from psycopg import pq
+
+    return bool(conn.pgconn.pipeline_status != pq.PipelineStatus.OFF)
 
 
 def finish_through(schema: str, params: JobFinishThroughParams) -> list[str]:
