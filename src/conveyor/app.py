@@ -189,6 +189,19 @@ def require_store(url: str) -> None:
         _imported(check)(url)
 
 
+def backend_class(url: str) -> type[Backend]:
+    """The backend class for ``url``, imported but not opened (its ``name`` and
+    ``features`` are class attributes: what a store can do, known without connecting)."""
+    scheme = _scheme(url)
+    try:
+        cls: type[Backend] = _imported(BACKENDS[scheme])
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"the {scheme} backend needs an extra: pip install 'conveyor[{_EXTRAS.get(scheme, scheme)}]' ({exc})"
+        ) from None
+    return cls
+
+
 def open_backend(url: str) -> Backend:
     """Open the backend for ``url`` (importing its module only now)."""
     scheme = _scheme(url)
@@ -301,6 +314,11 @@ class App:
     @property
     def max_payload_bytes(self) -> int:
         return self.settings.max_payload_bytes
+
+    @property
+    def backend_is_open(self) -> bool:
+        """True once :attr:`backend` was opened (nothing is touched to find out)."""
+        return self._backend is not None
 
     @property
     def backend(self) -> Backend:

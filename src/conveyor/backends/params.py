@@ -126,6 +126,32 @@ class JobInsertBatchParams:
 
 
 @record
+class JobInsertThroughParams:
+    """Jobs to write through the caller's own database connection, inside its open
+    transaction (feature ``transactional_enqueue``, ``conveyor.transaction(conn)``).
+
+    ``connection`` is the driver's connection (``sqlite3.Connection``, a psycopg
+    ``Connection`` or ``AsyncConnection``), already unwrapped from an ORM by
+    :mod:`conveyor.transaction_adapters`; ``jobs`` is what ``job_insert_many`` takes.
+    The backend neither begins nor commits: the caller's commit makes the jobs visible
+    (and wakes workers), the caller's rollback leaves none."""
+
+    connection: object
+    jobs: Sequence[JobInsertParams] | JobInsertBatchParams
+
+
+@record
+class JobFinishThroughParams:
+    """Finishes to apply through a connection of the backend's own
+    (``transaction_connection``) inside the transaction a task's writes are in (feature
+    ``transactional_completion``, ``current_job().transaction()``): fenced by token as
+    every finish, committed by the caller with those writes."""
+
+    connection: object
+    finishes: Sequence[JobFinishParams]
+
+
+@record
 class JobDependenciesParams:
     ids: Sequence[str]
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING
 
 from conveyor.backends import decoding
@@ -30,8 +30,10 @@ from conveyor.backends.base import (
     JobDependenciesParams,
     JobExtendLeasesParams,
     JobFinishParams,
+    JobFinishThroughParams,
     JobInsertBatchParams,
     JobInsertParams,
+    JobInsertThroughParams,
     JobProgressParams,
     JobRecord,
     JobReleaseParams,
@@ -42,7 +44,7 @@ from conveyor.backends.base import (
     RescueResult,
     WorkerHeartbeatParams,
 )
-from conveyor.backends.postgres import flow, sql
+from conveyor.backends.postgres import flow, inserts, sql, transactional
 from conveyor.backends.postgres.claim import PROMOTE_DUE, Claim
 from conveyor.backends.postgres.connection import connect_options, open_pool
 from conveyor.backends.postgres.faults import translate_faults
@@ -72,7 +74,7 @@ if TYPE_CHECKING:
 SLOT_RETENTION = 86400.0
 
 # -- FEATURES (one line; pg-ops adds the Operations names as they land) --------------------
-FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic", "ack_with_claim"})  # fmt: skip
+FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic", "ack_with_claim", "transactional_enqueue", "transactional_completion"})  # fmt: skip
 
 
 @translate_faults
@@ -130,56 +132,33 @@ class PostgresBackend(PostgresOperations):
     def job_insert_many(
         self, params: Sequence[JobInsertParams] | JobInsertBatchParams
     ) -> Sequence[str]:
-        if isinstance(params, JobInsertBatchParams):
-            self._insert_batch(params)
-            return params.ids
-        if not params:
+        if not isinstance(params, JobInsertBatchParams) and not params:
             return []
         with self._tx() as cur:
-            if all(p.is_plain for p in params):
-                self._insert_plain(cur, params)
-                ids = [p.id for p in params]
-            else:
-                ids = flow.insert_flow(cur, params, self._server_now(cur))
+            ids = inserts.insert_in(cur, params)
             self._notify(cur)
         return ids
 
-    def _insert_batch(self, params: JobInsertBatchParams) -> None:
-        with self._tx() as cur:
-            cur.execute(
-                sql.JOB_INSERT_BATCH,
-                {
-                    "task": params.task,
-                    "queue": params.queue,
-                    "run_at": params.run_at,
-                    "priority": params.priority,
-                    "max_attempts": params.max_attempts,
-                    "timeout": params.timeout,
-                    "lease": params.lease,
-                    "ids": list(params.ids),
-                    "payloads": list(params.payloads),
-                },
-            )
-            self._notify(cur)
+    def job_insert_many_through(self, params: JobInsertThroughParams) -> Sequence[str]:
+        """Through the caller's psycopg connection, in its transaction, with the
+        ``pg_notify`` in it (``transactional.py``)."""
+        return transactional.insert_through(self.schema, params)
+
+    def transaction_connection(self) -> AbstractContextManager[object]:
+        """A new connection (the server's default search_path) for a task's writes."""
+        return transactional.task_connection(self.target.conninfo)
+
+    def job_finish_many_through(self, params: JobFinishThroughParams) -> list[str]:
+        return transactional.finish_through(self.schema, params)
+
+    async def job_insert_many_through_async(self, params: JobInsertThroughParams) -> Sequence[str]:
+        return await transactional.insert_through_async(self.schema, params)
 
     @staticmethod
     def _insert_plain(
         cur: psycopg.Cursor[tuple[object, ...]], params: Sequence[JobInsertParams]
     ) -> None:
-        cur.execute(
-            sql.JOB_INSERT,
-            (
-                [p.id for p in params],
-                [p.task for p in params],
-                [p.queue for p in params],
-                [p.priority for p in params],
-                [p.payload for p in params],
-                [p.max_attempts for p in params],
-                [p.run_at for p in params],
-                [p.timeout for p in params],
-                [p.lease for p in params],
-            ),
-        )
+        cur.execute(sql.JOB_INSERT, inserts.plain_args(params))
 
     # -- claim and finish ----------------------------------------------------------------
 
