@@ -42,7 +42,7 @@ from conveyor.backends.base import (
     JobInsertParams,
     JobInsertThroughParams,
 )
-from conveyor.backends.postgres.finish import finish_in
+from conveyor.backends.postgres.finish import Finishes
 from conveyor.backends.postgres.inserts import insert_in
 from conveyor.backends.postgres.listener import CHANNEL
 from conveyor.errors import ConfigurationError
@@ -211,7 +211,9 @@ def finish_through(schema: str, params: JobFinishThroughParams) -> list[str]:
         row = cur.fetchone()
         if row is None or row[1] is None:
             raise ConfigurationError(f"the task's database has no conveyor schema {schema!r}")
-        stale, wake = finish_in(cur, params.finishes)
+        # Finishes opens its own cursors: tuple rows, whatever the caller's connection
+        # makes by default.
+        stale, wake = Finishes(_TupleCursors(conn), params.finishes).result(cur)
         notify = (
             sql.SQL("pg_notify({}, {}), ").format(sql.Literal(CHANNEL), sql.Literal(schema))
             if wake
@@ -223,6 +225,18 @@ def finish_through(schema: str, params: JobFinishThroughParams) -> list[str]:
             )
         )
     return stale
+
+
+class _TupleCursors:
+    """The caller's connection, handing out cursors that read rows as tuples."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    def cursor(self) -> Any:
+        from psycopg.rows import tuple_row
+
+        return self._conn.cursor(row_factory=tuple_row)
 
 
 @contextlib.contextmanager
