@@ -31,7 +31,6 @@ from conveyor.backends.base import (
     IntegrityCheckParams,
     IntegrityProblem,
     JobCountParams,
-    JobFilter,
     JobFinishedHistogramParams,
     JobImportParams,
     JobListParams,
@@ -46,10 +45,11 @@ from conveyor.backends.base import (
     QueueStats,
     check_histogram,
 )
+from conveyor.backends.filter_sql import job_list_sql
 from conveyor.backends.records import queue_list_of
 from conveyor.backends.sqlite import rows
 from conveyor.backends.sqlite.connection import load_query
-from conveyor.backends.sqlite.filter_sql import filter_sql
+from conveyor.backends.sqlite.filter_sql import SQLITE, filter_sql
 from conveyor.errors import ConveyorError
 from conveyor.private_files import create_private
 from conveyor.rules import WAS_DELETED
@@ -74,18 +74,8 @@ class SQLiteOpsMixin:
     # -- jobs by filter ------------------------------------------------------------------
 
     def job_list(self, params: JobListParams) -> list[JobRecord]:
-        legacy = JobFilter(
-            queue=params.queue, task=params.task, states=(params.state,) if params.state else ()
-        )
-        sql_a, args_a = filter_sql(legacy)
-        sql_b, args_b = filter_sql(params.filter or JobFilter())
-        where, args = f"({sql_a}) AND ({sql_b})", [*args_a, *args_b]
-        if params.after_id is not None:
-            where += " AND id < ?" if params.descending else " AND id > ?"
-            args.append(params.after_id)
-        order = "id DESC" if params.descending else "id"
-        sql = f"SELECT {rows.JOB_COLUMNS} FROM jobs WHERE {where} ORDER BY {order} LIMIT ?"
-        return [rows.job_record(r) for r in self._read(sql, [*args, params.limit])]
+        sql, args = job_list_sql(params, SQLITE, rows.JOB_COLUMNS)
+        return [rows.job_record(r) for r in self._read(sql, args)]
 
     def job_count(self, params: JobCountParams) -> int:
         where, args = filter_sql(params.filter)
