@@ -52,7 +52,12 @@ BACKENDS = {
     "sqlite": "conveyor.backends.sqlite.backend:SQLiteBackend",
     "redis": "conveyor.backends.redis.backend:RedisBackend",
     "rediss": "conveyor.backends.redis.backend:RedisBackend",
+    "postgresql": "conveyor.backends.postgres.backend:PostgresBackend",
+    "postgres": "conveyor.backends.postgres.backend:PostgresBackend",
 }
+
+#: URL scheme -> the pip extra its driver comes with (when it is not the scheme itself).
+_EXTRAS = {"rediss": "redis", "postgresql": "postgres"}
 
 #: per-task only (not App defaults): the name, and which parameters are secret
 _TASK_ONLY = {"name", "secret"}
@@ -107,6 +112,8 @@ URL_CHECKS = {
     "sqlite": "conveyor.backends.sqlite.connection:parse_sqlite_url",
     "redis": "conveyor.backends.redis.url:parse_redis_url",
     "rediss": "conveyor.backends.redis.url:parse_redis_url",
+    "postgresql": "conveyor.backends.postgres.url:parse_postgres_url",
+    "postgres": "conveyor.backends.postgres.url:parse_postgres_url",
 }
 #: URL scheme -> "module:function" raising StoreNotFound unless the store exists; a
 #: scheme without one (Redis: keys under a prefix, nothing to create) always exists.
@@ -117,8 +124,8 @@ def _scheme(url: str) -> str:
     scheme = url.split(":", 1)[0].lower() if ":" in url else ""
     if scheme not in BACKENDS:
         raise ConfigurationError(
-            f"unsupported store URL {redacted(url)!r}; use sqlite:///path.db or "
-            "redis://host:port/db"
+            f"unsupported store URL {redacted(url)!r}; use sqlite:///path.db, "
+            "redis://host:port/db or postgresql://user@host/db"
         )
     return scheme
 
@@ -183,7 +190,7 @@ def open_backend(url: str) -> Backend:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise ConfigurationError(
-            f"the {scheme} backend needs an extra: pip install 'conveyor[{scheme.rstrip('s')}]' ({exc})"
+            f"the {scheme} backend needs an extra: pip install 'conveyor[{_EXTRAS.get(scheme, scheme)}]' ({exc})"
         ) from None
     backend: Backend = getattr(module, attr)(url)
     return backend
