@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 CHANNEL = "conveyor"
 
 # -- FEATURES: what this backend implements (names: conveyor.backends.protocols.FEATURES).
-FEATURES: frozenset[str] = frozenset(set())
+FEATURES: frozenset[str] = frozenset({"filters", "purge", "queues", "logs", "integrity"})
 
 
 class PostgresBackend(PostgresOperations):

@@ -1,0 +1,169 @@
+"""Bulk actions on the PostgreSQL backend: cancel, manual retry, delete, purge and the
+import of whole jobs (``conveyor migrate``), each one transaction.
+
+Target states come from :mod:`conveyor.rules` (``CANCEL_AT_ONCE``, ``RETRY_BY_HAND``,
+``WAS_CANCELLED`` / ``WAS_DELETED`` for the dependants); the statements only apply them.
+Id lists travel as one array parameter (``id = ANY(%s)``), so no list is ever too long
+for a statement. Times are the server's clock (:data:`~conveyor.backends.postgres.sql.NOW`).
+
+Example (needs a server)::
+
+    backend.job_cancel_many(JobCancelParams(["01J..."]))   # queued -> cancelled at once
+    backend.job_purge(JobPurgeParams(finished_before=time.time() - 7 * 86400))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
+
+from conveyor.backends.base import (
+    JobCancelParams,
+    JobImportParams,
+    JobLogRecord,
+    JobPurgeParams,
+    JobRecord,
+    JobRetryParams,
+)
+from conveyor.backends.postgres.sql import NOW
+from conveyor.errors import ConveyorError
+from conveyor.rules import CANCEL_AT_ONCE, RETRY_BY_HAND, WAS_CANCELLED, WAS_DELETED, sql_states
+from conveyor.states import FINISHED_STATES, JobState
+
+if TYPE_CHECKING:
+    import psycopg
+
+    Cursor = psycopg.Cursor[tuple[object, ...]]
+
+_CANCEL_NOW = f"""
+UPDATE jobs SET state = 'cancelled', reason = %s, finished_at = {NOW}
+WHERE id = ANY(%s) AND state IN ({sql_states(CANCEL_AT_ONCE)})
+RETURNING id
+"""
+_CANCEL_REQUEST = (
+    "UPDATE jobs SET cancel_requested = 1, reason = %s WHERE id = ANY(%s) AND state = 'running'"
+)
+_RETRY = f"""
+UPDATE jobs SET state = 'queued', attempt = 0, rescues = 0, run_at = {NOW},
+    cancel_requested = 0, finished_at = NULL, result = NULL, reason = NULL
+WHERE id = ANY(%s) AND state IN ({sql_states(RETRY_BY_HAND)})
+"""
+#: Old finished jobs (reads the jobs_finished partial index). SKIP LOCKED: a purge never
+#: waits on a row another transaction holds (a manual retry of it, say); the next takes it.
+_PURGE_IDS = """
+SELECT id FROM jobs
+WHERE state = ANY(%s) AND finished_at IS NOT NULL AND finished_at < %s
+LIMIT %s FOR UPDATE SKIP LOCKED
+"""
+
+_IMPORTABLE = frozenset({JobState.QUEUED, JobState.SCHEDULED, *FINISHED_STATES})
+#: Columns an import writes; the claim columns (worker_id, lease_until) stay NULL.
+IMPORT_COLUMNS = (
+    "id", "task", "queue", "state", "priority", "payload", "attempt", "max_attempts",
+    "rescues", "token", "run_at", "created_at", "timeout", "lease", "cancel_requested",
+    "result", "error", "reason", "started_at", "finished_at",
+)  # fmt: skip
+_IMPORT_JOB = (
+    f"INSERT INTO jobs ({', '.join(IMPORT_COLUMNS)}) "
+    f"VALUES ({', '.join(['%s'] * len(IMPORT_COLUMNS))}) ON CONFLICT (id) DO NOTHING RETURNING id"
+)
+_IMPORT_ATTEMPT = (
+    "INSERT INTO attempts (job_id, token, attempt, worker_id, started_at, finished_at, "
+    "outcome, error) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING"
+)
+LOG_INSERT = (
+    "INSERT INTO job_logs (job_id, attempt, ts, level, logger, message) "
+    "VALUES (%s, %s, %s, %s, %s, %s)"
+)
+
+
+def log_args(r: JobLogRecord) -> tuple[object, ...]:
+    return (r.job_id, r.attempt, r.ts, r.level, r.logger, r.message)
+
+
+class PostgresBulkOps:
+    """Bulk actions of :class:`~conveyor.backends.postgres.backend.PostgresBackend`."""
+
+    _tx: Callable[[], AbstractContextManager[Cursor]]
+    _notify: Callable[[Cursor], None]
+    job_get_many: Callable[[Sequence[str]], list[JobRecord]]
+
+    def _settle_ended(self, cur: Cursor, ended: Mapping[str, str]) -> None:
+        """Move the dependants of parents that ended without succeeding (``{id: why}``)
+        as the rules say, inside the caller's transaction. PLACEHOLDER until the
+        backend's workflow code lands (branch pg): it overrides this."""
+
+    def job_cancel_many(self, params: JobCancelParams) -> list[JobRecord]:
+        ids = list(params.ids)
+        with self._tx() as cur:
+            cancelled = cur.execute(_CANCEL_NOW, (params.reason, ids)).fetchall()
+            self._settle_ended(cur, {str(r[0]): WAS_CANCELLED for r in cancelled})
+            # Running jobs: the worker sees the request on its next lease extension.
+            cur.execute(_CANCEL_REQUEST, (params.reason, ids))
+        return self.job_get_many(ids)
+
+    def job_retry_many(self, params: JobRetryParams) -> list[JobRecord]:
+        ids = list(params.ids)
+        with self._tx() as cur:
+            if cur.execute(_RETRY, (ids,)).rowcount:
+                self._notify(cur)  # they are ready now: wake a worker
+        return self.job_get_many(ids)
+
+    def job_delete_many(self, ids: Sequence[str]) -> int:
+        with self._tx() as cur:
+            return self._delete_in(cur, list(ids))
+
+    def job_purge(self, params: JobPurgeParams) -> int:
+        states = [str(s) for s in params.states]
+        with self._tx() as cur:
+            found = cur.execute(_PURGE_IDS, (states, params.finished_before, params.limit))
+            return self._delete_in(cur, [str(r[0]) for r in found.fetchall()])
+
+    def _delete_in(self, cur: Cursor, ids: list[str]) -> int:
+        """Delete jobs with their attempts, logs and workflow edges. Dependants of a parent
+        deleted before it succeeded are settled first: it can never release them."""
+        if not ids:
+            return 0
+        unfinished = cur.execute(
+            "SELECT id FROM jobs WHERE id = ANY(%s) AND state != 'succeeded'", (ids,)
+        ).fetchall()
+        self._settle_ended(cur, {str(r[0]): WAS_DELETED for r in unfinished})
+        deleted = cur.execute("DELETE FROM jobs WHERE id = ANY(%s)", (ids,)).rowcount
+        cur.execute("DELETE FROM attempts WHERE job_id = ANY(%s)", (ids,))
+        cur.execute("DELETE FROM job_logs WHERE job_id = ANY(%s)", (ids,))
+        cur.execute(
+            "DELETE FROM job_deps WHERE child_id = ANY(%s) OR parent_id = ANY(%s)", (ids, ids)
+        )
+        return deleted
+
+    # -- import (conveyor migrate) -------------------------------------------------------
+
+    def job_import_many(self, params: JobImportParams) -> list[str]:
+        for item in params.jobs:
+            if item.job.state not in _IMPORTABLE:
+                raise ConveyorError(f"cannot import job {item.job.id} in state {item.job.state}")
+        inserted: list[str] = []
+        with self._tx() as cur:
+            for item in params.jobs:
+                j = item.job
+                values = [getattr(j, c) for c in IMPORT_COLUMNS]
+                values[IMPORT_COLUMNS.index("state")] = str(j.state)
+                values[IMPORT_COLUMNS.index("cancel_requested")] = int(j.cancel_requested)
+                if cur.execute(_IMPORT_JOB, values).fetchone() is None:
+                    continue  # already there: a rerun after an interruption
+                inserted.append(j.id)
+                if item.attempts:
+                    cur.executemany(
+                        _IMPORT_ATTEMPT,
+                        [
+                            (j.id, a.token, a.attempt, a.worker_id, a.started_at, a.finished_at,
+                             a.outcome, a.error)
+                            for a in item.attempts
+                        ],
+                    )  # fmt: skip
+                if item.logs:
+                    cur.executemany(LOG_INSERT, [log_args(r) for r in item.logs])
+            if inserted:
+                self._notify(cur)
+        return inserted
