@@ -89,8 +89,9 @@ ORDER BY bucket, queue COLLATE "C", state
 #: wait WAIT_GROWTH times the last, at most WAIT_MAX (a finish sends no notification).
 WAIT_FIRST, WAIT_GROWTH, WAIT_MAX = 0.002, 1.5, 0.25
 _PG_DUMP = (
-    "backup is PostgreSQL's job: use pg_dump (e.g. pg_dump --schema={schema} -Fc -f FILE "
-    "DBNAME) or the base backups and replicas you already run"
+    "backup is only available on the SQLite backend, not postgres; back PostgreSQL up "
+    "with its own tools: pg_dump --schema={schema} (or the base backups and replicas "
+    "you already run)"
 )
 
 
