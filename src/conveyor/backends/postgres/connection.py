@@ -71,7 +71,9 @@ def connect_options(target: PostgresTarget) -> dict[str, object]:
     from psycopg.conninfo import conninfo_to_dict
 
     given = conninfo_to_dict(target.conninfo).get("options")
-    options = f"{given} -c search_path={target.schema}" if given else f"-c search_path={target.schema}"
+    options = (
+        f"{given} -c search_path={target.schema}" if given else f"-c search_path={target.schema}"
+    )
     return {"autocommit": False, "options": options}
 
 

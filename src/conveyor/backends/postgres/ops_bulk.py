@@ -26,6 +26,7 @@ from conveyor.backends.base import (
     JobRecord,
     JobRetryParams,
 )
+from conveyor.backends.postgres import flow
 from conveyor.backends.postgres.sql import NOW
 from conveyor.errors import ConveyorError
 from conveyor.rules import CANCEL_AT_ONCE, RETRY_BY_HAND, WAS_CANCELLED, WAS_DELETED, sql_states
@@ -91,8 +92,11 @@ class PostgresBulkOps:
 
     def _settle_ended(self, cur: Cursor, ended: Mapping[str, str]) -> None:
         """Move the dependants of parents that ended without succeeding (``{id: why}``)
-        as the rules say, inside the caller's transaction. PLACEHOLDER until the
-        backend's workflow code lands (branch pg): it overrides this."""
+        as the rules say (:func:`conveyor.backends.postgres.flow.settle`), in the
+        caller's transaction; wake workers when one became ready (an on_failure
+        handler)."""
+        if ended and flow.settle(cur, (), ended, flow.server_now(cur)):
+            self._notify(cur)
 
     def job_cancel_many(self, params: JobCancelParams) -> list[JobRecord]:
         ids = list(params.ids)

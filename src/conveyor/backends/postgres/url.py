@@ -64,6 +64,8 @@ def parse_postgres_url(url: str) -> PostgresTarget:
     except ValueError:
         raise ConfigurationError(f"pool_max must be a whole number in {redacted(url)!r}") from None
     if pool_max < 2:
-        raise ConfigurationError("pool_max must be at least 2 (a worker claims and finishes at once)")
+        raise ConfigurationError(
+            "pool_max must be at least 2 (a worker claims and finishes at once)"
+        )
     conninfo = urlunsplit(parts._replace(query=urlencode(rest)))
     return PostgresTarget(conninfo, redacted(url), schema, pool_max)

@@ -1,0 +1,150 @@
+"""The claim on PostgreSQL: due jobs promoted, then one ``UPDATE ... RETURNING`` per
+queue whose rows come from ``SELECT ... FOR UPDATE SKIP LOCKED LIMIT n`` over the
+``jobs_ready`` partial index, so concurrent claimers skip each other's rows instead of
+waiting. Each queue gets its share first, then the rest tops up to ``total``; a paused
+queue yields nothing (checked in the same statement).
+
+Limits are claim-then-check, as on SQLite (``sqlite/claim_limits.py``): only when a
+claimed job has a ``limit_key`` are its key's running jobs and recent starts counted,
+with the key's ``limits`` row locked ``FOR UPDATE`` so two workers never both take the
+last slot; jobs over the limit go back to ``scheduled`` a little later
+(:func:`conveyor.rules.limit_deferral`) in the same transaction.
+
+Example::
+
+    with backend._tx() as cur:
+        promoted, jobs = claim_in(cur, JobClaimParams(worker_id="w", queues=(("q", 8),), total=8))
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+from conveyor.backends import decoding
+from conveyor.backends.base import ClaimedJob, JobClaimParams
+from conveyor.backends.postgres.flow import Cursor
+from conveyor.backends.postgres.sql import CLAIM_COLUMNS, NOW
+from conveyor.rules import limit_deferral
+
+#: Scheduled jobs whose time has come become ready. SKIP LOCKED: two workers promoting
+#: at once split the rows instead of one waiting for the other.
+PROMOTE_DUE = f"""
+UPDATE jobs SET state = 'queued'
+WHERE id IN (SELECT id FROM jobs WHERE state = 'scheduled' AND run_at <= {NOW}
+             FOR UPDATE SKIP LOCKED)
+"""
+
+CLAIM = f"""
+UPDATE jobs
+SET state = 'running', worker_id = %(worker_id)s, token = token + 1, attempt = attempt + 1,
+    started_at = n.now, lease_until = n.now + lease
+FROM (SELECT {NOW} AS now) AS n
+WHERE jobs.id IN (
+    SELECT id FROM jobs
+    WHERE state = 'queued' AND queue = %(queue)s
+      AND NOT EXISTS (SELECT 1 FROM queues WHERE name = %(queue)s AND paused = 1)
+    ORDER BY priority DESC, run_at, id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+  )
+RETURNING {", ".join(f"jobs.{c}" for c in CLAIM_COLUMNS.split(", "))}
+"""
+
+
+def claim_in(cur: Cursor, params: JobClaimParams) -> tuple[int, list[ClaimedJob]]:
+    """Promote, claim and apply limits inside the caller's transaction; returns (how
+    many were promoted, the jobs claimed in queue order)."""
+    cur.execute(PROMOTE_DUE)
+    promoted = int(cur.rowcount)
+    claimed: list[ClaimedJob] = []
+    remaining = params.total
+    empty: set[str] = set()
+    # First pass: each queue its weighted share; second: top up from any.
+    for pass_limits in (params.queues, [(q, params.total) for q, _ in params.queues]):
+        for queue, limit in pass_limits:
+            want = min(limit, remaining)
+            if want <= 0 or queue in empty:
+                continue
+            cur.execute(CLAIM, {"worker_id": params.worker_id, "queue": queue, "limit": want})
+            got = [decoding.claimed_job(r) for r in cur.fetchall()]
+            if len(got) < want:
+                empty.add(queue)
+            remaining -= len(got)
+            claimed.extend(got)
+    if claimed:
+        cur.execute("SELECT EXISTS (SELECT 1 FROM limits)")
+        if cur.fetchone()[0]:
+            claimed = apply_limits(cur, claimed)
+    if len(claimed) > 1:
+        claimed.sort(key=lambda j: (-j.priority, j.run_at, j.id))
+    return promoted, claimed
+
+
+def apply_limits(cur: Cursor, claimed: Sequence[ClaimedJob]) -> list[ClaimedJob]:
+    """The claimed jobs that may run; the others are deferred (see module docstring)."""
+    cur.execute(
+        "SELECT id, limit_key FROM jobs WHERE id = ANY(%s) AND limit_key IS NOT NULL",
+        ([j.id for j in claimed],),
+    )
+    keyed = {str(i): str(k) for i, k in cur.fetchall()}
+    if not keyed:
+        return list(claimed)
+    keys = sorted(set(keyed.values()))
+    # Locked in key order (no deadlock between claimers): the count below and the
+    # claim's commit happen before any other claimer of these keys counts.
+    cur.execute(
+        "SELECT key, concurrency, rate_count, rate_period FROM limits WHERE key = ANY(%s) "
+        "ORDER BY key FOR UPDATE",
+        (keys,),
+    )
+    config = {str(k): (c, n, p) for k, c, n, p in cur.fetchall()}
+    cur.execute(f"SELECT {NOW}")
+    now = float(cur.fetchone()[0])
+    mine: dict[str, int] = {}
+    for key in keyed.values():
+        mine[key] = mine.get(key, 0) + 1
+    cur.execute(
+        "SELECT limit_key, count(*) FROM jobs WHERE state = 'running' AND limit_key = ANY(%s) "
+        "GROUP BY limit_key",
+        (keys,),
+    )
+    totals = {str(k): int(n) for k, n in cur.fetchall()}
+    running = {key: totals.get(key, 0) - mine[key] for key in keys}  # held before this claim
+    hits: dict[str, list[float]] = {}
+    for key in keys:
+        _, rate_count, period = config.get(key, (None, None, None))
+        if rate_count is not None and period is not None:
+            cur.execute("DELETE FROM limit_hits WHERE key = %s AND at <= %s", (key, now - period))
+            cur.execute("SELECT at FROM limit_hits WHERE key = %s ORDER BY at", (key,))
+            hits[key] = [float(r[0]) for r in cur.fetchall()]
+    kept: list[ClaimedJob] = []
+    # Highest priority first, so what runs under a limit is what the queue order says.
+    for job in sorted(claimed, key=lambda j: (-j.priority, j.run_at, j.id)):
+        key = keyed.get(job.id)
+        if key is None:
+            kept.append(job)
+            continue
+        concurrency, rate_count, period = config.get(key, (None, None, None))
+        deferred = limit_deferral(
+            concurrency=concurrency,
+            running=running[key],
+            rate_count=rate_count,
+            period=period,
+            starts=hits.get(key, ()),
+            now=now,
+            jitter=random.random(),
+        )
+        if deferred is not None:
+            cur.execute(
+                "UPDATE jobs SET state = 'scheduled', run_at = %s, attempt = attempt - 1, "
+                "worker_id = NULL, lease_until = NULL WHERE id = %s AND token = %s",
+                (deferred, job.id, job.token),
+            )
+            continue
+        running[key] += 1
+        if key in hits:
+            hits[key].append(now)
+            cur.execute("INSERT INTO limit_hits (key, at) VALUES (%s, %s)", (key, now))
+        kept.append(job)
+    return kept
