@@ -29,6 +29,7 @@ from conveyor.cli.export import export
 from conveyor.cli.jobs import job, jobs
 from conveyor.cli.migrate import migrate
 from conveyor.cli.queues import queues
+from conveyor.cli.schema import migrate_schema
 from conveyor.cli.status import status
 from conveyor.cli.worker import worker
 
@@ -80,7 +81,20 @@ def cli(debug: bool) -> None:
 cli.add_command(worker)
 cli.add_command(status)
 cli.add_command(demo)
-for _command in (jobs, job, retry, cancel, delete, purge, export, backup, check, queues, migrate):
+for _command in (
+    jobs,
+    job,
+    retry,
+    cancel,
+    delete,
+    purge,
+    export,
+    backup,
+    check,
+    queues,
+    migrate,
+    migrate_schema,
+):
     cli.add_command(_command)
 cli.add_command(dashboard)
 cli.add_command(enqueue)

@@ -327,7 +327,7 @@ class PostgresBackend(PostgresOperations):
                 attempts.append((job_id, token, attempt, worker_id, started))
                 results.append(RescueResult(str(job_id), worker_id, state))  # type: ignore[arg-type]
             if attempts:
-                columns = list(zip(*attempts, strict=True))
+                columns = [list(c) for c in zip(*attempts, strict=True)]
                 n = len(attempts)
                 cur.execute(
                     ATTEMPT_INSERT,

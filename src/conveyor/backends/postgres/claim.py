@@ -121,10 +121,11 @@ def apply_limits(cur: Cursor, claimed: Sequence[ClaimedJob]) -> list[ClaimedJob]
     kept: list[ClaimedJob] = []
     # Highest priority first, so what runs under a limit is what the queue order says.
     for job in sorted(claimed, key=lambda j: (-j.priority, j.run_at, j.id)):
-        key = keyed.get(job.id)
-        if key is None:
+        found = keyed.get(job.id)
+        if found is None:
             kept.append(job)
             continue
+        key = found
         concurrency, rate_count, period = config.get(key, (None, None, None))
         deferred = limit_deferral(
             concurrency=concurrency,

@@ -21,7 +21,7 @@ Example:
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from conveyor.backends.postgres.url import PostgresTarget
 
@@ -77,7 +77,7 @@ def connect_options(target: PostgresTarget) -> dict[str, object]:
     return {"autocommit": False, "options": options}
 
 
-def stored_version(conn: psycopg.Connection[tuple[object, ...]], schema: str) -> int:
+def stored_version(conn: psycopg.Connection[tuple[Any, ...]], schema: str) -> int:
     """The schema version applied in ``schema`` (0: none yet). Read-only."""
     found = conn.execute(
         "SELECT to_regclass(%s) IS NOT NULL", (f"{schema}.schema_version",)
@@ -88,7 +88,7 @@ def stored_version(conn: psycopg.Connection[tuple[object, ...]], schema: str) ->
     return int(row[0]) if row and row[0] is not None else 0
 
 
-def migrate(conn: psycopg.Connection[tuple[object, ...]], schema: str) -> int:
+def migrate(conn: psycopg.Connection[tuple[Any, ...]], schema: str) -> int:
     """Bring ``schema`` to :data:`SCHEMA_VERSION` in one transaction under the migration
     lock; returns the version it found. Commits (or rolls back on error)."""
     with conn.transaction():

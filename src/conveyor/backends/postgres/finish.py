@@ -22,9 +22,9 @@ from conveyor.rules import FINISH
 from conveyor.states import FinishKind, JobState
 
 _BATCH = f"""
-unnest(%(id)s::text[], %(token)s::bigint[], %(result)s::text[], %(error)s::text[],
-       %(reason)s::text[], %(run_at)s::float8[], %(finished_at)s::float8[])
-  AS f(id, token, result, error, reason, run_at, finished_at),
+unnest(%(n)s::int[], %(id)s::text[], %(token)s::bigint[], %(result)s::text[],
+       %(error)s::text[], %(reason)s::text[], %(run_at)s::float8[], %(finished_at)s::float8[])
+  AS f(n, id, token, result, error, reason, run_at, finished_at),
 (SELECT {NOW} AS now) AS n
 """
 _FENCE = "jobs.id = f.id AND jobs.token = f.token AND jobs.state = 'running'"
@@ -38,12 +38,13 @@ ON CONFLICT DO NOTHING
 
 
 def finish_sql(kind: FinishKind) -> str:
-    """The fenced statement applying ``FINISH[kind]`` to a batch; RETURNING the ids
-    applied (with the finish time used)."""
+    """The fenced statement applying ``FINISH[kind]`` to a batch; RETURNING the index
+    of each finish applied (with the finish time used). A job named twice is changed
+    once: the second finish finds it no longer running under its token, as in order."""
     rule = FINISH[kind]
     finished = "COALESCE(f.finished_at, n.now)"
     if rule.state is None:
-        return f"DELETE FROM jobs USING {_BATCH} WHERE {_FENCE} RETURNING jobs.id, {finished}"
+        return f"DELETE FROM jobs USING {_BATCH} WHERE {_FENCE} RETURNING f.n, {finished}"
     sets = [f"state = '{rule.state.value}'", "worker_id = NULL", "lease_until = NULL"]
     if rule.state is JobState.SUCCEEDED:
         sets.append("result = f.result")
@@ -56,8 +57,7 @@ def finish_sql(kind: FinishKind) -> str:
     if rule.gives_back_attempt:
         sets.append("attempt = attempt - 1")
     return (
-        f"UPDATE jobs SET {', '.join(sets)} FROM {_BATCH} WHERE {_FENCE} "
-        f"RETURNING jobs.id, {finished}"
+        f"UPDATE jobs SET {', '.join(sets)} FROM {_BATCH} WHERE {_FENCE} RETURNING f.n, {finished}"
     )
 
 
@@ -67,14 +67,16 @@ _SQL = {kind: finish_sql(kind) for kind in FinishKind}
 def finish_in(cur: Cursor, params: Sequence[JobFinishParams]) -> tuple[list[str], bool]:
     """Apply every finish inside the caller's transaction, dependants moved with them.
     Returns (refused ids, whether anything became ready or scheduled: wake workers)."""
-    by_kind: dict[FinishKind, list[JobFinishParams]] = {}
-    for p in params:
-        by_kind.setdefault(p.kind, []).append(p)
-    applied: dict[str, float] = {}
-    for kind, batch in by_kind.items():
+    by_kind: dict[FinishKind, list[tuple[int, JobFinishParams]]] = {}
+    for n, p in enumerate(params):
+        by_kind.setdefault(p.kind, []).append((n, p))
+    applied: dict[int, float] = {}
+    for kind, numbered in by_kind.items():
+        batch = [p for _, p in numbered]
         cur.execute(
             _SQL[kind],
             {
+                "n": [n for n, _ in numbered],
                 "id": [p.id for p in batch],
                 "token": [p.token for p in batch],
                 "result": [p.result for p in batch],
@@ -84,9 +86,10 @@ def finish_in(cur: Cursor, params: Sequence[JobFinishParams]) -> tuple[list[str]
                 "finished_at": [p.finished_at for p in batch],
             },
         )
-        applied.update((str(i), float(t)) for i, t in cur.fetchall())
-    stale = [p.id for p in params if p.id not in applied]
-    done = [p for p in params if p.id in applied]
+        applied.update((int(n), float(t)) for n, t in cur.fetchall())
+    stale = [p.id for n, p in enumerate(params) if n not in applied]
+    done = [p for n, p in enumerate(params) if n in applied]
+    finished_at = {p.id: applied[n] for n, p in enumerate(params) if n in applied}
     wake = any(not FINISH[p.kind].ends_job for p in done)
     succeeded = [p.id for p in done if FINISH[p.kind].state is JobState.SUCCEEDED]
     failed = {p.id: why for p in done if (why := FINISH[p.kind].parent_failed) is not None}
@@ -104,7 +107,7 @@ def finish_in(cur: Cursor, params: Sequence[JobFinishParams]) -> tuple[list[str]
                 [p.attempt for p in kept],
                 [p.worker_id for p in kept],
                 [p.started_at for p in kept],
-                [applied[p.id] for p in kept],
+                [finished_at[p.id] for p in kept],
                 [FINISH[p.kind].attempt_outcome for p in kept],
                 [p.error for p in kept],
             ),
