@@ -14,8 +14,8 @@ Example:
     >>> from conveyor.backends.base import JobFilter
     >>> from conveyor.query import parse_where
     >>> sql, args = filter_sql(JobFilter(queue="mail", where=(parse_where("kwargs.n=3"),)))
-    >>> sql
-    'queue = %s AND jsonb_path_query_first(payload::jsonb, %s::jsonpath, \\'{}\\', true) = %s::jsonb'
+    >>> print(sql)
+    queue = %s AND jsonb_path_query_first(payload::jsonb, %s::jsonpath, '{}', true) = %s::jsonb
     >>> args
     ['mail', 'strict $."kwargs"."n"', '3']
 """
