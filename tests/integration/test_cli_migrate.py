@@ -71,3 +71,29 @@ def test_migrate_moves_jobs_and_reruns_cleanly(
         "moved 0 job(s)"
         in CliRunner().invoke(cli, ["migrate", "--from", source, "--to", target]).output
     )
+
+
+@pytest.mark.parametrize("direction", DIRECTIONS)
+def test_migrate_refuses_while_a_workflow_waits_and_moves_nothing(
+    direction: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    # Moving the parent would delete it from the source, which cancels its dependant
+    # there (a deleted parent never releases it): the workflow would be lost.
+    a, b = direction.split("->")
+    (tmp_path / "from").mkdir()
+    (tmp_path / "to").mkdir()
+    source = BACKEND_URLS[a](request, tmp_path / "from")
+    target = BACKEND_URLS[b](request, tmp_path / "to")
+    app = conveyor.App(source)
+    step = app.task(name="t.step")(lambda i: i)
+    parent = step.enqueue(1)
+    child = step.with_options(depends_on=[parent]).enqueue(2)
+    app.close()
+    refused = CliRunner().invoke(cli, ["migrate", "--from", source, "--to", target])
+    assert refused.exit_code == 1
+    assert "1 job(s) on the source wait on workflow parents" in refused.output
+    src = conveyor.App(source)
+    states = {j.id: j.state.value for j in src.backend.job_get_many([parent.id, child.id])}
+    src.close()
+    assert states == {parent.id: "queued", child.id: "waiting"}
+    assert _moved(target) == []

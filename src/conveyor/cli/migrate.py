@@ -9,6 +9,8 @@ source, so a rerun gives exactly one copy of each job. Kept: state, run_at, prio
 attempt count, errors and reason, created/finished times, the attempt history and logs.
 Not moved: running jobs (they belong to a live worker of the source; rerun once they
 ended), succeeded/cancelled jobs (history, not work), workflow edges and unique keys.
+While any job waits on workflow parents it refuses to start (moving a parent would
+cancel its dependants on the source); a moved job arrives without its unique key.
 
 The source's queues are paused first (``--no-pause`` to skip), so no source worker claims
 a job while it is being copied; the pause stays (the source is being retired).
@@ -88,6 +90,19 @@ def migrate_jobs(
     return moved, skipped
 
 
+def refuse_waiting_workflows(source: Backend) -> None:
+    """Stop before anything moves while jobs wait on workflow parents: the edges are not
+    carried, and deleting a moved parent from the source would cancel its dependants
+    there (a deleted parent can never release them), so a workflow would be lost."""
+    waiting = source.job_count(JobCountParams(JobFilter(states=(JobState.WAITING,))))
+    if waiting:
+        raise click.ClickException(
+            f"{waiting} job(s) on the source wait on workflow parents, and migrate does not "
+            "carry workflow edges: moving their parents would cancel them. Let those "
+            "workflows finish (or cancel them) first, then rerun"
+        )
+
+
 @click.command("migrate")
 @click.option(
     "--from",
@@ -117,6 +132,7 @@ def migrate(
     require_store(source_url)  # a mistyped source must not become a new, empty store
     source, target = App(source_url), App(target_url)
     try:
+        refuse_waiting_workflows(source.backend)
         if not no_pause:
             for q in source.backend.queue_list():
                 source.backend.queue_pause(QueuePauseParams(q.queue))
