@@ -34,7 +34,6 @@ from tests.support.odd_rows import (
     DEEP,
     FIFTY_MB,
     LONE_SURROGATE_ERROR,
-    postgres_row,
     redis_row,
     sqlite_row,
 )
@@ -58,11 +57,7 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 def write(url: str, **columns: Any) -> str:
     """One raw row on whichever backend ``url`` names."""
-    if url.startswith("sqlite"):
-        return sqlite_row(url, **columns)
-    if url.startswith("postgres"):
-        return postgres_row(url, **columns)
-    return redis_row(url, **columns)
+    return sqlite_row(url, **columns) if url.startswith("sqlite") else redis_row(url, **columns)
 
 
 def cli_output(url: str, *args: str) -> str:
@@ -130,21 +125,7 @@ def test_unknown_state_is_listed_as_such_and_never_claimed(url: str) -> None:
 
 def test_payload_that_is_not_text_goes_dead_with_the_reason(url: str) -> None:
     """SQLite: a BLOB payload and a TEXT one holding bytes that are not UTF-8 (the query
-    itself used to fail, on every claim); Redis: bytes that are not UTF-8. PostgreSQL's
-    typed columns refuse such rows: nothing to list or run."""
-    if url.startswith("postgres"):
-        import psycopg
-
-        refused = {
-            "priority": "high",  # not an integer
-            "error": "a NUL \x00 byte",  # text never holds NUL
-            "result": "bad \ud800 here",  # not encodable as UTF-8
-        }
-        for column, value in refused.items():
-            with pytest.raises((psycopg.Error, UnicodeEncodeError)):
-                postgres_row(url, **{column: value})
-        assert json.loads(cli_output(url, "jobs", "--json"))["jobs"] == []
-        return
+    itself used to fail, on every claim); Redis: bytes that are not UTF-8."""
     if url.startswith("sqlite"):
         cases = {
             sqlite_row(url, payload=b'{"args": [], "kwargs": {}}'): "payload is a BLOB (26 bytes)",

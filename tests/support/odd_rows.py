@@ -7,7 +7,6 @@ Example::
 
     job_id = sqlite_row(url, payload=b"\\x00\\xff")      # a BLOB payload, queued
     job_id = redis_row(url, state="bogus")               # a hash with an unknown state
-    job_id = postgres_row(url, payload=DEEP)             # JSON text 100,000 deep
 """
 
 from __future__ import annotations
@@ -76,23 +75,4 @@ def redis_row(url: str, job_id: str | None = None, **fields: Any) -> str:
             client.zadd(keys.ready(queue), {job_id: 0})
     finally:
         backend.close()
-    return job_id
-
-
-def postgres_row(url: str, job_id: str | None = None, **columns: Any) -> str:
-    """Insert one jobs row with raw SQL on a conveyor PostgreSQL URL's schema. Its typed
-    columns refuse what SQLite keeps (text in an integer column, bytes that are not
-    UTF-8): psycopg raises, and nothing is written."""
-    import psycopg
-
-    from conveyor.backends.postgres.url import parse_postgres_url
-
-    job_id = job_id or new_id()
-    values = _defaults(job_id) | columns
-    target = parse_postgres_url(url)
-    with psycopg.connect(target.conninfo, options=f"-c search_path={target.schema}") as db:
-        db.execute(
-            f"INSERT INTO jobs ({', '.join(values)}) VALUES ({', '.join(['%s'] * len(values))})",
-            list(values.values()),
-        )
     return job_id
