@@ -92,8 +92,19 @@ class PostgresServer:
 
     def start(self) -> PostgresServer:
         log = self.directory / "server.log"
-        self._run([self.pg_ctl, "-D", str(self.data), "-l", str(log), "-w", "start"])
-        return self
+        for _ in range(5):
+            try:
+                self._run([self.pg_ctl, "-D", str(self.data), "-l", str(log), "-w", "start"])
+                return self
+            except RuntimeError as exc:
+                # The free port was taken between the check and the bind (parallel runs
+                # share the machine): another port; a later "port =" line wins.
+                if "could not create any TCP/IP sockets" not in str(exc):
+                    raise
+                self.port = free_port()
+                with (self.data / "postgresql.conf").open("a") as conf:
+                    conf.write(f"port = {self.port}\n")
+        raise RuntimeError(f"no free port for PostgreSQL in {self.directory}")
 
     def stop(self, mode: str = "fast") -> None:
         self._run([self.pg_ctl, "-D", str(self.data), "-m", mode, "-w", "stop"])
