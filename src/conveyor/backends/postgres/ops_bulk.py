@@ -59,15 +59,21 @@ LIMIT %s FOR UPDATE SKIP LOCKED
 """
 
 _IMPORTABLE = frozenset({JobState.QUEUED, JobState.SCHEDULED, *FINISHED_STATES})
-#: Columns an import writes; the claim columns (worker_id, lease_until) stay NULL.
-IMPORT_COLUMNS = (
-    "id", "task", "queue", "state", "priority", "payload", "attempt", "max_attempts",
-    "rescues", "token", "run_at", "created_at", "timeout", "lease", "cancel_requested",
-    "result", "error", "reason", "started_at", "finished_at",
-)  # fmt: skip
-_IMPORT_JOB = (
+#: Columns an import writes, with their array types; the claim columns (worker_id,
+#: lease_until) stay NULL.
+IMPORT_COLUMNS = {
+    "id": "text", "task": "text", "queue": "text", "state": "text", "priority": "int",
+    "payload": "text", "attempt": "int", "max_attempts": "int", "rescues": "int",
+    "token": "bigint", "run_at": "float8", "created_at": "float8", "timeout": "float8",
+    "lease": "float8", "cancel_requested": "int", "result": "text", "error": "text",
+    "reason": "text", "started_at": "float8", "finished_at": "float8",
+}  # fmt: skip
+#: A whole page of jobs in one statement: one array per column, unnested into rows; ids
+#: already present (a rerun) are skipped, and RETURNING names those inserted.
+_IMPORT_JOBS = (
     f"INSERT INTO jobs ({', '.join(IMPORT_COLUMNS)}) "
-    f"VALUES ({', '.join(['%s'] * len(IMPORT_COLUMNS))}) ON CONFLICT (id) DO NOTHING RETURNING id"
+    f"SELECT * FROM unnest({', '.join(f'%s::{t}[]' for t in IMPORT_COLUMNS.values())}) "
+    "ON CONFLICT (id) DO NOTHING RETURNING id"
 )
 _IMPORT_ATTEMPT = (
     "INSERT INTO attempts (job_id, token, attempt, worker_id, started_at, finished_at, "
@@ -147,27 +153,34 @@ class PostgresBulkOps:
         for item in params.jobs:
             if item.job.state not in _IMPORTABLE:
                 raise ConveyorError(f"cannot import job {item.job.id} in state {item.job.state}")
-        inserted: list[str] = []
+        if not params.jobs:
+            return []
+        columns: list[list[object]] = [[] for _ in IMPORT_COLUMNS]
+        for item in params.jobs:
+            for values, name in zip(columns, IMPORT_COLUMNS, strict=True):
+                values.append(getattr(item.job, name))
+        names = list(IMPORT_COLUMNS)
+        columns[names.index("state")] = [str(j.job.state) for j in params.jobs]
+        columns[names.index("cancel_requested")] = [
+            int(j.job.cancel_requested) for j in params.jobs
+        ]
         with self._tx() as cur:
-            for item in params.jobs:
-                j = item.job
-                values = [getattr(j, c) for c in IMPORT_COLUMNS]
-                values[IMPORT_COLUMNS.index("state")] = str(j.state)
-                values[IMPORT_COLUMNS.index("cancel_requested")] = int(j.cancel_requested)
-                if cur.execute(_IMPORT_JOB, values).fetchone() is None:
-                    continue  # already there: a rerun after an interruption
-                inserted.append(j.id)
-                if item.attempts:
-                    cur.executemany(
-                        _IMPORT_ATTEMPT,
-                        [
-                            (j.id, a.token, a.attempt, a.worker_id, a.started_at, a.finished_at,
-                             a.outcome, a.error)
-                            for a in item.attempts
-                        ],
-                    )  # fmt: skip
-                if item.logs:
-                    cur.executemany(LOG_INSERT, [log_args(r) for r in item.logs])
-            if inserted:
+            new = {str(r[0]) for r in cur.execute(_IMPORT_JOBS, columns).fetchall()}
+            # The first of an id given twice is the row inserted (rows go in in order).
+            first = {i.job.id: i for i in reversed(params.jobs)}
+            items = [first[job_id] for job_id in dict.fromkeys(i.job.id for i in params.jobs)
+                     if job_id in new]  # fmt: skip
+            attempts = [
+                (i.job.id, a.token, a.attempt, a.worker_id, a.started_at, a.finished_at,
+                 a.outcome, a.error)
+                for i in items
+                for a in i.attempts
+            ]  # fmt: skip
+            if attempts:
+                cur.executemany(_IMPORT_ATTEMPT, attempts)
+            logs = [log_args(r) for i in items for r in i.logs]
+            if logs:
+                cur.executemany(LOG_INSERT, logs)
+            if new:
                 self._notify(cur)
-        return inserted
+        return [i.job.id for i in items]
