@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 import conveyor
-from conveyor.backends.base import JobCountParams, JobFilter, JobListParams
+from conveyor.backends.base import IntegrityCheckParams, JobCountParams, JobFilter, JobListParams
 from conveyor.cli.main import cli
 from conveyor.cli.migrate import MOVED, move_page
 from tests.support.backends import BACKEND_URLS
@@ -97,3 +97,34 @@ def test_migrate_refuses_while_a_workflow_waits_and_moves_nothing(
     src.close()
     assert states == {parent.id: "queued", child.id: "waiting"}
     assert _moved(target) == []
+
+
+@pytest.mark.parametrize("direction", DIRECTIONS)
+def test_migrate_carries_unique_keys_unless_the_target_holds_them(
+    direction: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    a, b = direction.split("->")
+    (tmp_path / "from").mkdir()
+    (tmp_path / "to").mkdir()
+    source = BACKEND_URLS[a](request, tmp_path / "from")
+    target = BACKEND_URLS[b](request, tmp_path / "to")
+    src = conveyor.App(source)
+    send = src.task(name="t.send")(lambda n: n)
+    free = send.with_options(unique_key="k1").enqueue(1)
+    taken = send.with_options(unique_key="k2").enqueue(2)
+    src.close()
+    dst = conveyor.App(target)
+    resident = dst.task(name="t.send")(lambda n: n).with_options(unique_key="k2").enqueue(3)
+    dst.close()
+    moved = CliRunner().invoke(cli, ["migrate", "--from", source, "--to", target])
+    assert moved.exit_code == 0 and "moved 2 job(s)" in moved.output, moved.output
+    dst = conveyor.App(target)
+    again = dst.task(name="t.send")(lambda n: n)
+    assert again.with_options(unique_key="k1").enqueue(9).id == free.id  # the key came along
+    assert again.with_options(unique_key="k2").enqueue(9).id == resident.id  # still theirs
+    got = {j.id: j for j in dst.backend.job_get_many([free.id, taken.id, resident.id])}
+    problems = dst.backend.integrity_check(IntegrityCheckParams(30.0))
+    dst.close()
+    assert problems == []
+    assert got[free.id].unique_key == "k1" and got[resident.id].unique_key == "k2"
+    assert got[taken.id].unique_key is None and got[taken.id].state.value == "queued"

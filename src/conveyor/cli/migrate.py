@@ -6,11 +6,12 @@ same ids (``job_import_many``: one transaction or script, ids already present sk
 and only then delete those jobs from the source. A crash between the two steps leaves a
 job in both stores; the rerun skips it on the target (same id) and deletes it from the
 source, so a rerun gives exactly one copy of each job. Kept: state, run_at, priority,
-attempt count, errors and reason, created/finished times, the attempt history and logs.
-Not moved: running jobs (they belong to a live worker of the source; rerun once they
-ended), succeeded/cancelled jobs (history, not work), workflow edges and unique keys.
-While any job waits on workflow parents it refuses to start (moving a parent would
-cancel its dependants on the source); a moved job arrives without its unique key.
+attempt count, errors and reason, created/finished times, the attempt history and logs,
+and the unique key (unless a job on the target holds it: then the job comes without; its
+``unique_for`` window after it finishes is not carried). Not moved: running jobs (they
+belong to a live worker of the source; rerun once they ended), succeeded/cancelled jobs
+(history, not work), workflow edges. While any job waits on workflow parents it refuses
+to start (moving a parent would cancel its dependants on the source).
 
 The source's queues are paused first (``--no-pause`` to skip), so no source worker claims
 a job while it is being copied; the pause stays (the source is being retired).

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from conveyor.backends.base import (
     JobCancelParams,
+    JobImport,
     JobImportParams,
     JobLogRecord,
     JobPurgeParams,
@@ -66,8 +67,21 @@ IMPORT_COLUMNS = {
     "payload": "text", "attempt": "int", "max_attempts": "int", "rescues": "int",
     "token": "bigint", "run_at": "float8", "created_at": "float8", "timeout": "float8",
     "lease": "float8", "cancel_requested": "int", "result": "text", "error": "text",
-    "reason": "text", "started_at": "float8", "finished_at": "float8",
+    "reason": "text", "started_at": "float8", "finished_at": "float8", "unique_key": "text",
 }  # fmt: skip
+#: Finished holders past their window give their keys up (as at an insert), then the
+#: holders left of the imported jobs' keys.
+_RELEASE_KEYS = f"""
+UPDATE jobs SET unique_key = NULL FROM unnest(%s::text[], %s::text[]) AS k(task, key)
+WHERE jobs.task = k.task AND jobs.unique_key = k.key
+  AND state IN ('succeeded', 'dead', 'cancelled')
+  AND (unique_until IS NULL OR unique_until <= {NOW})
+"""
+_KEY_HOLDERS = """
+SELECT jobs.task, jobs.unique_key, jobs.id
+FROM jobs JOIN unnest(%s::text[], %s::text[]) AS k(task, key)
+  ON jobs.task = k.task AND jobs.unique_key = k.key
+"""
 #: A whole page of jobs in one statement: one array per column, unnested into rows; ids
 #: already present (a rerun) are skipped, and RETURNING names those inserted.
 _IMPORT_JOBS = (
@@ -87,6 +101,26 @@ LOG_INSERT = (
 
 def log_args(r: JobLogRecord) -> tuple[object, ...]:
     return (r.job_id, r.attempt, r.ts, r.level, r.logger, r.message)
+
+
+def _importable_keys(cur: Cursor, jobs: Sequence[JobImport]) -> list[object]:
+    """The unique key each imported job keeps: its own, unless another job holds it here
+    (then it comes without: two jobs never hold one key, and skipping the job would lose
+    it), or an earlier job of this batch took it."""
+    keyed = [(i.job.task, i.job.unique_key) for i in jobs if i.job.unique_key is not None]
+    if not keyed:
+        return [None for _ in jobs]
+    tasks, keys = [t for t, _ in keyed], [k for _, k in keyed]
+    cur.execute(_RELEASE_KEYS, (tasks, keys))
+    held = {(str(t), str(k)): str(i) for t, k, i in cur.execute(_KEY_HOLDERS, (tasks, keys))}
+    kept: list[object] = []  # a column of the import's arrays
+    for item in jobs:
+        j, pair = item.job, (item.job.task, item.job.unique_key or "")
+        if j.unique_key is None or held.setdefault(pair, j.id) != j.id:
+            kept.append(None)
+        else:
+            kept.append(j.unique_key)
+    return kept
 
 
 class PostgresBulkOps:
@@ -165,6 +199,7 @@ class PostgresBulkOps:
             int(j.job.cancel_requested) for j in params.jobs
         ]
         with self._tx() as cur:
+            columns[names.index("unique_key")] = _importable_keys(cur, params.jobs)
             new = {str(r[0]) for r in cur.execute(_IMPORT_JOBS, columns).fetchall()}
             # The first of an id given twice is the row inserted (rows go in in order).
             first = {i.job.id: i for i in reversed(params.jobs)}

@@ -85,6 +85,7 @@ _IMPORT_FIELDS = (
     "reason",
     "started_at",
     "finished_at",
+    "unique_key",  # kept unless another job holds it here (job_import.lua)
 )
 IMPORTABLE = frozenset({JobState.QUEUED, JobState.SCHEDULED, *FINISHED_STATES})
 

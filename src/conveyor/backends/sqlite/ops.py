@@ -174,6 +174,7 @@ class SQLiteOpsMixin:
                 values = {c: getattr(j, c) for c in _IMPORT_COLUMNS}
                 values["state"] = str(j.state)
                 values["cancel_requested"] = int(j.cancel_requested)
+                values["unique_key"] = _importable_key(conn, j)
                 cur = conn.execute(_IMPORT_SQL, values)
                 if cur.rowcount == 0:
                     continue  # already there: a rerun after an interruption
@@ -255,12 +256,30 @@ _IMPORTABLE = frozenset({JobState.QUEUED, JobState.SCHEDULED, *FINISHED_STATES})
 _IMPORT_COLUMNS = (
     "id", "task", "queue", "state", "priority", "payload", "attempt", "max_attempts",
     "rescues", "token", "run_at", "created_at", "timeout", "lease", "cancel_requested",
-    "result", "error", "reason", "started_at", "finished_at",
+    "result", "error", "reason", "started_at", "finished_at", "unique_key",
 )  # fmt: skip
 _IMPORT_SQL = (
     f"INSERT OR IGNORE INTO jobs ({', '.join(_IMPORT_COLUMNS)}) "
     f"VALUES ({', '.join(':' + c for c in _IMPORT_COLUMNS)})"
 )
+
+
+def _importable_key(conn: sqlite3.Connection, j: JobRecord) -> str | None:
+    """The unique key an imported job keeps: its own, unless another job holds it here
+    (then it comes without: two jobs never hold one key, and skipping it would lose it).
+    A finished holder whose window passed gives the key up, as at an insert."""
+    if j.unique_key is None:
+        return None
+    conn.execute(
+        "UPDATE jobs SET unique_key = NULL WHERE task = ? AND unique_key = ? "
+        "AND state IN ('succeeded', 'dead', 'cancelled') "
+        "AND (unique_until IS NULL OR unique_until <= ?)",
+        (j.task, j.unique_key, time.time()),
+    )
+    held = conn.execute(
+        "SELECT id FROM jobs WHERE task = ? AND unique_key = ?", (j.task, j.unique_key)
+    ).fetchone()
+    return j.unique_key if held is None or held[0] == j.id else None
 
 
 def _log_args(r: JobLogRecord) -> dict[str, object]:

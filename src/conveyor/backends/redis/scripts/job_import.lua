@@ -5,7 +5,8 @@
 -- ARGV[1] result TTL seconds (a finished job's TTL starts again at the import)
 -- ARGV[2] JSON array, one entry per job: [id, queue, state, priority, run_at,
 --   [field, value, ...] (the hash; absent = NULL), [attempt JSON, ...], [log JSON, ...]]
--- Derived: job:<id>, attempts:<id>, logs:<id>, ready:<queue>.
+-- Derived: job:<id>, attempts:<id>, logs:<id>, ready:<queue>, and the unique hash
+-- (_flow.lua) for a job's unique_key.
 -- Idempotent: an id that exists already is skipped, so a rerun after an interruption
 -- never duplicates. States are checked by the caller (queued, scheduled, finished only)
 -- before anything is written. Returns the ids inserted.
@@ -13,6 +14,24 @@ local t = now()
 local ttl = tonumber(ARGV[1])
 local inserted = {}
 local woken = 0
+-- The unique key an imported job keeps: its own, unless another job holds it here (then
+-- it comes without: two jobs never hold one key, and skipping the job would lose it). A
+-- finished holder past its window gives the key up, as at an insert (_flow.lua).
+local function import_unique(id, key)
+  local f = redis.call('HMGET', key, 'task', 'unique_key')
+  if not f[2] then return end
+  local field = unique_field(f[1], f[2])
+  local holder = redis.call('HGET', K_UNIQUE, field)
+  if holder and holder ~= id then
+    local h = redis.call('HMGET', k_job(holder), 'state', 'unique_until')
+    if h[1] and not (is_final(h[1]) and (not h[2] or tonumber(h[2]) <= t)) then
+      redis.call('HDEL', key, 'unique_key')
+      return
+    end
+    if h[1] then redis.call('HDEL', k_job(holder), 'unique_key', 'unique_until') end
+  end
+  redis.call('HSET', K_UNIQUE, field, id)
+end
 local function push_all(key, items)
   for i = 1, #items, 1000 do
     redis.call('RPUSH', key, unpack(items, i, math.min(i + 999, #items)))
@@ -23,6 +42,7 @@ for _, j in ipairs(cjson.decode(ARGV[2])) do
   local key = k_job(id)
   if redis.call('EXISTS', key) == 0 then
     redis.call('HSET', key, unpack(j[6]))
+    import_unique(id, key)
     redis.call('ZADD', KEYS[2], 0, id)
     if #j[7] > 0 then push_all(k_attempts(id), j[7]) end
     if #j[8] > 0 then push_all(k_logs(id), j[8]) end
