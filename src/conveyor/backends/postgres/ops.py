@@ -147,17 +147,17 @@ class PostgresOperations(PostgresBulkOps):
     # -- queues and workers --------------------------------------------------------------
 
     def queue_stats(self) -> list[QueueStats]:
-        with self._tx() as cur:
-            counted = cur.execute(
-                "SELECT queue, state, count(*) FROM jobs GROUP BY queue, state"
-            ).fetchall()
-            oldest = cur.execute(
-                f"SELECT queue, {NOW} - min(run_at) FROM jobs WHERE state = 'queued' GROUP BY queue"
-            ).fetchall()
+        # One scan: the counts and the oldest ready job's age per queue together.
+        found = self._rows(
+            f"SELECT queue, state, count(*), {NOW} - min(run_at) FILTER (WHERE state = 'queued') "
+            "FROM jobs GROUP BY queue, state"
+        )
         counts: dict[str, dict[str, int]] = {}
-        for queue, state, count in counted:
+        ages: dict[str, float] = {}
+        for queue, state, count, age in found:
             counts.setdefault(str(queue), {})[str(state)] = int(str(count))
-        ages = {str(q): float(str(age)) for q, age in oldest}
+            if age is not None:
+                ages[str(queue)] = float(str(age))
         return [QueueStats(q, counts[q], ages.get(q)) for q in sorted(counts)]
 
     def queue_list(self) -> list[QueueInfo]:

@@ -135,7 +135,15 @@ class PostgresBulkOps:
         as the rules say (:func:`conveyor.backends.postgres.flow.settle`), in the
         caller's transaction; wake workers when one became ready (an on_failure
         handler)."""
-        if ended and flow.settle(cur, (), ended, flow.server_now(cur)):
+        if not ended:
+            return
+        # Only parents with dependants: settling the others changes nothing, and costs
+        # a statement each (a purge of 1000 dead jobs: 1000 round trips).
+        found = cur.execute(
+            "SELECT DISTINCT parent_id FROM job_deps WHERE parent_id = ANY(%s)", (list(ended),)
+        ).fetchall()
+        parents = {str(r[0]): ended[str(r[0])] for r in found}
+        if parents and flow.settle(cur, (), parents, flow.server_now(cur)):
             self._notify(cur)
 
     def job_cancel_many(self, params: JobCancelParams) -> list[JobRecord]:
