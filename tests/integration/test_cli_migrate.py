@@ -10,7 +10,13 @@ import pytest
 from click.testing import CliRunner
 
 import conveyor
-from conveyor.backends.base import IntegrityCheckParams, JobCountParams, JobFilter, JobListParams
+from conveyor.backends.base import (
+    IntegrityCheckParams,
+    JobClaimParams,
+    JobCountParams,
+    JobFilter,
+    JobListParams,
+)
 from conveyor.cli.main import cli
 from conveyor.cli.migrate import MOVED, move_page
 from tests.support.backends import BACKEND_URLS
@@ -73,30 +79,56 @@ def test_migrate_moves_jobs_and_reruns_cleanly(
     )
 
 
+def _workflow_tasks(app: conveyor.App) -> tuple[conveyor.Task, conveyor.Task]:  # type: ignore[type-arg]
+    @app.task(name="t.tens")
+    def tens(x: int, y: int = 0) -> int:
+        return x * 10 + y
+
+    @app.task(name="t.total")
+    def total(values: list[int]) -> int:
+        return sum(values)
+
+    return tens, total
+
+
 @pytest.mark.parametrize("direction", DIRECTIONS)
-def test_migrate_refuses_while_a_workflow_waits_and_moves_nothing(
+def test_migrate_moves_workflows_whole_and_they_run_on_the_target(
     direction: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
-    # Moving the parent would delete it from the source, which cancels its dependant
-    # there (a deleted parent never releases it): the workflow would be lost.
     a, b = direction.split("->")
     (tmp_path / "from").mkdir()
     (tmp_path / "to").mkdir()
     source = BACKEND_URLS[a](request, tmp_path / "from")
     target = BACKEND_URLS[b](request, tmp_path / "to")
-    app = conveyor.App(source)
-    step = app.task(name="t.step")(lambda i: i)
-    parent = step.enqueue(1)
-    child = step.with_options(depends_on=[parent]).enqueue(2)
-    app.close()
-    refused = CliRunner().invoke(cli, ["migrate", "--from", source, "--to", target])
-    assert refused.exit_code == 1
-    assert "1 job(s) on the source wait on workflow parents" in refused.output
     src = conveyor.App(source)
-    states = {j.id: j.state.value for j in src.backend.job_get_many([parent.id, child.id])}
+    tens, total = _workflow_tasks(src)
+    chained = conveyor.chain(tens.s(1), tens.s(y=2)).enqueue()  # 1 -> 10 -> 102
+    early = tens.with_options(queue="early").s(1)
+    grouped = conveyor.group(early, tens.s(2)).then(total.s()).enqueue()  # 10 + 20
+    conveyor.Worker(src, queues=["early"], burst=True).run(install_signals=False)
+    # A workflow whose parent runs on a source worker cannot move: it stays, whole.
+    busy = tens.with_options(queue="busy").enqueue(5)
+    stuck = tens.with_options(depends_on=[busy]).enqueue(6)
+    src.backend.job_claim(JobClaimParams("w-src", [("busy", 1)], 1))
     src.close()
-    assert states == {parent.id: "queued", child.id: "waiting"}
-    assert _moved(target) == []
+    result = CliRunner().invoke(cli, ["migrate", "--from", source, "--to", target])
+    assert result.exit_code == 0, result.output
+    assert "2 job(s) of workflows with a running job stay on the source" in result.output
+    src = conveyor.App(source)
+    left = {j.id: j.state.value for j in src.backend.job_get_many([busy.id, stuck.id])}
+    assert left == {busy.id: "running", stuck.id: "waiting"}
+    assert src.backend.job_get_many([chained.id, grouped.id]) == []
+    src.close()
+    dst = conveyor.App(target)
+    _workflow_tasks(dst)
+    assert dst.backend.integrity_check(IntegrityCheckParams(30.0)) == []
+    assert {j.state.value for j in dst.backend.job_get_many([chained.id, grouped.id])} == {
+        "waiting"
+    }
+    conveyor.Worker(dst, burst=True).run(install_signals=False)
+    assert conveyor.Job(dst, chained.id).result(timeout=5) == 102
+    assert conveyor.Job(dst, grouped.id).result(timeout=5) == 30
+    dst.close()
 
 
 @pytest.mark.parametrize("direction", DIRECTIONS)

@@ -35,6 +35,7 @@ from conveyor.backends.base import (
     IntegrityProblem,
     JobCountParams,
     JobFinishedHistogramParams,
+    JobFlow,
     JobListParams,
     JobLogInsertParams,
     JobLogListParams,
@@ -95,6 +96,10 @@ _PG_DUMP = (
 )
 
 
+def _float(value: object) -> float | None:
+    return None if value is None else float(str(value))
+
+
 def _worker_info(values: list[object]) -> WorkerInfo:
     values[5] = tuple(json.loads(str(values[5])))  # queues: JSON text, as on SQLite
     return WorkerInfo(*values)  # type: ignore[arg-type]
@@ -128,6 +133,25 @@ class PostgresOperations(PostgresBulkOps):
             f"SELECT {_ATTEMPT_COLUMNS} FROM attempts WHERE job_id = %s ORDER BY token", (job_id,)
         )
         return [AttemptRecord(*r) for r in found]  # type: ignore[arg-type]
+
+    def job_flow_many(self, ids: Sequence[str]) -> list[JobFlow]:
+        with self._tx() as cur:
+            edges = cur.execute(
+                "SELECT child_id, parent_id FROM job_deps WHERE child_id = ANY(%s) "
+                "ORDER BY child_id, position",
+                (list(ids),),
+            ).fetchall()
+            fields = cur.execute(
+                "SELECT id, pipe, unique_until FROM jobs WHERE id = ANY(%s)", (list(ids),)
+            ).fetchall()
+        parents: dict[str, list[str]] = {}
+        for child, parent in edges:
+            parents.setdefault(str(child), []).append(str(parent))
+        found = {
+            str(i): JobFlow(str(i), int(str(pipe)), tuple(parents.get(str(i), ())), _float(until))
+            for i, pipe, until in fields
+        }
+        return [found[i] for i in ids if i in found]
 
     def job_wait(self, params: JobWaitParams) -> JobRecord | None:
         deadline = None if params.timeout is None else time.monotonic() + params.timeout

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from conveyor.backends.base import (
     JobCancelParams,
+    JobFlow,
     JobImport,
     JobImportParams,
     JobLogRecord,
@@ -27,11 +28,10 @@ from conveyor.backends.base import (
     JobRecord,
     JobRetryParams,
 )
+from conveyor.backends.params import check_importable
 from conveyor.backends.postgres import flow
 from conveyor.backends.postgres.sql import NOW
-from conveyor.errors import ConveyorError
 from conveyor.rules import CANCEL_AT_ONCE, RETRY_BY_HAND, WAS_CANCELLED, WAS_DELETED, sql_states
-from conveyor.states import FINISHED_STATES, JobState
 
 if TYPE_CHECKING:
     import psycopg
@@ -59,7 +59,6 @@ WHERE state = ANY(%s) AND finished_at IS NOT NULL AND finished_at < %s
 LIMIT %s FOR UPDATE SKIP LOCKED
 """
 
-_IMPORTABLE = frozenset({JobState.QUEUED, JobState.SCHEDULED, *FINISHED_STATES})
 #: Columns an import writes, with their array types; the claim columns (worker_id,
 #: lease_until) stay NULL.
 IMPORT_COLUMNS = {
@@ -68,7 +67,10 @@ IMPORT_COLUMNS = {
     "token": "bigint", "run_at": "float8", "created_at": "float8", "timeout": "float8",
     "lease": "float8", "cancel_requested": "int", "result": "text", "error": "text",
     "reason": "text", "started_at": "float8", "finished_at": "float8", "unique_key": "text",
+    "waiting_on": "int", "pipe": "int", "unique_until": "float8",
 }  # fmt: skip
+#: Fields of JobImport.flow, not of the job's record.
+_FLOW_COLUMNS = ("pipe", "unique_until")
 #: Finished holders past their window give their keys up (as at an insert), then the
 #: holders left of the imported jobs' keys.
 _RELEASE_KEYS = f"""
@@ -192,15 +194,15 @@ class PostgresBulkOps:
     # -- import (conveyor migrate) -------------------------------------------------------
 
     def job_import_many(self, params: JobImportParams) -> list[str]:
-        for item in params.jobs:
-            if item.job.state not in _IMPORTABLE:
-                raise ConveyorError(f"cannot import job {item.job.id} in state {item.job.state}")
+        for item in params.jobs:  # all checked before anything is written
+            check_importable(item)
         if not params.jobs:
             return []
         columns: list[list[object]] = [[] for _ in IMPORT_COLUMNS]
         for item in params.jobs:
+            flow = item.flow or JobFlow(item.job.id)
             for values, name in zip(columns, IMPORT_COLUMNS, strict=True):
-                values.append(getattr(item.job, name))
+                values.append(getattr(flow if name in _FLOW_COLUMNS else item.job, name))
         names = list(IMPORT_COLUMNS)
         columns[names.index("state")] = [str(j.job.state) for j in params.jobs]
         columns[names.index("cancel_requested")] = [
@@ -224,6 +226,18 @@ class PostgresBulkOps:
             logs = [log_args(r) for i in items for r in i.logs]
             if logs:
                 cur.executemany(LOG_INSERT, logs)
+            edges = [
+                (parent, i.job.id, n)
+                for i in items
+                if i.flow is not None
+                for n, parent in enumerate(i.flow.parents)
+            ]
+            if edges:
+                cur.executemany(
+                    "INSERT INTO job_deps (parent_id, child_id, position) VALUES (%s, %s, %s) "
+                    "ON CONFLICT DO NOTHING",
+                    edges,
+                )
             if new:
                 self._notify(cur)
         return [i.job.id for i in items]

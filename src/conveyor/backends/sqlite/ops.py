@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 
+from conveyor.backends import decoding
 from conveyor.backends.base import (
     TRUNCATED_LOGGER,
     TRUNCATED_MESSAGE,
@@ -32,6 +33,7 @@ from conveyor.backends.base import (
     IntegrityProblem,
     JobCountParams,
     JobFinishedHistogramParams,
+    JobFlow,
     JobImportParams,
     JobListParams,
     JobLogInsertParams,
@@ -46,14 +48,14 @@ from conveyor.backends.base import (
     check_histogram,
 )
 from conveyor.backends.filter_sql import job_list_sql
+from conveyor.backends.params import check_importable
 from conveyor.backends.records import queue_list_of
 from conveyor.backends.sqlite import rows
 from conveyor.backends.sqlite.connection import load_query
 from conveyor.backends.sqlite.filter_sql import SQLITE, filter_sql
-from conveyor.errors import ConveyorError
 from conveyor.private_files import create_private
 from conveyor.rules import WAS_DELETED
-from conveyor.states import FINISHED_STATES, JobState
+from conveyor.states import JobState
 
 #: Loaded here rather than in the backend's query table: only the dashboard reads it.
 _HISTOGRAM_SQL = load_query("job_finished_histogram")
@@ -165,13 +167,13 @@ class SQLiteOpsMixin:
     # -- import (conveyor migrate) -------------------------------------------------------
 
     def job_import_many(self, params: JobImportParams) -> list[str]:
+        for item in params.jobs:  # all checked before anything is written
+            check_importable(item)
         inserted: list[str] = []
         with self._write() as conn:
             for item in params.jobs:
-                j = item.job
-                if j.state not in _IMPORTABLE:
-                    raise ConveyorError(f"cannot import job {j.id} in state {j.state}")
-                values = {c: getattr(j, c) for c in _IMPORT_COLUMNS}
+                j, flow = item.job, item.flow or JobFlow(item.job.id)
+                values = {c: getattr(flow if c in _FLOW_COLUMNS else j, c) for c in _IMPORT_COLUMNS}
                 values["state"] = str(j.state)
                 values["cancel_requested"] = int(j.cancel_requested)
                 values["unique_key"] = _importable_key(conn, j)
@@ -189,7 +191,31 @@ class SQLiteOpsMixin:
                     ],
                 )  # fmt: skip
                 conn.executemany(self._sql["job_log_insert"], [_log_args(r) for r in item.logs])
+                conn.executemany(
+                    "INSERT OR IGNORE INTO job_deps (parent_id, child_id, position) VALUES (?, ?, ?)",
+                    [(parent, j.id, n) for n, parent in enumerate(flow.parents)],
+                )
         return inserted
+
+    def job_flow_many(self, ids: Sequence[str]) -> list[JobFlow]:
+        found: dict[str, JobFlow] = {}
+        for chunk in rows.chunks(list(ids)):
+            marks = rows.placeholders(len(chunk))
+            parents: dict[str, list[str]] = {}
+            for child, parent in self._read(
+                f"SELECT child_id, parent_id FROM job_deps WHERE child_id IN ({marks}) "
+                "ORDER BY child_id, position",
+                chunk,
+            ):
+                parents.setdefault(str(child), []).append(str(parent))
+            for job_id, pipe, until in self._read(
+                f"SELECT id, pipe, unique_until FROM jobs WHERE id IN ({marks})", chunk
+            ):
+                found[str(job_id)] = JobFlow(
+                    str(job_id), int(str(pipe)), tuple(parents.get(str(job_id), ())),
+                    decoding.number_or_none(until),
+                )  # fmt: skip
+        return [found[i] for i in ids if i in found]
 
     # -- audit and backup ----------------------------------------------------------------
 
@@ -251,13 +277,15 @@ class SQLiteOpsMixin:
         ]
 
 
-_IMPORTABLE = frozenset({JobState.QUEUED, JobState.SCHEDULED, *FINISHED_STATES})
 #: Columns an import writes; the claim columns (worker_id, lease_until) stay NULL.
 _IMPORT_COLUMNS = (
     "id", "task", "queue", "state", "priority", "payload", "attempt", "max_attempts",
     "rescues", "token", "run_at", "created_at", "timeout", "lease", "cancel_requested",
     "result", "error", "reason", "started_at", "finished_at", "unique_key",
+    "waiting_on", "pipe", "unique_until",
 )  # fmt: skip
+#: Columns from JobImport.flow, not from the job's record.
+_FLOW_COLUMNS = ("pipe", "unique_until")
 _IMPORT_SQL = (
     f"INSERT OR IGNORE INTO jobs ({', '.join(_IMPORT_COLUMNS)}) "
     f"VALUES ({', '.join(':' + c for c in _IMPORT_COLUMNS)})"
