@@ -81,7 +81,7 @@ def test_a_waiting_job_imports_with_its_parents_and_is_piped_when_they_succeed(
     orphan = record("c2", JobState.WAITING)
     with pytest.raises(ConveyorError):  # waiting on nothing: it would wait forever
         backend.job_import_many(JobImportParams([JobImport(orphan)]))
-    flow = JobFlow("c1", pipe=1, parents=("p1",))
+    flow = JobFlow("c1", pipe=1, parents=("p1",), unique_until=2e9)
     # The child first: its parent arrives later in the same import.
     imported = backend.job_import_many(
         JobImportParams([JobImport(child, flow=flow), JobImport(parent)])
