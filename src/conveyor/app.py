@@ -115,9 +115,14 @@ URL_CHECKS = {
     "postgresql": "conveyor.backends.postgres.url:parse_postgres_url",
     "postgres": "conveyor.backends.postgres.url:parse_postgres_url",
 }
-#: URL scheme -> "module:function" raising StoreNotFound unless the store exists; a
-#: scheme without one (Redis: keys under a prefix, nothing to create) always exists.
-STORE_CHECKS = {"sqlite": "conveyor.backends.sqlite.connection:require_existing_store"}
+#: URL scheme -> "module:function" raising StoreNotFound unless the store exists (a
+#: SQLite file, a PostgreSQL schema); a scheme without one (Redis: keys under a prefix,
+#: nothing to create) always exists.
+STORE_CHECKS = {
+    "sqlite": "conveyor.backends.sqlite.connection:require_existing_store",
+    "postgresql": "conveyor.backends.postgres.connection:require_existing_store",
+    "postgres": "conveyor.backends.postgres.connection:require_existing_store",
+}
 
 
 def _scheme(url: str) -> str:

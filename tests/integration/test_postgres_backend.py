@@ -171,3 +171,89 @@ def test_a_killed_listener_reconnects_and_waits_poll_meanwhile(
     finally:
         fetcher.close()
         producer.close()
+
+
+def test_a_read_only_command_on_a_missing_schema_is_an_error_and_creates_nothing(
+    postgres_url: str, schema: str
+) -> None:
+    url = with_schema(postgres_url, schema)
+    proc = subprocess.run(
+        [sys.executable, "-m", "conveyor", "status", "--url", url], capture_output=True, text=True
+    )
+    assert proc.returncode == 1 and f"no conveyor schema '{schema}'" in proc.stderr
+    with psycopg.connect(postgres_url) as conn:
+        found = conn.execute(
+            "SELECT count(*) FROM pg_namespace WHERE nspname = %s", (schema,)
+        ).fetchone()
+    assert found == (0,)
+    created = subprocess.run(
+        [sys.executable, "-m", "conveyor", "migrate-schema", "--url", url],
+        capture_output=True,
+        text=True,
+    )
+    assert created.returncode == 0 and "is current" in created.stdout
+    assert _versions(postgres_url, schema) == list(range(1, SCHEMA_VERSION + 1))
+    shown = subprocess.run(
+        [sys.executable, "-m", "conveyor", "status", "--url", url], capture_output=True, text=True
+    )
+    assert shown.returncode == 0, shown.stderr
+
+
+def _register(backend: PostgresBackend, concurrency: int) -> None:
+    from conveyor.backends.base import WorkerHeartbeatParams, WorkerInfo
+
+    me = WorkerInfo(
+        id="w", host="h", pid=1, pid_started=None, started_at=0.0, queues=("q",),
+        concurrency=concurrency, pool="thread",
+    )  # fmt: skip
+    backend.worker_heartbeat(WorkerHeartbeatParams(worker=me))
+
+
+def test_the_pool_grows_to_the_worker_unless_the_url_sized_it(
+    postgres_url: str, schema: str
+) -> None:
+    sized_by_worker = PostgresBackend(with_schema(postgres_url, schema))
+    sized_by_url = PostgresBackend(with_schema(postgres_url, schema) + "&pool_max=4")
+    try:
+        _register(sized_by_worker, 20)
+        _register(sized_by_url, 20)
+        assert sized_by_worker._pool.max_size == 23  # a connection per slot, plus three
+        assert sized_by_url._pool.max_size == 4
+    finally:
+        sized_by_worker.close()
+        sized_by_url.close()
+
+
+def test_a_batch_and_a_release_each_send_one_notification(postgres_url: str, schema: str) -> None:
+    from conveyor.backends.base import JobReleaseParams
+
+    backend = PostgresBackend(with_schema(postgres_url, schema))
+    try:
+        with psycopg.connect(postgres_url, autocommit=True) as listener:
+            listener.execute(f"LISTEN {CHANNEL}")
+            backend.job_insert_many([_job(f"b{i}") for i in range(50)])  # one transaction
+            jobs = backend.job_claim(JobClaimParams(worker_id="w", queues=(("q", 50),), total=50))
+            assert len(jobs) == 50  # a claim that promotes nothing notifies nobody
+            backend.job_release_many(JobReleaseParams("w", [(j.id, j.token) for j in jobs]))
+            backend.job_insert_many([_job("sentinel")])
+            payloads = [n.payload for n in listener.notifies(stop_after=3, timeout=30)]
+            assert payloads == [schema] * 3  # the batch, the release, the sentinel
+            assert list(listener.notifies(timeout=0.2)) == []
+    finally:
+        backend.close()
+
+
+def test_while_the_listener_is_down_a_wait_polls_instead_of_sleeping_out() -> None:
+    from conveyor.backends.postgres.listener import Listener
+    from tests.support.redis_server import free_port
+
+    # Nothing listens on this port: the listener never connects and keeps retrying.
+    listener = Listener(f"postgresql://postgres@127.0.0.1:{free_port()}/postgres", {}, "s")
+    try:
+        assert not listener.wait_listening(0.2)
+        seen = listener.generation
+        listener.wait(seen, 600.0)  # returns after a poll interval, not 600 s (the
+        assert listener.generation == seen  # suite's timeout would fail it): no wake-up
+        assert not listener.listening
+    finally:
+        listener.close()

@@ -43,10 +43,10 @@ from conveyor.backends.base import (
     WorkerHeartbeatParams,
 )
 from conveyor.backends.postgres import flow, sql
-from conveyor.backends.postgres.claim import PROMOTE_DUE, claim_in
+from conveyor.backends.postgres.claim import PROMOTE_DUE, Claim
 from conveyor.backends.postgres.connection import connect_options, open_pool
 from conveyor.backends.postgres.faults import translate_faults
-from conveyor.backends.postgres.finish import ATTEMPT_INSERT, finish_in
+from conveyor.backends.postgres.finish import ATTEMPT_INSERT, Finishes
 from conveyor.backends.postgres.listener import CHANNEL, Listener
 from conveyor.backends.postgres.ops import PostgresOperations
 from conveyor.backends.postgres.url import parse_postgres_url
@@ -192,9 +192,14 @@ class PostgresBackend(PostgresOperations):
         """``job_finish_many(finishes)`` then ``job_claim(claim)`` in one transaction: the
         ack of one batch rides with the next claim. Returns (refused ids, claimed jobs)."""
         generation = None if self._listener is None else self._listener.generation
-        with self._tx() as cur:
-            stale, wake = finish_in(cur, finishes) if finishes else ([], False)
-            promoted, claimed = claim_in(cur, claim)
+        # Pipeline mode: the finishes, the promotion and the first claim statement go to
+        # the server together, one round trip instead of one each.
+        with self._pool.connection() as conn, conn.pipeline():
+            sent = Finishes(conn, finishes) if finishes else None
+            started = Claim(conn, claim)
+            cur = conn.cursor()
+            stale, wake = sent.result(cur) if sent is not None else ([], False)
+            promoted, claimed = started.result(cur)
             if wake or promoted:
                 self._notify(cur)
         self._claim_generation = None if claimed else generation
@@ -203,8 +208,10 @@ class PostgresBackend(PostgresOperations):
     def job_finish_many(self, params: Sequence[JobFinishParams]) -> list[str]:
         if not params:
             return []
-        with self._tx() as cur:
-            stale, wake = finish_in(cur, params)
+        # Pipeline mode: a batch of several kinds is one round trip.
+        with self._pool.connection() as conn, conn.pipeline():
+            cur = conn.cursor()
+            stale, wake = Finishes(conn, params).result(cur)
             if wake:
                 self._notify(cur)
         return stale
@@ -371,6 +378,7 @@ class PostgresBackend(PostgresOperations):
 
     def worker_heartbeat(self, params: WorkerHeartbeatParams) -> None:
         w = params.worker
+        self._size_pool_for(w.concurrency)
         with self._tx() as cur:
             cur.execute(
                 "INSERT INTO workers (id, host, pid, pid_started, started_at, heartbeat_at, "
@@ -392,6 +400,13 @@ class PostgresBackend(PostgresOperations):
                     params.running,
                 ),
             )
+
+    def _size_pool_for(self, concurrency: int) -> None:
+        """The pool sized to the worker it serves: one connection per task slot plus
+        the fetcher's, the completer's and the heartbeat's (unless the URL chose)."""
+        wanted = concurrency + 3
+        if not self.target.pool_max_given and wanted > self._pool.max_size:
+            self._pool.resize(min_size=self._pool.min_size, max_size=wanted)
 
     # -- flow ----------------------------------------------------------------------------
 

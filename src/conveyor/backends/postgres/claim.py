@@ -4,22 +4,24 @@ queue whose rows come from ``SELECT ... FOR UPDATE SKIP LOCKED LIMIT n`` over th
 waiting. Each queue gets its share first, then the rest tops up to ``total``; a paused
 queue yields nothing (checked in the same statement).
 
-Limits are claim-then-check, as on SQLite (``sqlite/claim_limits.py``): only when a
-claimed job has a ``limit_key`` are its key's running jobs and recent starts counted,
+Limits are claim-then-check, as on SQLite (``sqlite/claim_limits.py``): the claim
+returns each job's ``limit_key``, and only when one has a key are its key's running jobs and recent starts counted,
 with the key's ``limits`` row locked ``FOR UPDATE`` so two workers never both take the
 last slot; jobs over the limit go back to ``scheduled`` a little later
 (:func:`conveyor.rules.limit_deferral`) in the same transaction.
 
 Example::
 
-    with backend._tx() as cur:
-        promoted, jobs = claim_in(cur, JobClaimParams(worker_id="w", queues=(("q", 8),), total=8))
+    with pool.connection() as conn, conn.pipeline():
+        started = Claim(conn, JobClaimParams(worker_id="w", queues=(("q", 8),), total=8))
+        promoted, jobs = started.result(conn.cursor())
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from conveyor.backends import decoding
 from conveyor.backends.base import ClaimedJob, JobClaimParams
@@ -48,48 +50,68 @@ WHERE jobs.id IN (
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
   )
-RETURNING {", ".join(f"jobs.{c}" for c in CLAIM_COLUMNS.split(", "))}
+RETURNING {", ".join(f"jobs.{c}" for c in CLAIM_COLUMNS.split(", "))}, jobs.limit_key
 """
 
 
-def claim_in(cur: Cursor, params: JobClaimParams) -> tuple[int, list[ClaimedJob]]:
-    """Promote, claim and apply limits inside the caller's transaction; returns (how
-    many were promoted, the jobs claimed in queue order)."""
-    cur.execute(PROMOTE_DUE)
-    promoted = int(cur.rowcount)
-    claimed: list[ClaimedJob] = []
-    remaining = params.total
-    empty: set[str] = set()
-    # First pass: each queue its weighted share; second: top up from any.
-    for pass_limits in (params.queues, [(q, params.total) for q, _ in params.queues]):
-        for queue, limit in pass_limits:
-            want = min(limit, remaining)
-            if want <= 0 or queue in empty:
-                continue
-            cur.execute(CLAIM, {"worker_id": params.worker_id, "queue": queue, "limit": want})
-            got = [decoding.claimed_job(r) for r in cur.fetchall()]
-            if len(got) < want:
-                empty.add(queue)
-            remaining -= len(got)
-            claimed.extend(got)
-    if claimed:
-        cur.execute("SELECT EXISTS (SELECT 1 FROM limits)")
-        if cur.fetchone()[0]:
-            claimed = apply_limits(cur, claimed)
-    if len(claimed) > 1:
-        claimed.sort(key=lambda j: (-j.priority, j.run_at, j.id))
-    return promoted, claimed
+class Claim:
+    """A claim in two steps, so that its first statements share a round trip with what
+    was sent before them (the finishes of ``job_finish_and_claim``, in pipeline mode):
+    creating it sends the promotion and the first queue's claim; :meth:`result` reads
+    them and runs the rest (top-ups, limits) in the same transaction."""
+
+    def __init__(self, conn: Any, params: JobClaimParams) -> None:
+        self.params = params
+        self._promote = conn.cursor()
+        self._promote.execute(PROMOTE_DUE)
+        self._first: Any = None
+        if params.queues:
+            queue, limit = params.queues[0]
+            self._first_want = min(limit, params.total)
+            if self._first_want > 0:
+                self._first = conn.cursor()
+                self._first.execute(CLAIM, self._args(queue, self._first_want))
+
+    def _args(self, queue: str, want: int) -> dict[str, object]:
+        return {"worker_id": self.params.worker_id, "queue": queue, "limit": want}
+
+    def result(self, cur: Cursor) -> tuple[int, list[ClaimedJob]]:
+        """(how many were promoted, the jobs claimed in priority order)."""
+        params = self.params
+        claimed: list[ClaimedJob] = []
+        keyed: dict[str, str] = {}  # claimed id -> its limit key (jobs that have one)
+        remaining = params.total
+        empty: set[str] = set()
+        first = self._first
+        # First pass: each queue its weighted share; second: top up from any.
+        for pass_limits in (params.queues, [(q, params.total) for q, _ in params.queues]):
+            for queue, limit in pass_limits:
+                want = min(limit, remaining)
+                if want <= 0 or queue in empty:
+                    continue
+                if first is not None:  # sent at creation, before anything was claimed
+                    want, rows, first = self._first_want, first.fetchall(), None
+                else:
+                    cur.execute(CLAIM, self._args(queue, want))
+                    rows = cur.fetchall()
+                got = [decoding.claimed_job(r[:-1]) for r in rows]
+                keyed.update((str(r[0]), str(r[-1])) for r in rows if r[-1] is not None)
+                if len(got) < want:
+                    empty.add(queue)
+                remaining -= len(got)
+                claimed.extend(got)
+        if keyed:
+            claimed = apply_limits(cur, claimed, keyed)
+        if len(claimed) > 1:
+            claimed.sort(key=lambda j: (-j.priority, j.run_at, j.id))
+        return int(self._promote.rowcount), claimed
 
 
-def apply_limits(cur: Cursor, claimed: Sequence[ClaimedJob]) -> list[ClaimedJob]:
-    """The claimed jobs that may run; the others are deferred (see module docstring)."""
-    cur.execute(
-        "SELECT id, limit_key FROM jobs WHERE id = ANY(%s) AND limit_key IS NOT NULL",
-        ([j.id for j in claimed],),
-    )
-    keyed = {str(i): str(k) for i, k in cur.fetchall()}
-    if not keyed:
-        return list(claimed)
+def apply_limits(
+    cur: Cursor, claimed: Sequence[ClaimedJob], keyed: Mapping[str, str]
+) -> list[ClaimedJob]:
+    """The claimed jobs that may run; the others are deferred (see module docstring).
+    ``keyed``: the limit key of each claimed job that has one."""
     keys = sorted(set(keyed.values()))
     # Locked in key order (no deadlock between claimers): the count below and the
     # claim's commit happen before any other claimer of these keys counts.

@@ -107,6 +107,31 @@ def migrate(conn: psycopg.Connection[tuple[Any, ...]], schema: str) -> int:
     return found
 
 
+def require_existing_store(url: str) -> None:
+    """Raise StoreNotFound unless ``url``'s schema holds conveyor's tables.
+
+    For read-only tools (``conveyor status``, the dashboard), before the backend opens
+    (which creates the schema): one connection, one read, nothing created. A server that
+    cannot be reached is left to the real open to report.
+    """
+    import psycopg
+
+    from conveyor.backends.postgres.url import parse_postgres_url
+    from conveyor.errors import StoreNotFound
+
+    target = parse_postgres_url(url)
+    try:
+        with psycopg.connect(target.conninfo, connect_timeout=10) as conn:
+            version = stored_version(conn, target.schema)
+    except psycopg.Error:
+        return
+    if version == 0:
+        raise StoreNotFound(
+            f"no conveyor schema {target.schema!r} at {target.safe_url} (a worker or the "
+            "first enqueue creates it); check --url or $CONVEYOR_URL"
+        )
+
+
 def open_pool(target: PostgresTarget) -> ConnectionPool:
     """Migrate the schema (failing fast when the server cannot be reached), then open
     the pool: ``min_size`` 1, ``max_size`` the URL's ``pool_max``."""

@@ -21,7 +21,6 @@ Example::
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Mapping
 
 from conveyor.backends.redis.retrying import backoff_delays
@@ -44,6 +43,7 @@ class Listener:
         self.generation = 0
         self.listening = False
         self._closed = False
+        self._stopping = threading.Event()  # wakes the reconnect backoff on close
         self._thread = threading.Thread(target=self._run, name="conveyor-pg-listen", daemon=True)
         self._thread.start()
 
@@ -91,10 +91,11 @@ class Listener:
                 self.listening = False
                 self._cond.notify_all()
             if not self._closed:
-                time.sleep(next(delays))
+                self._stopping.wait(next(delays))
 
     def close(self) -> None:
         with self._cond:
             self._closed = True
             self._cond.notify_all()
+        self._stopping.set()
         self._thread.join(timeout=_CHECK_CLOSED * 2)

@@ -5,7 +5,9 @@ removed before the URL reaches libpq (every other option, e.g. ``sslmode``, is l
 
 - ``schema`` (default ``conveyor``): the schema holding conveyor's tables; created on
   first use. Several apps (or test runs) share one database with a schema each.
-- ``pool_max`` (default 10): the most connections this process's pool opens.
+- ``pool_max``: the most connections this process's pool opens. Default: 10, raised to
+  a worker's concurrency + 3 when it registers (its tasks may each hold one while the
+  fetcher, completer and heartbeat hold theirs); given, it is used as is.
 
 Imports no driver: ``conveyor.App`` validates URLs with it before psycopg is needed.
 
@@ -40,6 +42,8 @@ class PostgresTarget:
     safe_url: str  # what conveyor shows (password masked)
     schema: str
     pool_max: int
+    #: True when the URL set ``pool_max`` (then a worker's concurrency does not raise it)
+    pool_max_given: bool = False
 
 
 def parse_postgres_url(url: str) -> PostgresTarget:
@@ -68,4 +72,4 @@ def parse_postgres_url(url: str) -> PostgresTarget:
             "pool_max must be at least 2 (a worker claims and finishes at once)"
         )
     conninfo = urlunsplit(parts._replace(query=urlencode(rest)))
-    return PostgresTarget(conninfo, redacted(url), schema, pool_max)
+    return PostgresTarget(conninfo, redacted(url), schema, pool_max, "pool_max" in ours)
