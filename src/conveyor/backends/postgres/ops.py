@@ -1,6 +1,7 @@
 """The Operations half of the PostgreSQL backend: listing and counting by filter, queue
 pause and statistics, per-job logs, workers, the integrity audit, the throughput
-history and waiting on a job; bulk actions and import are in ``ops_bulk.py``. Mixed
+history, waiting on a job and the workflow fields ``conveyor migrate`` carries; bulk
+actions and import are in ``ops_bulk.py``. Mixed
 into ``PostgresBackend``; every method is one transaction through its ``_tx()``.
 
 Listing pages in byte order of ids (``id COLLATE "C"``): ids sort by creation time
