@@ -257,3 +257,34 @@ def test_while_the_listener_is_down_a_wait_polls_instead_of_sleeping_out() -> No
         assert not listener.listening
     finally:
         listener.close()
+
+
+def test_concurrent_claimers_skip_each_others_rows_and_share_every_job_once(
+    postgres_url: str, schema: str
+) -> None:
+    url = with_schema(postgres_url, schema)
+    producer = PostgresBackend(url)
+    ids = {f"c{i:04d}" for i in range(400)}
+    producer.job_insert_many([_job(i) for i in sorted(ids)])
+    claimed: list[list[str]] = []
+    barrier = threading.Barrier(4)
+
+    def claimer(name: str) -> None:
+        backend = PostgresBackend(url)
+        mine: list[str] = []
+        barrier.wait()
+        try:
+            while got := backend.job_claim(JobClaimParams(name, (("q", 10),), 10)):
+                mine += [j.id for j in got]
+        finally:
+            backend.close()
+            claimed.append(mine)
+
+    threads = [threading.Thread(target=claimer, args=(f"w{n}",)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    producer.close()
+    every = [job_id for mine in claimed for job_id in mine]
+    assert sorted(every) == sorted(ids)  # each job once: none twice, none left behind
