@@ -89,6 +89,8 @@ def _carried(flow: JobFlow | None, job: JobRecord) -> JobFlow | None:
 
 @record
 class Outcome:
+    """What one run of :func:`migrate_jobs` did."""
+
     moved: int = 0
     #: already on the target (an earlier, interrupted run)
     skipped: int = 0
