@@ -71,6 +71,7 @@ from conveyor.backends.records import (
     Dependency,
     FinishedBucket,
     IntegrityProblem,
+    JobFlow,
     JobLogRecord,
     JobRecord,
     LeaseStatus,
@@ -248,12 +249,19 @@ class Operations(Protocol):
         (the dashboard's throughput history). Read-only; empty buckets are left out."""
         ...
 
+    def job_flow_many(self, ids: Sequence[str]) -> list[JobFlow]:
+        """Workflow fields of each job found (parents in order, pipe, unique window),
+        for ``conveyor migrate``; unknown ids are skipped."""
+        ...
+
     def job_get_many(self, ids: Sequence[str]) -> list[JobRecord]: ...
 
     def job_import_many(self, params: JobImportParams) -> list[str]:
         """Insert whole jobs (state, attempts, errors, history and logs kept) in one
         transaction or script; ids already present are skipped, which makes a rerun of
-        ``conveyor migrate`` idempotent. Returns the ids inserted."""
+        ``conveyor migrate`` idempotent. A job's ``flow`` (parents, pipe) is written with
+        it: its workflow edges, and the dependant's place among a parent's children.
+        Returns the ids inserted."""
         ...
 
     def job_list(self, params: JobListParams) -> list[JobRecord]: ...
