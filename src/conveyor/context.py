@@ -80,6 +80,12 @@ class JobContext:
         # The stored JSON text, decoded on first read: most tasks never look.
         self._headers_text = headers
         self._headers: Mapping[str, str] | None = None
+        #: Set by the worker running the job in its own process (thread, asyncio pools):
+        #: opens the block of :meth:`transaction` (conveyor/worker/transactional.py).
+        self._transaction: Callable[[JobContext], AbstractContextManager[Any]] | None = None
+        #: The success a :meth:`transaction` block committed (the worker writes no
+        #: finish of its own then); None otherwise.
+        self.finished_by_transaction: JobFinishParams | None = None
 
     @property
     def headers(self) -> Mapping[str, str]:
@@ -91,12 +97,6 @@ class JobContext:
         if self._headers is None:
             self._headers = _headers.decode(self._headers_text)
         return self._headers
-        #: Set by the worker running the job in its own process (thread, asyncio pools):
-        #: opens the block of :meth:`transaction` (conveyor/worker/transactional.py).
-        self._transaction: Callable[[JobContext], AbstractContextManager[Any]] | None = None
-        #: The success a :meth:`transaction` block committed (the worker writes no
-        #: finish of its own then); None otherwise.
-        self.finished_by_transaction: JobFinishParams | None = None
 
     @property
     def cancel_requested(self) -> bool:

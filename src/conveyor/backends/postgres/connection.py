@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     import psycopg
     from psycopg_pool import ConnectionPool
 
-#: 1: every table of SQLite's schema versions 1-3 at once. A new step adds a file here.
+#: 1: every table and column of SQLite's schema versions 1-4 at once. A new step adds a file here.
 SCHEMA_VERSION = 1
 _MIGRATIONS = {1: "schema.sql"}
 #: First key of the two-key advisory lock taken around a migration ("conv"); the second

@@ -39,10 +39,11 @@ Cursor = Any  # psycopg.Cursor[tuple[Any, ...]]; Any keeps psycopg out of import
 _INSERT = """
 INSERT INTO jobs (id, task, queue, state, priority, payload, max_attempts, run_at,
                   created_at, timeout, lease, unique_key, unique_until, waiting_on, pipe,
-                  limit_key, reason, finished_at)
+                  limit_key, reason, finished_at, headers)
 VALUES (%(id)s, %(task)s, %(queue)s, %(state)s, %(priority)s, %(payload)s, %(max_attempts)s,
         %(run_at)s, %(created_at)s, %(timeout)s, %(lease)s, %(unique_key)s, %(unique_until)s,
-        %(waiting_on)s, %(pipe)s, %(limit_key)s, %(reason)s, %(finished_at)s)
+        %(waiting_on)s, %(pipe)s, %(limit_key)s, %(reason)s, %(finished_at)s,
+        %(headers)s)
 ON CONFLICT (task, unique_key) WHERE unique_key IS NOT NULL DO NOTHING
 RETURNING id
 """
@@ -175,6 +176,7 @@ def insert_flow(cur: Cursor, params: Sequence[JobInsertParams], now: float) -> l
                 "limit_key": p.limit.key if p.limit else None,
                 "reason": reason,
                 "finished_at": finished_at,
+                "headers": p.headers,
             },
         )
         if cur.fetchone() is None:

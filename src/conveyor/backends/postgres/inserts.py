@@ -46,11 +46,14 @@ def plain_args(params: Sequence[JobInsertParams]) -> tuple[list[Any], ...]:
         [p.run_at for p in params],
         [p.timeout for p in params],
         [p.lease for p in params],
+        [p.headers for p in params],
     )
 
 
 def batch_args(params: JobInsertBatchParams) -> Mapping[str, Any]:
-    """The parameters of :data:`sql.JOB_INSERT_BATCH`: shared options once, two arrays."""
+    """The parameters of :data:`sql.JOB_INSERT_BATCH`: shared options once, three arrays
+    (``headers is None``: no job of the batch has any, a column of NULLs)."""
+    headers = [None] * len(params.ids) if params.headers is None else list(params.headers)
     return {
         "task": params.task,
         "queue": params.queue,
@@ -61,4 +64,5 @@ def batch_args(params: JobInsertBatchParams) -> Mapping[str, Any]:
         "lease": params.lease,
         "ids": list(params.ids),
         "payloads": list(params.payloads),
+        "headers": headers,
     }

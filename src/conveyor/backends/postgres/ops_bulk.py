@@ -1,5 +1,5 @@
-"""Bulk actions on the PostgreSQL backend: cancel, manual retry, delete, purge and the
-import of whole jobs (``conveyor migrate``), each one transaction.
+"""Bulk actions on the PostgreSQL backend: cancel, manual retry, delete, purge, clearing
+a task's old results (``result_ttl``) and the import of whole jobs (``conveyor migrate``), each one transaction.
 
 Target states come from :mod:`conveyor.rules` (``CANCEL_AT_ONCE``, ``RETRY_BY_HAND``,
 ``WAS_CANCELLED`` / ``WAS_DELETED`` for the dependants); the statements only apply them.
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from conveyor.backends.base import (
     JobCancelParams,
+    JobClearResultsParams,
     JobFlow,
     JobImport,
     JobImportParams,
@@ -59,6 +60,21 @@ WHERE state = ANY(%s) AND finished_at IS NOT NULL AND finished_at < %s
 LIMIT %s FOR UPDATE SKIP LOCKED
 """
 
+#: A task's result_ttl: drop the results of its succeeded jobs that finished in the window
+#: (reads the jobs_finished index by state and finished_at); the rows stay. No lower
+#: bound given: from the oldest. SKIP LOCKED as for the purge.
+_CLEAR_RESULTS = """
+UPDATE jobs SET result = NULL
+WHERE id IN (
+    SELECT id FROM jobs
+    WHERE state = 'succeeded'
+      AND finished_at >= COALESCE(%(after)s::float8, '-Infinity')
+      AND finished_at < %(before)s
+      AND task = %(task)s AND result IS NOT NULL
+    LIMIT %(limit)s FOR UPDATE SKIP LOCKED
+)
+"""
+
 #: Columns an import writes, with their array types; the claim columns (worker_id,
 #: lease_until) stay NULL.
 IMPORT_COLUMNS = {
@@ -67,7 +83,7 @@ IMPORT_COLUMNS = {
     "token": "bigint", "run_at": "float8", "created_at": "float8", "timeout": "float8",
     "lease": "float8", "cancel_requested": "int", "result": "text", "error": "text",
     "reason": "text", "started_at": "float8", "finished_at": "float8", "unique_key": "text",
-    "waiting_on": "int", "pipe": "int", "unique_until": "float8",
+    "waiting_on": "int", "headers": "text", "pipe": "int", "unique_until": "float8",
 }  # fmt: skip
 #: Fields of JobImport.flow, not of the job's record.
 _FLOW_COLUMNS = ("pipe", "unique_until")
@@ -173,6 +189,16 @@ class PostgresBulkOps:
         with self._tx() as cur:
             found = cur.execute(_PURGE_IDS, (states, params.finished_before, params.limit))
             return self._delete_in(cur, [str(r[0]) for r in found.fetchall()])
+
+    def job_clear_results(self, params: JobClearResultsParams) -> int:
+        args = {
+            "task": params.task,
+            "after": params.finished_after,
+            "before": params.finished_before,
+            "limit": params.limit,
+        }
+        with self._tx() as cur:
+            return int(cur.execute(_CLEAR_RESULTS, args).rowcount)
 
     def _delete_in(self, cur: Cursor, ids: list[str]) -> int:
         """Delete jobs with their attempts, logs and workflow edges. Dependants of a parent

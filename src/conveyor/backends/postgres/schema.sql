@@ -42,7 +42,10 @@ CREATE TABLE IF NOT EXISTS jobs (
     waiting_on       integer NOT NULL DEFAULT 0,
     pipe             integer NOT NULL DEFAULT 0,
     -- limits: the concurrency / rate key this job counts against
-    limit_key        text
+    limit_key        text,
+    -- a job's headers: one JSON object of strings (conveyor/headers.py), NULL when none;
+    -- text, not jsonb, like payload: handed back byte for byte, never filtered on
+    headers          text
 ) WITH (fillfactor = 90);  -- room on each page for HOT updates of the state columns
 
 -- The claim reads only this partial index: ready jobs per queue in priority order.

@@ -11,44 +11,40 @@ Example:
 
 from __future__ import annotations
 
+from conveyor.backends import decoding
+
 #: The server's clock, as epoch seconds (double precision).
 NOW = "extract(epoch from clock_timestamp())::float8"
 
-#: Column order of JobRecord (the same list as SQLite's rows.JOB_COLUMNS).
-JOB_COLUMNS = (
-    "id, task, queue, state, priority, payload, attempt, max_attempts, rescues, token, "
-    "run_at, created_at, timeout, lease, worker_id, lease_until, cancel_requested, "
-    "result, error, reason, started_at, finished_at, "
-    "progress, progress_message, unique_key, waiting_on"
-)
-#: The RETURNING columns of a claim, in ClaimedJob order.
-CLAIM_COLUMNS = (
-    "id, task, queue, payload, attempt, max_attempts, token, timeout, lease, run_at, "
-    "started_at, rescues, priority"
-)
+#: Column order of JobRecord: the columns are named as its fields (``decoding.JOB_NAMES``,
+#: the same list as SQLite's rows.JOB_COLUMNS), so the two cannot drift apart.
+JOB_COLUMNS = ", ".join(decoding.JOB_NAMES)
+#: The RETURNING columns of a claim, in ClaimedJob order (``decoding.CLAIM_NAMES``).
+CLAIM_COLUMNS = ", ".join(decoding.CLAIM_NAMES)
 
 #: Plain jobs, many per statement: one array per column, unnested into rows. A job
 #: whose run_at is still ahead of the server's clock is scheduled, else queued.
 JOB_INSERT = f"""
 INSERT INTO jobs (id, task, queue, state, priority, payload, max_attempts, run_at,
-                  created_at, timeout, lease)
+                  created_at, timeout, lease, headers)
 SELECT i.id, i.task, i.queue,
        CASE WHEN i.run_at > n.now THEN 'scheduled' ELSE 'queued' END,
        i.priority, i.payload, i.max_attempts, COALESCE(i.run_at, n.now), n.now,
-       i.timeout, i.lease
+       i.timeout, i.lease, i.headers
 FROM (SELECT {NOW} AS now) AS n,
      unnest(%s::text[], %s::text[], %s::text[], %s::int[], %s::text[], %s::int[],
-            %s::float8[], %s::float8[], %s::float8[])
-       AS i(id, task, queue, priority, payload, max_attempts, run_at, timeout, lease)
+            %s::float8[], %s::float8[], %s::float8[], %s::text[])
+       AS i(id, task, queue, priority, payload, max_attempts, run_at, timeout, lease, headers)
 """
 
-#: JobInsertBatchParams: ids and payloads as arrays, the shared options once.
+#: JobInsertBatchParams: ids, payloads and headers as arrays, the shared options once.
 JOB_INSERT_BATCH = f"""
-INSERT INTO jobs (id, payload, task, queue, state, priority, max_attempts, run_at,
+INSERT INTO jobs (id, payload, headers, task, queue, state, priority, max_attempts, run_at,
                   created_at, timeout, lease)
-SELECT i.id, i.payload, %(task)s, %(queue)s,
+SELECT i.id, i.payload, i.headers, %(task)s, %(queue)s,
        CASE WHEN %(run_at)s::float8 > n.now THEN 'scheduled' ELSE 'queued' END,
        %(priority)s, %(max_attempts)s, COALESCE(%(run_at)s::float8, n.now), n.now,
        %(timeout)s::float8, %(lease)s::float8
-FROM (SELECT {NOW} AS now) AS n, unnest(%(ids)s::text[], %(payloads)s::text[]) AS i(id, payload)
+FROM (SELECT {NOW} AS now) AS n, unnest(%(ids)s::text[], %(payloads)s::text[], %(headers)s::text[])
+       AS i(id, payload, headers)
 """
