@@ -51,6 +51,7 @@ from conveyor.backends.postgres.faults import translate_faults
 from conveyor.backends.postgres.finish import ATTEMPT_INSERT, Finishes
 from conveyor.backends.postgres.listener import CHANNEL, Listener
 from conveyor.backends.postgres.ops import PostgresOperations
+from conveyor.backends.postgres.sql import count_at_limit
 from conveyor.backends.postgres.url import parse_postgres_url
 from conveyor.rules import (
     LOST,
@@ -288,19 +289,28 @@ class PostgresBackend(PostgresOperations):
             attempts: list[tuple[object, ...]] = []
             for candidate, alone in zip(candidates, alone_flags, strict=True):
                 job_id, token, attempt, max_attempts, rescues, worker_id, started = candidate
+                # Typed columns hold whole numbers, but a row written around the API may
+                # hold one at its column's limit: rescues + 1 would fail every pass, so
+                # such a row ends dead with that as its reason (rules.rescue_state, odd).
+                problem = count_at_limit(
+                    attempt=int(attempt),  # type: ignore[call-overload]
+                    token=int(token),  # type: ignore[call-overload]
+                    rescues=int(rescues),  # type: ignore[call-overload]
+                )
                 state = rescue_state(
                     attempt=int(attempt),  # type: ignore[call-overload]
                     max_attempts=int(max_attempts),  # type: ignore[call-overload]
                     rescues=int(rescues),  # type: ignore[call-overload]
                     max_rescues=params.max_rescues,
                     alone=alone,
+                    odd=problem is not None,
                 )
                 if state is JobState.DEAD:
                     cur.execute(
                         "UPDATE jobs SET state = 'dead', reason = %s, error = %s, "
                         "finished_at = %s, worker_id = NULL, lease_until = NULL "
                         "WHERE id = %s AND token = %s AND state = 'running'",
-                        (WORKER_LOST_REASON, WORKER_LOST_ERROR, now, job_id, token),
+                        (problem or WORKER_LOST_REASON, WORKER_LOST_ERROR, now, job_id, token),
                     )
                     lost_ids[str(job_id)] = LOST_PARENT_FAILED
                 else:

@@ -23,10 +23,11 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from conveyor import records
 from conveyor.backends import decoding
 from conveyor.backends.base import ClaimedJob, JobClaimParams
 from conveyor.backends.postgres.flow import Cursor
-from conveyor.backends.postgres.sql import CLAIM_COLUMNS, NOW
+from conveyor.backends.postgres.sql import BIGINT_MAX, CLAIM_COLUMNS, INT_MAX, NOW, count_at_limit
 from conveyor.rules import limit_deferral
 
 #: Scheduled jobs whose time has come become ready. SKIP LOCKED: two workers promoting
@@ -39,7 +40,9 @@ WHERE id IN (SELECT id FROM jobs WHERE state = 'scheduled' AND run_at <= {NOW}
 
 CLAIM = f"""
 UPDATE jobs
-SET state = 'running', worker_id = %(worker_id)s, token = token + 1, attempt = attempt + 1,
+SET state = 'running', worker_id = %(worker_id)s,
+    -- saturating: a count at its column's limit is the row's problem (flagged below)
+    token = least(token, {BIGINT_MAX - 1}) + 1, attempt = least(attempt, {INT_MAX - 1}) + 1,
     started_at = n.now, lease_until = n.now + lease
 FROM (SELECT {NOW} AS now) AS n
 WHERE jobs.id IN (
@@ -94,7 +97,7 @@ class Claim:
                 else:
                     cur.execute(CLAIM, self._args(queue, want))
                     rows = cur.fetchall()
-                got = [decoding.claimed_job(r[:-1]) for r in rows]
+                got = [_claimed(r[:-1]) for r in rows]
                 keyed.update((str(r[0]), str(r[-1])) for r in rows if r[-1] is not None)
                 if len(got) < want:
                     empty.add(queue)
@@ -105,6 +108,17 @@ class Claim:
         if len(claimed) > 1:
             claimed.sort(key=lambda j: (-j.priority, j.run_at, j.id))
         return int(self._promote.rowcount), claimed
+
+
+def _claimed(row: Sequence[Any]) -> ClaimedJob:
+    """A claim's row as a ClaimedJob; counts at their column's limit (a row written
+    around the API) make it a problem job, which the worker ends dead with the reason."""
+    job = decoding.claimed_job(row)
+    if job.problem is None:
+        at_limit = count_at_limit(attempt=job.attempt, token=job.token, rescues=job.rescues)
+        if at_limit is not None:
+            job = records.replace(job, problem=at_limit)
+    return job
 
 
 def apply_limits(

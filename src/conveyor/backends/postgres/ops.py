@@ -80,8 +80,12 @@ ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded
 _KNOWN_STATES = sql_states(tuple(JobState))
 _INTEGRITY_SQL = read_packaged("integrity_check.sql").replace("{known_states}", _KNOWN_STATES)
 #: Buckets count from since: bucket n starts at since + n * bucket_s (as on SQLite).
+#: The bucket is clamped below 2**63 before the cast: a finished_at written around the API
+#: (infinity, NaN, 1e300) lands in the last bucket, as SQLite's saturating CAST puts it,
+#: instead of failing the whole dashboard with "bigint out of range".
 _HISTOGRAM_SQL = """
-SELECT floor((finished_at - %(since)s) / %(bucket_s)s)::bigint AS bucket, queue, state, count(*)
+SELECT least(floor((finished_at - %(since)s) / %(bucket_s)s), 9223372036854774784)::bigint
+       AS bucket, queue, state, count(*)
 FROM jobs
 WHERE state IN ('succeeded', 'dead', 'cancelled') AND finished_at >= %(since)s
 GROUP BY bucket, queue, state

@@ -16,6 +16,34 @@ from conveyor.backends import decoding
 #: The server's clock, as epoch seconds (double precision).
 NOW = "extract(epoch from clock_timestamp())::float8"
 
+#: The largest values of the integer columns (attempt, rescues: integer; token: bigint).
+#: A row written around the API may hold them; one more would fail the statement (and
+#: with it every claim of the queue, every rescue pass), so the counts saturate there
+#: and :func:`count_at_limit` names the row's problem instead.
+INT_MAX, BIGINT_MAX = 2**31 - 1, 2**63 - 1
+
+
+def count_at_limit(*, attempt: int, token: int, rescues: int) -> str | None:
+    """What is wrong with counts that cannot move on (None for a normal row): the
+    worker or the rescue then ends the job dead with this as the reason.
+
+    >>> count_at_limit(attempt=1, token=2, rescues=0) is None
+    True
+    >>> count_at_limit(attempt=INT_MAX, token=2, rescues=0)
+    'attempt is at the limit of its column (2147483647)'
+    """
+    found = [
+        f"{name} is at the limit of its column ({value})"
+        for name, value, low, high in (
+            ("attempt", attempt, -INT_MAX, INT_MAX),
+            ("token", token, -BIGINT_MAX, BIGINT_MAX),
+            ("rescues", rescues, -INT_MAX, INT_MAX),
+        )
+        if not low < value < high
+    ]
+    return "; ".join(found) or None
+
+
 #: Column order of JobRecord: the columns are named as its fields (``decoding.JOB_NAMES``,
 #: the same list as SQLite's rows.JOB_COLUMNS), so the two cannot drift apart.
 JOB_COLUMNS = ", ".join(decoding.JOB_NAMES)
