@@ -108,6 +108,25 @@ def test_commit_makes_jobs_visible_and_a_burst_worker_runs_them(app: conveyor.Ap
     assert later.status is JobState.SCHEDULED  # a delay is kept as given
 
 
+def test_headers_are_written_through_the_callers_connection(app: conveyor.App) -> None:
+    caller, t = _caller(app), _tasks(app)
+    given = {"tenant": "café", "request_id": "r-1"}
+    headed = t["double"].with_options(headers=given)
+    with caller.connect(app.url) as conn:
+        with conveyor.transaction(conn):
+            jobs = [
+                headed.enqueue(1),  # a plain job
+                *headed.enqueue_many([(2,), (3,)]),  # the batch path
+                headed.with_options(unique_key="once").enqueue(4),  # flow fields
+                t["double"].enqueue(5),  # none
+            ]
+        conn.commit()
+    stored = {r.id: r.headers for r in app.backend.job_get_many([j.id for j in jobs])}
+    assert [json.loads(stored[j.id]) if stored[j.id] else None for j in jobs] == [given] * 4 + [
+        None
+    ]
+
+
 def test_workflows_and_enqueue_many_in_one_transaction(app: conveyor.App) -> None:
     caller, t = _caller(app), _tasks(app)
     with caller.connect(app.url) as conn:
