@@ -16,7 +16,7 @@ success is written through that connection, fenced by the attempt's claim token
   COMMIT the server may have committed anyway; the retry's finish is then refused by
   the same fence (the job is already ``succeeded``), so nothing runs twice from here;
 - the worker writes no finish of its own for a job whose block committed (its result
-  is ``None``: what the task produced is in the rows it wrote);
+  is ``None``, stored as JSON ``null``: what the task produced is in the rows it wrote);
 - jobs enqueued inside the block are written through the same connection
   (``conveyor.transaction(conn)`` is active there): they exist only if it commits.
 
@@ -78,6 +78,8 @@ def transact(backend: Backend, job: ClaimedJob, worker_id: str, ctx: JobContext)
             id=job.id,
             token=job.token,
             kind=FinishKind.SUCCEEDED,
+            # JSON null: job.result() is None (NULL would read as "not stored")
+            result="null",
             worker_id=worker_id,
             attempt=job.attempt,
             started_at=job.claimed_at,
