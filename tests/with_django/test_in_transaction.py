@@ -192,9 +192,12 @@ def test_a_store_in_another_postgres_database_is_refused(django_project: dict[st
         conn.execute("CREATE DATABASE elsewhere")
     other = base.rsplit("/", 1)[0] + "/elsewhere?schema=conveyor"
     tasks = _together(other, database="pg")
-    with override_settings(TASKS=tasks), transaction.atomic(using="pg"):
-        with pytest.raises(ConfigurationError, match="it is the database 'postgres'"):
-            greet.enqueue(1, "pg")
+    with (
+        override_settings(TASKS=tasks),
+        transaction.atomic(using="pg"),
+        pytest.raises(ConfigurationError, match="it is the database 'postgres'"),
+    ):
+        greet.enqueue(1, "pg")
     task_backends["together"].app.close()
 
 
@@ -214,3 +217,20 @@ def test_an_unknown_enqueue_mode_and_the_old_option_are_refused(
         ):
             greet.enqueue(1, "default")
 
+
+def test_an_atomic_block_an_error_doomed_refuses_the_job(database: str) -> None:
+    """As Django's own next query would: the block will roll back, so no job either."""
+    from django.db import DatabaseError
+    from django.db.transaction import TransactionManagementError
+
+    task = _greet(database)
+    with transaction.atomic(using=database):
+        # an error caught inside the outer block, no savepoint to roll back to: doomed
+        with (
+            pytest.raises(DatabaseError),
+            transaction.atomic(using=database, savepoint=False),
+            connections[database].cursor() as cur,
+        ):
+            cur.execute("SELECT * FROM no_such_table")
+        with pytest.raises(TransactionManagementError):
+            task.enqueue(1, database)

@@ -34,7 +34,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.core import checks
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
@@ -54,6 +54,9 @@ from conveyor.contrib.django.results import task_result
 from conveyor.errors import ConfigurationError, ConveyorError, DecodeError
 from conveyor.task import Enqueuer, Plan
 from conveyor.task import Task as ConveyorTask
+
+if TYPE_CHECKING:
+    from conveyor.backends.postgres.backend import PostgresBackend
 
 #: OPTIONS the backend itself reads; every other key is an App() option.
 _OWN_OPTIONS = {"url", "enqueue", "database"}
@@ -195,6 +198,8 @@ class ConveyorBackend(BaseTaskBackend):  # type: ignore[misc]  # Django is untyp
         if found is None:
             found = _CHECKED[driver] = db.identity_of(driver)
         store = _store_identity(self.app)
+        if found != store:  # the server may have restarted since the store was asked
+            store = _store_identity(self.app, fresh=True)
         if found != store:
             raise db.refuse(
                 self.alias,
@@ -249,10 +254,11 @@ _CHECKED: weakref.WeakKeyDictionary[object, tuple[object, ...]] = weakref.WeakKe
 _IDENTITIES: weakref.WeakKeyDictionary[App, tuple[object, ...]] = weakref.WeakKeyDictionary()
 
 
-def _store_identity(app: App) -> tuple[object, ...]:
-    found = _IDENTITIES.get(app)
+def _store_identity(app: App, *, fresh: bool = False) -> tuple[object, ...]:
+    found = None if fresh else _IDENTITIES.get(app)
     if found is None:
-        found = _IDENTITIES[app] = db.postgres_identity(app.backend.target.conninfo)
+        store = cast("PostgresBackend", app.backend)  # the caller checked the vendor
+        found = _IDENTITIES[app] = db.postgres_identity(store.target.conninfo)
     return found
 
 

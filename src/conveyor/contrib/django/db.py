@@ -31,11 +31,11 @@ from conveyor.transaction_adapters import Joined, join
 
 __all__ = [
     "driver_connection",
+    "identity_of",
     "join_proxy",
     "join_wrapper",
     "postgres_identity",
     "refuse",
-    "identity_of",
     "static_mismatch",
 ]
 
