@@ -234,3 +234,11 @@ def test_an_atomic_block_an_error_doomed_refuses_the_job(database: str) -> None:
             cur.execute("SELECT * FROM no_such_table")
         with pytest.raises(TransactionManagementError):
             task.enqueue(1, database)
+
+
+def test_outside_atomic_the_job_commits_at_once(database: str) -> None:
+    """Django's autocommit: the job is committed as Django's own statements are, so
+    conveyor's connection sees it at once and no later rollback can take it."""
+    result = _greet(database).enqueue(1, database)
+    assert not connections[database].in_atomic_block
+    assert _get(database, result.id).status == TaskResultStatus.READY
