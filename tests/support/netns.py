@@ -85,9 +85,12 @@ class Host:
 
 def _free_subnet() -> ipaddress.IPv4Network:
     """A 10.R.S.0/24 that no address or route of the machine overlaps."""
-    shown = subprocess.run(
-        ["ip", "-4", "-o", "route", "show", "table", "all"], capture_output=True, text=True
-    ).stdout + subprocess.run(["ip", "-4", "-o", "addr"], capture_output=True, text=True).stdout
+    shown = (
+        subprocess.run(
+            ["ip", "-4", "-o", "route", "show", "table", "all"], capture_output=True, text=True
+        ).stdout
+        + subprocess.run(["ip", "-4", "-o", "addr"], capture_output=True, text=True).stdout
+    )
     used = []
     for word in shown.split():
         with contextlib.suppress(ValueError):
