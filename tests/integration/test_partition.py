@@ -69,6 +69,19 @@ class Server:
 
     url: str
     url_at: Callable[[str], str]
+    #: What the server says of its clients, for a failure message (who holds what).
+    sessions: Callable[[], str] = lambda: ""
+
+
+def _pg_sessions(url: str) -> str:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True, connect_timeout=5) as conn:
+        rows = conn.execute(
+            "SELECT client_addr, state, wait_event_type, left(query, 60) FROM pg_stat_activity"
+            " WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
+        ).fetchall()
+    return "\n".join(map(str, rows))
 
 
 @contextlib.contextmanager
@@ -83,7 +96,7 @@ def serve(kind: str, directory: Path, network: tuple[Host, ...]) -> Iterator[Ser
         return
     pg = PostgresServer(listen=gateways, trust=[subnet_of(network)]).init().start()
     try:
-        yield Server(pg.url, pg.url_at)
+        yield Server(pg.url, pg.url_at, lambda: _pg_sessions(pg.url))
     finally:
         with contextlib.suppress(RuntimeError):
             pg.stop("immediate")
@@ -169,7 +182,10 @@ def test_partitioned_host_is_rescued_and_its_stale_finishes_refused(
             host_a.cut()
             try:
                 # b finishes the queue alone, and a's jobs once their heartbeat is stale.
-                wait_for(all_succeeded, 30, "every job succeeded while a is cut off")
+                try:
+                    wait_for(all_succeeded, 30, "every job succeeded while a is cut off")
+                except AssertionError as exc:
+                    raise AssertionError(f"{exc}; server sessions:\n{server.sessions()}") from None
             finally:
                 host_a.heal()
             assert a.stop() == 0, a.log.read_text()[-3000:]

@@ -2,13 +2,13 @@
 test can pull (``cut``) and plug back (``heal``): a real network partition on one
 machine, with no traffic leaving it.
 
-Each host is a namespace ``cv<pid><run><letter>`` holding one veth end with the address
+Each host is a namespace ``cv-<pid>-<run><letter>`` holding one veth end with the address
 ``10.R.S.4k+2/30``; the other end stays in the root namespace with ``10.R.S.4k+1``, where
 the servers listen (``RedisServer(bind=...)``, ``PostgresServer(listen=..., trust=...)``).
 ``R.S`` is a /24 that no interface of the machine uses. Namespaces need root and
 ``ip`` (iproute2); without them the caller skips with a reason locally and fails when
 ``CI=true`` (``require_namespaces``). Everything made is removed on exit, even when the
-test fails.
+test fails (and what a killed run left behind is removed by the next one).
 
 Example (in a test)::
 
@@ -26,6 +26,7 @@ import ipaddress
 import itertools
 import os
 import random
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator, Sequence
@@ -96,10 +97,22 @@ def _free_subnet() -> ipaddress.IPv4Network:
         with contextlib.suppress(ValueError):
             used.append(ipaddress.ip_network(word, strict=False))
     for _ in range(100):
-        net = ipaddress.ip_network(f"10.{random.randint(100, 250)}.{random.randint(0, 255)}.0/24")
+        net = ipaddress.IPv4Network(f"10.{random.randint(100, 250)}.{random.randint(0, 255)}.0/24")
         if not any(net.overlaps(u) for u in used if u.prefixlen > 0):
             return net
     raise NamespaceError("no free 10.x.y.0/24 for the test hosts")
+
+
+def _sweep_leftovers() -> None:
+    """Remove the namespaces of runs whose process is gone (killed before its cleanup);
+    their veth pairs go with them."""
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    for line in listed.splitlines():
+        name = line.split()[0] if line.split() else ""
+        found = re.fullmatch(r"cv-(\d+)-\d+[a-z]", name)
+        if found and not os.path.exists(f"/proc/{found[1]}"):
+            with contextlib.suppress(NamespaceError):
+                ip("netns", "del", name)
 
 
 def _make(host: Host, prefix: int) -> None:
@@ -125,13 +138,16 @@ def _remove(host: Host) -> None:
 def hosts(*letters: str) -> Iterator[tuple[Host, ...]]:
     """One namespace per letter, each on its own /30 of a free /24; removed on exit."""
     require_namespaces()
+    _sweep_leftovers()
     subnet = _free_subnet()
-    run = f"cv{os.getpid()}{next(_runs)}"
+    pid, run = os.getpid(), next(_runs)
     made: list[Host] = []
     try:
         for n, letter in enumerate(letters):
             base = subnet.network_address + 4 * n
-            host = Host(f"{run}{letter}", f"{run}{letter}", str(base + 2), str(base + 1))
+            # Interface names are at most 15 characters: the veth's has no dashes.
+            namespace, veth = f"cv-{pid}-{run}{letter}", f"cv{pid}x{run}{letter}"
+            host = Host(namespace, veth, str(base + 2), str(base + 1))
             made.append(host)
             try:
                 _make(host, 30)
