@@ -240,3 +240,56 @@ def test_partitioned_host_is_rescued_and_its_stale_finishes_refused(
         # Only a rescued job ran twice (at least once, never more than its attempts).
         assert duplicates <= rescued
         assert not [line for line in a.log.read_text().splitlines() if "gave up writing" in line]
+
+
+#: Run in host a: hold a row lock inside an open transaction, on a connection with the
+#: options every conveyor connection has, and wait (the test then pulls the cable).
+HOLD_LOCK = """
+import sys, time, psycopg
+from conveyor.backends.postgres.connection import connect_options
+from conveyor.backends.postgres.url import parse_postgres_url
+
+target = parse_postgres_url(sys.argv[1])
+conn = psycopg.connect(target.conninfo, **connect_options(target))
+conn.execute("SELECT n FROM public.held WHERE n = 1 FOR UPDATE")
+print("locked", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_cut_off_postgres_session_gives_its_locks_back(tmp_path: Path) -> None:
+    """What the rescue relies on when a host is cut between a statement and its COMMIT:
+    the server drops the silent session (conveyor's connection options) and its row
+    locks go with it, long before the kernel's own timeouts (hours) would."""
+    import psycopg
+
+    with (
+        hosts("a") as (host,),
+        serve("postgres", tmp_path, (host,)) as server,
+        psycopg.connect(server.url, autocommit=True) as admin,
+    ):
+        admin.execute("CREATE TABLE held (n int PRIMARY KEY); INSERT INTO held VALUES (1)")
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        holder = subprocess.Popen(
+            host.command([sys.executable, "-c", HOLD_LOCK, server.url_at(host.gateway)]),
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+            host.cut()
+            # Another session's lock on the row waits until the server has dropped
+            # the cut-off one (the wait is bounded so that a failure ends).
+            admin.execute("SET lock_timeout = '30s'")
+            admin.execute("BEGIN; SELECT n FROM held WHERE n = 1 FOR UPDATE")
+            admin.execute("COMMIT")
+            remaining = admin.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE client_addr = %s",
+                (host.address,),
+            ).fetchone()
+            assert remaining == (0,)
+        finally:
+            host.heal()
+            holder.kill()
+            holder.wait(10)
