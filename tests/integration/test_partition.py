@@ -280,15 +280,15 @@ def test_a_cut_off_postgres_session_gives_its_locks_back(tmp_path: Path) -> None
             assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
             host.cut()
             # Another session's lock on the row waits until the server has dropped
-            # the cut-off one (the wait is bounded so that a failure ends).
+            # the cut-off one (the wait is bounded so that a failure ends: without the
+            # options, lock_timeout). The session's row in pg_stat_activity may outlive
+            # its locks by a moment while its backend exits: the lock is what counts.
             admin.execute("SET lock_timeout = '30s'")
-            admin.execute("BEGIN; SELECT n FROM held WHERE n = 1 FOR UPDATE")
+            try:
+                admin.execute("BEGIN; SELECT n FROM held WHERE n = 1 FOR UPDATE")
+            except psycopg.errors.LockNotAvailable:
+                pytest.fail("the cut-off session still held its row lock 30 s after the cut")
             admin.execute("COMMIT")
-            remaining = admin.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE client_addr = %s",
-                (host.address,),
-            ).fetchone()
-            assert remaining == (0,)
         finally:
             host.heal()
             holder.kill()
