@@ -155,6 +155,11 @@ class Fleet:
         )
         self._thread.start()
 
+    def standing(self) -> list[Worker]:
+        """Workers alive and not killed by the supervisor (a SIGKILL just sent may not
+        have landed yet: such a worker is not one to stop gracefully)."""
+        return [w for w in self.workers if w.alive() and w.pid not in self._killed]
+
     def stop_supervisor(self) -> None:
         self._stop.set()
         if self._thread is not None:

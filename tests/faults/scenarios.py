@@ -81,7 +81,7 @@ def sigkill_storm(
         wait_until(all_final(url, ids), timeout, poll=0.2)
         fleet.stop_supervisor()
         elapsed = time.monotonic() - started
-        statuses = [w.stop() for w in fleet.workers if w.alive()]
+        statuses = [w.stop() for w in fleet.standing()]
         tally = count("sigkill storm", url, ids, marks, started, kills=fleet.kills)
         tally.seconds = elapsed
         words = [fleet.last_words(pid) for pid, _ in fleet.exits]
