@@ -98,6 +98,9 @@ class JobInsertParams:
     #: the job's headers as stored: a JSON object of strings (conveyor/headers.py), None
     #: for none. Not a flow field: a plain job may carry headers.
     headers: str | None = None
+    #: epoch seconds after which the job is no longer started: it ends ``expired``
+    #: (None: never). Not a flow field.
+    expires_at: float | None = None
 
     @property
     def is_plain(self) -> bool:
@@ -123,6 +126,8 @@ class JobInsertBatchParams:
     #: None); ``None`` here: no job of the batch has headers. Per job, not shared:
     #: middlewares add per-job values (a trace context per job).
     headers: Sequence[str | None] | None = None
+    #: shared by the batch, as in JobInsertParams.expires_at
+    expires_at: float | None = None
 
 
 @record
@@ -239,7 +244,9 @@ class JobPurgeParams:
     """Delete finished jobs (with their attempts and logs) finished before a time."""
 
     finished_before: float
-    states: tuple[JobState, ...] = (JobState.SUCCEEDED, JobState.DEAD, JobState.CANCELLED)
+    states: tuple[JobState, ...] = (
+        JobState.SUCCEEDED, JobState.DEAD, JobState.CANCELLED, JobState.EXPIRED
+    )
     limit: int = 1000  # per call, so one purge never holds the write lock for long
 
 

@@ -87,6 +87,7 @@ _IMPORT_FIELDS = (
     "started_at",
     "finished_at",
     "headers",
+    "expires_at",
 )
 IMPORTABLE = frozenset({JobState.QUEUED, JobState.SCHEDULED, *FINISHED_STATES})
 

@@ -95,6 +95,7 @@ _QUERY_NAMES = (
     "job_finish_cancelled",
     "job_finish_dead",
     "job_finish_drop",
+    "job_finish_expired",
     "job_finish_retry",
     "job_finish_snooze",
     "job_finish_succeeded",
@@ -117,6 +118,7 @@ _FINISH_QUERY = {
     FinishKind.CANCELLED: "job_finish_cancelled",
     FinishKind.DROP: "job_finish_drop",
     FinishKind.SNOOZE: "job_finish_snooze",
+    FinishKind.EXPIRED: "job_finish_expired",
 }
 _DATA_VERSION = "PRAGMA data_version"
 _CANCEL_AT_ONCE = sql_states(CANCEL_AT_ONCE)
@@ -476,6 +478,7 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
             now,
             params.timeout,
             params.lease,
+            params.expires_at,
         )
         sql = self._sql["job_insert_batch"]
         rows: list[tuple[object, ...]]
@@ -519,6 +522,7 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
             "timeout": p.timeout,
             "lease": p.lease,
             "headers": p.headers,
+            "expires_at": p.expires_at,
         }
 
     def _insert_plain(self, conn: sqlite3.Connection, p: JobInsertParams, now: float) -> None:

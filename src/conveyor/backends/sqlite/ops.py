@@ -281,7 +281,7 @@ _IMPORTABLE = frozenset({JobState.QUEUED, JobState.SCHEDULED, *FINISHED_STATES})
 _IMPORT_COLUMNS = (
     "id", "task", "queue", "state", "priority", "payload", "attempt", "max_attempts",
     "rescues", "token", "run_at", "created_at", "timeout", "lease", "cancel_requested",
-    "result", "error", "reason", "started_at", "finished_at", "headers",
+    "result", "error", "reason", "started_at", "finished_at", "headers", "expires_at",
 )  # fmt: skip
 _IMPORT_SQL = (
     f"INSERT OR IGNORE INTO jobs ({', '.join(_IMPORT_COLUMNS)}) "

@@ -5,7 +5,8 @@
 --       priority (integer string), run_at (decimal string, '' = now),
 --       max_attempts (integer string),
 --       timeout (decimal string, '' = NULL), lease (decimal string),
---       headers (JSON object text; optional, absent or '' = none)]
+--       headers (JSON object text; optional, absent or '' = none),
+--       expires_at (decimal string; optional, absent or '' = never)]
 --       (one JSON string instead of 9 arguments per job: cjson decodes in C, and
 --       redis-py packs one argument instead of thousands)
 -- Derived: job:<id>, ready:<queue>.
@@ -59,6 +60,7 @@ for i = 1, n do
     redis.call('HSET', j.key, unpack(fields, 1, 28))
   end
   if j[10] and j[10] ~= '' then redis.call('HSET', j.key, 'headers', j[10]) end
+  if j[11] and j[11] ~= '' then redis.call('HSET', j.key, 'expires_at', j[11]) end
   index[#index + 1] = '0'
   index[#index + 1] = id
   if state == 'scheduled' then
