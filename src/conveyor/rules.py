@@ -64,7 +64,6 @@ def is_expired(expires_at: float | None, now: float) -> bool:
     return expires_at is not None and now >= expires_at
 
 
-
 @record
 class FinishRule:
     """What ending one attempt with ``kind`` does to the job."""
@@ -264,8 +263,10 @@ ENDED_AT_INSERT = {
     JobState.CANCELLED: "ended cancelled",
     JobState.EXPIRED: WAS_EXPIRED,
 }
-#: States a job may expire from without a worker (the sweep: nobody claimed it in time).
-EXPIRE_UNCLAIMED = (JobState.QUEUED, JobState.SCHEDULED)
+#: States a job may expire from without a worker (the sweep, ``job_expire_due``: nobody
+#: started it in time). A ``waiting`` one is included: it can no longer start in time
+#: either, and its parents' ends touch only children still ``waiting``.
+EXPIRE_UNCLAIMED = (JobState.QUEUED, JobState.SCHEDULED, JobState.WAITING)
 #: How a failed parent reads to an on_failure handler inserted behind it.
 FAILED_AT_INSERT = "failed"
 
@@ -402,9 +403,14 @@ def _lua_definitions() -> list[tuple[str, str]]:
         "RULE_RATE_JITTER": repr(RATE_JITTER),
         "RULE_CANCEL_AT_ONCE": "{" + ", ".join(f"{s.value} = true" for s in CANCEL_AT_ONCE) + "}",
         "RULE_RETRY_BY_HAND": "{" + ", ".join(f"{s.value} = true" for s in RETRY_BY_HAND) + "}",
-        "RULE_FINISHED": "{" + ", ".join(f"{s.value} = true" for s in sorted(FINISHED_STATES)) + "}",
+        "RULE_FINISHED": "{"
+        + ", ".join(f"{s.value} = true" for s in sorted(FINISHED_STATES))
+        + "}",
         "RULE_WAS_EXPIRED": _lua(WAS_EXPIRED),
         "RULE_EXPIRED_REASON": _lua(EXPIRED_REASON),
+        "RULE_EXPIRE_UNCLAIMED": "{"
+        + ", ".join(f"{s.value} = true" for s in EXPIRE_UNCLAIMED)
+        + "}",
     }
     definitions = [(name, f"local {name} = {value}") for name, value in constants.items()]
     functions = {

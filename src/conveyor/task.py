@@ -373,6 +373,10 @@ class Enqueuer(Generic[P, R]):
                 return []
             for feature in flow_features_of(plan):
                 require_feature(backend, feature)
+            if any(p.expires_at is not None for p in plan):
+                require_feature(backend, "expires")
+        elif plan.expires_at is not None:
+            require_feature(backend, "expires")
         ids = backend.job_insert_many(plan)
         return [Job(app, i, task) for i in ids]
 

@@ -21,6 +21,7 @@ from conveyor import records
 from conveyor.backends.base import (
     Backend,
     IntegrityCheckParams,
+    JobExpireDueParams,
     JobFinishParams,
     JobImport,
     JobImportParams,
@@ -32,7 +33,7 @@ from conveyor.ids import new_id
 from conveyor.options import OptionTypeError, OptionValueError
 from conveyor.rules import EXPIRED_REASON, cancelled_reason
 from conveyor.states import FinishKind, JobState
-from tests.contract.helpers import claim
+from tests.contract.helpers import claim, register
 
 PAYLOAD = '{"args":[],"kwargs":{}}'
 PAST = 1_000_000_000.0  # 2001: long expired
@@ -178,7 +179,7 @@ def test_worker_ends_a_job_claimed_past_its_expiry_without_running_it(app: conve
         ran.append(tag)
         return tag
 
-    past = datetime.datetime(2001, 1, 1, tzinfo=datetime.timezone.utc)
+    past = datetime.datetime(2001, 1, 1, tzinfo=datetime.UTC)
     late = mark.with_options(expires=past).enqueue("late")
     late_batch = mark.with_options(expires=past).enqueue_many([("b1",), ("b2",)])
     late_flow = mark.with_options(expires=past, unique_key="u").enqueue("flow")
@@ -239,6 +240,60 @@ def test_bad_expires_is_refused_before_anything_is_stored(
     with pytest.raises(error, match="expires"):
         noop.with_options(expires=value).enqueue()  # type: ignore[arg-type]
     with pytest.raises(OptionTypeError, match="expires"):
-        app.task(name="expires.instant", expires=datetime.datetime.now(datetime.timezone.utc))(
-            noop.fn
-        )
+        app.task(name="expires.instant", expires=datetime.datetime.now(datetime.UTC))(noop.fn)
+
+
+def test_sweep_expires_unstarted_jobs_past_their_expiry(backend: Backend) -> None:
+    queued, scheduled, waiting, fresh, running = (new_id() for _ in range(5))
+    parent_of_waiting, child_of_queued = new_id(), new_id()
+    backend.job_insert_many(
+        [
+            JobInsertParams(id=running, task="t", queue="r", payload=PAYLOAD, expires_at=PAST),
+            JobInsertParams(id=queued, task="t", queue="q", payload=PAYLOAD, expires_at=PAST),
+            JobInsertParams(
+                id=scheduled, task="t", queue="q", payload=PAYLOAD, run_at=FUTURE, expires_at=PAST
+            ),
+            JobInsertParams(id=fresh, task="t", queue="q", payload=PAYLOAD, expires_at=FUTURE),
+            JobInsertParams(id=parent_of_waiting, task="t", queue="q", payload=PAYLOAD),
+            JobInsertParams(
+                id=waiting, task="t", queue="q", payload=PAYLOAD,
+                depends_on=(parent_of_waiting,), expires_at=PAST,
+            ),
+            JobInsertParams(
+                id=child_of_queued, task="t", queue="q", payload=PAYLOAD, depends_on=(queued,)
+            ),
+        ]
+    )  # fmt: skip
+    register(backend)
+    (claimed,) = claim(backend, queues=("r",))  # a running job is its worker's to end
+    assert claimed.id == running
+    assert backend.job_expire_due(JobExpireDueParams(limit=100)) == 3
+    rows = {j.id: j for j in backend.job_get_many([queued, scheduled, waiting, fresh, running])}
+    assert {i for i, r in rows.items() if r.state is JobState.EXPIRED} == {
+        queued,
+        scheduled,
+        waiting,
+    }
+    assert all(rows[i].reason == EXPIRED_REASON for i in (queued, scheduled, waiting))
+    assert rows[fresh].state is JobState.QUEUED and rows[running].state is JobState.RUNNING
+    (child,) = backend.job_get_many([child_of_queued])
+    assert child.state is JobState.CANCELLED
+    assert child.reason == cancelled_reason(queued, "expired")
+    # Nothing is left to claim from the expired ones; the parent of the waiting job ends
+    # normally without touching it; a second sweep finds nothing.
+    assert {j.id for j in claim(backend)} == {fresh, parent_of_waiting}
+    assert backend.job_expire_due(JobExpireDueParams(limit=100)) == 0
+    (stats,) = [q for q in backend.queue_list() if q.queue == "q"]
+    assert stats.counts.get("expired") == 3 and not stats.counts.get("queued")
+    assert not stats.counts.get("scheduled") and not stats.counts.get("waiting")
+    assert backend.integrity_check(IntegrityCheckParams(30.0)) == []
+
+
+def test_sweep_limit_bounds_one_call(backend: Backend) -> None:
+    ids = [new_id() for _ in range(5)]
+    backend.job_insert_many(
+        JobInsertBatchParams(task="t", queue="q", ids=ids, payloads=[PAYLOAD] * 5, expires_at=PAST)
+    )
+    assert backend.job_expire_due(JobExpireDueParams(limit=2)) == 2
+    assert backend.job_expire_due(JobExpireDueParams(limit=10)) == 3
+    assert {j.state for j in backend.job_get_many(ids)} == {JobState.EXPIRED}

@@ -245,9 +245,21 @@ class JobPurgeParams:
 
     finished_before: float
     states: tuple[JobState, ...] = (
-        JobState.SUCCEEDED, JobState.DEAD, JobState.CANCELLED, JobState.EXPIRED
+        JobState.SUCCEEDED,
+        JobState.DEAD,
+        JobState.CANCELLED,
+        JobState.EXPIRED,
     )
     limit: int = 1000  # per call, so one purge never holds the write lock for long
+
+
+@record
+class JobExpireDueParams:
+    """End up to ``limit`` jobs nobody started before their ``expires_at`` (states
+    :data:`conveyor.rules.EXPIRE_UNCLAIMED`) as ``expired``, their dependants settled as
+    behind a dead parent (the sweep; the claim-time rule is the worker's)."""
+
+    limit: int = 1000  # per call, as for job_purge
 
 
 @record

@@ -83,7 +83,7 @@ _KIND = {kind: rule.code for kind, rule in FINISH.items()}
 FEATURES = frozenset(
     {
         *("snooze", "progress", "unique", "workflows", "limits", "periodic"),
-        *("filters", "purge", "result_ttl", "queues", "logs", "integrity"),
+        *("filters", "purge", "result_ttl", "queues", "logs", "integrity", "expires"),
     }
 )
 

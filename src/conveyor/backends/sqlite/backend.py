@@ -129,6 +129,7 @@ FEATURES = frozenset(
         *("snooze", "progress", "unique", "workflows", "limits", "periodic"),
         *("filters", "purge", "result_ttl", "queues", "logs", "integrity", "backup", "sql"),
         "ack_with_claim",
+        "expires",
     }
 )
 

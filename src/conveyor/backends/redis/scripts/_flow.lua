@@ -258,6 +258,7 @@ local function flow_insert(p, standing, t, ttl)
     'waiting_on', tostring(waiting), 'pipe', pipe, 'limit_key', limit and limit[1],
     'reason', reason, 'finished_at', finished_at, 'flow', #parents > 0 and '1',
     'headers', opt(p.headers), 'expires_at', opt(p.expires_at)})
+  if opt(p.expires_at) then redis.call('ZADD', BASE .. 'expiring', p.expires_at, p.id) end
   redis.call('ZADD', K_JOBS, 0, p.id)
   count(state, p.queue, 1)
   if state == 'queued' then
