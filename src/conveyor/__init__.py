@@ -35,6 +35,7 @@ from conveyor.retry import Backoff
 from conveyor.secrets import Secret, SecretKeyError
 from conveyor.states import JobState
 from conveyor.task import Args, Task
+from conveyor.transactions import transaction
 
 __version__ = "0.1.0"
 
@@ -69,6 +70,7 @@ __all__ = [
     "chain",
     "current_job",
     "group",
+    "transaction",
 ]
 
 

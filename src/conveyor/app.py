@@ -55,7 +55,12 @@ BACKENDS = {
     "sqlite": "conveyor.backends.sqlite.backend:SQLiteBackend",
     "redis": "conveyor.backends.redis.backend:RedisBackend",
     "rediss": "conveyor.backends.redis.backend:RedisBackend",
+    "postgresql": "conveyor.backends.postgres.backend:PostgresBackend",
+    "postgres": "conveyor.backends.postgres.backend:PostgresBackend",
 }
+
+#: URL scheme -> the pip extra its driver comes with (when it is not the scheme itself).
+_EXTRAS = {"rediss": "redis", "postgresql": "postgres"}
 
 #: per-task only (not App defaults): the name, and which parameters are secret
 _TASK_ONLY = {"name", "secret"}
@@ -110,18 +115,25 @@ URL_CHECKS = {
     "sqlite": "conveyor.backends.sqlite.connection:parse_sqlite_url",
     "redis": "conveyor.backends.redis.url:parse_redis_url",
     "rediss": "conveyor.backends.redis.url:parse_redis_url",
+    "postgresql": "conveyor.backends.postgres.url:parse_postgres_url",
+    "postgres": "conveyor.backends.postgres.url:parse_postgres_url",
 }
-#: URL scheme -> "module:function" raising StoreNotFound unless the store exists; a
-#: scheme without one (Redis: keys under a prefix, nothing to create) always exists.
-STORE_CHECKS = {"sqlite": "conveyor.backends.sqlite.connection:require_existing_store"}
+#: URL scheme -> "module:function" raising StoreNotFound unless the store exists (a
+#: SQLite file, a PostgreSQL schema); a scheme without one (Redis: keys under a prefix,
+#: nothing to create) always exists.
+STORE_CHECKS = {
+    "sqlite": "conveyor.backends.sqlite.connection:require_existing_store",
+    "postgresql": "conveyor.backends.postgres.connection:require_existing_store",
+    "postgres": "conveyor.backends.postgres.connection:require_existing_store",
+}
 
 
 def _scheme(url: str) -> str:
     scheme = url.split(":", 1)[0].lower() if ":" in url else ""
     if scheme not in BACKENDS:
         raise ConfigurationError(
-            f"unsupported store URL {redacted(url)!r}; use sqlite:///path.db or "
-            "redis://host:port/db"
+            f"unsupported store URL {redacted(url)!r}; use sqlite:///path.db, "
+            "redis://host:port/db or postgresql://user@host/db"
         )
     return scheme
 
@@ -177,6 +189,19 @@ def require_store(url: str) -> None:
         _imported(check)(url)
 
 
+def backend_class(url: str) -> type[Backend]:
+    """The backend class for ``url``, imported but not opened (its ``name`` and
+    ``features`` are class attributes: what a store can do, known without connecting)."""
+    scheme = _scheme(url)
+    try:
+        cls: type[Backend] = _imported(BACKENDS[scheme])
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"the {scheme} backend needs an extra: pip install 'conveyor[{_EXTRAS.get(scheme, scheme)}]' ({exc})"
+        ) from None
+    return cls
+
+
 def open_backend(url: str) -> Backend:
     """Open the backend for ``url`` (importing its module only now)."""
     scheme = _scheme(url)
@@ -186,7 +211,7 @@ def open_backend(url: str) -> Backend:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise ConfigurationError(
-            f"the {scheme} backend needs an extra: pip install 'conveyor[{scheme.rstrip('s')}]' ({exc})"
+            f"the {scheme} backend needs an extra: pip install 'conveyor[{_EXTRAS.get(scheme, scheme)}]' ({exc})"
         ) from None
     backend: Backend = getattr(module, attr)(url)
     return backend
@@ -289,6 +314,11 @@ class App:
     @property
     def max_payload_bytes(self) -> int:
         return self.settings.max_payload_bytes
+
+    @property
+    def backend_is_open(self) -> bool:
+        """True once :attr:`backend` was opened (nothing is touched to find out)."""
+        return self._backend is not None
 
     @property
     def backend(self) -> Backend:

@@ -39,6 +39,7 @@ import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from conveyor import transactions
 from conveyor.backends.base import JobInsertParams, require_feature
 from conveyor.errors import ConfigurationError
 from conveyor.rules import PIPE_ALL, PIPE_FAILURE, PIPE_NONE, PIPE_ONE
@@ -184,6 +185,10 @@ def _insert(app: App, params: list[JobInsertParams]) -> list[Job[Any]]:
 
     if app.intercept is not None:  # a testing mode takes it, as in Enqueuer._write
         return app.intercept(params)
-    require_feature(app.backend, "workflows")
-    ids = app.backend.job_insert_many(params)
+    joined = transactions.active()  # conveyor.transaction(conn): the caller's, as in _write
+    require_feature(app.backend if joined is None else transactions.store_of(app), "workflows")
+    if joined is not None:
+        ids = transactions.insert(app, joined, params)
+    else:
+        ids = app.backend.job_insert_many(params)
     return [Job(app, i, app.tasks.get(p.task)) for i, p in zip(ids, params, strict=True)]

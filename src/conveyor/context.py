@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import contextvars
 import threading
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
 
 from conveyor import headers as _headers
-from conveyor.errors import JobCancelled
+from conveyor.errors import ConfigurationError, JobCancelled
 
 if TYPE_CHECKING:
+    from conveyor.backends.base import JobFinishParams
     from conveyor.backends.records import ClaimedJob
 
 
@@ -37,7 +39,9 @@ class JobContext:
         "_headers",
         "_headers_text",
         "_progress",
+        "_transaction",
         "attempt",
+        "finished_by_transaction",
         "id",
         "max_attempts",
         "queue",
@@ -77,6 +81,12 @@ class JobContext:
         # The stored JSON text, decoded on first read: most tasks never look.
         self._headers_text = headers
         self._headers: Mapping[str, str] | None = None
+        #: Set by the worker running the job in its own process (thread, asyncio pools):
+        #: opens the block of :meth:`transaction` (conveyor/worker/transactional.py).
+        self._transaction: Callable[[JobContext], AbstractContextManager[Any]] | None = None
+        #: The success a :meth:`transaction` block committed (the worker writes no
+        #: finish of its own then); None otherwise.
+        self.finished_by_transaction: JobFinishParams | None = None
 
     @property
     def headers(self) -> Mapping[str, str]:
@@ -123,6 +133,26 @@ class JobContext:
         if fraction is not None:
             fraction = min(1.0, max(0.0, float(fraction)))
         self._progress = (fraction, message)  # one assignment: atomic under the GIL
+
+    def transaction(self) -> AbstractContextManager[Any]:
+        """A connection to the store whose transaction also records this job's success:
+        ``with current_job().transaction() as conn:`` -- your writes through ``conn`` and
+        "succeeded" commit together when the block ends, or not at all (an exception
+        rolls both back and the attempt fails as usual; a failed commit fails the
+        attempt, which is retried). SQLite (a ``sqlite3`` connection to the store's
+        file) and PostgreSQL (psycopg); thread and asyncio pools. See
+        docs/transactions.md#transactional-completion.
+        """
+        if self._transaction is None:
+            raise ConfigurationError(
+                "current_job().transaction() works in a worker's thread or asyncio pool "
+                "(the connection lives in the worker's process), not here"
+            )
+        if self.finished_by_transaction is not None:
+            raise ConfigurationError(
+                f"job {self.id} already committed its success in a transaction() block"
+            )
+        return self._transaction(self)
 
     def take_progress(self) -> tuple[float | None, str | None] | None:
         """Worker side: the progress reported since the last call, or None."""

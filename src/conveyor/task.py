@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, S
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 from conveyor import headers as job_headers
-from conveyor import limits, options, unique
+from conveyor import limits, options, transactions, unique
 from conveyor.aio import to_thread
 from conveyor.arity import arity_checker, type_checker
 from conveyor.backends.base import (
@@ -360,24 +360,52 @@ class Enqueuer(Generic[P, R]):
         """Write a plan in one ``job_insert_many`` (all or nothing) and hand back Jobs.
 
         The one place every enqueue passes after its plan: a testing mode
-        (``app.testing(...)``) takes the plan here instead of the store."""
-        from conveyor.job import Job
-
-        task = self._task
-        app = task.app
+        (``app.testing(...)``) takes the plan here instead of the store, and inside
+        ``conveyor.transaction(conn)`` it goes through the caller's connection."""
+        app = self._task.app
         if app.intercept is not None:
             return app.intercept(plan)
-        backend = app.backend
+        joined = transactions.active()
+        if joined is not None:
+            transactions.store_of(app)  # opened first, with the reason if it cannot be
+        if not self._checked(plan):
+            return []
+        if joined is not None:
+            return self._written(plan, transactions.insert(app, joined, plan))
+        return self._written(plan, app.backend.job_insert_many(plan))
+
+    async def _awrite(self, plan: Plan) -> list[Job[R]]:
+        """:meth:`_write` for the asyncio twins: the store's own insert in a thread (the
+        loop never blocks on it); the caller's connection on the caller's terms."""
+        joined = transactions.active()
+        app = self._task.app
+        if joined is None or app.intercept is not None:
+            return await to_thread(self._write, plan)
+        transactions.store_of(app)
+        if not self._checked(plan):
+            return []
+        return self._written(plan, await transactions.insert_async(app, joined, plan))
+
+    def _checked(self, plan: Plan) -> bool:
+        """False for an empty plan; raises when the store lacks a feature the plan uses."""
         if not isinstance(plan, JobInsertBatchParams):
             if not plan:
-                return []
+                return False
+            backend = self._task.app.backend
             for feature in flow_features_of(plan):
                 require_feature(backend, feature)
             if any(p.expires_at is not None for p in plan):
                 require_feature(backend, "expires")
         elif plan.expires_at is not None:
-            require_feature(backend, "expires")
-        ids = backend.job_insert_many(plan)
+            require_feature(self._task.app.backend, "expires")
+        return True
+
+    def _written(self, plan: Plan, ids: Sequence[str]) -> list[Job[R]]:
+        """The handles of a written plan, after the enqueue hooks (metrics) saw it."""
+        from conveyor.job import Job
+
+        task = self._task
+        app = task.app
         return [Job(app, i, task) for i in ids]
 
     def _enqueue(self, calls: Calls, run_at: float | None) -> list[Job[R]]:
@@ -462,24 +490,26 @@ class Enqueuer(Generic[P, R]):
     async def aenqueue(self, *args: P.args, **kwargs: P.kwargs) -> Job[R]:
         """Asyncio twin of :meth:`enqueue`."""
         plan = self._plan([(args, kwargs)], None)
-        return (await to_thread(self._write, plan))[0]
+        return (await self._awrite(plan))[0]
 
     async def aenqueue_many(
         self, items: Iterable[Args[P] | Sequence[Any] | Mapping[str, Any]]
     ) -> list[Job[R]]:
         """Asyncio twin of :meth:`enqueue_many`."""
         calls = [_call_of(item) for item in items]
+        if transactions.active() is not None:
+            return await self._awrite(self._plan(calls, None)) if calls else []
         return await to_thread(self._enqueue, calls, None)
 
     async def aenqueue_after(self, delay: Delay, *args: P.args, **kwargs: P.kwargs) -> Job[R]:
         """Asyncio twin of :meth:`enqueue_after`."""
         plan = self._plan([(args, kwargs)], time.time() + _seconds(delay))
-        return (await to_thread(self._write, plan))[0]
+        return (await self._awrite(plan))[0]
 
     async def aschedule_at(self, when: When, *args: P.args, **kwargs: P.kwargs) -> Job[R]:
         """Asyncio twin of :meth:`schedule_at`."""
         plan = self._plan([(args, kwargs)], _epoch(when))
-        return (await to_thread(self._write, plan))[0]
+        return (await self._awrite(plan))[0]
 
 
 class Task(Enqueuer[P, R]):

@@ -1,7 +1,8 @@
 """Contract: a job's headers are stored as given and come back in every read a backend
 has -- the claim (``ClaimedJob.headers``), ``job_get_many`` and ``job_list``
 (``JobRecord.headers``), and the import of ``conveyor migrate`` -- for each insert path:
-one plain job, a batch sharing its options, and a job with flow fields."""
+one plain job, a batch sharing its options (with headers per job, or none at all), a
+job with flow fields, and a periodic slot's job."""
 
 from __future__ import annotations
 
@@ -17,10 +18,12 @@ from conveyor.backends.base import (
     JobInsertBatchParams,
     JobInsertParams,
     JobListParams,
+    PeriodicFireParams,
 )
 from conveyor.ids import new_id
 from conveyor.states import JobState
 from tests.contract.helpers import claim
+from tests.support.flow import needs
 
 PAYLOAD = '{"args":[],"kwargs":{}}'
 #: Non-ASCII text and JSON-looking values must come back byte for byte.
@@ -48,7 +51,12 @@ def test_headers_round_trip_through_insert_claim_and_reads(backend: Backend) -> 
             task="t", queue="q", ids=batch, payloads=[PAYLOAD, PAYLOAD], headers=[HEADERS, None]
         )
     )
+    unheaded = [new_id(), new_id()]  # a batch whose headers is None: no job has any
+    backend.job_insert_many(
+        JobInsertBatchParams(task="t", queue="q", ids=unheaded, payloads=[PAYLOAD, PAYLOAD])
+    )
     expected = {plain: HEADERS, flow: HEADERS, bare: None, batch[0]: HEADERS, batch[1]: None}
+    expected |= dict.fromkeys(unheaded, None)
     stored = {j.id: j.headers for j in backend.job_get_many(list(expected))}
     assert stored == expected
     listed = {j.id: j.headers for j in backend.job_list(JobListParams(limit=100))}
@@ -56,6 +64,26 @@ def test_headers_round_trip_through_insert_claim_and_reads(backend: Backend) -> 
     assert backend.integrity_check(IntegrityCheckParams(30.0)) == []  # a known field
     claimed = {j.id: j.headers for j in claim(backend, n=10)}
     assert claimed == expected
+
+
+def test_periodic_slot_jobs_keep_their_headers(backend: Backend) -> None:
+    needs(backend, "periodic")
+    plain, flow = new_id(), new_id()
+    jobs = [
+        (10.0, JobInsertParams(id=plain, task="t", queue="q", payload=PAYLOAD, headers=HEADERS)),
+        (
+            20.0,
+            JobInsertParams(
+                id=flow, task="t", queue="q", payload=PAYLOAD, unique_key="s", headers=HEADERS
+            ),
+        ),
+    ]
+    assert backend.periodic_fire(PeriodicFireParams("s", "every 10s", jobs, 30.0)) == [10.0, 20.0]
+    assert {j.id: j.headers for j in backend.job_get_many([plain, flow])} == {
+        plain: HEADERS,
+        flow: HEADERS,
+    }
+    assert {j.id: j.headers for j in claim(backend, n=10)} == {plain: HEADERS, flow: HEADERS}
 
 
 def test_import_keeps_headers(backend: Backend) -> None:

@@ -64,6 +64,21 @@ def test_where_is_typed_json(app: conveyor.App, backend: Backend) -> None:
     assert count(backend, "kwargs.user_id=42", "args.0=8") == 0
 
 
+def test_where_keys_named_like_json_path_keywords_are_keys(
+    app: conveyor.App, backend: Backend
+) -> None:
+    # SQL/JSON paths have keywords (last, strict, lax, true...): a key so named is a key.
+    @app.task(name="t.kw")
+    def kw(last: object = None, strict: object = None, true: object = None) -> None: ...
+
+    kw.enqueue(last=1, strict="lax", true=[1, 2])
+    kw.enqueue(last=2)
+    assert count(backend, "kwargs.last=1") == 1
+    assert count(backend, 'kwargs.strict="lax"') == 1
+    assert count(backend, "kwargs.true.1=2") == 1
+    assert count(backend, "kwargs.true.2=2") == 0  # past the end: no match, no error
+
+
 def test_result_state_task_and_time_filters(app: conveyor.App, backend: Backend) -> None:
     _enqueue(app)
     claimed = backend.job_claim(JobClaimParams("w", [("default", 10)], 10))

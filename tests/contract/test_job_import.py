@@ -13,6 +13,8 @@ from conveyor.backends.base import (
     Backend,
     IntegrityCheckParams,
     JobClaimParams,
+    JobFinishParams,
+    JobFlow,
     JobImport,
     JobImportParams,
     JobLogListParams,
@@ -20,7 +22,7 @@ from conveyor.backends.base import (
     JobRecord,
 )
 from conveyor.errors import ConveyorError
-from conveyor.states import JobState
+from conveyor.states import FinishKind, JobState
 
 
 def record(job_id: str, state: JobState, **kw: object) -> JobRecord:
@@ -67,3 +69,30 @@ def test_running_jobs_are_refused(backend: Backend) -> None:
     with pytest.raises(ConveyorError):
         backend.job_import_many(JobImportParams([JobImport(running)]))
     assert backend.job_get_many(["r1"]) == []
+
+
+def test_a_waiting_job_imports_with_its_parents_and_is_piped_when_they_succeed(
+    backend: Backend,
+) -> None:
+    parent = record("p1", JobState.QUEUED)
+    child = records.replace(
+        record("c1", JobState.WAITING, payload='{"args":[2],"kwargs":{}}'), waiting_on=1
+    )
+    orphan = record("c2", JobState.WAITING)
+    with pytest.raises(ConveyorError):  # waiting on nothing: it would wait forever
+        backend.job_import_many(JobImportParams([JobImport(orphan)]))
+    flow = JobFlow("c1", pipe=1, parents=("p1",), unique_until=2e9)
+    # The child first: its parent arrives later in the same import.
+    imported = backend.job_import_many(
+        JobImportParams([JobImport(child, flow=flow), JobImport(parent)])
+    )
+    assert imported == ["c1", "p1"]
+    assert backend.job_flow_many(["c1", "p1", "nope"]) == [flow, JobFlow("p1")]
+    assert backend.integrity_check(IntegrityCheckParams(30.0)) == []
+    (claimed,) = backend.job_claim(JobClaimParams("w", [("q", 10)], 10))  # not the child
+    assert claimed.id == "p1"
+    backend.job_finish_many(
+        [JobFinishParams(claimed.id, claimed.token, FinishKind.SUCCEEDED, result="10")]
+    )
+    (released,) = backend.job_claim(JobClaimParams("w", [("q", 10)], 10))
+    assert released.id == "c1" and released.payload.startswith('{"args":[10,2]')

@@ -14,6 +14,7 @@ import conveyor
 from conveyor.states import JobState
 from tests.integration.cli_run import CONVEYOR, assert_one_error, clean_env
 from tests.integration.cli_run import conveyor as run_cli
+from tests.support import postgres_server
 from tests.support.redis_server import isolated_url
 
 TASKS = """
@@ -182,4 +183,25 @@ def test_on_redis_the_same_commands_enqueue_and_wait(
     assert app.job(proc.stdout.strip()).result(timeout=10) == {"text": "hello cy!"}
     wrong = run_cli("enqueue", "greet", "--app", "tasks:app", "--url", url, cwd=project)
     assert_one_error(wrong, 2, "missing 1 required positional argument: 'name'")
+    app.close()
+
+
+def test_on_postgres_enqueue_wait_and_its_timeout(
+    project: Path, request: pytest.FixtureRequest
+) -> None:
+    url = postgres_server.isolated_url(request)
+    proc = run_cli(
+        "enqueue", "greet", "--app", "tasks:app", "--url", url, "--args", '["pg"]', cwd=project
+    )
+    assert proc.returncode == 0, proc.stderr
+    waited = run_cli(
+        "enqueue", "add", "--app", "tasks:app", "--url", url, "--args", "[1, 2]", "--wait",
+        "--timeout", "0.3", cwd=project,
+    )  # fmt: skip
+    assert_one_error(waited, 1, "not finished after 0.3 s", "queued")
+    worker = run_cli("worker", "tasks:app", "--url", url, "--burst", cwd=project)
+    assert worker.returncode == 0, worker.stderr
+    app = conveyor.App(url)
+    assert app.job(proc.stdout.strip()).result(timeout=10) == {"text": "hello pg!"}
+    assert app.job(waited.stdout.strip()).result(timeout=10) == 3
     app.close()

@@ -34,6 +34,7 @@ from tests.support.odd_rows import (
     DEEP,
     FIFTY_MB,
     LONE_SURROGATE_ERROR,
+    postgres_row,
     redis_row,
     sqlite_row,
 )
@@ -57,7 +58,11 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 def write(url: str, **columns: Any) -> str:
     """One raw row on whichever backend ``url`` names."""
-    return sqlite_row(url, **columns) if url.startswith("sqlite") else redis_row(url, **columns)
+    if url.startswith("sqlite"):
+        return sqlite_row(url, **columns)
+    if url.startswith("postgres"):
+        return postgres_row(url, **columns)
+    return redis_row(url, **columns)
 
 
 def cli_output(url: str, *args: str) -> str:
@@ -125,8 +130,21 @@ def test_unknown_state_is_listed_as_such_and_never_claimed(url: str) -> None:
 
 def test_payload_that_is_not_text_goes_dead_with_the_reason(url: str) -> None:
     """SQLite: a BLOB payload and a TEXT one holding bytes that are not UTF-8 (the query
-    itself used to fail, on every claim); Redis: bytes that are not UTF-8."""
-    if url.startswith("sqlite"):
+    itself used to fail, on every claim); Redis: bytes that are not UTF-8. PostgreSQL's
+    typed columns refuse such rows at the write, so none reaches a worker."""
+    if url.startswith("postgres"):
+        import psycopg
+
+        for columns in ({"payload": "{\x00}"}, {"priority": "high"}):
+            with pytest.raises(psycopg.Error):
+                postgres_row(url, **columns)
+        # Bytes reach a text column only as their text form (bytea's '\x7b7d'): text.
+        stored = postgres_row(url, payload=b"{}")
+        probe = conveyor.App(url)
+        assert probe.backend.job_get_many([stored])[0].payload == "\\x7b7d"
+        probe.close()
+        cases = {}
+    elif url.startswith("sqlite"):
         cases = {
             sqlite_row(url, payload=b'{"args": [], "kwargs": {}}'): "payload is a BLOB (26 bytes)",
             sqlite_row(url, payload="sql:CAST(x'7b22ff' AS TEXT)"): "payload is not valid UTF-8",

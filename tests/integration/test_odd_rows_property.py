@@ -5,7 +5,9 @@ and dashboard page renders it.
 
 What "any" means here: every column gets any value its store can hold (SQLite: NULL,
 integers, floats with NaN and infinities, text, BLOBs, bytes that are not UTF-8 in a
-TEXT column, JSON nested 5,000 deep; Redis: any bytes, or the field absent), except
+TEXT column, JSON nested 5,000 deep; Redis: any bytes, or the field absent; PostgreSQL:
+any value of the column's type, NaN and infinities in the times, any text without NUL
+in the text columns), except
 that the id stays a distinct text (it names the row for the assertions) and NOT NULL
 columns hold a value (the store refuses NULL there itself). On Redis the state, task
 and queue fields stay text so the test knows which ready set holds the job.
@@ -62,21 +64,25 @@ COLUMNS = (
 BURST_DEADLINE = 15.0
 GOOD_PAYLOAD = '{"args": [1], "kwargs": {}}'
 
+
+def any_value_strings() -> list[str]:
+    """The odd texts every store gets tried with."""
+    return [
+        "sql:CAST(x'7b22ff' AS TEXT)",  # bytes that are not UTF-8, in a TEXT column
+        "[" * 5000 + "]" * 5000,
+        '{"type": "E", "message": "\\ud800", "traceback": "\\udfff"}',
+        GOOD_PAYLOAD,
+        '{"args": "no", "kwargs": []}',
+        "x" * 3000,
+    ]
+
+
 any_value = st.one_of(
     st.integers(min_value=-(2**63), max_value=2**63 - 1),
     st.floats(),
     st.text(max_size=30),
     st.binary(max_size=30),
-    st.sampled_from(
-        [
-            "sql:CAST(x'7b22ff' AS TEXT)",  # bytes that are not UTF-8, in a TEXT column
-            "[" * 5000 + "]" * 5000,
-            '{"type": "E", "message": "\\ud800", "traceback": "\\udfff"}',
-            GOOD_PAYLOAD,
-            '{"args": "no", "kwargs": []}',
-            "x" * 3000,
-        ]
-    ),
+    st.sampled_from(any_value_strings()),
 )
 states = st.one_of(st.sampled_from([s.value for s in JobState]), st.text(max_size=12))
 #: The worker property leaves out running/waiting rows: those wait for a rescue or a
@@ -105,6 +111,36 @@ def redis_columns(state: st.SearchStrategy[str]) -> st.SearchStrategy[dict[str, 
     )
 
 
+#: PostgreSQL's column types (backends/postgres/schema.sql); the rest are text.
+_PG_INTEGER = frozenset({"priority", "attempt", "max_attempts", "rescues", "cancel_requested"})
+_PG_DOUBLE = frozenset(
+    {"run_at", "created_at", "timeout", "lease", "lease_until", "started_at", "finished_at"}
+)
+_pg_text = st.one_of(
+    st.text(alphabet=st.characters(blacklist_characters="\x00"), max_size=30),
+    st.sampled_from([v for v in any_value_strings() if not v.startswith("sql:")]),
+)
+
+
+def _pg_value(column: str) -> st.SearchStrategy[Any]:
+    if column in _PG_INTEGER:
+        value: st.SearchStrategy[Any] = st.integers(min_value=-(2**31), max_value=2**31 - 1)
+    elif column == "token":
+        value = st.integers(min_value=-(2**63), max_value=2**63 - 1)
+    elif column in _PG_DOUBLE:
+        value = st.one_of(st.floats(), st.integers(min_value=-(2**53), max_value=2**53))
+    else:
+        value = _pg_text
+    return value if column in NOT_NULL else st.one_of(st.none(), value)
+
+
+def postgres_columns(state: st.SearchStrategy[str]) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {"state": state, "task": st.sampled_from(["odd.task", "odd.task", "nope"])},
+        optional={c: _pg_value(c) for c in COLUMNS if c not in ("state", "task")},
+    )
+
+
 def _redis_value(value: Any) -> Any:
     if isinstance(value, str) and value.startswith("sql:"):
         return b'{"\xff'
@@ -128,7 +164,10 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, conveyor
 
 
 def _rows(url: str, state: st.SearchStrategy[str]) -> st.SearchStrategy[list[dict[str, Any]]]:
-    columns = sqlite_columns(state) if url.startswith("sqlite") else redis_columns(state)
+    if url.startswith("postgres"):
+        columns = postgres_columns(state)
+    else:
+        columns = sqlite_columns(state) if url.startswith("sqlite") else redis_columns(state)
     return st.lists(columns, min_size=1, max_size=3)
 
 

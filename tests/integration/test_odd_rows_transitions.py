@@ -9,6 +9,11 @@ Each case was reproduced on Redis before the fix: the release failed in ready_sc
 never released the good job after it; the rescue raised ``ValueError: invalid literal
 for int() with base 10: '2.13e+16'`` at every pass. The rows are written with a raw HSET
 or raw SQL (tests/support/odd_rows.py), the transitions called on the backend.
+
+PostgreSQL's typed columns refuse these counts at the write, so no such row exists
+there; what its columns can hold is a count at the limit of its type, where one more
+failed the statement (every claim of the queue, every rescue pass). Its two tests are
+at the end.
 """
 
 from __future__ import annotations
@@ -24,11 +29,14 @@ import conveyor
 from conveyor.backends.base import ClaimedJob
 from conveyor.backends.params import (
     JobClaimParams,
+    JobCountParams,
     JobExtendLeasesParams,
+    JobFilter,
     JobFinishParams,
     JobReleaseParams,
     JobRescueParams,
 )
+from conveyor.backends.postgres.sql import BIGINT_MAX, INT_MAX
 from conveyor.rules import WORKER_LOST_REASON
 from conveyor.states import FinishKind, JobState
 from tests.integration.test_odd_rows import write
@@ -41,9 +49,12 @@ ODD_COUNTS = {"attempt": "", "token": "2.13e+16", "rescues": "x", "max_attempts"
 GONE = "worker-that-never-beat"
 
 
-@pytest.fixture(params=sorted(BACKEND_URLS))
-def app(request: pytest.FixtureRequest, tmp_path: Path) -> conveyor.App:
-    store = BACKEND_URLS[request.param](request, tmp_path)
+#: The stores whose columns hold any text (Postgres: see its own tests below).
+UNTYPED = sorted(set(BACKEND_URLS) - {"postgres"})
+
+
+def _app(request: pytest.FixtureRequest, tmp_path: Path, backend: str) -> conveyor.App:
+    store = BACKEND_URLS[backend](request, tmp_path)
     app = conveyor.App(store)
 
     @app.task(name="odd.task")
@@ -53,6 +64,16 @@ def app(request: pytest.FixtureRequest, tmp_path: Path) -> conveyor.App:
     assert app.backend.features  # the schema exists before raw rows arrive
     request.addfinalizer(app.close)
     return app
+
+
+@pytest.fixture(params=UNTYPED)
+def app(request: pytest.FixtureRequest, tmp_path: Path) -> conveyor.App:
+    return _app(request, tmp_path, request.param)
+
+
+@pytest.fixture
+def pg_app(request: pytest.FixtureRequest, tmp_path: Path) -> conveyor.App:
+    return _app(request, tmp_path, "postgres")
 
 
 def odd_row(app: conveyor.App, **fields: Any) -> str:
@@ -165,3 +186,49 @@ def test_claim_skips_a_ready_hash_without_a_queue_and_takes_its_mates(redis_url:
         assert states(app, odd)[odd].state is JobState.QUEUED  # left be, never claimed
     finally:
         app.close()
+
+
+def test_postgres_refuses_the_odd_counts_at_the_write(pg_app: conveyor.App) -> None:
+    import psycopg
+
+    for name, value in [*ODD_COUNTS.items(), ("lease", "soon"), ("run_at", "abc")]:
+        with pytest.raises(psycopg.Error):
+            write(pg_app.url, **{name: value})
+    assert pg_app.backend.job_count(JobCountParams(JobFilter())) == 0  # nothing was written
+
+
+def test_postgres_counts_at_their_columns_limit_end_dead_and_jam_nothing(
+    pg_app: conveyor.App,
+) -> None:
+    # Before: "integer out of range" / "bigint out of range" failed every claim of the
+    # queue (good jobs never ran) and every rescue pass.
+    at_attempt = write(pg_app.url, attempt=INT_MAX)
+    at_token = write(pg_app.url, token=BIGINT_MAX)
+    good = pg_app.tasks["odd.task"].enqueue(1).id
+    held = claim(pg_app)
+    assert set(held) == {at_attempt, at_token, good}
+    assert held[good].problem is None
+    assert "attempt is at the limit of its column" in (held[at_attempt].problem or "")
+    assert "token is at the limit of its column" in (held[at_token].problem or "")
+    pg_app.backend.job_release_many(
+        JobReleaseParams("w1", [(j.id, j.token) for j in held.values()])
+    )
+    worker = conveyor.Worker(pg_app, burst=True, concurrency=2)
+    worker.run(install_signals=False)  # the worker ends each problem job dead, with it
+    found = states(pg_app, at_attempt, at_token, good)
+    assert found[good].state is JobState.SUCCEEDED
+    for odd in (at_attempt, at_token):
+        assert found[odd].state is JobState.DEAD, found[odd]
+        assert "at the limit of its column" in (found[odd].reason or ""), found[odd]
+
+    at_rescues = write(pg_app.url, rescues=INT_MAX, max_attempts=5)
+    mate = pg_app.tasks["odd.task"].enqueue(2).id
+    assert {at_rescues, mate} <= set(claim(pg_app, GONE))
+    moved = pg_app.backend.job_rescue(JobRescueParams([GONE], time.time()))
+    assert {(r.job_id, r.state) for r in moved} == {
+        (at_rescues, JobState.DEAD),
+        (mate, JobState.QUEUED),
+    }
+    reason = states(pg_app, at_rescues)[at_rescues].reason or ""
+    assert "rescues is at the limit of its column" in reason
+    assert mate in claim(pg_app, "w2")  # requeued means claimable

@@ -7,6 +7,7 @@ Example::
 
     job_id = sqlite_row(url, payload=b"\\x00\\xff")      # a BLOB payload, queued
     job_id = redis_row(url, state="bogus")               # a hash with an unknown state
+    job_id = postgres_row(url, state="bogus")            # typed columns: only what fits
 """
 
 from __future__ import annotations
@@ -75,4 +76,22 @@ def redis_row(url: str, job_id: str | None = None, **fields: Any) -> str:
             client.zadd(keys.ready(queue), {job_id: 0})
     finally:
         backend.close()
+    return job_id
+
+
+def postgres_row(url: str, job_id: str | None = None, **columns: Any) -> str:
+    """Insert one jobs row with raw SQL on the URL's schema. PostgreSQL's typed columns
+    refuse what does not fit them (text in an integer, bytes or NUL in text): that
+    raises psycopg's error, and nothing is written."""
+    import psycopg
+
+    from conveyor.backends.postgres.url import parse_postgres_url
+
+    target = parse_postgres_url(url)
+    job_id = job_id or new_id()
+    values = _defaults(job_id) | columns
+    names = ", ".join(values)
+    marks = ", ".join(["%s"] * len(values))
+    with psycopg.connect(target.conninfo, options=f"-c search_path={target.schema}") as db:
+        db.execute(f"INSERT INTO jobs ({names}) VALUES ({marks})", list(values.values()))
     return job_id

@@ -108,6 +108,49 @@ def _redis_corrupt(url: str, ids: Mapping[str, str]) -> set[tuple[str, str]]:
     }
 
 
+def _postgres_sql(url: str, statements: list[tuple[str, tuple[object, ...]]]) -> None:
+    """Run ``statements`` in one transaction on the schema of a conveyor Postgres URL."""
+    import psycopg
+
+    from conveyor.backends.postgres.url import parse_postgres_url
+
+    target = parse_postgres_url(url)
+    with psycopg.connect(target.conninfo, options=f"-c search_path={target.schema}") as db:
+        for sql, args in statements:
+            db.execute(sql, args)
+
+
+def _postgres_age(url: str, seconds: float) -> None:
+    _postgres_sql(url, [("UPDATE jobs SET finished_at = finished_at - %s", (seconds,))])
+
+
+def _postgres_corrupt(url: str, ids: Mapping[str, str]) -> set[tuple[str, str]]:
+    _postgres_sql(
+        url,
+        [
+            ("UPDATE jobs SET state = 'running', worker_id = NULL WHERE id = %s", (ids["x0"],)),
+            (
+                "UPDATE jobs SET state = 'running', worker_id = 'ghost', token = 1 WHERE id = %s",
+                (ids["x1"],),
+            ),
+            ("UPDATE jobs SET finished_at = 1.0 WHERE id = %s", (ids["later"],)),
+            ("UPDATE jobs SET state = 'lost' WHERE id = %s", (ids["x2"],)),
+            (
+                "INSERT INTO attempts (job_id, token, attempt, outcome) "
+                "VALUES ('gone', 1, 1, 'succeeded')",
+                (),
+            ),
+        ],
+    )
+    return {
+        ("running_without_claim", ids["x0"]),
+        ("claim_without_live_worker", ids["x1"]),
+        ("active_with_finished_at", ids["later"]),
+        ("unknown_state", ids["x2"]),
+        ("orphan_attempt", "gone"),
+    }
+
+
 @record
 class RawStore:
     #: make every finished job look ``seconds`` older
@@ -117,6 +160,7 @@ class RawStore:
 
 
 STORES: dict[str, RawStore] = {
+    "postgres": RawStore(_postgres_age, _postgres_corrupt),
     "redis": RawStore(_redis_age, _redis_corrupt),
     "sqlite": RawStore(_sqlite_age, _sqlite_corrupt),
 }

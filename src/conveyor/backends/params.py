@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from conveyor.backends.records import AttemptRecord, JobLogRecord, JobRecord, WorkerInfo
+from conveyor.backends.records import AttemptRecord, JobFlow, JobLogRecord, JobRecord, WorkerInfo
 from conveyor.records import record
 from conveyor.states import FinishKind, JobState
 
@@ -131,6 +131,32 @@ class JobInsertBatchParams:
 
 
 @record
+class JobInsertThroughParams:
+    """Jobs to write through the caller's own database connection, inside its open
+    transaction (feature ``transactional_enqueue``, ``conveyor.transaction(conn)``).
+
+    ``connection`` is the driver's connection (``sqlite3.Connection``, a psycopg
+    ``Connection`` or ``AsyncConnection``), already unwrapped from an ORM by
+    :mod:`conveyor.transaction_adapters`; ``jobs`` is what ``job_insert_many`` takes.
+    The backend neither begins nor commits: the caller's commit makes the jobs visible
+    (and wakes workers), the caller's rollback leaves none."""
+
+    connection: object
+    jobs: Sequence[JobInsertParams] | JobInsertBatchParams
+
+
+@record
+class JobFinishThroughParams:
+    """Finishes to apply through a connection of the backend's own
+    (``transaction_connection``) inside the transaction a task's writes are in (feature
+    ``transactional_completion``, ``current_job().transaction()``): fenced by token as
+    every finish, committed by the caller with those writes."""
+
+    connection: object
+    finishes: Sequence[JobFinishParams]
+
+
+@record
 class JobDependenciesParams:
     ids: Sequence[str]
 
@@ -223,6 +249,39 @@ class JobImport:
     job: JobRecord
     attempts: Sequence[AttemptRecord] = ()
     logs: Sequence[JobLogRecord] = ()
+    #: its workflow fields (``job_flow_many``): parents, pipe, unique window; a
+    #: ``waiting`` job is importable only with parents
+    flow: JobFlow | None = None
+
+
+#: States a job may be imported in: the work still to do and finished history (a running
+#: claim belongs to a worker of the other store); ``waiting`` only with its parents.
+IMPORTABLE = frozenset(
+    {JobState.QUEUED, JobState.SCHEDULED, JobState.WAITING, JobState.SUCCEEDED,
+     JobState.DEAD, JobState.CANCELLED}
+)  # fmt: skip
+
+
+def check_importable(item: JobImport) -> None:
+    """Raise ConveyorError for a job no store may import (checked before any write).
+
+    >>> from conveyor import records
+    >>> job = JobRecord("j", "t", "q", JobState.RUNNING, 0, "{}", 1, 1, 0, 1, 0.0, 0.0,
+    ...                 None, 30.0, "w", 9.0, False, None, None, None, 0.0, None)
+    >>> check_importable(JobImport(job))
+    Traceback (most recent call last):
+    conveyor.errors.ConveyorError: cannot import job j in state running
+    >>> check_importable(JobImport(records.replace(job, state=JobState.WAITING)))
+    Traceback (most recent call last):
+    conveyor.errors.ConveyorError: cannot import job j in state waiting without its parents
+    """
+    from conveyor.errors import ConveyorError
+
+    j = item.job
+    if j.state not in IMPORTABLE:
+        raise ConveyorError(f"cannot import job {j.id} in state {j.state}")
+    if j.state is JobState.WAITING and not (item.flow and item.flow.parents):
+        raise ConveyorError(f"cannot import job {j.id} in state waiting without its parents")
 
 
 @record

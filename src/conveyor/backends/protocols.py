@@ -33,6 +33,7 @@ Example (what a worker does, in short)::
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import Protocol
 
 from conveyor.backends.params import (
@@ -46,9 +47,11 @@ from conveyor.backends.params import (
     JobExtendLeasesParams,
     JobFinishedHistogramParams,
     JobFinishParams,
+    JobFinishThroughParams,
     JobImportParams,
     JobInsertBatchParams,
     JobInsertParams,
+    JobInsertThroughParams,
     JobListParams,
     JobLogInsertParams,
     JobLogListParams,
@@ -69,6 +72,7 @@ from conveyor.backends.records import (
     Dependency,
     FinishedBucket,
     IntegrityProblem,
+    JobFlow,
     JobLogRecord,
     JobRecord,
     LeaseStatus,
@@ -104,6 +108,11 @@ FEATURES: dict[str, str] = {
     #: instead of two). Without it the completer writes acks, which overlaps the store's
     #: work with the next job (Redis, where merging the two saves nothing).
     "ack_with_claim": "prefer job_finish_and_claim for a one-slot worker",
+    #: conveyor.transaction(conn): jobs written through the caller's connection, in its
+    #: transaction; visible (and a worker woken) at its commit, gone at its rollback.
+    "transactional_enqueue": "job_insert_many_through (and its async twin)",
+    #: current_job().transaction(): a task's writes and its success in one commit.
+    "transactional_completion": "transaction_connection, job_finish_many_through",
 }
 
 
@@ -139,6 +148,13 @@ class HotPath(Protocol):
         token; return the ids that were refused. Dependants move in the same step."""
         ...
 
+    def job_finish_many_through(self, params: JobFinishThroughParams) -> list[str]:
+        """``job_finish_many`` through ``params.connection`` (one of
+        :meth:`transaction_connection`'s), in its open transaction, no commit (feature
+        ``transactional_completion``); returns the refused ids. Wake-ups go with the
+        caller's commit."""
+        ...
+
     def job_insert_many(
         self, params: Sequence[JobInsertParams] | JobInsertBatchParams
     ) -> Sequence[str]:
@@ -151,6 +167,18 @@ class HotPath(Protocol):
         Callers check :func:`require_feature` for the flow fields first."""
         ...
 
+    def job_insert_many_through(self, params: JobInsertThroughParams) -> Sequence[str]:
+        """``job_insert_many`` through ``params.connection`` (feature
+        ``transactional_enqueue``): inside the caller's open transaction, no BEGIN or
+        COMMIT of the backend's own; atomic as a whole (a savepoint), so a failure leaves
+        the caller's transaction as it was. Wake-ups are delivered at the caller's commit
+        only. A backend without the feature raises ConfigurationError."""
+        ...
+
+    async def job_insert_many_through_async(self, params: JobInsertThroughParams) -> Sequence[str]:
+        """The same through an asyncio driver connection (psycopg ``AsyncConnection``)."""
+        ...
+
     def job_promote_due(self) -> int: ...
 
     def job_release_many(self, params: JobReleaseParams) -> list[str]:
@@ -160,6 +188,12 @@ class HotPath(Protocol):
     def job_rescue(self, params: JobRescueParams) -> list[RescueResult]:
         """Running jobs of lost workers -> :func:`conveyor.rules.rescue_state`; liveness
         is re-checked inside the store's atomic step, so a live claim is never requeued."""
+        ...
+
+    def transaction_connection(self) -> AbstractContextManager[object]:
+        """A new driver connection to the store for a task's own writes
+        (``current_job().transaction()``), closed when the block ends; the caller
+        commits or rolls back. The caller's default ``search_path`` on PostgreSQL."""
         ...
 
     def work_wait(self, timeout: float) -> None:
@@ -217,12 +251,19 @@ class Operations(Protocol):
         (the dashboard's throughput history). Read-only; empty buckets are left out."""
         ...
 
+    def job_flow_many(self, ids: Sequence[str]) -> list[JobFlow]:
+        """Workflow fields of each job found (parents in order, pipe, unique window),
+        for ``conveyor migrate``; unknown ids are skipped."""
+        ...
+
     def job_get_many(self, ids: Sequence[str]) -> list[JobRecord]: ...
 
     def job_import_many(self, params: JobImportParams) -> list[str]:
         """Insert whole jobs (state, attempts, errors, history and logs kept) in one
         transaction or script; ids already present are skipped, which makes a rerun of
-        ``conveyor migrate`` idempotent. Returns the ids inserted."""
+        ``conveyor migrate`` idempotent. A job's ``flow`` (parents, pipe) is written with
+        it: its workflow edges, and the dependant's place among a parent's children.
+        Returns the ids inserted."""
         ...
 
     def job_list(self, params: JobListParams) -> list[JobRecord]: ...
@@ -288,6 +329,25 @@ def require_feature(backend: HotPath, feature: str) -> None:
         from conveyor.errors import ConfigurationError
 
         raise ConfigurationError(f"the {backend.name} backend does not support {feature} yet")
+
+
+def require_transactional(backend: HotPath | type[HotPath]) -> None:
+    """Raise ConfigurationError (one line) unless ``backend`` can write jobs through the
+    caller's connection (feature ``transactional_enqueue``).
+
+    >>> class Broker:
+    ...     name, features = "redis", frozenset()
+    >>> require_transactional(Broker())  # type: ignore[arg-type]
+    Traceback (most recent call last):
+    conveyor.errors.ConfigurationError: conveyor.transaction() needs a SQL store (sqlite:// or postgresql://): the redis backend cannot join a database transaction
+    """
+    if "transactional_enqueue" not in backend.features:
+        from conveyor.errors import ConfigurationError
+
+        raise ConfigurationError(
+            "conveyor.transaction() needs a SQL store (sqlite:// or postgresql://): "
+            f"the {backend.name} backend cannot join a database transaction"
+        )
 
 
 def flow_features_of(params: Sequence[JobInsertParams]) -> list[str]:

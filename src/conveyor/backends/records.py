@@ -202,6 +202,20 @@ class Dependency:
 
 
 @record
+class JobFlow:
+    """A job's workflow fields beyond its row (``job_flow_many``): what ``conveyor
+    migrate`` carries so a waiting job still waits, and is piped, on the other store."""
+
+    id: str
+    #: how parent results become arguments (JobInsertParams.pipe)
+    pipe: int = 0
+    #: the parents, in depends_on order
+    parents: tuple[str, ...] = ()
+    #: the unique key holds until then after the job finished (None: only while active)
+    unique_until: float | None = None
+
+
+@record
 class PeriodicRecord:
     name: str
     spec: str

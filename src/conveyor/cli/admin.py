@@ -1,4 +1,5 @@
-"""``conveyor backup FILE`` (SQLite online backup, written as a new 0600 file) and
+"""``conveyor backup FILE`` (SQLite online backup, written as a new 0600 file; on Redis
+and PostgreSQL one line naming the engine's own tools) and
 ``conveyor check`` (integrity audit; exit status 1 when anything is wrong).
 
 Example::
@@ -17,6 +18,7 @@ import click
 from conveyor.backends.base import IntegrityCheckParams
 from conveyor.cli.common import echo_json, open_app, store_options
 from conveyor.cli.output import Column, Output
+from conveyor.errors import ConfigurationError
 
 
 @click.command("backup")
@@ -26,10 +28,12 @@ def backup(url: str | None, app_spec: str | None, path: str) -> None:
     """Copy the store to PATH while workers keep running (SQLite only)."""
     backend = open_app(url, app_spec).backend
     if "backup" not in backend.features:
-        raise click.ClickException(
-            f"backup is only available on the SQLite backend, not {backend.name}; "
-            "back Redis up with its own tools (BGSAVE, replicas)"
-        )
+        # Such a backend's backup() only refuses, naming the engine's own tools.
+        try:
+            backend.backup(path)
+        except ConfigurationError as exc:
+            raise click.ClickException(str(exc)) from None
+        raise click.ClickException(f"backup is not available on the {backend.name} backend")
     if os.path.lexists(path):
         raise click.ClickException(f"{path} exists; choose a new file")
     directory = os.path.dirname(os.path.abspath(path))

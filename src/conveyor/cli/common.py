@@ -99,6 +99,11 @@ def open_app(url: str | None, app_spec: str | None, *, create: bool = False) -> 
         raise click.ClickException(
             f"cannot open the store {redacted(app.url)}{source_note(app)}: {detail}"
         ) from exc
+    context = click.get_current_context(silent=True)
+    if context is not None:
+        # Closed when the command ends: a pooled backend (PostgreSQL) left to the garbage
+        # collector may be collected on one of its own threads, which cannot join itself.
+        context.call_on_close(app.close)
     return app
 
 

@@ -42,6 +42,7 @@ COMMANDS = {
     "dashboard": ("conveyor.cli.dashboard", "dashboard"),
     "enqueue": ("conveyor.cli.enqueue", "enqueue"),
     "config": ("conveyor.cli.config", "config_command"),
+    "migrate-schema": ("conveyor.cli.schema", "migrate_schema"),
 }
 
 

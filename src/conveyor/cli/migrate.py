@@ -6,10 +6,13 @@ same ids (``job_import_many``: one transaction or script, ids already present sk
 and only then delete those jobs from the source. A crash between the two steps leaves a
 job in both stores; the rerun skips it on the target (same id) and deletes it from the
 source, so a rerun gives exactly one copy of each job. Kept: state, run_at, priority,
-attempt count, errors and reason, headers, created/finished times, the attempt history and
-logs.
-Not moved: running jobs (they belong to a live worker of the source; rerun once they
-ended), succeeded/cancelled jobs (history, not work), workflow edges and unique keys.
+attempt count, errors and reason, headers, created/finished times, the attempt history and logs,
+the unique key and its window (unless a job on the target holds the key: then the job
+comes without it), and workflows: a job waiting on parents moves with them, edges and
+piping kept, in one step (``migrate_flows.py``). Not moved: running jobs (they belong to
+a live worker of the source; rerun once they ended; a workflow with one stays whole),
+succeeded/cancelled jobs (history, not work) but the succeeded parents a waiting job
+will be given the results of.
 
 The source's queues are paused first (``--no-pause`` to skip), so no source worker claims
 a job while it is being copied; the pause stays (the source is being retired).
@@ -28,11 +31,13 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+from conveyor import records
 from conveyor.app import App, require_store
 from conveyor.backends.base import (
     Backend,
     JobCountParams,
     JobFilter,
+    JobFlow,
     JobImport,
     JobImportParams,
     JobListParams,
@@ -41,6 +46,8 @@ from conveyor.backends.base import (
     QueuePauseParams,
 )
 from conveyor.cli.common import valid_url
+from conveyor.cli.migrate_flows import Component, workflow_components
+from conveyor.records import record
 from conveyor.redaction import redacted
 from conveyor.states import JobState
 
@@ -51,16 +58,44 @@ MOVED = (JobState.QUEUED, JobState.SCHEDULED, JobState.DEAD)
 def move_page(source: Backend, target: Backend, page: list[JobRecord], delete: bool = True) -> int:
     """Copy ``page`` to ``target`` (skipping ids it has), then delete it from ``source``.
     Returns how many jobs the target did not have yet. ``delete=False`` stops after the
-    copy: what a crash between the two steps leaves behind (tests use it)."""
+    copy: what a crash between the two steps leaves behind (tests use it). Each job's
+    pipe and unique window come along; a waiting job's parents too (its page is its
+    whole workflow component, :mod:`conveyor.cli.migrate_flows`)."""
+    flows = {f.id: f for f in source.job_flow_many([j.id for j in page])}
     items = [
-        JobImport(j, source.job_attempts(j.id), source.job_log_list(JobLogListParams(j.id)))
+        JobImport(
+            j,
+            source.job_attempts(j.id),
+            source.job_log_list(JobLogListParams(j.id)),
+            _carried(flows.get(j.id), j),
+        )
         for j in page
     ]
     inserted = target.job_import_many(JobImportParams(items))
     if delete:
-        # Only after the target write returned: a job is never only in flight.
+        # Only after the target write returned: a job is never only in flight. A
+        # component goes in one call, so no dependant is cancelled for a moved parent.
         source.job_delete_many([j.id for j in page])
     return len(inserted)
+
+
+def _carried(flow: JobFlow | None, job: JobRecord) -> JobFlow | None:
+    """Edges only of the jobs still waiting on them: the parents of any other job have
+    ended (and are not moved), so its edges point at nothing on the target."""
+    if flow is None or job.state is JobState.WAITING:
+        return flow
+    return records.replace(flow, parents=())
+
+
+@record
+class Outcome:
+    """What one run of :func:`migrate_jobs` did."""
+
+    moved: int = 0
+    #: already on the target (an earlier, interrupted run)
+    skipped: int = 0
+    #: jobs of workflows left on the source (a member runs there)
+    stayed: int = 0
 
 
 def migrate_jobs(
@@ -70,23 +105,45 @@ def migrate_jobs(
     page_size: int = 500,
     max_pages: int | None = None,
     on_page: Callable[[int], object] | None = None,
-) -> tuple[int, int]:
-    """Move every job in MOVED states; returns (moved, already on the target)."""
+    components: list[Component] | None = None,
+) -> Outcome:
+    """Move every job in MOVED states, page by page, then each workflow component whole
+    (``components``: :func:`workflow_components` of the source, read when not given)."""
+    if components is None:
+        components = workflow_components(source)
+    held = {j.id for c in components for j in c.jobs}
     moved = skipped = pages = 0
     wanted = JobFilter(states=MOVED)
-    while max_pages is None or pages < max_pages:
-        # From the start each time: moved jobs left the source, so no cursor is needed
-        # and a rerun starts where the last run stopped.
-        page = source.job_list(JobListParams(limit=page_size, filter=wanted))
+    cursor: str | None = None
+
+    def more() -> bool:
+        return max_pages is None or pages < max_pages
+
+    while more():
+        # Moved jobs leave the source, so a rerun starts where the last run stopped; the
+        # cursor steps over the jobs of workflow components, moved below.
+        page = source.job_list(JobListParams(after_id=cursor, limit=page_size, filter=wanted))
         if not page:
             break
-        new = move_page(source, target, page)
-        moved += new
-        skipped += len(page) - new
+        cursor = page[-1].id
+        todo = [j for j in page if j.id not in held]
+        if todo:
+            new = move_page(source, target, todo)
+            moved, skipped = moved + new, skipped + len(todo) - new
         pages += 1
         if on_page is not None:
-            on_page(len(page))
-    return moved, skipped
+            on_page(len(todo))
+    stayed = 0
+    for component in components:
+        if not component.movable:
+            stayed += len(component.jobs)
+        elif more():
+            new = move_page(source, target, list(component.jobs))
+            moved, skipped = moved + new, skipped + len(component.jobs) - new
+            pages += 1
+            if on_page is not None:
+                on_page(len(component.jobs))
+    return Outcome(moved, skipped, stayed)
 
 
 @click.command("migrate")
@@ -121,18 +178,23 @@ def migrate(
         if not no_pause:
             for q in source.backend.queue_list():
                 source.backend.queue_pause(QueuePauseParams(q.queue))
-        total = source.backend.job_count(JobCountParams(JobFilter(states=MOVED)))
+        components = workflow_components(source.backend)
+        total = source.backend.job_count(JobCountParams(JobFilter(states=MOVED))) + sum(
+            1 for c in components if c.movable for j in c.jobs if j.state not in MOVED
+        )
         columns = (TextColumn("migrating"), BarColumn(), MofNCompleteColumn())
         # On stderr, like export's: stdout carries only the summary lines.
         with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
             task = bar.add_task("jobs", total=total)
-            moved, skipped = migrate_jobs(
+            done = migrate_jobs(
                 source.backend,
                 target.backend,
                 page_size=page_size,
                 max_pages=max_pages,
                 on_page=lambda n: bar.advance(task, n),
+                components=components,
             )
+        moved, skipped = done.moved, done.skipped
         left = source.backend.job_count(JobCountParams(JobFilter(states=MOVED)))
         click.echo(
             f"moved {moved} job(s) to {redacted(target.backend.url)}"
@@ -142,6 +204,11 @@ def migrate(
         running = source.backend.job_count(JobCountParams(JobFilter(states=(JobState.RUNNING,))))
         if running:
             click.echo(f"{running} running job(s) stay on the source; rerun once they ended")
+        if done.stayed:
+            click.echo(
+                f"{done.stayed} job(s) of workflows with a running job stay on the source; "
+                "rerun once it ended"
+            )
     finally:
         source.close()
         target.close()

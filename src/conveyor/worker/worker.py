@@ -33,7 +33,8 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
 
 from conveyor.backends.base import (
     ClaimedJob,
@@ -54,13 +55,14 @@ from conveyor.worker.executors import make_executor
 from conveyor.worker.fetching import IDLE_WAIT
 from conveyor.worker.middleware_observer import MiddlewareObserver
 from conveyor.worker.outage import OutageLog
-from conveyor.worker.outcome import Outcome, finish_params
+from conveyor.worker.outcome import OK, Outcome, finish_params
 from conveyor.worker.procinfo import process_start_time
 from conveyor.worker.queues import QueueSelection
 from conveyor.worker.services.base import Looper
 from conveyor.worker.services.heartbeat import Heartbeat
 from conveyor.worker.services.pruner import Pruner
 from conveyor.worker.services.rescuer import Rescuer
+from conveyor.worker.transactional import transact
 
 if TYPE_CHECKING:
     from conveyor.app import App
@@ -383,17 +385,37 @@ class Worker:
         if released or entry is None:
             return
         self.claims.observe(outcome.finished_at - entry.started)
-        task = self.app.tasks.get(job.task)
-        params = finish_params(
-            outcome, job, task, self.id, entry.ctx.cancel_requested, started_at=entry.started
-        )
-        self._completion.put(params)
+        committed = entry.ctx.finished_by_transaction  # current_job().transaction()
+        if committed is not None:
+            params = committed
+            if outcome.status != OK:
+                log.warning(
+                    "job %s committed its success in transaction(); what it raised "
+                    "after that is not recorded: %s",
+                    job.id,
+                    outcome.error,
+                )
+        else:
+            task = self.app.tasks.get(job.task)
+            params = finish_params(
+                outcome, job, task, self.id, entry.ctx.cancel_requested, started_at=entry.started
+            )
+            self._completion.put(params)
         if self.observers:
             for observer in self.observers:
                 observer.on_finished(job, params, outcome)
         next(self.processed)
         if self._buffer:
             self._fetch.slot_freed()
+
+    def _transaction_for(self, ctx: JobContext) -> AbstractContextManager[Any]:
+        """The block of ``current_job().transaction()`` for the job ``ctx`` belongs to,
+        fenced by the claim this worker holds now (worker/transactional.py)."""
+        with self._lock:
+            entry = self._inflight.get(ctx.id)
+        if entry is None:
+            raise ConfigurationError(f"job {ctx.id} is not running in this worker")
+        return transact(self.app.backend, entry.job, self.id, ctx)
 
     # -- internals -----------------------------------------------------------------------
 
@@ -505,6 +527,8 @@ class Worker:
     def _track(self, jobs: list[ClaimedJob]) -> list[_InFlight]:
         """Record claimed jobs as in flight (heartbeats extend their leases from now on)."""
         entries = [_InFlight(j, context_of(j)) for j in jobs]
+        for entry in entries:  # current_job().transaction(), in this process's pools
+            entry.ctx._transaction = self._transaction_for
         with self._lock:
             for entry in entries:
                 self._inflight[entry.job.id] = entry

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 import redis.exceptions
@@ -37,8 +38,10 @@ from conveyor.backends.base import (
     JobClaimParams,
     JobExtendLeasesParams,
     JobFinishParams,
+    JobFinishThroughParams,
     JobInsertBatchParams,
     JobInsertParams,
+    JobInsertThroughParams,
     JobRecord,
     JobReleaseParams,
     JobRescueParams,
@@ -49,6 +52,7 @@ from conveyor.backends.base import (
     RescueResult,
     WorkerHeartbeatParams,
     WorkerInfo,
+    require_transactional,
 )
 from conveyor.backends.redis import hashes, reads
 from conveyor.backends.redis.connection import Unavailable, open_client
@@ -58,7 +62,7 @@ from conveyor.backends.redis.keys import Keys
 from conveyor.backends.redis.ops import RedisOpsMixin
 from conveyor.backends.redis.scripts import Scripts
 from conveyor.backends.redis.url import parse_redis_url
-from conveyor.errors import ConveyorError, JobNotFound
+from conveyor.errors import ConfigurationError, ConveyorError, JobNotFound
 from conveyor.rules import (
     FINISH,
     WORKER_LOST_ERROR,
@@ -91,6 +95,12 @@ FEATURES = frozenset(
 def _json(value: object) -> str:
     # Raw UTF-8 rather than \u escapes: cjson passes bytes through untouched.
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+_NO_COMPLETION = (
+    "current_job().transaction() needs a SQL store (sqlite:// or postgresql://): "
+    "the redis backend cannot commit your writes with the job's success"
+)
 
 
 class RedisBackend(RedisOpsMixin, RedisFlowMixin):
@@ -256,6 +266,22 @@ class RedisBackend(RedisOpsMixin, RedisFlowMixin):
     def job_get_many(self, ids: Sequence[str]) -> list[JobRecord]:
         with self._guard:
             return reads.get_jobs(self._client, self.keys, ids)
+
+    def job_insert_many_through(self, params: JobInsertThroughParams) -> Sequence[str]:
+        """Not on Redis (no feature ``transactional_enqueue``): it has no transaction of
+        the application's database to join."""
+        require_transactional(self)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def transaction_connection(self) -> AbstractContextManager[object]:
+        """Not on Redis (no feature ``transactional_completion``)."""
+        raise ConfigurationError(_NO_COMPLETION)
+
+    def job_finish_many_through(self, params: JobFinishThroughParams) -> list[str]:
+        raise ConfigurationError(_NO_COMPLETION)
+
+    async def job_insert_many_through_async(self, params: JobInsertThroughParams) -> Sequence[str]:
+        return self.job_insert_many_through(params)
 
     def job_insert_many(
         self, params: Sequence[JobInsertParams] | JobInsertBatchParams

@@ -50,14 +50,15 @@ from conveyor.backends.base import (
     QueueResumeParams,
     check_histogram,
 )
-from conveyor.backends.records import queue_list_of
+from conveyor.backends.params import check_importable
+from conveyor.backends.records import JobFlow, queue_list_of
 from conveyor.backends.redis import integrity, reads
 from conveyor.backends.redis.connection import Unavailable
 from conveyor.backends.redis.filter_match import matches
 from conveyor.backends.redis.keys import Keys
 from conveyor.backends.redis.scripts import load_source
-from conveyor.errors import ConfigurationError, ConveyorError
-from conveyor.states import FINISHED_STATES, JobState
+from conveyor.errors import ConfigurationError
+from conveyor.states import JobState
 
 #: Ids read per round trip when a filter scans the id index.
 SCAN_PAGE = 500
@@ -89,8 +90,9 @@ _IMPORT_FIELDS = (
     "finished_at",
     "headers",
     "expires_at",
+    "unique_key",  # kept unless another job holds it here (job_import.lua)
+    "waiting_on",
 )
-IMPORTABLE = frozenset({JobState.QUEUED, JobState.SCHEDULED, *FINISHED_STATES})
 
 
 class _OpsScripts:
@@ -312,8 +314,7 @@ class RedisOpsMixin:
     def job_import_many(self, params: JobImportParams) -> list[str]:
         jobs = list(params.jobs)
         for item in jobs:  # checked before anything is written: a script is not rolled back
-            if item.job.state not in IMPORTABLE:
-                raise ConveyorError(f"cannot import job {item.job.id} in state {item.job.state}")
+            check_importable(item)
         k = self.keys
         keys = [k.base, k.jobs, k.scheduled, k.expiry, k.counts, k.wake]
         inserted: list[str] = []
@@ -324,6 +325,23 @@ class RedisOpsMixin:
                     keys, [self._ttl, json.dumps(batch, ensure_ascii=False)]
                 )
         return inserted
+
+    def job_flow_many(self, ids: Sequence[str]) -> list[JobFlow]:
+        with self._guard:
+            pipe = self._client.pipeline(transaction=False)
+            for job_id in ids:
+                pipe.hmget(self.keys.job(job_id), "id", "pipe", "unique_until")
+                pipe.lrange(self.keys.base + "deps:" + job_id, 0, -1)
+            found = pipe.execute()
+        flows = []
+        for n, job_id in enumerate(ids):
+            (exists, pipe_field, until), parents = found[2 * n], found[2 * n + 1]
+            if exists is not None:
+                flows.append(
+                    JobFlow(job_id, int(pipe_field or 0), tuple(parents),
+                            None if until is None else float(until))
+                )  # fmt: skip
+        return flows
 
     # -- audit ---------------------------------------------------------------------------
 
@@ -391,6 +409,14 @@ def _import_entry(item: JobImport) -> list[object]:
         )
         for a in item.attempts
     ]
+    parents: list[str] = []
+    if item.flow is not None:
+        parents = list(item.flow.parents)
+        fields += ["pipe", str(item.flow.pipe)]
+        if item.flow.unique_until is not None:
+            fields += ["unique_until", repr(float(item.flow.unique_until))]
+        if parents:
+            fields += ["flow", "1"]
     run_at = repr(float(j.run_at))
     return [j.id, j.queue, str(j.state), str(j.priority), run_at, fields, attempts,
-            [_log_json(r) for r in item.logs]]  # fmt: skip
+            [_log_json(r) for r in item.logs], parents]  # fmt: skip

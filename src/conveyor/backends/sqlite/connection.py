@@ -150,14 +150,7 @@ def _migrate(conn: sqlite3.Connection) -> None:
         return
     conn.execute("BEGIN IMMEDIATE")
     try:
-        # Re-read under the write lock: another process may have migrated meanwhile.
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        for target in range(version + 1, SCHEMA_VERSION + 1):
-            script = read_packaged(_MIGRATIONS[target])
-            for statement in _split(script):
-                if not _already_applied(conn, statement):
-                    conn.execute(statement)
-            conn.execute(f"PRAGMA user_version = {target}")
+        apply_migrations(conn)
         conn.execute("COMMIT")
     except BaseException:
         # SQLite may have rolled back already (disk full, I/O error): the cause, not "no
@@ -165,6 +158,21 @@ def _migrate(conn: sqlite3.Connection) -> None:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+
+
+def apply_migrations(conn: sqlite3.Connection) -> None:
+    """Bring the schema up to :data:`SCHEMA_VERSION` inside the transaction the caller
+    holds (no BEGIN or COMMIT here): the backend's own ``BEGIN IMMEDIATE`` at open, or a
+    caller's transaction for a transactional enqueue (``transactional.py``). The version
+    is read here, under the write lock the caller holds or is about to take: another
+    process may have migrated meanwhile."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    for target in range(version + 1, SCHEMA_VERSION + 1):
+        script = read_packaged(_MIGRATIONS[target])
+        for statement in _split(script):
+            if not _already_applied(conn, statement):
+                conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {target}")
 
 
 def _already_applied(conn: sqlite3.Connection, statement: str) -> bool:

@@ -1,4 +1,5 @@
-"""``JobFilter`` -> SQL ``WHERE`` for the SQLite backend.
+"""``JobFilter`` -> SQL ``WHERE`` for the SQLite backend: the SQLite :class:`Dialect` of
+the shared compiler (:mod:`conveyor.backends.filter_sql`).
 
 Every value, and every JSON path, is a bound parameter; column names come from this
 module only. ``--where`` conditions become ``json_type``/``json_extract`` over the JSON
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import json
 
+from conveyor.backends import filter_sql as shared
 from conveyor.backends.base import JobFilter, WhereCondition
 from conveyor.query import json_path
 
@@ -32,29 +34,7 @@ _COLUMN = {
 
 def filter_sql(f: JobFilter) -> tuple[str, list[object]]:
     """The conditions of ``f`` joined with AND (``"1"`` when there are none)."""
-    where: list[str] = []
-    args: list[object] = []
-    for column, value in (("queue", f.queue), ("task", f.task)):
-        if value is not None:
-            where.append(f"{column} = ?")
-            args.append(value)
-    if f.states:
-        where.append(f"state IN ({', '.join('?' * len(f.states))})")
-        args.extend(str(s) for s in f.states)
-    for column, op, bound in (
-        ("created_at", ">=", f.created_after),
-        ("created_at", "<", f.created_before),
-        ("finished_at", ">=", f.finished_after),
-        ("finished_at", "<", f.finished_before),
-    ):
-        if bound is not None:
-            where.append(f"{column} {op} ?")
-            args.append(bound)
-    for cond in f.where:
-        sql, more = where_sql(cond)
-        where.append(sql)
-        args.extend(more)
-    return (" AND ".join(where) or "1"), args
+    return shared.filter_sql(f, SQLITE)
 
 
 def where_sql(cond: WhereCondition) -> tuple[str, list[object]]:
@@ -79,3 +59,7 @@ def where_sql(cond: WhereCondition) -> tuple[str, list[object]]:
             [path, path, value],
         )
     return f"json_extract({column}, ?) = json(?)", [path, json.dumps(value, separators=(",", ":"))]
+
+
+#: sqlite3's ``?`` marks, ``json_type``/``json_extract`` comparisons.
+SQLITE = shared.Dialect(mark="?", always="1", where_sql=where_sql)

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 
+from conveyor.backends import decoding
 from conveyor.backends.base import (
     TRUNCATED_LOGGER,
     TRUNCATED_MESSAGE,
@@ -34,8 +35,8 @@ from conveyor.backends.base import (
     JobClearResultsParams,
     JobCountParams,
     JobExpireDueParams,
-    JobFilter,
     JobFinishedHistogramParams,
+    JobFlow,
     JobImportParams,
     JobListParams,
     JobLogInsertParams,
@@ -49,14 +50,15 @@ from conveyor.backends.base import (
     QueueStats,
     check_histogram,
 )
+from conveyor.backends.filter_sql import job_list_sql
+from conveyor.backends.params import check_importable
 from conveyor.backends.records import queue_list_of
 from conveyor.backends.sqlite import rows
 from conveyor.backends.sqlite.connection import load_query
-from conveyor.backends.sqlite.filter_sql import filter_sql
-from conveyor.errors import ConveyorError
+from conveyor.backends.sqlite.filter_sql import SQLITE, filter_sql
 from conveyor.private_files import create_private
 from conveyor.rules import EXPIRED_REASON, WAS_DELETED, WAS_EXPIRED
-from conveyor.states import FINISHED_STATES, JobState
+from conveyor.states import JobState
 
 #: Loaded here rather than in the backend's query table: only the dashboard reads it.
 _HISTOGRAM_SQL = load_query("job_finished_histogram")
@@ -79,18 +81,8 @@ class SQLiteOpsMixin:
     # -- jobs by filter ------------------------------------------------------------------
 
     def job_list(self, params: JobListParams) -> list[JobRecord]:
-        legacy = JobFilter(
-            queue=params.queue, task=params.task, states=(params.state,) if params.state else ()
-        )
-        sql_a, args_a = filter_sql(legacy)
-        sql_b, args_b = filter_sql(params.filter or JobFilter())
-        where, args = f"({sql_a}) AND ({sql_b})", [*args_a, *args_b]
-        if params.after_id is not None:
-            where += " AND id < ?" if params.descending else " AND id > ?"
-            args.append(params.after_id)
-        order = "id DESC" if params.descending else "id"
-        sql = f"SELECT {rows.JOB_COLUMNS} FROM jobs WHERE {where} ORDER BY {order} LIMIT ?"
-        return [rows.job_record(r) for r in self._read(sql, [*args, params.limit])]
+        sql, args = job_list_sql(params, SQLITE, rows.JOB_COLUMNS)
+        return [rows.job_record(r) for r in self._read(sql, args)]
 
     def job_count(self, params: JobCountParams) -> int:
         where, args = filter_sql(params.filter)
@@ -205,15 +197,16 @@ class SQLiteOpsMixin:
     # -- import (conveyor migrate) -------------------------------------------------------
 
     def job_import_many(self, params: JobImportParams) -> list[str]:
+        for item in params.jobs:  # all checked before anything is written
+            check_importable(item)
         inserted: list[str] = []
         with self._write() as conn:
             for item in params.jobs:
-                j = item.job
-                if j.state not in _IMPORTABLE:
-                    raise ConveyorError(f"cannot import job {j.id} in state {j.state}")
-                values = {c: getattr(j, c) for c in _IMPORT_COLUMNS}
+                j, flow = item.job, item.flow or JobFlow(item.job.id)
+                values = {c: getattr(flow if c in _FLOW_COLUMNS else j, c) for c in _IMPORT_COLUMNS}
                 values["state"] = str(j.state)
                 values["cancel_requested"] = int(j.cancel_requested)
+                values["unique_key"] = _importable_key(conn, j)
                 cur = conn.execute(_IMPORT_SQL, values)
                 if cur.rowcount == 0:
                     continue  # already there: a rerun after an interruption
@@ -228,7 +221,31 @@ class SQLiteOpsMixin:
                     ],
                 )  # fmt: skip
                 conn.executemany(self._sql["job_log_insert"], [_log_args(r) for r in item.logs])
+                conn.executemany(
+                    "INSERT OR IGNORE INTO job_deps (parent_id, child_id, position) VALUES (?, ?, ?)",
+                    [(parent, j.id, n) for n, parent in enumerate(flow.parents)],
+                )
         return inserted
+
+    def job_flow_many(self, ids: Sequence[str]) -> list[JobFlow]:
+        found: dict[str, JobFlow] = {}
+        for chunk in rows.chunks(list(ids)):
+            marks = rows.placeholders(len(chunk))
+            parents: dict[str, list[str]] = {}
+            for child, parent in self._read(
+                f"SELECT child_id, parent_id FROM job_deps WHERE child_id IN ({marks}) "
+                "ORDER BY child_id, position",
+                chunk,
+            ):
+                parents.setdefault(str(child), []).append(str(parent))
+            for job_id, pipe, until in self._read(
+                f"SELECT id, pipe, unique_until FROM jobs WHERE id IN ({marks})", chunk
+            ):
+                found[str(job_id)] = JobFlow(
+                    str(job_id), int(str(pipe)), tuple(parents.get(str(job_id), ())),
+                    decoding.number_or_none(until),
+                )  # fmt: skip
+        return [found[i] for i in ids if i in found]
 
     # -- audit and backup ----------------------------------------------------------------
 
@@ -290,17 +307,37 @@ class SQLiteOpsMixin:
         ]
 
 
-_IMPORTABLE = frozenset({JobState.QUEUED, JobState.SCHEDULED, *FINISHED_STATES})
 #: Columns an import writes; the claim columns (worker_id, lease_until) stay NULL.
 _IMPORT_COLUMNS = (
     "id", "task", "queue", "state", "priority", "payload", "attempt", "max_attempts",
     "rescues", "token", "run_at", "created_at", "timeout", "lease", "cancel_requested",
-    "result", "error", "reason", "started_at", "finished_at", "headers", "expires_at",
+    "result", "error", "reason", "started_at", "finished_at", "headers", "unique_key",
+    "waiting_on", "pipe", "unique_until", "expires_at",
 )  # fmt: skip
+#: Columns from JobImport.flow, not from the job's record.
+_FLOW_COLUMNS = ("pipe", "unique_until")
 _IMPORT_SQL = (
     f"INSERT OR IGNORE INTO jobs ({', '.join(_IMPORT_COLUMNS)}) "
     f"VALUES ({', '.join(':' + c for c in _IMPORT_COLUMNS)})"
 )
+
+
+def _importable_key(conn: sqlite3.Connection, j: JobRecord) -> str | None:
+    """The unique key an imported job keeps: its own, unless another job holds it here
+    (then it comes without: two jobs never hold one key, and skipping it would lose it).
+    A finished holder whose window passed gives the key up, as at an insert."""
+    if j.unique_key is None:
+        return None
+    conn.execute(
+        "UPDATE jobs SET unique_key = NULL WHERE task = ? AND unique_key = ? "
+        "AND state IN ('succeeded', 'dead', 'cancelled') "
+        "AND (unique_until IS NULL OR unique_until <= ?)",
+        (j.task, j.unique_key, time.time()),
+    )
+    held = conn.execute(
+        "SELECT id FROM jobs WHERE task = ? AND unique_key = ?", (j.task, j.unique_key)
+    ).fetchone()
+    return j.unique_key if held is None or held[0] == j.id else None
 
 
 def _log_args(r: JobLogRecord) -> dict[str, object]:

@@ -4,15 +4,35 @@
 -- KEYS[4] expiry zset        KEYS[5] counts hash          KEYS[6] wake list
 -- ARGV[1] result TTL seconds (a finished job's TTL starts again at the import)
 -- ARGV[2] JSON array, one entry per job: [id, queue, state, priority, run_at,
---   [field, value, ...] (the hash; absent = NULL), [attempt JSON, ...], [log JSON, ...]]
--- Derived: job:<id>, attempts:<id>, logs:<id>, ready:<queue>.
+--   [field, value, ...] (the hash; absent = NULL), [attempt JSON, ...], [log JSON, ...],
+--   [parent id, ...] (workflow edges, in depends_on order)]
+-- Derived: job:<id>, attempts:<id>, logs:<id>, ready:<queue>, and the unique hash
+-- (_flow.lua) for a job's unique_key.
 -- Idempotent: an id that exists already is skipped, so a rerun after an interruption
--- never duplicates. States are checked by the caller (queued, scheduled, finished only)
+-- never duplicates. States are checked by the caller (params.check_importable)
 -- before anything is written. Returns the ids inserted.
 local t = now()
 local ttl = tonumber(ARGV[1])
 local inserted = {}
 local woken = 0
+-- The unique key an imported job keeps: its own, unless another job holds it here (then
+-- it comes without: two jobs never hold one key, and skipping the job would lose it). A
+-- finished holder past its window gives the key up, as at an insert (_flow.lua).
+local function import_unique(id, key)
+  local f = redis.call('HMGET', key, 'task', 'unique_key')
+  if not f[2] then return end
+  local field = unique_field(f[1], f[2])
+  local holder = redis.call('HGET', K_UNIQUE, field)
+  if holder and holder ~= id then
+    local h = redis.call('HMGET', k_job(holder), 'state', 'unique_until')
+    if h[1] and not (is_final(h[1]) and (not h[2] or tonumber(h[2]) <= t)) then
+      redis.call('HDEL', key, 'unique_key')
+      return
+    end
+    if h[1] then redis.call('HDEL', k_job(holder), 'unique_key', 'unique_until') end
+  end
+  redis.call('HSET', K_UNIQUE, field, id)
+end
 local function push_all(key, items)
   for i = 1, #items, 1000 do
     redis.call('RPUSH', key, unpack(items, i, math.min(i + 999, #items)))
@@ -23,10 +43,26 @@ for _, j in ipairs(cjson.decode(ARGV[2])) do
   local key = k_job(id)
   if redis.call('EXISTS', key) == 0 then
     redis.call('HSET', key, unpack(j[6]))
+    import_unique(id, key)
     redis.call('ZADD', KEYS[2], 0, id)
     if #j[7] > 0 then push_all(k_attempts(id), j[7]) end
     if #j[8] > 0 then push_all(k_logs(id), j[8]) end
-    if state == 'queued' then
+    -- Workflow edges (as flow_insert writes them): the parents in order, and the job in
+    -- the children set of each parent not ended yet, here or still to come in this run.
+    if #j[9] > 0 then
+      push_all(k_deps(id), j[9])
+      for _, parent in ipairs(j[9]) do
+        local parent_state = redis.call('HGET', k_job(parent), 'state')
+        if not is_final(parent_state) then
+          redis.call('SADD', k_children(parent), id)
+          if parent_state then redis.call('HSET', k_job(parent), 'flow', '1') end
+        end
+      end
+    end
+    if redis.call('EXISTS', k_children(id)) == 1 then redis.call('HSET', key, 'flow', '1') end
+    if state == 'waiting' then
+      -- in no index: its last parent's end makes it ready (_flow.lua settle)
+    elseif state == 'queued' then
       redis.call('ZADD', k_ready(queue), ready_score(priority, run_at), id)
       woken = woken + 1
     elseif state == 'scheduled' then

@@ -19,7 +19,7 @@ SELECT 'not_running_with_worker', id, state || ' job still names worker ' || wor
 FROM jobs WHERE state != 'running' AND worker_id IS NOT NULL
 UNION ALL
 SELECT 'unknown_state', id, 'state ' || quote(state) || ' is not a conveyor state'
-FROM jobs WHERE state NOT IN ('scheduled', 'queued', 'running', 'succeeded', 'dead', 'cancelled',
+FROM jobs WHERE state NOT IN ('scheduled', 'waiting', 'queued', 'running', 'succeeded', 'dead', 'cancelled',
                     'expired')
 UNION ALL
 SELECT 'attempts_over_max', id, 'attempt ' || attempt || ' > max_attempts ' || max_attempts

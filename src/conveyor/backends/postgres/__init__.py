@@ -1,0 +1,1 @@
+"""The PostgreSQL backend (``postgresql://``): see backend.py and docs/postgres.md."""

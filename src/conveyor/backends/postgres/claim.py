@@ -1,0 +1,187 @@
+"""The claim on PostgreSQL: due jobs promoted, then one ``UPDATE ... RETURNING`` per
+queue whose rows come from ``SELECT ... FOR UPDATE SKIP LOCKED LIMIT n`` over the
+``jobs_ready`` partial index, so concurrent claimers skip each other's rows instead of
+waiting. Each queue gets its share first, then the rest tops up to ``total``; a paused
+queue yields nothing (checked in the same statement).
+
+Limits are claim-then-check, as on SQLite (``sqlite/claim_limits.py``): the claim
+returns each job's ``limit_key``, and only when one has a key are its key's running jobs and recent starts counted,
+with the key's ``limits`` row locked ``FOR UPDATE`` so two workers never both take the
+last slot; jobs over the limit go back to ``scheduled`` a little later
+(:func:`conveyor.rules.limit_deferral`) in the same transaction.
+
+Example::
+
+    with pool.connection() as conn, conn.pipeline():
+        started = Claim(conn, JobClaimParams(worker_id="w", queues=(("q", 8),), total=8))
+        promoted, jobs = started.result(conn.cursor())
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from conveyor import records
+from conveyor.backends import decoding
+from conveyor.backends.base import ClaimedJob, JobClaimParams
+from conveyor.backends.postgres.flow import Cursor
+from conveyor.backends.postgres.sql import BIGINT_MAX, CLAIM_COLUMNS, INT_MAX, NOW, count_at_limit
+from conveyor.rules import limit_deferral
+
+#: Scheduled jobs whose time has come become ready. SKIP LOCKED: two workers promoting
+#: at once split the rows instead of one waiting for the other.
+PROMOTE_DUE = f"""
+UPDATE jobs SET state = 'queued'
+WHERE id IN (SELECT id FROM jobs WHERE state = 'scheduled' AND run_at <= {NOW}
+             FOR UPDATE SKIP LOCKED)
+"""
+
+CLAIM = f"""
+UPDATE jobs
+SET state = 'running', worker_id = %(worker_id)s,
+    -- saturating: a count at its column's limit is the row's problem (flagged below)
+    token = least(token, {BIGINT_MAX - 1}) + 1, attempt = least(attempt, {INT_MAX - 1}) + 1,
+    started_at = n.now, lease_until = n.now + lease
+FROM (SELECT {NOW} AS now) AS n
+WHERE jobs.id IN (
+    SELECT id FROM jobs
+    WHERE state = 'queued' AND queue = %(queue)s
+      AND NOT EXISTS (SELECT 1 FROM queues WHERE name = %(queue)s AND paused = 1)
+    ORDER BY priority DESC, run_at, id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+  )
+RETURNING {", ".join(f"jobs.{c}" for c in CLAIM_COLUMNS.split(", "))}, jobs.limit_key
+"""
+
+
+class Claim:
+    """A claim in two steps, so that its first statements share a round trip with what
+    was sent before them (the finishes of ``job_finish_and_claim``, in pipeline mode):
+    creating it sends the promotion and the first queue's claim; :meth:`result` reads
+    them and runs the rest (top-ups, limits) in the same transaction."""
+
+    def __init__(self, conn: Any, params: JobClaimParams) -> None:
+        self.params = params
+        self._promote = conn.cursor()
+        self._promote.execute(PROMOTE_DUE)
+        self._first: Any = None
+        if params.queues:
+            queue, limit = params.queues[0]
+            self._first_want = min(limit, params.total)
+            if self._first_want > 0:
+                self._first = conn.cursor()
+                self._first.execute(CLAIM, self._args(queue, self._first_want))
+
+    def _args(self, queue: str, want: int) -> dict[str, object]:
+        return {"worker_id": self.params.worker_id, "queue": queue, "limit": want}
+
+    def result(self, cur: Cursor) -> tuple[int, list[ClaimedJob]]:
+        """(how many were promoted, the jobs claimed in priority order)."""
+        params = self.params
+        claimed: list[ClaimedJob] = []
+        keyed: dict[str, str] = {}  # claimed id -> its limit key (jobs that have one)
+        remaining = params.total
+        empty: set[str] = set()
+        first = self._first
+        # First pass: each queue its weighted share; second: top up from any.
+        for pass_limits in (params.queues, [(q, params.total) for q, _ in params.queues]):
+            for queue, limit in pass_limits:
+                want = min(limit, remaining)
+                if want <= 0 or queue in empty:
+                    continue
+                if first is not None:  # sent at creation, before anything was claimed
+                    want, rows, first = self._first_want, first.fetchall(), None
+                else:
+                    cur.execute(CLAIM, self._args(queue, want))
+                    rows = cur.fetchall()
+                got = [_claimed(r[:-1]) for r in rows]
+                keyed.update((str(r[0]), str(r[-1])) for r in rows if r[-1] is not None)
+                if len(got) < want:
+                    empty.add(queue)
+                remaining -= len(got)
+                claimed.extend(got)
+        if keyed:
+            claimed = apply_limits(cur, claimed, keyed)
+        if len(claimed) > 1:
+            claimed.sort(key=lambda j: (-j.priority, j.run_at, j.id))
+        return int(self._promote.rowcount), claimed
+
+
+def _claimed(row: Sequence[Any]) -> ClaimedJob:
+    """A claim's row as a ClaimedJob; counts at their column's limit (a row written
+    around the API) make it a problem job, which the worker ends dead with the reason."""
+    job = decoding.claimed_job(row)
+    if job.problem is None:
+        at_limit = count_at_limit(attempt=job.attempt, token=job.token, rescues=job.rescues)
+        if at_limit is not None:
+            job = records.replace(job, problem=at_limit)
+    return job
+
+
+def apply_limits(
+    cur: Cursor, claimed: Sequence[ClaimedJob], keyed: Mapping[str, str]
+) -> list[ClaimedJob]:
+    """The claimed jobs that may run; the others are deferred (see module docstring).
+    ``keyed``: the limit key of each claimed job that has one."""
+    keys = sorted(set(keyed.values()))
+    # Locked in key order (no deadlock between claimers): the count below and the
+    # claim's commit happen before any other claimer of these keys counts.
+    cur.execute(
+        "SELECT key, concurrency, rate_count, rate_period FROM limits WHERE key = ANY(%s) "
+        "ORDER BY key FOR UPDATE",
+        (keys,),
+    )
+    config = {str(k): (c, n, p) for k, c, n, p in cur.fetchall()}
+    cur.execute(f"SELECT {NOW}")
+    now = float(cur.fetchone()[0])
+    mine: dict[str, int] = {}
+    for key in keyed.values():
+        mine[key] = mine.get(key, 0) + 1
+    cur.execute(
+        "SELECT limit_key, count(*) FROM jobs WHERE state = 'running' AND limit_key = ANY(%s) "
+        "GROUP BY limit_key",
+        (keys,),
+    )
+    totals = {str(k): int(n) for k, n in cur.fetchall()}
+    running = {key: totals.get(key, 0) - mine[key] for key in keys}  # held before this claim
+    hits: dict[str, list[float]] = {}
+    for key in keys:
+        _, rate_count, period = config.get(key, (None, None, None))
+        if rate_count is not None and period is not None:
+            cur.execute("DELETE FROM limit_hits WHERE key = %s AND at <= %s", (key, now - period))
+            cur.execute("SELECT at FROM limit_hits WHERE key = %s ORDER BY at", (key,))
+            hits[key] = [float(r[0]) for r in cur.fetchall()]
+    kept: list[ClaimedJob] = []
+    # Highest priority first, so what runs under a limit is what the queue order says.
+    for job in sorted(claimed, key=lambda j: (-j.priority, j.run_at, j.id)):
+        found = keyed.get(job.id)
+        if found is None:
+            kept.append(job)
+            continue
+        key = found
+        concurrency, rate_count, period = config.get(key, (None, None, None))
+        deferred = limit_deferral(
+            concurrency=concurrency,
+            running=running[key],
+            rate_count=rate_count,
+            period=period,
+            starts=hits.get(key, ()),
+            now=now,
+            jitter=random.random(),
+        )
+        if deferred is not None:
+            cur.execute(
+                "UPDATE jobs SET state = 'scheduled', run_at = %s, attempt = attempt - 1, "
+                "worker_id = NULL, lease_until = NULL WHERE id = %s AND token = %s",
+                (deferred, job.id, job.token),
+            )
+            continue
+        running[key] += 1
+        if key in hits:
+            hits[key].append(now)
+            cur.execute("INSERT INTO limit_hits (key, at) VALUES (%s, %s)", (key, now))
+        kept.append(job)
+    return kept

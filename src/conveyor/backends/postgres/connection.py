@@ -1,0 +1,153 @@
+"""Connections to PostgreSQL: the pool, the schema and its migration.
+
+Rows come back as **plain tuples** (psycopg's default row factory), in the column order
+of each statement; :mod:`conveyor.backends.decoding` turns them into records. Every
+pooled connection has autocommit off and ``search_path`` set to the URL's ``?schema=``,
+so all SQL uses bare table names.
+
+The schema is created and migrated by the first backend that opens it: one transaction
+holding ``pg_advisory_xact_lock`` (keyed by the schema name) reads the version table and
+applies what is missing, so two workers starting at once on an empty database do not
+race (the second waits, then finds the schema current). The lock is released by the
+commit; nothing else in conveyor takes an advisory lock.
+
+Example:
+    >>> "CREATE TABLE IF NOT EXISTS jobs" in schema_sql("conveyor")
+    True
+    >>> schema_sql("app").splitlines()[1]
+    'CREATE SCHEMA IF NOT EXISTS app;'
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from conveyor.backends.postgres.url import PostgresTarget
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg_pool import ConnectionPool
+
+#: 1: every table and column of SQLite's schema versions 1-4 at once. A new step adds a file here.
+SCHEMA_VERSION = 1
+_MIGRATIONS = {1: "schema.sql"}
+#: First key of the two-key advisory lock taken around a migration ("conv"); the second
+#: is hashtext(schema), so two schemas in one database migrate independently.
+MIGRATION_LOCK_CLASS = 0x636F6E76
+_VERSION_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version integer NOT NULL)"
+
+
+def read_packaged(name: str) -> str:
+    """A text file shipped beside this module (see the SQLite twin for why by path)."""
+    try:
+        with open(os.path.join(os.path.dirname(__file__), name), encoding="utf-8") as f:
+            return f.read()
+    except (FileNotFoundError, NotADirectoryError):
+        from importlib import resources
+
+        return resources.files(__package__).joinpath(name).read_text("utf-8")
+
+
+def schema_sql(schema: str) -> str:
+    """The whole DDL for ``schema`` as one script (``conveyor migrate-schema --sql``),
+    for teams that apply migrations themselves: the same statements the backend runs."""
+    parts = [
+        "BEGIN;",
+        f"CREATE SCHEMA IF NOT EXISTS {schema};",
+        f"SET LOCAL search_path TO {schema};",
+        f"{_VERSION_TABLE};",
+    ]
+    for version in range(1, SCHEMA_VERSION + 1):
+        parts.append(read_packaged(_MIGRATIONS[version]).strip())
+        parts.append(f"INSERT INTO schema_version (version) VALUES ({version});")
+    parts.append("COMMIT;")
+    return "\n".join(parts) + "\n"
+
+
+def connect_options(target: PostgresTarget) -> dict[str, object]:
+    """Keyword arguments of every connection: autocommit off, search_path = schema
+    (added to any ``options`` the URL already passes to the server)."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    given = conninfo_to_dict(target.conninfo).get("options")
+    options = (
+        f"{given} -c search_path={target.schema}" if given else f"-c search_path={target.schema}"
+    )
+    return {"autocommit": False, "options": options}
+
+
+def stored_version(conn: psycopg.Connection[tuple[Any, ...]], schema: str) -> int:
+    """The schema version applied in ``schema`` (0: none yet). Read-only."""
+    found = conn.execute(
+        "SELECT to_regclass(%s) IS NOT NULL", (f"{schema}.schema_version",)
+    ).fetchone()
+    if not found or not found[0]:
+        return 0
+    row = conn.execute(f"SELECT max(version) FROM {schema}.schema_version").fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+def migrate(conn: psycopg.Connection[tuple[Any, ...]], schema: str) -> int:
+    """Bring ``schema`` to :data:`SCHEMA_VERSION` in one transaction under the migration
+    lock; returns the version it found. Commits (or rolls back on error)."""
+    with conn.transaction():
+        conn.execute(
+            "SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (MIGRATION_LOCK_CLASS, schema)
+        )
+        # Read under the lock: a worker that started at the same time may have migrated.
+        found = stored_version(conn, schema)
+        if found < SCHEMA_VERSION:
+            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+            conn.execute(f"SET LOCAL search_path TO {schema}")
+            conn.execute(_VERSION_TABLE)
+            for version in range(found + 1, SCHEMA_VERSION + 1):
+                conn.execute(read_packaged(_MIGRATIONS[version]).encode())
+                conn.execute("INSERT INTO schema_version (version) VALUES (%s)", (version,))
+    return found
+
+
+def require_existing_store(url: str) -> None:
+    """Raise StoreNotFound unless ``url``'s schema holds conveyor's tables.
+
+    For read-only tools (``conveyor status``, the dashboard), before the backend opens
+    (which creates the schema): one connection, one read, nothing created. A server that
+    cannot be reached is left to the real open to report.
+    """
+    import psycopg
+
+    from conveyor.backends.postgres.url import parse_postgres_url
+    from conveyor.errors import StoreNotFound
+
+    target = parse_postgres_url(url)
+    try:
+        with psycopg.connect(target.conninfo, connect_timeout=10) as conn:
+            version = stored_version(conn, target.schema)
+    except psycopg.Error:
+        return
+    if version == 0:
+        raise StoreNotFound(
+            f"no conveyor schema {target.schema!r} at {target.safe_url} (a worker or the "
+            "first enqueue creates it); check --url or $CONVEYOR_URL"
+        )
+
+
+def open_pool(target: PostgresTarget) -> ConnectionPool:
+    """Migrate the schema (failing fast when the server cannot be reached), then open
+    the pool: ``min_size`` 1, ``max_size`` the URL's ``pool_max``."""
+    import psycopg
+    from psycopg_pool import ConnectionPool
+
+    kwargs = connect_options(target)
+    with psycopg.connect(target.conninfo, **kwargs) as conn:  # type: ignore[arg-type]
+        migrate(conn, target.schema)
+    pool: ConnectionPool = ConnectionPool(
+        target.conninfo,
+        min_size=1,
+        max_size=target.pool_max,
+        kwargs=kwargs,
+        open=False,
+        name=f"conveyor-{target.schema}",
+    )
+    pool.open()
+    return pool

@@ -1,0 +1,35 @@
+-- conveyor check on PostgreSQL: one row per problem (kind, job_id, detail). Read-only.
+-- The same audit as sqlite/queries/integrity_check.sql; a worker is live while its
+-- heartbeat is younger than %(heartbeat_ttl)s seconds by the server's clock.
+-- {known_states} is filled in from conveyor.states.JobState when the module loads.
+SELECT 'running_without_claim', id, 'running with no worker or no token'
+FROM jobs WHERE state = 'running' AND (worker_id IS NULL OR token = 0)
+UNION ALL
+SELECT 'claim_without_live_worker', j.id, 'claimed by ' || j.worker_id || ', which is '
+       || CASE WHEN w.id IS NULL THEN 'not registered' ELSE 'silent since its last heartbeat' END
+FROM jobs AS j LEFT JOIN workers AS w ON w.id = j.worker_id
+WHERE j.state = 'running' AND j.worker_id IS NOT NULL
+  AND (w.id IS NULL
+       OR w.heartbeat_at < extract(epoch from clock_timestamp()) - %(heartbeat_ttl)s)
+UNION ALL
+SELECT 'active_with_finished_at', id, state || ' job has finished_at set'
+FROM jobs WHERE state IN ('queued', 'scheduled') AND finished_at IS NOT NULL
+UNION ALL
+SELECT 'finished_without_finished_at', id, state || ' job has no finished_at'
+FROM jobs WHERE state IN ('succeeded', 'dead', 'cancelled') AND finished_at IS NULL
+UNION ALL
+SELECT 'not_running_with_worker', id, state || ' job still names worker ' || worker_id
+FROM jobs WHERE state != 'running' AND worker_id IS NOT NULL
+UNION ALL
+SELECT 'unknown_state', id, 'state ' || quote_literal(state) || ' is not a conveyor state'
+FROM jobs WHERE state NOT IN ({known_states})
+UNION ALL
+SELECT 'attempts_over_max', id, 'attempt ' || attempt || ' > max_attempts ' || max_attempts
+FROM jobs WHERE attempt > max_attempts
+UNION ALL
+SELECT 'orphan_attempt', a.job_id, 'attempt row (token ' || a.token || ') of a missing job'
+FROM attempts AS a WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.id = a.job_id)
+UNION ALL
+SELECT 'orphan_log', l.job_id, count(*) || ' log record(s) of a missing job'
+FROM job_logs AS l WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.id = l.job_id)
+GROUP BY l.job_id
