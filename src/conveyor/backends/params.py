@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from conveyor.backends.records import AttemptRecord, JobFlow, JobLogRecord, JobRecord, WorkerInfo
 from conveyor.records import record
-from conveyor.states import FinishKind, JobState
+from conveyor.states import FINISHED_STATES, FinishKind, JobState
 
 
 @record
@@ -257,8 +257,7 @@ class JobImport:
 #: States a job may be imported in: the work still to do and finished history (a running
 #: claim belongs to a worker of the other store); ``waiting`` only with its parents.
 IMPORTABLE = frozenset(
-    {JobState.QUEUED, JobState.SCHEDULED, JobState.WAITING, JobState.SUCCEEDED,
-     JobState.DEAD, JobState.CANCELLED}
+    {JobState.QUEUED, JobState.SCHEDULED, JobState.WAITING, *FINISHED_STATES}
 )  # fmt: skip
 
 
