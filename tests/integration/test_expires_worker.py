@@ -97,5 +97,21 @@ def test_the_pruner_sweeps_unclaimed_jobs_and_the_cli_shows_them(url: str) -> No
         assert queues.exit_code == 0, queues.output
         (nobody,) = [q for q in json.loads(queues.output) if q["queue"] == "nobody"]
         assert nobody["counts"]["expired"] == 2 and nobody["counts"]["queued"] == 1
+        _dashboard_shows_expired(app, late.id)
     finally:
         app.close()
+
+
+def _dashboard_shows_expired(app: conveyor.App, job_id: str) -> None:
+    """The dashboard: the state badge of the job and the listing filtered on it."""
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from conveyor.web import create_app
+
+    with TestClient(create_app(app), base_url="http://127.0.0.1") as client:
+        page = client.get(f"/jobs/{job_id}")
+        assert page.status_code == 200 and 'badge s-expired"' in page.text
+        assert EXPIRED_REASON in page.text
+        listing = client.get("/jobs", params={"state": "expired"})
+        assert listing.status_code == 200 and job_id in listing.text
