@@ -171,6 +171,20 @@ def test_import_keeps_expires_at_and_the_expired_state(backend: Backend) -> None
     )
 
 
+def test_an_imported_unstarted_job_past_its_expiry_is_swept(backend: Backend) -> None:
+    job_id = new_id()
+    backend.job_insert_many(
+        [JobInsertParams(id=job_id, task="t", queue="q", payload=PAYLOAD, expires_at=PAST)]
+    )
+    (source,) = backend.job_get_many([job_id])
+    backend.job_delete_many([job_id])
+    copy = records.replace(source, id=new_id())  # as read from another store
+    assert backend.job_import_many(JobImportParams([JobImport(copy)])) == [copy.id]
+    assert backend.job_expire_due(JobExpireDueParams(limit=10)) == 1
+    (row,) = backend.job_get_many([copy.id])
+    assert row.state is JobState.EXPIRED and claim(backend) == []
+
+
 def test_worker_ends_a_job_claimed_past_its_expiry_without_running_it(app: conveyor.App) -> None:
     ran: list[str] = []
 
