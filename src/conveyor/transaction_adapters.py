@@ -9,8 +9,9 @@ object's MRO, so a subclass (a custom ``Session``) finds its base's adapter.
 Built in: ``sqlite3.Connection``, psycopg 3 ``Connection``/``AsyncConnection`` (as they
 are), SQLAlchemy ``Connection``/``Session``/``scoped_session`` (sync) and
 ``AsyncConnection``/``AsyncSession`` (asyncio: unwrapped with ``await``, so they need
-``async with conveyor.transaction(...)``). Another integration (Django's connection,
-say) registers its own with :func:`register_adapter`.
+``async with conveyor.transaction(...)``), Django's ``django.db.connection`` and
+``connections[alias]`` (:mod:`conveyor.contrib.django.db`). Another integration
+registers its own with :func:`register_adapter`.
 
 Example:
     >>> import sqlite3
@@ -20,7 +21,7 @@ Example:
     (True, False)
     >>> join(object())
     Traceback (most recent call last):
-    TypeError: conveyor.transaction() takes a sqlite3 or psycopg 3 connection or a SQLAlchemy Connection/Session, got object
+    TypeError: conveyor.transaction() takes a sqlite3 or psycopg 3 connection, a SQLAlchemy Connection/Session or a Django connection, got object
 """
 
 from __future__ import annotations
@@ -76,6 +77,9 @@ _ADAPTERS: dict[str, Adapter | str] = {
     "sqlalchemy.ext.asyncio.session.AsyncSession": (
         "conveyor.transaction_adapters:sqlalchemy_async_session"
     ),
+    # django.db.connection (a proxy) and connections[alias] (the backend's wrapper)
+    "django.utils.connection.ConnectionProxy": "conveyor.contrib.django.db:join_proxy",
+    "django.db.backends.base.base.BaseDatabaseWrapper": "conveyor.contrib.django.db:join_wrapper",
 }
 
 
@@ -100,8 +104,8 @@ def join(given: object) -> Joined | Awaitable[Joined]:
             )
         return found(given)
     raise TypeError(
-        "conveyor.transaction() takes a sqlite3 or psycopg 3 connection or a SQLAlchemy "
-        f"Connection/Session, got {type(given).__name__}"
+        "conveyor.transaction() takes a sqlite3 or psycopg 3 connection, a SQLAlchemy "
+        f"Connection/Session or a Django connection, got {type(given).__name__}"
     )
 
 

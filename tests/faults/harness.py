@@ -220,7 +220,7 @@ class Tally:
     unexplained_duplicates: int = 0
     dead: int = 0
     #: dead jobs not explained by the rescue limit: a reason other than "worker lost",
-    #: or an attempt in their history that ended otherwise than "lost"
+    #: or an attempt in their history that ended otherwise than "lost" or "released"
     unexplained_dead: int = 0
     seconds: float = 0.0
     notes: str = ""
@@ -284,7 +284,15 @@ def count(
                 tally.dead += 1
                 tally.dead_reasons[_reason(rec)] += 1
                 outcomes = {a.outcome for a in app.backend.job_attempts(job_id)}
-                if rec.reason != "worker lost" or outcomes != {"lost"}:
+                # Explained by the rescue limit: "worker lost", at least one attempt lost
+                # with a killed worker and none that ran to an end of its own ("released"
+                # attempts were given back unstarted or unfinished: poison isolation's
+                # batch-mates, prefetched jobs on stop; they count no attempt).
+                if (
+                    rec.reason != "worker lost"
+                    or "lost" not in outcomes
+                    or not outcomes <= {"lost", "released"}
+                ):
                     tally.unexplained_dead += 1
             if ran > 1:
                 tally.duplicated += ran - 1

@@ -51,7 +51,11 @@ def require_binary(name: str) -> str:
 class PostgresServer:
     """One throwaway cluster; ``restart()`` keeps its port and data."""
 
-    def __init__(self) -> None:
+    def __init__(self, listen: Sequence[str] = (), trust: Sequence[str] = ()) -> None:
+        #: Addresses served besides loopback, and the networks (CIDR) let in without a
+        #: password from them (the veth ends and subnet of tests/support/netns.py).
+        self.listen = ("127.0.0.1", *listen)
+        self.trust = tuple(trust)
         self.initdb = require_binary("initdb")
         self.pg_ctl = require_binary("pg_ctl")
         self.port = free_port()
@@ -66,6 +70,10 @@ class PostgresServer:
     def url(self) -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
 
+    def url_at(self, address: str) -> str:
+        """The URL through one of the ``listen`` addresses (for a client in a namespace)."""
+        return f"postgresql://postgres@{address}:{self.port}/postgres"
+
     def _run(self, args: Sequence[str], timeout: float = STARTUP_TIMEOUT) -> None:
         command = ["runuser", "-u", "postgres", "--", *args] if self.as_root else list(args)
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
@@ -79,7 +87,7 @@ class PostgresServer:
         # Speed over durability: a test cluster is thrown away (never for production).
         settings = {
             "port": str(self.port),
-            "listen_addresses": "'127.0.0.1'",
+            "listen_addresses": f"'{','.join(self.listen)}'",
             "unix_socket_directories": f"'{self.directory}'",
             "fsync": "off",
             "synchronous_commit": "off",
@@ -88,6 +96,8 @@ class PostgresServer:
         }
         with (self.data / "postgresql.conf").open("a") as conf:
             conf.writelines(f"{k} = {v}\n" for k, v in settings.items())
+        with (self.data / "pg_hba.conf").open("a") as hba:
+            hba.writelines(f"host all all {network} trust\n" for network in self.trust)
         return self
 
     def start(self) -> PostgresServer:

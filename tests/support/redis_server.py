@@ -71,9 +71,17 @@ class RedisServer:
     """One redis-server process; ``restart()`` keeps its port and data directory."""
 
     def __init__(
-        self, directory: Path, *, aof: bool = False, cluster: bool = False, port: int | None = None
+        self,
+        directory: Path,
+        *,
+        aof: bool = False,
+        cluster: bool = False,
+        port: int | None = None,
+        bind: Sequence[str] = (),
     ) -> None:
         self.binary = require_binary()
+        #: Addresses served besides loopback (the veth ends of tests/support/netns.py).
+        self.bind = ("127.0.0.1", *bind)
         self.directory = directory
         self.aof = aof
         self.cluster = cluster
@@ -84,13 +92,17 @@ class RedisServer:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
+    def url_at(self, address: str) -> str:
+        """The URL through one of the ``bind`` addresses (for a client in a namespace)."""
+        return f"redis://{address}:{self.port}/0"
+
     def args(self) -> list[str]:
         args = [
             self.binary,
             "--port",
             str(self.port),
             "--bind",
-            "127.0.0.1",
+            " ".join(self.bind),
             "--dir",
             str(self.directory),
             "--save",
@@ -102,6 +114,8 @@ class RedisServer:
             "--logfile",
             str(self.directory / "redis.log"),
         ]
+        if len(self.bind) > 1:  # clients beyond loopback, without a password: a test's own
+            args += ["--protected-mode", "no"]
         if self.cluster:
             args += [
                 "--cluster-enabled",

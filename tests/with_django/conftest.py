@@ -9,11 +9,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
 
+from tests.support.postgres_server import drop_schema, require_binary, with_schema
 from tests.with_django.requires import require_django
 
 PROJECT = Path(__file__).parent / "project"
@@ -23,8 +25,12 @@ collect_ignore = ["project"]
 
 
 @pytest.fixture(scope="session")
-def django_project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    """Django set up on the test project; the environment a worker subprocess needs."""
+def django_project(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[dict[str, str]]:
+    """Django set up on the test project; the environment a worker subprocess needs.
+    With PostgreSQL at hand (the session's own cluster), a second database "pg" whose
+    store is a schema of it (``pg_database`` says whether)."""
     require_django()
     import django
     from django.core.management import call_command
@@ -36,6 +42,12 @@ def django_project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[st
         "CONVEYOR_JOBS_URL": f"sqlite:///{where / 'jobs.db'}",
         "CONVEYOR_DIRECT_URL": f"sqlite:///{where / 'direct.db'}",
     }
+    postgres = _postgres_url(request)
+    if postgres is not None:
+        schema = f"t_{uuid.uuid4().hex}"
+        request.addfinalizer(lambda: drop_schema(postgres, schema))
+        env["DJANGO_PG_URL"] = postgres
+        env["CONVEYOR_TOGETHER_PG_URL"] = with_schema(postgres, schema)
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     sys.path.insert(0, str(PROJECT))
@@ -50,8 +62,29 @@ def django_project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[st
             else:
                 os.environ[k] = v
     call_command("migrate", verbosity=0)  # Django's own tables (auth, contenttypes)
+    if postgres is not None:
+        call_command("migrate", database="pg", verbosity=0)
     yield env
     sys.path.remove(str(PROJECT))
+
+
+def _postgres_url(request: pytest.FixtureRequest) -> str | None:
+    """The session's PostgreSQL when its binaries are here (when ``CI=true`` they must
+    be: ``require_binary`` fails the session then), else None (the PostgreSQL tests
+    skip, saying why, through :func:`require_postgres`)."""
+    try:
+        require_binary("initdb")
+    except pytest.skip.Exception:
+        if not os.environ.get("CONVEYOR_TEST_POSTGRES_URL"):
+            return None
+    url: str = request.getfixturevalue("postgres_url")
+    return url
+
+
+def require_postgres(env: Mapping[str, str]) -> None:
+    """Skip (locally) or fail (``CI=true``) a test that needs the "pg" database."""
+    if "DJANGO_PG_URL" not in env:
+        require_binary("initdb")  # skips or fails with the reason
 
 
 def manage(env: Mapping[str, str], *args: str) -> subprocess.CompletedProcess[str]:

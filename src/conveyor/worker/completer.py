@@ -27,6 +27,7 @@ from collections.abc import Callable
 
 from conveyor.backends.base import Backend, JobFinishParams
 from conveyor.errors import BackendUnavailable
+from conveyor.worker.console import EVENT_FIELDS
 from conveyor.worker.outage import Outage, OutageLog
 
 log = logging.getLogger("conveyor.worker")
@@ -146,11 +147,20 @@ class Completer:
         """Log refused finishes and tell ``on_written``; also used by the worker's one-slot
         mode, which writes its finishes together with its next claim."""
         for job_id in stale:
+            self.stale_total += 1
+            # The event and its running total let an operator (and the partition test)
+            # count what the fence refused without parsing the message.
             log.warning(
                 "stale finish refused for job %s: it was rescued or released meanwhile; "
                 "the newer attempt is kept",
                 job_id,
+                extra={
+                    EVENT_FIELDS: {
+                        "event": "job.finish_refused",
+                        "job_id": job_id,
+                        "refused_total": self.stale_total,
+                    }
+                },
             )
-        self.stale_total += len(stale)
         if self._on_written is not None:
             self._on_written(batch, stale)

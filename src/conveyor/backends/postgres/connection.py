@@ -65,16 +65,27 @@ def schema_sql(schema: str) -> str:
     return "\n".join(parts) + "\n"
 
 
+#: Server-side settings of conveyor's sessions: the server drops a session whose client
+#: stopped answering (a host cut off by a network partition) within about 10 s: TCP
+#: keepalives after 5 s idle, 3 probes 1 s apart; 10 s for sent data to be acknowledged.
+#: Until then the session keeps the row locks of the statement it was in (a finish, a
+#: claim), and the rescue skips locked rows: without this, a cut-off worker's jobs stay
+#: ``running`` for as long as the cut lasts (the kernel's default: hours). Kept below the
+#: default ``heartbeat_ttl`` (30 s); the URL's own ``options`` come after, so they win.
+DEAD_CLIENT_OPTIONS = (
+    "-c tcp_keepalives_idle=5 -c tcp_keepalives_interval=1 -c tcp_keepalives_count=3 "
+    "-c tcp_user_timeout=10000"
+)
+
+
 def connect_options(target: PostgresTarget) -> dict[str, object]:
-    """Keyword arguments of every connection: autocommit off, search_path = schema
-    (added to any ``options`` the URL already passes to the server)."""
+    """Keyword arguments of every connection: autocommit off, the dead-client settings,
+    then any ``options`` the URL passes to the server, then search_path = schema."""
     from psycopg.conninfo import conninfo_to_dict
 
     given = conninfo_to_dict(target.conninfo).get("options")
-    options = (
-        f"{given} -c search_path={target.schema}" if given else f"-c search_path={target.schema}"
-    )
-    return {"autocommit": False, "options": options}
+    parts = [DEAD_CLIENT_OPTIONS, str(given or ""), f"-c search_path={target.schema}"]
+    return {"autocommit": False, "options": " ".join(p for p in parts if p)}
 
 
 def stored_version(conn: psycopg.Connection[tuple[Any, ...]], schema: str) -> int:

@@ -24,7 +24,7 @@ commit costs an in-process worker at most that poll interval.
 
 Example:
     >>> import sqlite3, tempfile, os
-    >>> from conveyor.backends.base import JobInsertThroughParams
+    >>> from conveyor.backends.base import JobInsertParams, JobInsertThroughParams
     >>> from conveyor.backends.sqlite.backend import SQLiteBackend
     >>> path = os.path.join(tempfile.mkdtemp(), "jobs.db")
     >>> store = SQLiteBackend(f"sqlite:///{path}")

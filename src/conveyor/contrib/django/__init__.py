@@ -11,7 +11,8 @@ Settings::
     }
 
 Tasks stay plain Django tasks (``@django.tasks.task``); ``enqueue`` writes a conveyor job
-once the surrounding transaction commits (nothing on rollback), ``manage.py
+once the surrounding transaction commits (nothing on rollback), or inside it when the
+store is Django's own database (``"enqueue": "in_transaction"``), ``manage.py
 conveyor_worker`` runs them, ``get_result`` reads them back as a Django ``TaskResult``.
 See docs/django.md.
 

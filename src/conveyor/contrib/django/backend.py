@@ -1,15 +1,25 @@
 """``ConveyorBackend``: Django's task backend API (``django.tasks``) on a conveyor App.
 
 The backend owns one :class:`conveyor.App` built from its ``OPTIONS``: ``url`` (the
-store), ``enqueue_on_commit`` (default ``True``), ``database`` (the connection whose
-commit releases the jobs, default ``"default"``), and any other ``App()`` option
+store), ``enqueue`` (when the job is written, below), ``database`` (the Django database
+alias whose transaction decides, default ``"default"``), and any other ``App()`` option
 (``max_attempts``, ``timeout``, ``retention``...), which become the app's defaults.
 
 ``enqueue`` checks and encodes the call at once (a bad argument raises in the view) and
-hands back a ``READY`` ``TaskResult`` whose id is the job's id; the job itself is written
-by ``transaction.on_commit``, so a rolled-back transaction enqueues nothing and a worker
-never sees a job before the rows it refers to are committed. Outside a transaction
-(autocommit), on_commit runs at once.
+hands back a ``READY`` ``TaskResult`` whose id is the job's id. The job is written:
+
+- ``"on_commit"`` (the default, any store): by ``transaction.on_commit``, so a
+  rolled-back transaction enqueues nothing and a worker never sees a job before the
+  rows it refers to are committed; a crash between the commit and the write loses it;
+- ``"in_transaction"`` (the store is Django's own database: the same SQLite file, or
+  the same PostgreSQL database on psycopg 3): through Django's connection inside its
+  transaction (``conveyor.transaction``), so the rows and the job commit or roll back
+  together, with no window between them; a wrong pairing is a ``ConfigurationError``
+  (``manage.py check`` reports what the settings alone show, ``conveyor.E002``);
+- ``"immediately"``: at once, through conveyor's own connection, whatever the
+  transaction does.
+
+Outside a transaction (autocommit) all three write at once.
 
 Example::
 
@@ -21,11 +31,13 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from typing import Any
+import weakref
+from typing import TYPE_CHECKING, Any, cast
 
 from django.core import checks
-from django.db import DEFAULT_DB_ALIAS, transaction
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.tasks import Task as DjangoTask
 from django.tasks import TaskResult, TaskResultStatus, task_backends
 from django.tasks.backends.base import BaseTaskBackend
@@ -33,16 +45,23 @@ from django.tasks.exceptions import InvalidTask, InvalidTaskBackend, TaskResultD
 from django.tasks.signals import task_enqueued
 from django.utils import timezone
 
+import conveyor
 from conveyor.app import App, check_url
 from conveyor.backends.base import JobInsertBatchParams
+from conveyor.contrib.django import db
 from conveyor.contrib.django.registry import TaskRegistry
 from conveyor.contrib.django.results import task_result
-from conveyor.errors import ConfigurationError, DecodeError
+from conveyor.errors import ConfigurationError, ConveyorError, DecodeError
 from conveyor.task import Enqueuer, Plan
 from conveyor.task import Task as ConveyorTask
 
+if TYPE_CHECKING:
+    from conveyor.backends.postgres.backend import PostgresBackend
+
 #: OPTIONS the backend itself reads; every other key is an App() option.
-_OWN_OPTIONS = {"url", "enqueue_on_commit", "database"}
+_OWN_OPTIONS = {"url", "enqueue", "database"}
+#: OPTIONS["enqueue"]: when the job is written (see the module docstring)
+ENQUEUE_MODES = ("on_commit", "in_transaction", "immediately")
 
 
 class ConveyorBackend(BaseTaskBackend):  # type: ignore[misc]  # Django is untyped (Any)
@@ -56,10 +75,28 @@ class ConveyorBackend(BaseTaskBackend):  # type: ignore[misc]  # Django is untyp
     def __init__(self, alias: str, params: dict[str, Any]) -> None:
         super().__init__(alias, params)
         options = dict(self.options)
-        self.enqueue_on_commit: bool = bool(options.get("enqueue_on_commit", True))
+        if "enqueue_on_commit" in options:  # the option's first spelling
+            raise ConfigurationError(
+                f"TASKS[{alias!r}]['OPTIONS']: enqueue_on_commit is now "
+                '"enqueue": "on_commit" (True) or "immediately" (False)'
+            )
+        self.enqueue_mode: str = options.get("enqueue", "on_commit")
+        if self.enqueue_mode not in ENQUEUE_MODES:
+            raise ConfigurationError(
+                f"TASKS[{alias!r}]['OPTIONS']['enqueue'] is {self.enqueue_mode!r}: "
+                f"one of {', '.join(map(repr, ENQUEUE_MODES))}"
+            )
         self.database: str = options.get("database") or DEFAULT_DB_ALIAS
         #: the conveyor App the jobs go through (``app.testing("capture")`` in tests)
         self.app, self.registry = _shared_app(alias, options)
+        if self.enqueue_mode == "in_transaction":
+            # Open the store now (Django builds backends when the task modules are
+            # imported, before any request): a new SQLite store creates its schema
+            # under the file's write lock, which a view's atomic() would be holding at
+            # the first enqueue. A store that cannot open raises at that enqueue, and
+            # `manage.py check` reports it (E001), rather than failing the import here.
+            with contextlib.suppress(ConveyorError):
+                self.app.backend  # noqa: B018 - opens it
 
     # -- Django's backend API ------------------------------------------------------------
 
@@ -98,8 +135,13 @@ class ConveyorBackend(BaseTaskBackend):  # type: ignore[misc]  # Django is untyp
             enqueuer._write(plan)
             task_enqueued.send(type(self), task_result=result)
 
-        if self.enqueue_on_commit:
+        if self.enqueue_mode == "on_commit":
             transaction.on_commit(write, using=self.database)
+        elif self.enqueue_mode == "in_transaction":
+            wrapper = connections[self.database]
+            with conveyor.transaction(wrapper):
+                self._require_same_database(wrapper)
+                write()
         else:
             write()
         return result
@@ -132,9 +174,38 @@ class ConveyorBackend(BaseTaskBackend):  # type: ignore[misc]  # Django is untyp
             check_url(self.app.url)
         except ConfigurationError as exc:
             return [checks.Error(str(exc), obj=f"TASKS[{self.alias!r}]", id="conveyor.E001")]
+        if self.enqueue_mode == "in_transaction":
+            why = db.static_mismatch(connections[self.database], self.app.url)
+            if why is not None:
+                error = db.refuse(self.alias, self.database, why)
+                return [checks.Error(str(error), obj=f"TASKS[{self.alias!r}]", id="conveyor.E002")]
         return []
 
     # -- helpers -------------------------------------------------------------------------
+
+    def _require_same_database(self, wrapper: Any) -> None:
+        """Refuse a Django database that is not the store's: the jobs would land where
+        no worker of this app looks, or nowhere. From the settings first; on PostgreSQL
+        then the servers are asked once per Django connection (the store's answer once
+        per process), since two URLs can name one database and one URL two."""
+        why = db.static_mismatch(wrapper, self.app.url)
+        if why is not None:
+            raise db.refuse(self.alias, self.database, why)
+        if wrapper.vendor != "postgresql":
+            return  # SQLite: the insert itself checks the file (PRAGMA database_list)
+        driver = db.driver_connection(wrapper)
+        found = _CHECKED.get(driver)
+        if found is None:
+            found = _CHECKED[driver] = db.identity_of(driver)
+        store = _store_identity(self.app)
+        if found != store:  # the server may have restarted since the store was asked
+            store = _store_identity(self.app, fresh=True)
+        if found != store:
+            raise db.refuse(
+                self.alias,
+                self.database,
+                f"it is {_named(found)}, the store {_named(store)}",
+            )
 
     def conveyor_task(self, task: DjangoTask) -> ConveyorTask[Any, Any]:
         """The conveyor task that runs ``task`` (its name is ``task.module_path``)."""
@@ -174,6 +245,25 @@ def _shared_app(alias: str, options: dict[str, Any]) -> tuple[App, TaskRegistry]
         registry = app.tasks = TaskRegistry(app, alias)
         _APPS[alias] = (options, app, registry)
         return app, registry
+
+
+#: Django's PostgreSQL driver connections -> the database each is on (asked once per
+#: connection; weak: Django closes and replaces them)
+_CHECKED: weakref.WeakKeyDictionary[object, tuple[object, ...]] = weakref.WeakKeyDictionary()
+#: the App's PostgreSQL store -> its database's identity (asked once per process)
+_IDENTITIES: weakref.WeakKeyDictionary[App, tuple[object, ...]] = weakref.WeakKeyDictionary()
+
+
+def _store_identity(app: App, *, fresh: bool = False) -> tuple[object, ...]:
+    found = None if fresh else _IDENTITIES.get(app)
+    if found is None:
+        store = cast("PostgresBackend", app.backend)  # the caller checked the vendor
+        found = _IDENTITIES[app] = db.postgres_identity(store.target.conninfo)
+    return found
+
+
+def _named(identity: tuple[object, ...]) -> str:
+    return f"the database {identity[0]!r} of the server started at {identity[1]}"
 
 
 def _ids(plan: Plan) -> list[str]:

@@ -2,10 +2,13 @@
 
 The test sets DJANGO_DB (Django's database file), CONVEYOR_JOBS_URL and
 CONVEYOR_DIRECT_URL (one job store per backend: a worker runs one backend's tasks);
-the worker subprocess inherits them.
+the worker subprocess inherits them. The "together" backend's store is Django's own
+database file (jobs enqueued in Django's transaction); with DJANGO_PG_URL set (a
+PostgreSQL the tests started), a "pg" database and its "together_pg" backend too.
 """
 
 import os
+from urllib.parse import urlsplit
 
 from conveyor import Backoff
 
@@ -36,6 +39,28 @@ TASKS = {
     },
     "direct": {
         "BACKEND": "conveyor.contrib.django.ConveyorBackend",
-        "OPTIONS": {"url": os.environ["CONVEYOR_DIRECT_URL"], "enqueue_on_commit": False},
+        "OPTIONS": {"url": os.environ["CONVEYOR_DIRECT_URL"], "enqueue": "immediately"},
+    },
+    "together": {
+        "BACKEND": "conveyor.contrib.django.ConveyorBackend",
+        "OPTIONS": {"url": f"sqlite:///{os.environ['DJANGO_DB']}", "enqueue": "in_transaction"},
     },
 }
+if os.environ.get("DJANGO_PG_URL"):
+    _pg = urlsplit(os.environ["DJANGO_PG_URL"])
+    DATABASES["pg"] = {
+        "ENGINE": "django.db.backends.postgresql",
+        "HOST": _pg.hostname,
+        "PORT": _pg.port,
+        "NAME": _pg.path.lstrip("/"),
+        "USER": _pg.username,
+        "PASSWORD": _pg.password or "",
+    }
+    TASKS["together_pg"] = {
+        "BACKEND": "conveyor.contrib.django.ConveyorBackend",
+        "OPTIONS": {
+            "url": os.environ["CONVEYOR_TOGETHER_PG_URL"],
+            "enqueue": "in_transaction",
+            "database": "pg",
+        },
+    }

@@ -1,4 +1,7 @@
 from django.urls import path
 from shop import views
 
-urlpatterns = [path("signup/", views.signup)]
+urlpatterns = [
+    path("signup/", views.signup),
+    path("signup-together/", views.signup_together),
+]

@@ -25,3 +25,9 @@ def attempt_number(context: TaskContext, label: str) -> dict[str, object]:
 @task(backend="direct")
 async def add(a: int, b: int) -> int:
     return a + b
+
+
+@task(backend="together")
+def greet(user_id: int, database: str) -> str:
+    """Enqueued inside the view's transaction (its store is Django's own database)."""
+    return f"hello {User.objects.using(database).get(pk=user_id).username}"
