@@ -224,7 +224,7 @@ class App:
     ``url`` wins over ``$CONVEYOR_URL`` here and in ``conveyor worker`` (only the
     command's ``--url`` overrides it). ``url_source`` says where the URL came from. Keyword
     arguments are task defaults (``queue``, ``priority``, ``max_attempts``, ``timeout``,
-    ``retry``, ``retry_delay``, ``lease``, ``store_result``, ``result_ttl``) or app settings (``max_payload_bytes``,
+    ``retry``, ``retry_delay``, ``lease``, ``store_result``, ``result_ttl``, ``expires``) or app settings (``max_payload_bytes``,
     ``max_rescues``, ``heartbeat_interval``, ``heartbeat_ttl``, ``rescue_interval``,
     ``retention``, ``prune_interval``, ``capture_logs``, ``log_level``,
     ``log_max_per_job``, ``log_drain_timeout``, ``check_types``). Task defaults are
@@ -367,6 +367,7 @@ class App:
         secret: Sequence[str] | None = None,
         store_result: bool | None = None,
         result_ttl: float | datetime.timedelta | None = None,
+        expires: float | datetime.timedelta | None = None,
     ) -> TaskDecorator: ...
 
     def task(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:

@@ -21,7 +21,7 @@ execute(42)`` calls the method plainly, as calling a decorated function does.
 
 Class keywords are the options of ``@app.task`` (``name``, ``queue``, ``priority``,
 ``max_attempts``, ``timeout``, ``retry``, ``lease``, the flow-control ones, ``secret``,
-``store_result``, ``result_ttl``); a subclass inherits its bases' keywords. A class
+``store_result``, ``result_ttl``, ``expires``); a subclass inherits its bases' keywords. A class
 without ``execute`` is an abstract base (shared options), not registered.
 ``retry_delay(cls, attempt, error)`` (or ``(cls, attempt, error, job)``) is the task's
 ``retry_delay`` hook: seconds, ``"drop"``, ``"archive"`` or ``None`` (the backoff).
@@ -140,6 +140,7 @@ class ClassTask:
         secret: Sequence[str] | None = None,
         store_result: bool | None = None,
         result_ttl: Seconds | None = None,
+        expires: Seconds | None = None,
     ) -> None:
         # The options of @app.task, spelled out so that type checkers check them (an
         # unknown keyword is a TypeError); retry_delay is the classmethod instead.
@@ -162,6 +163,7 @@ class ClassTask:
             "secret": secret,
             "store_result": store_result,
             "result_ttl": result_ttl,
+            "expires": expires,
         }
         # The name is this class's own: a subclass gets its own module.qualname.
         cls._conveyor_options = {

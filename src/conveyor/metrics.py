@@ -45,6 +45,7 @@ _FINISH_COUNTER = {
     FinishKind.RETRY.value: "retried",
     FinishKind.DEAD.value: "dead",
     FinishKind.CANCELLED.value: "cancelled",
+    FinishKind.EXPIRED.value: "expired",
 }
 _FAILED = (FinishKind.RETRY.value, FinishKind.DEAD.value)
 
@@ -82,6 +83,7 @@ class WorkerMetrics(Middleware):
             "retried": counter("retried", "Failed attempts scheduled for a retry."),
             "dead": counter("dead", "Jobs that went to dead."),
             "cancelled": counter("cancelled", "Jobs cancelled while running."),
+            "expired": counter("expired", "Jobs claimed past their expiry, never run."),
             "rescued": counter("rescued", "Jobs taken back from dead workers.", ("state",)),
         }
         self.queue_wait = pc.Histogram(

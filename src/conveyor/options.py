@@ -12,6 +12,9 @@ Ranges (one for every backend):
   orders exactly (its ready score is ``-priority * 1e13 + run_at_ms``).
 - ``timeout``, ``lease``, ``unique_for``, ``result_ttl``: finite seconds ``> 0``;
   ``delay``: finite ``>= 0``. ``store_result``: a bool.
+- ``expires``: finite seconds ``> 0`` or a timedelta (from each enqueue), or, per job
+  (``with_options``), an aware datetime (an instant; one already past is allowed: the job
+  expires at its first claim). :func:`expiry_time` turns it into epoch seconds.
 - ``max_attempts``, ``concurrency``: ``int >= 1``.
 - names (task, queue, unique key): non-empty text of at most 200 characters, printable
   (no control characters) and without lone surrogates (they cannot be stored as UTF-8).
@@ -144,6 +147,45 @@ def check_flag(option: str, value: Any) -> bool:
     return value
 
 
+def check_expires(value: Any) -> float | datetime.datetime:
+    """Seconds ``> 0``, a timedelta, or an aware datetime (``expires``).
+
+    >>> check_expires(datetime.timedelta(minutes=1))
+    60.0
+    >>> check_expires(datetime.datetime(2030, 1, 1))
+    Traceback (most recent call last):
+    ...
+    conveyor.options.OptionValueError: expires needs an aware datetime (with tzinfo), got datetime.datetime(2030, 1, 1, 0, 0)
+    """
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise OptionValueError(
+                f"expires needs an aware datetime (with tzinfo), got {_shown(value)}"
+            )
+        return value
+    try:
+        return check_seconds("expires", value)
+    except OptionTypeError:
+        raise OptionTypeError(
+            "expires must be seconds (int, float or timedelta) or an aware datetime, "
+            f"got {type(value).__name__} {_shown(value)}"
+        ) from None
+
+
+def expiry_time(value: float | datetime.timedelta | datetime.datetime, now: float) -> float:
+    """The epoch seconds a job enqueued at ``now`` expires at (checked ``expires``).
+
+    >>> expiry_time(30, now=1000.0)
+    1030.0
+    >>> expiry_time(datetime.datetime(2030, 1, 1, tzinfo=datetime.timezone.utc), now=0.0)
+    1893456000.0
+    """
+    checked = check_expires(value)
+    if isinstance(checked, datetime.datetime):
+        return checked.timestamp()
+    return now + checked
+
+
 def check_unique_key_value(value: Any) -> None:
     """A constant ``unique_key`` (a function's answer is checked per job)."""
     if value is None or callable(value):
@@ -171,6 +213,7 @@ _CHECKS: dict[str, Any] = {
     "name": lambda v: check_name("task name", v),
     "store_result": lambda v: check_flag("store_result", v),
     "result_ttl": lambda v: check_seconds("result_ttl", v),
+    "expires": check_expires,
 }
 
 

@@ -40,7 +40,7 @@ import json
 from collections.abc import Sequence
 
 from conveyor.records import record
-from conveyor.states import FinishKind, JobState
+from conveyor.states import FINISHED_STATES, FinishKind, JobState
 
 # -- finish --------------------------------------------------------------------------------
 
@@ -48,6 +48,20 @@ from conveyor.states import FinishKind, JobState
 WAS_CANCELLED = "was cancelled"
 #: How a deleted unfinished job reads to its dependants (it can never release them).
 WAS_DELETED = "was deleted"
+#: How an expired job reads to its dependants, and the ``reason`` it ends with.
+WAS_EXPIRED = "expired"
+EXPIRED_REASON = "expired before it started"
+
+
+def is_expired(expires_at: float | None, now: float) -> bool:
+    """True when a job with ``expires_at`` (epoch seconds, None: never) may no longer
+    start at ``now``: the claim-time rule (the worker ends it ``expired`` without running
+    it) and the sweep's (``queued``/``scheduled`` jobs nobody claimed in time).
+
+    >>> is_expired(None, 1e12), is_expired(100.0, 99.9), is_expired(100.0, 100.0)
+    (False, False, True)
+    """
+    return expires_at is not None and now >= expires_at
 
 
 @record
@@ -84,6 +98,9 @@ FINISH: dict[FinishKind, FinishRule] = {
         ),
         FinishRule(FinishKind.DROP, None, None, False, "was dropped", "x"),
         FinishRule(FinishKind.SNOOZE, JobState.SCHEDULED, "snoozed", True, None, "z"),
+        # Never ran: the attempt is recorded (the claim counted it) as "expired", and
+        # dependants are cancelled as behind a dead parent ("dependency <id> expired").
+        FinishRule(FinishKind.EXPIRED, JobState.EXPIRED, "expired", False, WAS_EXPIRED, "e"),
     )
 }
 #: The attempt outcome of a graceful release (shutdown): back to queued, not an attempt.
@@ -241,7 +258,15 @@ def not_needed_reason(parent: str) -> str:
 
 
 #: How a parent that already ended reads to a child inserted behind it.
-ENDED_AT_INSERT = {JobState.DEAD: "ended dead", JobState.CANCELLED: "ended cancelled"}
+ENDED_AT_INSERT = {
+    JobState.DEAD: "ended dead",
+    JobState.CANCELLED: "ended cancelled",
+    JobState.EXPIRED: WAS_EXPIRED,
+}
+#: States a job may expire from without a worker (the sweep, ``job_expire_due``: nobody
+#: started it in time). A ``waiting`` one is included: it can no longer start in time
+#: either, and its parents' ends touch only children still ``waiting``.
+EXPIRE_UNCLAIMED = (JobState.QUEUED, JobState.SCHEDULED, JobState.WAITING)
 #: How a failed parent reads to an on_failure handler inserted behind it.
 FAILED_AT_INSERT = "failed"
 
@@ -378,6 +403,14 @@ def _lua_definitions() -> list[tuple[str, str]]:
         "RULE_RATE_JITTER": repr(RATE_JITTER),
         "RULE_CANCEL_AT_ONCE": "{" + ", ".join(f"{s.value} = true" for s in CANCEL_AT_ONCE) + "}",
         "RULE_RETRY_BY_HAND": "{" + ", ".join(f"{s.value} = true" for s in RETRY_BY_HAND) + "}",
+        "RULE_FINISHED": "{"
+        + ", ".join(f"{s.value} = true" for s in sorted(FINISHED_STATES))
+        + "}",
+        "RULE_WAS_EXPIRED": _lua(WAS_EXPIRED),
+        "RULE_EXPIRED_REASON": _lua(EXPIRED_REASON),
+        "RULE_EXPIRE_UNCLAIMED": "{"
+        + ", ".join(f"{s.value} = true" for s in EXPIRE_UNCLAIMED)
+        + "}",
     }
     definitions = [(name, f"local {name} = {value}") for name, value in constants.items()]
     functions = {

@@ -36,14 +36,20 @@ class JobState(enum.StrEnum):
     DEAD = "dead"
     #: Finished: cancelled by a user before or while it ran. Never retried.
     CANCELLED = "cancelled"
+    #: Finished: not started before its ``expires`` time (``with_options(expires=)``);
+    #: it never ran. Ended by the worker that claimed it, or swept from ``queued`` /
+    #: ``scheduled`` by a worker's promoter. Its dependants are cancelled, as for ``dead``.
+    EXPIRED = "expired"
 
     @property
     def is_finished(self) -> bool:
-        """True for the three terminal states."""
+        """True for the four terminal states."""
         return self in FINISHED_STATES
 
 
-FINISHED_STATES = frozenset({JobState.SUCCEEDED, JobState.DEAD, JobState.CANCELLED})
+FINISHED_STATES = frozenset(
+    {JobState.SUCCEEDED, JobState.DEAD, JobState.CANCELLED, JobState.EXPIRED}
+)
 ACTIVE_STATES = frozenset({JobState.WAITING, JobState.SCHEDULED, JobState.QUEUED, JobState.RUNNING})
 
 
@@ -57,3 +63,4 @@ class FinishKind(enum.StrEnum):
     CANCELLED = "cancelled"  # -> cancelled (cancel was requested while it ran)
     DROP = "drop"  # -> deleted (a retry hook answered "drop")
     SNOOZE = "snooze"  # -> scheduled at run_at, the attempt given back (conveyor.Snooze)
+    EXPIRED = "expired"  # -> expired, never run (claimed past its expires_at)

@@ -84,10 +84,18 @@ class TaskOptions:
     #: seconds a stored result is kept after the job finished (then cleared; the job's
     #: row stays until the app's ``retention``); None: as long as the job
     result_ttl: unique.Seconds | None = None
+    #: seconds (or a timedelta) after each enqueue by which a job must have started;
+    #: one not started by then ends ``expired``, never run. None: never expires.
+    expires: unique.Seconds | None = None
 
     def __post_init__(self) -> None:
         # Types and ranges first (options.py), so the checks below compare numbers.
         options.check_options({f.name: getattr(self, f.name) for f in dataclasses.fields(self)})
+        if isinstance(self.expires, datetime.datetime):  # one instant for every job: no
+            raise options.OptionTypeError(
+                "a task's expires must be seconds or a timedelta (from each enqueue); give "
+                "an aware datetime per job with with_options(expires=...)"
+            )
         unique.check_options(self.on_conflict, self.unique_for)
         limits.check_options(self.concurrency, self.rate)
 
@@ -154,6 +162,7 @@ class _Resolved:
         "at",
         "delay",
         "depends_on",
+        "expires",
         "headers",
         "limit",
         "max_attempts",
@@ -182,11 +191,21 @@ class _Resolved:
         self.pipe: int = o.get("pipe", 0) if self.depends_on else 0
         #: checked by with_options; None: none given
         self.headers: dict[str, str] | None = o.get("headers")
+        #: checked (options.check_expires); made an instant per enqueue by expires_at()
+        self.expires: float | datetime.timedelta | datetime.datetime | None = o.get(
+            "expires", opts.expires
+        )
         self.limit = opts.concurrency is not None or opts.rate is not None
         #: no job can carry a unique key, parents or a limit: the batch fast path applies
         self.plain = (
             self.unique_key is None and not self.depends_on and not o.get("pipe") and not self.limit
         )
+
+    def expires_at(self) -> float | None:
+        """When a job enqueued now expires by these options (``None``: never)."""
+        if self.expires is None:
+            return None
+        return options.expiry_time(self.expires, time.time())
 
     def run_at(self) -> float | None:
         """When a job enqueued now runs by these options (``None``: ready now)."""
@@ -262,6 +281,7 @@ class Enqueuer(Generic[P, R]):
                 timeout=r.timeout,
                 lease=task.options.lease,
                 headers=[self._headers(r, i, run_at) for i in ids] if stamping else None,
+                expires_at=r.expires_at(),
             )
         return [self._job_params(r, args, kwargs, run_at) for args, kwargs in calls]
 
@@ -303,6 +323,7 @@ class Enqueuer(Generic[P, R]):
             timeout=r.timeout,
             lease=task.options.lease,
             headers=self._headers(r, job_id, run_at) if stamping else None,
+            expires_at=r.expires_at(),
             **self._flow_fields(r, args, kwargs),
         )
 
@@ -373,6 +394,10 @@ class Enqueuer(Generic[P, R]):
             backend = self._task.app.backend
             for feature in flow_features_of(plan):
                 require_feature(backend, feature)
+            if any(p.expires_at is not None for p in plan):
+                require_feature(backend, "expires")
+        elif plan.expires_at is not None:
+            require_feature(self._task.app.backend, "expires")
         return True
 
     def _written(self, plan: Plan, ids: Sequence[str]) -> list[Job[R]]:
@@ -427,12 +452,15 @@ class Enqueuer(Generic[P, R]):
         on_conflict: str | None = None,
         depends_on: Sequence[Job[Any] | str] | None = None,
         headers: Mapping[str, str] | None = None,
+        expires: float | datetime.timedelta | datetime.datetime | None = None,
     ) -> Enqueuer[P, R]:
         """The same enqueue methods with per-call options. ``unique_key``/``unique_for``/
         ``on_conflict`` as on the task; ``depends_on``: jobs (or ids) that must all
         succeed first (the job waits in ``waiting``; cancelled if one ends dead);
         ``headers``: ``str -> str`` stored with each job (``current_job().headers``;
-        bounded, see conveyor/headers.py), merged over earlier ``with_options``."""
+        bounded, see conveyor/headers.py), merged over earlier ``with_options``;
+        ``expires``: seconds or a timedelta from now, or an aware datetime: a job not
+        started by then ends ``expired`` without running (docs/tasks.md)."""
         given: dict[str, Any] = {
             "queue": queue,
             "priority": priority,
@@ -444,6 +472,7 @@ class Enqueuer(Generic[P, R]):
             "unique_for": unique_for,
             "on_conflict": on_conflict,
             "depends_on": tuple(depends_on) if depends_on else None,
+            "expires": expires,
         }
         options.check_options(given)
         if headers is not None:

@@ -187,6 +187,27 @@ def test_inline_run_scheduled_false_holds_later_jobs_until_drain(app: conveyor.A
         assert later.result() == 2
 
 
+def test_inline_expired_job_never_runs_and_cancels_its_dependants(app: conveyor.App) -> None:
+    ran: list[int] = []
+
+    @app.task
+    def ping(n: int) -> int:
+        ran.append(n)
+        return n
+
+    past = datetime.datetime(2001, 1, 1, tzinfo=datetime.UTC)
+    with app.testing("inline"):
+        late = ping.with_options(expires=past).enqueue(1)
+        batch = ping.with_options(expires=past).enqueue_many([(2,), (3,)])
+        fresh = ping.with_options(expires=datetime.timedelta(hours=1)).enqueue(4)
+        assert late.status is JobState.EXPIRED
+        assert {j.status for j in batch} == {JobState.EXPIRED}
+        child = ping.with_options(depends_on=[late]).enqueue(5)
+        assert child.status is JobState.CANCELLED
+        assert fresh.result() == 4
+    assert ran == [4]
+
+
 def test_inline_nested_enqueue_runs_inline_too(app: conveyor.App) -> None:
     @app.task
     def child(n: int) -> int:

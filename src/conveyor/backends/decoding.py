@@ -9,7 +9,7 @@ row as what it is and the worker can finish it dead with the reason.
 Example:
     >>> job = job_record(["j", "t", "q", "bogus", "x", b"\\xff", 0, 1, 0, 0, 0.0, 0.0,
     ...                   None, 30.0, None, None, 0, None, None, None, None, None,
-    ...                   None, None, None, 0, None])
+    ...                   None, None, None, 0, None, None])
     >>> job.stored_state
     'bogus'
     >>> for problem in job.problems:
@@ -33,17 +33,17 @@ JOB_KINDS = (
     "text", "text", "text", "state", "int", "text", "int", "int", "int", "int",
     "float", "float", "opt_float", "float", "opt_text", "opt_float", "int",
     "opt_text", "opt_text", "opt_text", "opt_float", "opt_float",
-    "opt_float", "opt_text", "opt_text", "int", "opt_text",
+    "opt_float", "opt_text", "opt_text", "int", "opt_text", "opt_float",
 )  # fmt: skip
-JOB_NAMES = tuple(records.fields(JobRecord))[:27]
+JOB_NAMES = tuple(records.fields(JobRecord))[:28]
 #: The fields of a claim (SQLite's RETURNING columns, Redis's claim reply), in order.
 CLAIM_NAMES = (
     "id", "task", "queue", "payload", "attempt", "max_attempts", "token", "timeout",
-    "lease", "run_at", "started_at", "rescues", "priority", "headers",
+    "lease", "run_at", "started_at", "rescues", "priority", "headers", "expires_at",
 )  # fmt: skip
 CLAIM_KINDS = (
     "text", "text", "text", "text", "int", "int", "int", "opt_float", "float", "float",
-    "float", "int", "int", "opt_text",
+    "float", "int", "int", "opt_text", "opt_float",
 )  # fmt: skip
 
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from conveyor.backends.records import AttemptRecord, JobFlow, JobLogRecord, JobRecord, WorkerInfo
 from conveyor.records import record
-from conveyor.states import FinishKind, JobState
+from conveyor.states import FINISHED_STATES, FinishKind, JobState
 
 
 @record
@@ -98,6 +98,9 @@ class JobInsertParams:
     #: the job's headers as stored: a JSON object of strings (conveyor/headers.py), None
     #: for none. Not a flow field: a plain job may carry headers.
     headers: str | None = None
+    #: epoch seconds after which the job is no longer started: it ends ``expired``
+    #: (None: never). Not a flow field.
+    expires_at: float | None = None
 
     @property
     def is_plain(self) -> bool:
@@ -123,6 +126,8 @@ class JobInsertBatchParams:
     #: None); ``None`` here: no job of the batch has headers. Per job, not shared:
     #: middlewares add per-job values (a trace context per job).
     headers: Sequence[str | None] | None = None
+    #: shared by the batch, as in JobInsertParams.expires_at
+    expires_at: float | None = None
 
 
 @record
@@ -252,8 +257,7 @@ class JobImport:
 #: States a job may be imported in: the work still to do and finished history (a running
 #: claim belongs to a worker of the other store); ``waiting`` only with its parents.
 IMPORTABLE = frozenset(
-    {JobState.QUEUED, JobState.SCHEDULED, JobState.WAITING, JobState.SUCCEEDED,
-     JobState.DEAD, JobState.CANCELLED}
+    {JobState.QUEUED, JobState.SCHEDULED, JobState.WAITING, *FINISHED_STATES}
 )  # fmt: skip
 
 
@@ -298,8 +302,22 @@ class JobPurgeParams:
     """Delete finished jobs (with their attempts and logs) finished before a time."""
 
     finished_before: float
-    states: tuple[JobState, ...] = (JobState.SUCCEEDED, JobState.DEAD, JobState.CANCELLED)
+    states: tuple[JobState, ...] = (
+        JobState.SUCCEEDED,
+        JobState.DEAD,
+        JobState.CANCELLED,
+        JobState.EXPIRED,
+    )
     limit: int = 1000  # per call, so one purge never holds the write lock for long
+
+
+@record
+class JobExpireDueParams:
+    """End up to ``limit`` jobs nobody started before their ``expires_at`` (states
+    :data:`conveyor.rules.EXPIRE_UNCLAIMED`) as ``expired``, their dependants settled as
+    behind a dead parent (the sweep; the claim-time rule is the worker's)."""
+
+    limit: int = 1000  # per call, as for job_purge
 
 
 @record

@@ -43,6 +43,7 @@ from conveyor.backends.params import (
     JobClearResultsParams,
     JobCountParams,
     JobDependenciesParams,
+    JobExpireDueParams,
     JobExtendLeasesParams,
     JobFinishedHistogramParams,
     JobFinishParams,
@@ -95,6 +96,7 @@ FEATURES: dict[str, str] = {
     "filters": "JobFilter in job_list / job_count (and the bulk actions built on them)",
     "purge": "job_purge",
     "result_ttl": "job_clear_results (a task's result_ttl)",
+    "expires": "expires_at stored and claimed (with_options(expires=)), job_expire_due",
     "queues": "queue_pause, queue_resume, queue_list",
     "logs": "job_log_insert_many, job_log_list",
     "integrity": "integrity_check",
@@ -281,6 +283,12 @@ class Operations(Protocol):
     def job_clear_results(self, params: JobClearResultsParams) -> int:
         """Set the result of up to ``limit`` matching succeeded jobs to NULL (absent);
         returns how many had one. Nothing else of the job changes."""
+        ...
+
+    def job_expire_due(self, params: JobExpireDueParams) -> int:
+        """``queued``/``scheduled``/``waiting`` jobs whose ``expires_at`` passed (store
+        clock) -> ``expired`` with reason :data:`conveyor.rules.EXPIRED_REASON`, their
+        dependants settled (``WAS_EXPIRED``); returns how many, at most ``limit``."""
         ...
 
     def job_retry_many(self, params: JobRetryParams) -> list[JobRecord]: ...

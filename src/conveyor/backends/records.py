@@ -51,6 +51,9 @@ class ClaimedJob:
     #: The job's headers as stored (a JSON object of strings; None: none), decoded by
     #: ``current_job().headers`` (see conveyor/headers.py).
     headers: str | None = None
+    #: Epoch seconds after which it may not start (``with_options(expires=)``; None:
+    #: never): the worker ends it ``expired`` without running it (rules.is_expired).
+    expires_at: float | None = None
     #: Why this row cannot run, found while decoding it (a BLOB or non-UTF-8 payload, a
     #: column that is not a number); the worker finishes it dead with this reason.
     problem: str | None = None
@@ -89,6 +92,8 @@ class JobRecord:
     waiting_on: int = 0  # parents not yet succeeded (state ``waiting`` while > 0)
     #: headers as stored (JSON object of strings, None: none); conveyor.headers.decode
     headers: str | None = None
+    #: epoch seconds after which it is no longer started (None: never); see ClaimedJob
+    expires_at: float | None = None
     # -- a row written outside the API, as decoding found it --
     #: what decoding had to repair ("payload is a BLOB (12 bytes)", "unknown state ...")
     problems: tuple[str, ...] = ()

@@ -25,7 +25,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from conveyor.redaction import redacted
-from conveyor.states import JobState
+from conveyor.states import FINISHED_STATES, JobState
 
 
 @click.command("demo")
@@ -69,10 +69,7 @@ def demo(total: int, concurrency: int, keep: bool) -> None:
         bar = progress.add_task("running jobs", total=total)
         while True:
             counts = _counts(app)
-            finished = sum(
-                counts.get(s.value, 0)
-                for s in (JobState.SUCCEEDED, JobState.DEAD, JobState.CANCELLED)
-            )
+            finished = sum(counts.get(s.value, 0) for s in sorted(FINISHED_STATES))
             progress.update(
                 bar,
                 completed=finished,

@@ -45,6 +45,7 @@ from conveyor.job import Job
 from conveyor.records import replace
 from conveyor.rules import (
     CANCEL_AT_ONCE,
+    EXPIRED_REASON,
     FAILED_AT_INSERT,
     FINISH,
     PIPE_ONE,
@@ -52,6 +53,7 @@ from conveyor.rules import (
     ChildEffect,
     cancelled_reason,
     insert_decision,
+    is_expired,
     not_needed_reason,
     on_parent_end,
     ready_state,
@@ -88,6 +90,7 @@ def params_of(plan: Plan) -> list[JobInsertParams]:
             timeout=plan.timeout,
             lease=plan.lease,
             headers=None if plan.headers is None else plan.headers[n],
+            expires_at=plan.expires_at,
         )
         for n, (job_id, payload) in enumerate(zip(plan.ids, plan.payloads, strict=True))
     ]
@@ -238,6 +241,7 @@ class LocalJobs:
             unique_key=p.unique_key,
             waiting_on=waiting_on,
             headers=p.headers,
+            expires_at=p.expires_at,
         )
 
     def handles(self, params: Sequence[JobInsertParams]) -> list[Job[Any]]:
@@ -266,7 +270,7 @@ class LocalJobs:
                 return final
 
     def _attempt(self, record: JobRecord) -> FinishKind:
-        from conveyor.worker.outcome import finish_params
+        from conveyor.worker.outcome import Outcome, finish_params
 
         self._token += 1
         attempt, started = record.attempt + 1, time.time()
@@ -285,12 +289,16 @@ class LocalJobs:
             0,
             record.priority,
             record.headers,
+            record.expires_at,
         )
         ctx = context_of(job)
         self.records[record.id] = replace(
             record, state=JobState.RUNNING, attempt=attempt, token=self._token, started_at=started
         )
-        outcome = self.runner.run(job, ctx)
+        if is_expired(job.expires_at, started):  # as the worker's check before a start
+            outcome = Outcome.expired(EXPIRED_REASON)
+        else:
+            outcome = self.runner.run(job, ctx)
         task = self.app.tasks.get(record.task)
         finish = finish_params(outcome, job, task, WORKER_ID, ctx.cancel_requested)
         rule = FINISH[finish.kind]

@@ -36,6 +36,7 @@ pre { background:#0f172a; color:#e2e8f0; padding:12px; border-radius:6px; overfl
 .s-queued { background:#dbeafe; color:#1e40af; } .s-scheduled { background:#ede9fe; color:#5b21b6; }
 .s-running { background:#fef3c7; color:#92400e; } .s-waiting { background:#e0f2fe; color:#075985; } .s-succeeded { background:#dcfce7; color:#166534; }
 .s-dead { background:#fee2e2; color:#991b1b; } .s-cancelled { background:#e5e7eb; color:#374151; }
+.s-expired { background:#fce7f3; color:#9d174d; }
 .s-paused { background:#fde68a; color:#78350f; } .s-failed { background:#ffedd5; color:#9a3412; }
 .s-lost, .s-released, .s-dropped { background:#f3f4f6; color:#4b5563; }
 form.inline { display:inline; margin:0 4px 0 0; }
@@ -62,7 +63,7 @@ svg.spark polyline { fill:none; stroke:var(--accent); stroke-width:1.6; }
   padding:8px 10px; max-width:100%; overflow-x:auto; }
 svg.chart { display:block; }
 svg.chart rect.succeeded { fill:#22c55e; } svg.chart rect.dead { fill:#ef4444; }
-svg.chart rect.cancelled { fill:#9ca3af; }
+svg.chart rect.cancelled { fill:#9ca3af; } svg.chart rect.expired { fill:#ec4899; }
 svg.chart rect.hit { fill:transparent; } svg.chart rect.hit:hover { fill:rgba(37,99,235,.08); }
 svg.chart line.grid { stroke:#eef0f3; } svg.chart line.axis { stroke:#9ca3af; }
 svg.chart text.tick { fill:var(--muted); font-size:11px; }
@@ -71,7 +72,7 @@ svg.chart text.empty { fill:var(--muted); font-size:13px; }
 .legend { display:flex; gap:16px; font-size:12px; color:#374151; padding:4px 0 0 48px; }
 .swatch { display:inline-block; width:10px; height:10px; border-radius:2px; margin-right:5px; }
 .swatch.succeeded { background:#22c55e; } .swatch.dead { background:#ef4444; }
-.swatch.cancelled { background:#9ca3af; }
+.swatch.cancelled { background:#9ca3af; } .swatch.expired { background:#ec4899; }
 .err { max-width:240px; overflow:hidden; text-overflow:ellipsis; white-space:nowrap; display:block;
   color:#991b1b; }
 section.failure { border:1px solid #fca5a5; background:#fef2f2; border-radius:6px;

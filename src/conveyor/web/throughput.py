@@ -26,7 +26,7 @@ from conveyor.backends.base import Backend, FinishedBucket, JobFinishedHistogram
 from conveyor.states import JobState
 
 #: The states the chart stacks, bottom up (the finished states of :mod:`conveyor.states`).
-CHART_STATES = (JobState.SUCCEEDED, JobState.DEAD, JobState.CANCELLED)
+CHART_STATES = (JobState.SUCCEEDED, JobState.DEAD, JobState.CANCELLED, JobState.EXPIRED)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

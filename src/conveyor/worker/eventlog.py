@@ -306,6 +306,15 @@ class EventLog(BaseObserver):
                 message,
                 extra=_fields("job.dropped", job, error_type=etype, error=message),
             )
+        elif kind is FinishKind.EXPIRED:
+            jobs_log.info(
+                "job %s (%s) expired: %s (expires_at %s)",
+                job.id,
+                job.task,
+                params.reason or "expired",
+                _when(job.expires_at or 0.0),
+                extra=_fields("job.expired", job, reason=params.reason),
+            )
 
     def on_rescued(self, results: Sequence[RescueResult]) -> None:
         for r in results:

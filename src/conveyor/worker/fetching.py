@@ -9,8 +9,8 @@
   transaction per job, no thread hand-off (BENCHMARKS.md#hot-path-benchquickpy).
 
 Both share the worker's one back-off (:class:`ClaimBackoff`), its one burst exit
-(``Worker._burst_over``) and its one cancel-before-start
-(``Worker._cancelled_before_start``).
+(``Worker._burst_over``) and its one check before a job starts (a cancel requested, or
+past its expiry: ``Worker._ends_before_start``).
 
 Example::
 
@@ -194,12 +194,13 @@ class PooledFetch:
             free = max(0, w.concurrency - running)
             w._buffer.extend(entries[free:])
         for entry in entries[:free]:
-            w.executor.submit(entry.job, entry.ctx)
+            if not w._ends_before_start(entry):
+                w.executor.submit(entry.job, entry.ctx)
 
     def slot_freed(self) -> None:
         w = self.worker
         entry = w._next_buffered()
-        if entry is not None and not w._cancelled_before_start(entry):
+        if entry is not None and not w._ends_before_start(entry):
             w.executor.submit(entry.job, entry.ctx)
 
 
@@ -283,7 +284,7 @@ class InlineFetch:
         entry: _InFlight | None = first
         run_one = self.executor.run_one
         while entry is not None:
-            if not w._cancelled_before_start(entry):
+            if not w._ends_before_start(entry):
                 try:
                     outcome = run_one(entry.job, entry.ctx)
                 except BaseException as exc:  # the one slot lives on

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from conveyor.task import Task
 
 OK, ERROR, CANCELLED, UNRUNNABLE, SNOOZED = "ok", "error", "cancelled", "unrunnable", "snoozed"
+EXPIRED = "expired"
 
 
 class RemoteError(Exception):
@@ -78,6 +79,11 @@ class Outcome:
         return cls(SNOOZED, snooze=seconds)
 
     @classmethod
+    def expired(cls, reason: str) -> Outcome:
+        """The job was not started before its ``expires_at``: it ends ``expired``, unrun."""
+        return cls(EXPIRED, reason=reason)
+
+    @classmethod
     def unrunnable(cls, reason: str, error: BaseException | None = None) -> Outcome:
         """The job can never run here (unknown task, undecodable payload): dead now."""
         err = (
@@ -120,6 +126,8 @@ def finish_params(
         return JobFinishParams(
             kind=FinishKind.DEAD, error=outcome.error_json, reason=outcome.reason, **common
         )
+    if outcome.status == EXPIRED:
+        return JobFinishParams(kind=FinishKind.EXPIRED, reason=outcome.reason, **common)
     if outcome.status == CANCELLED or cancel_requested or isinstance(outcome.error, JobCancelled):
         return JobFinishParams(
             kind=FinishKind.CANCELLED,

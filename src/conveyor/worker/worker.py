@@ -45,6 +45,7 @@ from conveyor.backends.base import (
 from conveyor.context import JobContext, context_of
 from conveyor.errors import BackendUnavailable, ConfigurationError, WorkerFailed
 from conveyor.ids import new_id
+from conveyor.rules import EXPIRED_REASON, is_expired
 from conveyor.worker import fetching, procinfo
 from conveyor.worker.claim_size import AUTO, ClaimAllowance, Prefetch, parse_prefetch
 from conveyor.worker.completer import Completer
@@ -436,10 +437,16 @@ class Worker:
         for observer in self.observers:  # the event log prints the start lines
             observer.on_started(self)
 
-    def _cancelled_before_start(self, entry: _InFlight) -> bool:
-        """A job about to start whose cancel arrived while it waited in the prefetch
-        buffer is finished as cancelled without running (True: do not start it). The
-        one place for this rule, for both fetch strategies."""
+    def _ends_before_start(self, entry: _InFlight) -> bool:
+        """A job about to start that must not run is finished here (True: do not start
+        it): one whose cancel arrived while it waited in the prefetch buffer ends
+        cancelled; one past its ``expires_at`` (``rules.is_expired``: claimed too late,
+        or kept in the buffer past it) ends expired. The one place for these rules, for
+        both fetch strategies."""
+        expires_at = entry.job.expires_at
+        if expires_at is not None and is_expired(expires_at, time.time()):
+            self.on_outcome(entry.job, Outcome.expired(EXPIRED_REASON))
+            return True
         if not entry.ctx.cancel_requested:
             return False
         self.on_outcome(entry.job, Outcome.cancelled(CANCELLED_BEFORE_START))

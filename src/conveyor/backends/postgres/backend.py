@@ -75,7 +75,7 @@ if TYPE_CHECKING:
 SLOT_RETENTION = 86400.0
 
 # -- FEATURES (one line; pg-ops adds the Operations names as they land) --------------------
-FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic", "ack_with_claim", "transactional_enqueue", "transactional_completion", "filters", "purge", "result_ttl", "queues", "logs", "integrity"})  # fmt: skip
+FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic", "ack_with_claim", "transactional_enqueue", "transactional_completion", "filters", "purge", "result_ttl", "queues", "logs", "integrity", "expires"})  # fmt: skip
 
 
 @translate_faults

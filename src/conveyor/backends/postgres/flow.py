@@ -39,11 +39,11 @@ Cursor = Any  # psycopg.Cursor[tuple[Any, ...]]; Any keeps psycopg out of import
 _INSERT = """
 INSERT INTO jobs (id, task, queue, state, priority, payload, max_attempts, run_at,
                   created_at, timeout, lease, unique_key, unique_until, waiting_on, pipe,
-                  limit_key, reason, finished_at, headers)
+                  limit_key, reason, finished_at, headers, expires_at)
 VALUES (%(id)s, %(task)s, %(queue)s, %(state)s, %(priority)s, %(payload)s, %(max_attempts)s,
         %(run_at)s, %(created_at)s, %(timeout)s, %(lease)s, %(unique_key)s, %(unique_until)s,
         %(waiting_on)s, %(pipe)s, %(limit_key)s, %(reason)s, %(finished_at)s,
-        %(headers)s)
+        %(headers)s, %(expires_at)s)
 ON CONFLICT (task, unique_key) WHERE unique_key IS NOT NULL DO NOTHING
 RETURNING id
 """
@@ -111,7 +111,7 @@ def _release_expired_key(cur: Cursor, p: JobInsertParams, now: float) -> None:
     # A finished holder whose window passed gives the key up (inside this transaction).
     cur.execute(
         "UPDATE jobs SET unique_key = NULL WHERE task = %s AND unique_key = %s "
-        "AND state IN ('succeeded', 'dead', 'cancelled') "
+        "AND state IN ('succeeded', 'dead', 'cancelled', 'expired') "
         "AND (unique_until IS NULL OR unique_until <= %s)",
         (p.task, p.unique_key, now),
     )
@@ -177,6 +177,7 @@ def insert_flow(cur: Cursor, params: Sequence[JobInsertParams], now: float) -> l
                 "reason": reason,
                 "finished_at": finished_at,
                 "headers": p.headers,
+                "expires_at": p.expires_at,
             },
         )
         if cur.fetchone() is None:

@@ -47,6 +47,7 @@ def plain_args(params: Sequence[JobInsertParams]) -> tuple[list[Any], ...]:
         [p.timeout for p in params],
         [p.lease for p in params],
         [p.headers for p in params],
+        [p.expires_at for p in params],
     )
 
 
@@ -62,6 +63,7 @@ def batch_args(params: JobInsertBatchParams) -> Mapping[str, Any]:
         "max_attempts": params.max_attempts,
         "timeout": params.timeout,
         "lease": params.lease,
+        "expires_at": params.expires_at,
         "ids": list(params.ids),
         "payloads": list(params.payloads),
         "headers": headers,

@@ -16,7 +16,7 @@ SELECT 'active_with_finished_at', id, state || ' job has finished_at set'
 FROM jobs WHERE state IN ('queued', 'scheduled') AND finished_at IS NOT NULL
 UNION ALL
 SELECT 'finished_without_finished_at', id, state || ' job has no finished_at'
-FROM jobs WHERE state IN ('succeeded', 'dead', 'cancelled') AND finished_at IS NULL
+FROM jobs WHERE state IN ('succeeded', 'dead', 'cancelled', 'expired') AND finished_at IS NULL
 UNION ALL
 SELECT 'not_running_with_worker', id, state || ' job still names worker ' || worker_id
 FROM jobs WHERE state != 'running' AND worker_id IS NOT NULL

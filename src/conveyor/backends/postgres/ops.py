@@ -87,7 +87,7 @@ _HISTOGRAM_SQL = """
 SELECT least(floor((finished_at - %(since)s) / %(bucket_s)s), 9223372036854774784)::bigint
        AS bucket, queue, state, count(*)
 FROM jobs
-WHERE state IN ('succeeded', 'dead', 'cancelled') AND finished_at >= %(since)s
+WHERE state IN ('succeeded', 'dead', 'cancelled', 'expired') AND finished_at >= %(since)s
 GROUP BY bucket, queue, state
 ORDER BY bucket, queue COLLATE "C", state
 """

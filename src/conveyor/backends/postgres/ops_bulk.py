@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from conveyor.backends.base import (
     JobCancelParams,
     JobClearResultsParams,
+    JobExpireDueParams,
     JobFlow,
     JobImport,
     JobImportParams,
@@ -32,7 +33,16 @@ from conveyor.backends.base import (
 from conveyor.backends.params import check_importable
 from conveyor.backends.postgres import flow
 from conveyor.backends.postgres.sql import NOW
-from conveyor.rules import CANCEL_AT_ONCE, RETRY_BY_HAND, WAS_CANCELLED, WAS_DELETED, sql_states
+from conveyor.rules import (
+    CANCEL_AT_ONCE,
+    EXPIRE_UNCLAIMED,
+    EXPIRED_REASON,
+    RETRY_BY_HAND,
+    WAS_CANCELLED,
+    WAS_DELETED,
+    WAS_EXPIRED,
+    sql_states,
+)
 
 if TYPE_CHECKING:
     import psycopg
@@ -42,6 +52,18 @@ if TYPE_CHECKING:
 _CANCEL_NOW = f"""
 UPDATE jobs SET state = 'cancelled', reason = %s, finished_at = {NOW}
 WHERE id = ANY(%s) AND state IN ({sql_states(CANCEL_AT_ONCE)})
+RETURNING id
+"""
+#: The expiry sweep: unstarted jobs past their expires_at (server clock), over the
+#: jobs_expiring partial index; SKIP LOCKED: a row a claim holds is the claim's.
+_EXPIRE_DUE = f"""
+UPDATE jobs SET state = 'expired', reason = %s, finished_at = {NOW}, waiting_on = 0
+WHERE id IN (
+    SELECT id FROM jobs
+    WHERE expires_at <= {NOW} AND state IN ({sql_states(EXPIRE_UNCLAIMED)})
+    ORDER BY expires_at LIMIT %s FOR UPDATE SKIP LOCKED
+  )
+  AND state IN ({sql_states(EXPIRE_UNCLAIMED)})
 RETURNING id
 """
 _CANCEL_REQUEST = (
@@ -84,6 +106,7 @@ IMPORT_COLUMNS = {
     "lease": "float8", "cancel_requested": "int", "result": "text", "error": "text",
     "reason": "text", "started_at": "float8", "finished_at": "float8", "unique_key": "text",
     "waiting_on": "int", "headers": "text", "pipe": "int", "unique_until": "float8",
+    "expires_at": "float8",
 }  # fmt: skip
 #: Fields of JobImport.flow, not of the job's record.
 _FLOW_COLUMNS = ("pipe", "unique_until")
@@ -92,7 +115,7 @@ _FLOW_COLUMNS = ("pipe", "unique_until")
 _RELEASE_KEYS = f"""
 UPDATE jobs SET unique_key = NULL FROM unnest(%s::text[], %s::text[]) AS k(task, key)
 WHERE jobs.task = k.task AND jobs.unique_key = k.key
-  AND state IN ('succeeded', 'dead', 'cancelled')
+  AND state IN ('succeeded', 'dead', 'cancelled', 'expired')
   AND (unique_until IS NULL OR unique_until <= {NOW})
 """
 _KEY_HOLDERS = """
@@ -189,6 +212,12 @@ class PostgresBulkOps:
         with self._tx() as cur:
             found = cur.execute(_PURGE_IDS, (states, params.finished_before, params.limit))
             return self._delete_in(cur, [str(r[0]) for r in found.fetchall()])
+
+    def job_expire_due(self, params: JobExpireDueParams) -> int:
+        with self._tx() as cur:
+            expired = cur.execute(_EXPIRE_DUE, (EXPIRED_REASON, params.limit)).fetchall()
+            self._settle_ended(cur, {str(r[0]): WAS_EXPIRED for r in expired})
+        return len(expired)
 
     def job_clear_results(self, params: JobClearResultsParams) -> int:
         args = {

@@ -45,7 +45,10 @@ CREATE TABLE IF NOT EXISTS jobs (
     limit_key        text,
     -- a job's headers: one JSON object of strings (conveyor/headers.py), NULL when none;
     -- text, not jsonb, like payload: handed back byte for byte, never filtered on
-    headers          text
+    headers          text,
+    -- when it may no longer start (epoch seconds, NULL: never): a claimed job past it is
+    -- finished 'expired' by its worker, unrun; the pruner sweeps unstarted ones
+    expires_at       double precision
 ) WITH (fillfactor = 90);  -- room on each page for HOT updates of the state columns
 
 -- The claim reads only this partial index: ready jobs per queue in priority order.
@@ -55,6 +58,9 @@ CREATE INDEX IF NOT EXISTS jobs_ready ON jobs (queue, priority DESC, run_at, id)
 CREATE INDEX IF NOT EXISTS jobs_scheduled ON jobs (run_at) WHERE state = 'scheduled';
 -- Lease extension and rescue read running jobs by worker.
 CREATE INDEX IF NOT EXISTS jobs_running ON jobs (worker_id) WHERE state = 'running';
+-- The expiry sweep (job_expire_due) reads only unstarted jobs that carry an expiry.
+CREATE INDEX IF NOT EXISTS jobs_expiring ON jobs (expires_at)
+    WHERE expires_at IS NOT NULL AND state IN ('queued', 'scheduled', 'waiting');
 -- Retention and purge read finished jobs by state and age.
 CREATE INDEX IF NOT EXISTS jobs_finished ON jobs (state, finished_at)
     WHERE finished_at IS NOT NULL;

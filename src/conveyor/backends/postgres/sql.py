@@ -54,25 +54,26 @@ CLAIM_COLUMNS = ", ".join(decoding.CLAIM_NAMES)
 #: whose run_at is still ahead of the server's clock is scheduled, else queued.
 JOB_INSERT = f"""
 INSERT INTO jobs (id, task, queue, state, priority, payload, max_attempts, run_at,
-                  created_at, timeout, lease, headers)
+                  created_at, timeout, lease, headers, expires_at)
 SELECT i.id, i.task, i.queue,
        CASE WHEN i.run_at > n.now THEN 'scheduled' ELSE 'queued' END,
        i.priority, i.payload, i.max_attempts, COALESCE(i.run_at, n.now), n.now,
-       i.timeout, i.lease, i.headers
+       i.timeout, i.lease, i.headers, i.expires_at
 FROM (SELECT {NOW} AS now) AS n,
      unnest(%s::text[], %s::text[], %s::text[], %s::int[], %s::text[], %s::int[],
-            %s::float8[], %s::float8[], %s::float8[], %s::text[])
-       AS i(id, task, queue, priority, payload, max_attempts, run_at, timeout, lease, headers)
+            %s::float8[], %s::float8[], %s::float8[], %s::text[], %s::float8[])
+       AS i(id, task, queue, priority, payload, max_attempts, run_at, timeout, lease, headers,
+            expires_at)
 """
 
 #: JobInsertBatchParams: ids, payloads and headers as arrays, the shared options once.
 JOB_INSERT_BATCH = f"""
 INSERT INTO jobs (id, payload, headers, task, queue, state, priority, max_attempts, run_at,
-                  created_at, timeout, lease)
+                  created_at, timeout, lease, expires_at)
 SELECT i.id, i.payload, i.headers, %(task)s, %(queue)s,
        CASE WHEN %(run_at)s::float8 > n.now THEN 'scheduled' ELSE 'queued' END,
        %(priority)s, %(max_attempts)s, COALESCE(%(run_at)s::float8, n.now), n.now,
-       %(timeout)s::float8, %(lease)s::float8
+       %(timeout)s::float8, %(lease)s::float8, %(expires_at)s::float8
 FROM (SELECT {NOW} AS now) AS n, unnest(%(ids)s::text[], %(payloads)s::text[], %(headers)s::text[])
        AS i(id, payload, headers)
 """

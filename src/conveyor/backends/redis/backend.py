@@ -87,7 +87,7 @@ _KIND = {kind: rule.code for kind, rule in FINISH.items()}
 FEATURES = frozenset(
     {
         *("snooze", "progress", "unique", "workflows", "limits", "periodic"),
-        *("filters", "purge", "result_ttl", "queues", "logs", "integrity"),
+        *("filters", "purge", "result_ttl", "queues", "logs", "integrity", "expires"),
     }
 )
 
@@ -306,6 +306,7 @@ class RedisBackend(RedisOpsMixin, RedisFlowMixin):
                     num(p.timeout) or "",
                     repr(float(p.lease)),
                     p.headers or "",
+                    num(p.expires_at) or "",
                 ]
                 for p in params
             ]
@@ -320,15 +321,17 @@ class RedisBackend(RedisOpsMixin, RedisFlowMixin):
         priority, run_at = str(int(params.priority)), num(params.run_at) or ""
         attempts, timeout = str(int(params.max_attempts)), num(params.timeout) or ""
         lease = repr(float(params.lease))
-        if params.headers is None:
+        expires = num(params.expires_at) or ""
+        if params.headers is None and not expires:
             rows = [
                 [i, task, queue, p, priority, run_at, attempts, timeout, lease]
                 for i, p in zip(params.ids, params.payloads, strict=True)
             ]
         else:
+            headers = params.headers or [None] * len(params.ids)
             rows = [
-                [i, task, queue, p, priority, run_at, attempts, timeout, lease, h or ""]
-                for i, p, h in zip(params.ids, params.payloads, params.headers, strict=True)
+                [i, task, queue, p, priority, run_at, attempts, timeout, lease, h or "", expires]
+                for i, p, h in zip(params.ids, params.payloads, headers, strict=True)
             ]
         self._insert_rows(rows)
 

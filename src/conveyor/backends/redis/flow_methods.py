@@ -84,6 +84,7 @@ def flow_job(p: JobInsertParams) -> dict[str, object]:
             num(limit.rate_period),
         ],
         "headers": p.headers,
+        "expires_at": num(p.expires_at),
     }
 
 

@@ -24,6 +24,7 @@ JOB_FIELDS = (
     "rescues", "token", "run_at", "created_at", "timeout", "lease", "worker_id",
     "lease_until", "cancel_requested", "result", "error", "reason", "started_at",
     "finished_at", "progress", "progress_message", "unique_key", "waiting_on", "headers",
+    "expires_at",
 )  # fmt: skip
 #: HMGET order of a worker hash: the fields of WorkerInfo.
 WORKER_FIELDS = (
@@ -67,6 +68,7 @@ def claimed_job(j: Sequence[Any]) -> ClaimedJob:
             max_attempts=int(j[5]), token=int(j[6]), timeout=float(j[7]) if j[7] else None,
             lease=float(j[8]), run_at=float(j[9]), claimed_at=float(j[10]),
             rescues=int(j[11]), priority=int(j[12]), headers=j[13] or None,
+            expires_at=float(j[14]) if j[14] else None,
         ) if all(isinstance(x, str) for x in j[:4]) and _utf8(j[3]) else _odd_claim(j)  # fmt: skip
     except (TypeError, ValueError):
         return _odd_claim(j)
@@ -83,7 +85,7 @@ def _utf8(text: str) -> bool:
 
 
 def _odd_claim(j: Sequence[Any]) -> ClaimedJob:
-    return decoding.claimed_job([None if x is False else x for x in j][:14])
+    return decoding.claimed_job([None if x is False else x for x in j][:15])
 
 
 def attempt_record(entry: str) -> AttemptRecord:

@@ -34,6 +34,9 @@ class Keys:
         self.holders = self.base + "holders"
         #: zset "state:len(queue):queue" + id -> expiry of finished jobs (index pruning)
         self.expiry = self.base + "expiry"
+        #: zset id -> expires_at of jobs inserted with one (job_expire_due's index; an
+        #: entry goes when its time has come, whatever its job became)
+        self.expiring = self.base + "expiring"
         #: hash "state:queue" -> number of jobs (queue_stats without scanning)
         self.counts = self.base + "counts"
         #: zset worker id -> last heartbeat (server time)

@@ -34,6 +34,7 @@ from conveyor.backends.base import (
     IntegrityProblem,
     JobClearResultsParams,
     JobCountParams,
+    JobExpireDueParams,
     JobFilter,
     JobFinishedHistogramParams,
     JobImport,
@@ -88,6 +89,7 @@ _IMPORT_FIELDS = (
     "started_at",
     "finished_at",
     "headers",
+    "expires_at",
     "unique_key",  # kept unless another job holds it here (job_import.lua)
     "waiting_on",
 )
@@ -106,6 +108,7 @@ class _OpsScripts:
         self.job_log_insert = load("job_log_insert")
         self.job_purge = load("job_purge")
         self.job_clear_results = load("job_clear_results")
+        self.job_expire_due = load("job_expire_due")
         self.queue_pause = load("queue_pause")
 
 
@@ -214,6 +217,14 @@ class RedisOpsMixin:
                 if int(read) < PURGE_PAGE:  # the end of the index
                     break
         return deleted
+
+    def job_expire_due(self, params: JobExpireDueParams) -> int:
+        k = self.keys
+        with self._guard:
+            expired, _read = self._ops.job_expire_due(
+                [k.base, k.scheduled, k.expiry, k.counts, k.expiring], [self._ttl, params.limit]
+            )
+        return int(expired)
 
     def job_clear_results(self, params: JobClearResultsParams) -> int:
         k = self.keys

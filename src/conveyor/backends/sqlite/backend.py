@@ -104,6 +104,7 @@ _QUERY_NAMES = (
     "job_finish_cancelled",
     "job_finish_dead",
     "job_finish_drop",
+    "job_finish_expired",
     "job_finish_retry",
     "job_finish_snooze",
     "job_finish_succeeded",
@@ -126,6 +127,7 @@ _FINISH_QUERY = {
     FinishKind.CANCELLED: "job_finish_cancelled",
     FinishKind.DROP: "job_finish_drop",
     FinishKind.SNOOZE: "job_finish_snooze",
+    FinishKind.EXPIRED: "job_finish_expired",
 }
 _DATA_VERSION = "PRAGMA data_version"
 _CANCEL_AT_ONCE = sql_states(CANCEL_AT_ONCE)
@@ -136,6 +138,7 @@ FEATURES = frozenset(
         *("snooze", "progress", "unique", "workflows", "limits", "periodic"),
         *("filters", "purge", "result_ttl", "queues", "logs", "integrity", "backup", "sql"),
         "ack_with_claim",
+        "expires",
         "transactional_enqueue",
         "transactional_completion",
     }

@@ -24,10 +24,16 @@ from conveyor.private_files import make_store_private
 from conveyor.redaction import redacted
 
 #: 1: core tables. 2: ops (queues, job logs). 3: flow control (progress, unique,
-#: workflows, limits, periodic). 4: job headers. Each step is idempotent and applied in
-#: order.
-SCHEMA_VERSION = 4
-_MIGRATIONS = {1: "schema.sql", 2: "schema_002.sql", 3: "schema_003.sql", 4: "schema_004.sql"}
+#: workflows, limits, periodic). 4: job headers. 5: job expiry (expires_at). Each step is
+#: idempotent and applied in order.
+SCHEMA_VERSION = 5
+_MIGRATIONS = {
+    1: "schema.sql",
+    2: "schema_002.sql",
+    3: "schema_003.sql",
+    4: "schema_004.sql",
+    5: "schema_005.sql",
+}
 _ADD_COLUMN = re.compile(r"ALTER TABLE (\w+) ADD COLUMN (\w+)", re.IGNORECASE)
 _SYNC_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
 

@@ -74,7 +74,7 @@ def _unique_conflict(
     # A finished holder whose window passed gives the key up (inside this transaction).
     conn.execute(
         "UPDATE jobs SET unique_key = NULL WHERE task = ? AND unique_key = ? "
-        "AND state IN ('succeeded', 'dead', 'cancelled') "
+        "AND state IN ('succeeded', 'dead', 'cancelled', 'expired') "
         "AND (unique_until IS NULL OR unique_until <= ?)",
         (p.task, p.unique_key, now),
     )
@@ -159,6 +159,7 @@ def insert_flow(
                 "reason": reason,
                 "finished_at": finished_at,
                 "headers": p.headers,
+                "expires_at": p.expires_at,
             },
         )
         conn.executemany(

@@ -60,6 +60,7 @@ def batch_rows(params: JobInsertBatchParams, now: float) -> list[tuple[object, .
         now,
         params.timeout,
         params.lease,
+        params.expires_at,
     )
     if params.headers is None:
         return [(i, p, None, *shared) for i, p in zip(params.ids, params.payloads, strict=True)]
@@ -84,4 +85,5 @@ def insert_values(p: JobInsertParams, now: float) -> dict[str, object]:
         "timeout": p.timeout,
         "lease": p.lease,
         "headers": p.headers,
+        "expires_at": p.expires_at,
     }

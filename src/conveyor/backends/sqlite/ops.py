@@ -34,6 +34,7 @@ from conveyor.backends.base import (
     IntegrityProblem,
     JobClearResultsParams,
     JobCountParams,
+    JobExpireDueParams,
     JobFinishedHistogramParams,
     JobFlow,
     JobImportParams,
@@ -56,11 +57,13 @@ from conveyor.backends.sqlite import rows
 from conveyor.backends.sqlite.connection import load_query
 from conveyor.backends.sqlite.filter_sql import SQLITE, filter_sql
 from conveyor.private_files import create_private
-from conveyor.rules import WAS_DELETED
+from conveyor.rules import EXPIRED_REASON, WAS_DELETED, WAS_EXPIRED
 from conveyor.states import JobState
 
 #: Loaded here rather than in the backend's query table: only the dashboard reads it.
 _HISTOGRAM_SQL = load_query("job_finished_histogram")
+#: Only the pruner's sweep reads it.
+_EXPIRE_DUE_SQL = load_query("job_expire_due")
 
 
 class SQLiteOpsMixin:
@@ -100,6 +103,17 @@ class SQLiteOpsMixin:
                 )
             ]
             delete_jobs(conn, ids)
+        return len(ids)
+
+    def job_expire_due(self, params: JobExpireDueParams) -> int:
+        from conveyor.backends.sqlite import flow_writes  # the hot path never needs it
+
+        now = time.time()
+        with self._write() as conn:
+            args = {"reason": EXPIRED_REASON, "now": now, "limit": params.limit}
+            ids = [str(r[0]) for r in conn.execute(_EXPIRE_DUE_SQL, args).fetchall()]
+            # Dependants move in the same commit, as behind a dead parent.
+            flow_writes.settle(conn, (), dict.fromkeys(ids, WAS_EXPIRED), now)
         return len(ids)
 
     def job_clear_results(self, params: JobClearResultsParams) -> int:
@@ -298,7 +312,7 @@ _IMPORT_COLUMNS = (
     "id", "task", "queue", "state", "priority", "payload", "attempt", "max_attempts",
     "rescues", "token", "run_at", "created_at", "timeout", "lease", "cancel_requested",
     "result", "error", "reason", "started_at", "finished_at", "headers", "unique_key",
-    "waiting_on", "pipe", "unique_until",
+    "waiting_on", "pipe", "unique_until", "expires_at",
 )  # fmt: skip
 #: Columns from JobImport.flow, not from the job's record.
 _FLOW_COLUMNS = ("pipe", "unique_until")

@@ -19,7 +19,7 @@ JOB_COLUMNS = (
     "id, task, queue, state, priority, payload, attempt, max_attempts, rescues, token, "
     "run_at, created_at, timeout, lease, worker_id, lease_until, cancel_requested, "
     "result, error, reason, started_at, finished_at, "
-    "progress, progress_message, unique_key, waiting_on, headers"
+    "progress, progress_message, unique_key, waiting_on, headers, expires_at"
 )
 ATTEMPT_COLUMNS = "job_id, attempt, token, worker_id, started_at, finished_at, outcome, error"
 WORKER_COLUMNS = (
@@ -33,12 +33,13 @@ CLAIM_COLUMNS = ", ".join(decoding.CLAIM_NAMES)
 _NUM = (int, float)
 #: Column type tuples of a well-formed claim row (the fast path: no per-field work).
 _CLAIM_OK = frozenset(
-    (str, str, str, str, int, int, int, timeout, lease, run_at, started, int, int, headers)
+    (str, str, str, str, int, int, int, timeout, lease, run_at, started, int, int, headers, expires)
     for timeout in (float, int, type(None))
     for lease in _NUM
     for run_at in _NUM
     for started in _NUM
     for headers in (str, type(None))
+    for expires in (float, int, type(None))
 )
 
 

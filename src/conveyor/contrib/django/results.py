@@ -6,7 +6,7 @@ Status mapping (conveyor state -> ``TaskResultStatus``):
 ``scheduled``, ``waiting``, ``queued``      ``READY``
 ``running``                                 ``RUNNING``
 ``succeeded``                               ``SUCCESSFUL``
-``dead``, ``cancelled``                     ``FAILED``
+``dead``, ``cancelled``, ``expired``          ``FAILED``
 ==========================================  ==============
 
 A job between two attempts (a failure, retried after a backoff) is ``scheduled``, so
@@ -14,7 +14,7 @@ A job between two attempts (a failure, retried after a backoff) is ``scheduled``
 
 Example:
     >>> {state.value: STATUS[state].name for state in JobState}  # every state is mapped
-    {'scheduled': 'READY', 'waiting': 'READY', 'queued': 'READY', 'running': 'RUNNING', 'succeeded': 'SUCCESSFUL', 'dead': 'FAILED', 'cancelled': 'FAILED'}
+    {'scheduled': 'READY', 'waiting': 'READY', 'queued': 'READY', 'running': 'RUNNING', 'succeeded': 'SUCCESSFUL', 'dead': 'FAILED', 'cancelled': 'FAILED', 'expired': 'FAILED'}
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ STATUS: dict[str, TaskResultStatus] = {
     JobState.SUCCEEDED: TaskResultStatus.SUCCESSFUL,
     JobState.DEAD: TaskResultStatus.FAILED,
     JobState.CANCELLED: TaskResultStatus.FAILED,
+    JobState.EXPIRED: TaskResultStatus.FAILED,  # never ran: Django has no closer status
 }
 
 

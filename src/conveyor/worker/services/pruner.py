@@ -1,5 +1,8 @@
 """Pruner: deletes finished jobs older than the app's ``retention`` (default 7 days),
-and drops the results of tasks with a ``result_ttl`` once it passed.
+drops the results of tasks with a ``result_ttl`` once it passed, and sweeps jobs nobody
+started before their ``expires`` to ``expired`` (``job_expire_due``), so that listings
+and ``conveyor status`` do not show them waiting forever. A claimed job past its expiry
+never needs the sweep: its worker ends it before it starts (``Worker._ends_before_start``).
 
 Every worker runs one, so retention needs no separate daemon; running it on several
 workers at once is harmless (each purge is one short transaction over the
@@ -23,7 +26,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from conveyor.backends.base import JobClearResultsParams, JobPurgeParams
+from conveyor.backends.base import JobClearResultsParams, JobExpireDueParams, JobPurgeParams
 from conveyor.options import seconds_of
 from conveyor.worker.services.base import Looper
 
@@ -47,6 +50,8 @@ class Pruner(Looper):
         self.pruned = 0
         #: results cleared so far, over every task
         self.results_cleared = 0
+        #: jobs swept to ``expired`` so far
+        self.expired = 0
         #: task name -> the ``finished_before`` of its last complete pass
         self._cleared_to: dict[str, float] = {}
 
@@ -66,6 +71,24 @@ class Pruner(Looper):
             log.info("pruner: deleted %d finished job(s) older than the retention", total)
         if "result_ttl" in backend.features:
             self.clear_results(time.time())
+        if "expires" in backend.features:
+            self.expire_due()
+
+    def expire_due(self) -> int:
+        """Sweep unstarted jobs past their expiry to ``expired``; how many went."""
+        backend = self.worker.app.backend
+        total = 0
+        for _ in range(MAX_BATCHES):
+            if self._stop.is_set():
+                break
+            n = backend.job_expire_due(JobExpireDueParams(limit=BATCH))
+            total += n
+            if n < BATCH:
+                break
+        if total:
+            self.expired += total
+            log.info("pruner: %d job(s) expired before any worker started them", total)
+        return total
 
     def clear_results(self, now: float) -> int:
         """One pass for every task with a ``result_ttl``, as of ``now``; how many results

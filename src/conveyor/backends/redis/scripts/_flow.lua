@@ -20,7 +20,7 @@ local K_COUNTS, K_WAKE = BASE .. 'counts', BASE .. 'wake'
 local flow_woken = 0 -- jobs made ready by this script (the caller wakes workers)
 
 local function is_final(state)
-  return state == 'succeeded' or state == 'dead' or state == 'cancelled'
+  return RULE_FINISHED[state] == true -- the finished states of conveyor/states.py
 end
 
 -- Put a JSON value first in a payload's args. Payloads are written by conveyor's codec
@@ -257,7 +257,8 @@ local function flow_insert(p, standing, t, ttl)
     'unique_key', opt(p.unique_key), 'unique_until', opt(p.unique_until),
     'waiting_on', tostring(waiting), 'pipe', pipe, 'limit_key', limit and limit[1],
     'reason', reason, 'finished_at', finished_at, 'flow', #parents > 0 and '1',
-    'headers', opt(p.headers)})
+    'headers', opt(p.headers), 'expires_at', opt(p.expires_at)})
+  if opt(p.expires_at) then redis.call('ZADD', BASE .. 'expiring', p.expires_at, p.id) end
   redis.call('ZADD', K_JOBS, 0, p.id)
   count(state, p.queue, 1)
   if state == 'queued' then

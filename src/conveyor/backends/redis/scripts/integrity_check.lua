@@ -20,8 +20,8 @@ local function problem(kind, id, detail)
   out[#out + 1] = detail
 end
 local KNOWN = {waiting = true, scheduled = true, queued = true, running = true,
-  succeeded = true, dead = true, cancelled = true}
-local FINISHED = {succeeded = true, dead = true, cancelled = true}
+  succeeded = true, dead = true, cancelled = true, expired = true}
+local FINISHED = RULE_FINISHED
 
 local function audit_job(id)
   local f = redis.call('HMGET', k_job(id), 'state', 'queue', 'worker_id', 'token',

@@ -6,7 +6,7 @@
 -- ARGV[2] JSON array, one entry per job: [id, queue, state, priority, run_at,
 --   [field, value, ...] (the hash; absent = NULL), [attempt JSON, ...], [log JSON, ...],
 --   [parent id, ...] (workflow edges, in depends_on order)]
--- Derived: job:<id>, attempts:<id>, logs:<id>, ready:<queue>, and the unique hash
+-- Derived: job:<id>, attempts:<id>, logs:<id>, ready:<queue>, expiring, and the unique hash
 -- (_flow.lua) for a job's unique_key.
 -- Idempotent: an id that exists already is skipped, so a rerun after an interruption
 -- never duplicates. States are checked by the caller (params.check_importable)
@@ -60,6 +60,10 @@ for _, j in ipairs(cjson.decode(ARGV[2])) do
       end
     end
     if redis.call('EXISTS', k_children(id)) == 1 then redis.call('HSET', key, 'flow', '1') end
+    if RULE_EXPIRE_UNCLAIMED[state] then -- in the expiry sweep's index, as at insert
+      local expires_at = redis.call('HGET', key, 'expires_at')
+      if expires_at then redis.call('ZADD', BASE .. 'expiring', number_or(expires_at, 0), id) end
+    end
     if state == 'waiting' then
       -- in no index: its last parent's end makes it ready (_flow.lua settle)
     elseif state == 'queued' then

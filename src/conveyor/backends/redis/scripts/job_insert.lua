@@ -5,10 +5,11 @@
 --       priority (integer string), run_at (decimal string, '' = now),
 --       max_attempts (integer string),
 --       timeout (decimal string, '' = NULL), lease (decimal string),
---       headers (JSON object text; optional, absent or '' = none)]
+--       headers (JSON object text; optional, absent or '' = none),
+--       expires_at (decimal string; optional, absent or '' = never)]
 --       (one JSON string instead of 9 arguments per job: cjson decodes in C, and
 --       redis-py packs one argument instead of thousands)
--- Derived: job:<id>, ready:<queue>.
+-- Derived: job:<id>, ready:<queue>, expiring (jobs with an expires_at).
 -- Returns the number inserted, or an error "DUPLICATE <id>" before writing anything.
 local t = now()
 local ts = fmt(t)
@@ -59,6 +60,10 @@ for i = 1, n do
     redis.call('HSET', j.key, unpack(fields, 1, 28))
   end
   if j[10] and j[10] ~= '' then redis.call('HSET', j.key, 'headers', j[10]) end
+  if j[11] and j[11] ~= '' then
+    redis.call('HSET', j.key, 'expires_at', j[11])
+    redis.call('ZADD', BASE .. 'expiring', j[11], id) -- the sweep's index
+  end
   index[#index + 1] = '0'
   index[#index + 1] = id
   if state == 'scheduled' then

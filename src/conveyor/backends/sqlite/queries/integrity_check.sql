@@ -13,13 +13,14 @@ SELECT 'active_with_finished_at', id, state || ' job has finished_at set'
 FROM jobs WHERE state IN ('queued', 'scheduled') AND finished_at IS NOT NULL
 UNION ALL
 SELECT 'finished_without_finished_at', id, state || ' job has no finished_at'
-FROM jobs WHERE state IN ('succeeded', 'dead', 'cancelled') AND finished_at IS NULL
+FROM jobs WHERE state IN ('succeeded', 'dead', 'cancelled', 'expired') AND finished_at IS NULL
 UNION ALL
 SELECT 'not_running_with_worker', id, state || ' job still names worker ' || worker_id
 FROM jobs WHERE state != 'running' AND worker_id IS NOT NULL
 UNION ALL
 SELECT 'unknown_state', id, 'state ' || quote(state) || ' is not a conveyor state'
-FROM jobs WHERE state NOT IN ('scheduled', 'waiting', 'queued', 'running', 'succeeded', 'dead', 'cancelled')
+FROM jobs WHERE state NOT IN ('scheduled', 'waiting', 'queued', 'running', 'succeeded', 'dead', 'cancelled',
+                    'expired')
 UNION ALL
 SELECT 'attempts_over_max', id, 'attempt ' || attempt || ' > max_attempts ' || max_attempts
 FROM jobs WHERE attempt > max_attempts

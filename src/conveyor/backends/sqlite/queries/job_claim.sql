@@ -18,4 +18,4 @@ WHERE state = 'queued'
     LIMIT :limit
   )
 RETURNING id, task, queue, payload, attempt, max_attempts, token, timeout, lease,
-          run_at, started_at, rescues, priority, headers
+          run_at, started_at, rescues, priority, headers, expires_at

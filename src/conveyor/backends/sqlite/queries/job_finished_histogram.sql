@@ -4,6 +4,6 @@
 -- Buckets count from :since, so bucket n starts at :since + n * :bucket_s.
 SELECT CAST((finished_at - :since) / :bucket_s AS INTEGER) AS bucket, queue, state, COUNT(*)
 FROM jobs
-WHERE state IN ('succeeded', 'dead', 'cancelled') AND finished_at >= :since
+WHERE state IN ('succeeded', 'dead', 'cancelled', 'expired') AND finished_at >= :since
 GROUP BY bucket, queue, state
 ORDER BY bucket, queue, state
