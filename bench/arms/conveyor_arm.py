@@ -76,7 +76,11 @@ class ConveyorArm(Arm):
 
     def in_process_cmd(self, store: Mapping[str, str]) -> list[str] | None:
         # One row per backend: the -c 8 and process variants would time the same thing.
-        if self.variant.name not in ("conveyor-sqlite", "conveyor-redis", "conveyor-postgres-thread"):
+        if self.variant.name not in (
+            "conveyor-sqlite",
+            "conveyor-redis",
+            "conveyor-postgres-thread",
+        ):
             return None
         script = os.path.join(os.path.dirname(os.path.dirname(__file__)), "cold_start.py")
         return [sys.executable, script, store["BENCH_CONVEYOR_URL"]]

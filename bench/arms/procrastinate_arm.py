@@ -47,7 +47,12 @@ class ProcrastinateArm(Arm):
         app.close()
 
     def store_init_cmd(self, env: Mapping[str, str]) -> list[str] | None:
-        return [bin_path("procrastinate"), "--app=bench.arms.procrastinate_arm.app", "schema", "--apply"]
+        return [
+            bin_path("procrastinate"),
+            "--app=bench.arms.procrastinate_arm.app",
+            "schema",
+            "--apply",
+        ]
 
     def worker_cmd(self, concurrency: int, burst: bool, verbose: bool = False) -> list[str]:
         cmd = [

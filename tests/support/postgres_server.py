@@ -21,7 +21,6 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-
 from bench.postgres_cluster import PostgresCluster, find_binary
 
 
