@@ -212,6 +212,11 @@ def w2(ctx: Ctx, arm: str, n: int) -> dict[str, Any]:
     row = _finish(ctx, worker, n + 3, timeout=30)
     lat = r["latencies_ms"]
     row.pop("cpu_at_done", None)
+    # Enqueue -> job body start, from the records (the wake-up path alone, without the
+    # result's way back); the 3 warm-up round trips have indices n..n+2.
+    starts = [(s - t0) * 1000 for i, t0, s, _ in _marker(ctx).timings() if i < n]
+    if starts:
+        row.update({"start_p50_ms": statistics.median(starts), "start_p99_ms": _pct(starts, 0.99)})
     row.update(
         {
             "p50_ms": statistics.median(lat),
