@@ -1,4 +1,6 @@
-"""conveyor's benchmark suite: conveyor against Celery, Dramatiq, RQ, Huey (and qler).
+"""conveyor's benchmark suite: conveyor against Celery, Dramatiq, RQ, Huey (and qler), and
+on PostgreSQL against procrastinate and oban-py (one private cluster the suite starts,
+bench/postgres_cluster.py; a fresh database per measurement).
 
 Method: ``/work/shared/design/benchmarking.md``. Run ``python -m bench run --quick`` for a
 smoke run, ``python -m bench run`` for the full suite, ``python -m bench report`` to

@@ -20,6 +20,9 @@ PACKAGES = (
     "sqler",
     "aiosqlite",
     "psutil",
+    "psycopg",
+    "procrastinate",
+    "oban",
 )
 
 

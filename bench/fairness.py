@@ -33,7 +33,10 @@ def pragma_parity(checks: dict[str, dict[str, Any]]) -> tuple[bool, list[str]]:
 
 
 def checklist(
-    scale: dict[str, Any], checks: dict[str, dict[str, Any]], marker: dict[str, Any] | None
+    scale: dict[str, Any],
+    checks: dict[str, dict[str, Any]],
+    marker: dict[str, Any] | None,
+    postgres: dict[str, str] | None = None,
 ) -> list[str]:
     """The checklist lines printed with every result (``marker``: the run's measured
     marker entry, :func:`bench.marker.measure`)."""
@@ -68,6 +71,16 @@ def checklist(
         f"SQLite PRAGMAs read back from each SQLite arm's own connection; identical: "
         f"{'yes' if same else 'NO'}.",
         *[f"  {line}" for line in pragma_lines],
+        *(
+            [
+                "One private PostgreSQL cluster (initdb + pg_ctl, loopback, started by the "
+                "suite) shared by every PostgreSQL arm, a fresh database per measurement "
+                "(schema by each system's own install step, untimed); settings read back: "
+                + ", ".join(f"{k}={v}" for k, v in postgres.items())
+            ]
+            if postgres
+            else []
+        ),
         "Fresh producer process and fresh worker process per measurement; fresh Redis "
         "(FLUSHALL), a new SQLite file and a new, empty marker file per measurement (the "
         "SQLite file created by `qler init` for qler, its documented first step, untimed).",

@@ -165,7 +165,7 @@ def body(meta: dict[str, Any], rows: dict[str, list[dict[str, Any]]], img: str) 
     lines.append("")
     from bench import targets  # late: targets imports this module
 
-    lines += ["## Targets from issue 4 (conveyor, this run)", "", *targets.check(rows), ""]
+    lines += ["## Targets from issues 4 and 14 (conveyor, this run)", "", *targets.check(rows), ""]
     for scen in ("E1", "E2", "W1", "W2", "W3", "W4", "W5"):
         if scen not in rows:
             continue

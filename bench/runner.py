@@ -24,6 +24,7 @@ from bench import arms as arm_registry
 from bench import environment, fairness, harness, report
 from bench import marker as marker_mod
 from bench import scenarios as sc
+from bench.postgres_cluster import PostgresCluster
 
 FULL = {
     "E1": [1_000, 10_000],
@@ -154,14 +155,29 @@ def run(
         os.environ["BENCH_REDIS_URL"] = redis_server.url
     ctx = sc.Ctx(redis=redis_server, workdir=workdir, scale=scale)
     rows: dict[str, list[dict[str, Any]]] = {}
+    pg_settings: dict[str, str] = {}
     try:
+        if any(map(arm_registry.needs_postgres, arms)):
+            # One private cluster for every PostgreSQL arm (same server, same settings);
+            # a fresh database per measurement (Ctx.fresh_env).
+            try:
+                ctx.postgres = PostgresCluster().init().start()
+            except (FileNotFoundError, RuntimeError) as exc:
+                # No server binaries here: those arms report themselves not available.
+                console.print(f"[yellow]no PostgreSQL cluster: {exc}[/yellow]")
+            if ctx.postgres is not None:
+                os.environ["BENCH_POSTGRES_URL"] = ctx.postgres.url_for(sc.PG_DATABASE)
+                pg_settings = ctx.postgres.settings()
+                console.print(
+                    "postgres (read back): " + ", ".join(f"{k}={v}" for k, v in pg_settings.items())
+                )
         # The marker alone, before any arm runs (same box, same minute as the arms).
         marker = marker_mod.measure(int(scale.get("marker_n", 100_000)))
         console.print(f"completion marker: {marker_mod.describe(marker)}")
         checks = {}
         for a in arms:
-            env = ctx.fresh_env(a)
             try:
+                env = ctx.fresh_env(a)
                 checks[a] = harness.run_producer({"arm": a, "action": "check"}, env, 120)
             except Exception as exc:  # e.g. the peer library fails to import
                 checks[a] = {
@@ -188,7 +204,8 @@ def run(
             ),
             "marker": marker,
         }
-        meta["checklist"] = fairness.checklist(scale, checks, marker)
+        meta["environment"]["postgres"] = pg_settings or "not started (no PostgreSQL arm)"
+        meta["checklist"] = fairness.checklist(scale, checks, marker, pg_settings)
         for line in meta["checklist"]:
             console.print(f"[dim]- {line}[/dim]")
         for a, c in checks.items():
@@ -258,6 +275,9 @@ def run(
     finally:
         if redis_server is not None:
             redis_server.stop()
+        if ctx.postgres is not None:
+            ctx.postgres.stop("immediate")
+            ctx.postgres.remove()
         shutil.rmtree(workdir, ignore_errors=True)
     return outdir
 

@@ -14,24 +14,31 @@ from typing import Any
 
 from bench import arms, harness, jobs
 from bench.marker import MarkerFile
+from bench.postgres_cluster import PostgresCluster
+
+#: The one database every PostgreSQL measurement uses, dropped and created again per
+#: measurement (a fixed name, so worker commands built in the harness process name it).
+PG_DATABASE = "bench_store"
 
 
 @dataclasses.dataclass
 class Ctx:
     """Everything a measurement needs: the suite's Redis (``None`` when no Redis arm
-    runs), a scratch dir, the scale, and the current measurement's marker file."""
+    runs), a scratch dir, the scale, the current measurement's marker file, and the
+    suite's PostgreSQL cluster (``None`` when no PostgreSQL arm runs)."""
 
     redis: harness.RedisServer | None
     workdir: str
     scale: dict[str, Any]
+    postgres: PostgresCluster | None = None
     counter: int = 0
     w1_capacity: dict[str, float] = dataclasses.field(default_factory=dict)
     raw: list[tuple[str, list[dict[str, Any]]]] = dataclasses.field(default_factory=list)
     marker: MarkerFile | None = None
 
     def fresh_env(self, arm: str, results: bool = False) -> dict[str, str]:
-        """A clean store per measurement: FLUSHALL Redis, a new SQLite file and a new,
-        empty marker file."""
+        """A clean store per measurement: FLUSHALL Redis, a new SQLite file, a new
+        PostgreSQL database (for a PostgreSQL arm) and a new, empty marker file."""
         if self.redis is not None:
             self.redis.flushall()
         self.counter += 1
@@ -56,7 +63,12 @@ class Ctx:
         )
         if self.redis is not None:
             env["BENCH_REDIS_URL"] = self.redis.url
-        if arms.needs_redis(arm):
+        if arms.needs_postgres(arm):
+            if self.postgres is None:
+                raise RuntimeError(f"{arm} needs PostgreSQL, and this run started no cluster")
+            url = self.postgres.fresh_database(PG_DATABASE)
+            env["BENCH_POSTGRES_URL"] = env["BENCH_CONVEYOR_URL"] = url
+        elif arms.needs_redis(arm):
             if self.redis is None:
                 raise RuntimeError(f"{arm} needs Redis, and this run started no redis-server")
             env["BENCH_CONVEYOR_URL"] = f"{self.redis.url}/0"
@@ -204,6 +216,11 @@ def w2(ctx: Ctx, arm: str, n: int) -> dict[str, Any]:
     row = _finish(ctx, worker, n + 3, timeout=30)
     lat = r["latencies_ms"]
     row.pop("cpu_at_done", None)
+    # Enqueue -> job body start, from the records (the wake-up path alone, without the
+    # result's way back); the 3 warm-up round trips have indices n..n+2.
+    starts = [(s - t0) * 1000 for i, t0, s, _ in _marker(ctx).timings() if i < n]
+    if starts:
+        row.update({"start_p50_ms": statistics.median(starts), "start_p99_ms": _pct(starts, 0.99)})
     row.update(
         {
             "p50_ms": statistics.median(lat),

@@ -1,4 +1,5 @@
-"""Issue 4's targets, checked against a run: met / MISSED / not measured, plainly."""
+"""Issue 4's targets (SQLite, Redis) and issue 14's (PostgreSQL), checked against a run:
+met / MISSED / not measured, plainly."""
 
 from __future__ import annotations
 
@@ -98,4 +99,28 @@ def check(rows: Rows) -> list[str]:
                 lambda v, limit=limit: v <= limit,
                 "{:.0f} ms",
             )
+    # Issue 14: PostgreSQL, against its peers on the same server in the same run.
+    conv = _best(rows, "W1", "jobs_per_s", "conveyor-postgres")
+    for peer_name, x in (("procrastinate", 3), ("oban-py", 2)):
+        peer = _best(rows, "W1", "jobs_per_s", peer_name)
+        if conv and peer:
+            add(
+                f"W1 postgres >= {x}x {peer_name} ({peer[1]:,.0f}/s)",
+                (conv[0], conv[1] / peer[1]),
+                lambda v, x=x: v >= x,
+                "{:.1f}x",
+            )
+        else:
+            add(f"W1 postgres >= {x}x {peer_name}", None, None)
+    add(
+        "E2 postgres >= 100,000/s",
+        _best(rows, "E2", "jobs_per_s", "conveyor-postgres"),
+        lambda v: v >= 100_000,
+    )
+    add(
+        "W2 postgres p50 <= 3 ms",
+        _best(rows, "W2", "p50_ms", "conveyor-postgres", lowest=True),
+        lambda v: v <= 3,
+        "{:.2f} ms",
+    )
     return lines

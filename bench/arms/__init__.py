@@ -25,7 +25,11 @@ _CATALOGUE: dict[str, tuple[str, ...]] = {
         "conveyor-sqlite-c8-prefetch",
         "conveyor-redis-prefetch",
         "conveyor-redis-c8-prefetch",
+        "conveyor-postgres-thread",
+        "conveyor-postgres-async",
     ),
+    "procrastinate_arm": ("procrastinate",),
+    "oban_arm": ("oban-py",),
     "huey_arm": (
         "huey-sqlite-thread1",
         "huey-sqlite-process2",
@@ -61,6 +65,10 @@ FULL = [
     "celery-threads8",
     "rq-simple",
     "qler",
+    "conveyor-postgres-thread",
+    "conveyor-postgres-async",
+    "procrastinate",
+    "oban-py",
 ]
 
 
@@ -79,6 +87,15 @@ def needs_redis(name: str) -> bool:
     """Does this arm use the suite's redis-server (as its broker)? Decided from the
     catalogue, without importing the peer library. The completion marker never does."""
     return family_of(name) in _REDIS_FAMILIES or "redis" in name
+
+
+#: families whose every variant runs on PostgreSQL
+_POSTGRES_FAMILIES = ("procrastinate_arm", "oban_arm")
+
+
+def needs_postgres(name: str) -> bool:
+    """Does this arm use the suite's PostgreSQL cluster (started only when one does)?"""
+    return family_of(name) in _POSTGRES_FAMILIES or "postgres" in name
 
 
 def load(name: str) -> tuple[type[Arm], Variant]:

@@ -3,7 +3,9 @@
 
 The URL comes from ``BENCH_CONVEYOR_URL``; for SQLite the harness passes
 ``?synchronous=NORMAL`` explicitly so the PRAGMA set matches the Huey arm's (see
-:mod:`bench.fairness`).
+:mod:`bench.fairness`); for PostgreSQL it is the measurement's fresh database on the
+suite's own cluster. The ``-async`` variants enqueue ``ajob`` (an ``async def`` task, what
+the async pool is for); every other variant enqueues ``job``.
 """
 
 from __future__ import annotations
@@ -25,18 +27,25 @@ def job(i: int, t0: float, kind: str) -> int:
     return run_job(i, t0, kind)
 
 
+@app.task
+async def ajob(i: int, t0: float, kind: str) -> int:
+    return run_job(i, t0, kind)
+
+
+#: the task this process's variant enqueues
+task = ajob if env("BENCH_VARIANT").endswith("-async") else job
+
+
 class ConveyorArm(Arm):
     ready_marker = "ready: queues="
 
     @classmethod
     def unavailable(cls, variant: Variant) -> str | None:
-        module = "conveyor.backends.sqlite.backend"
-        if variant.storage == "redis":
-            module = "conveyor.backends.redis.backend"
+        module = f"conveyor.backends.{variant.storage}.backend"
         try:
             importlib.import_module(module)
         except ImportError as exc:
-            return f"{module} not importable ({exc}); the Redis backend is not merged yet"
+            return f"{module} not importable ({exc})"
         return None
 
     @classmethod
@@ -54,20 +63,24 @@ class ConveyorArm(Arm):
         _ = app.backend
 
     def enqueue_one(self, item: Item) -> object:
-        return job.enqueue(*item)
+        return task.enqueue(*item)
 
     def enqueue_batch(self, items: Sequence[Item]) -> None:
-        job.enqueue_many(items)
+        task.enqueue_many(items)
 
     def round_trip(self, item: Item, timeout: float) -> None:
-        job.enqueue(*item).result(timeout=timeout)
+        task.enqueue(*item).result(timeout=timeout)
 
     def close(self) -> None:
         app.close()
 
     def in_process_cmd(self, store: Mapping[str, str]) -> list[str] | None:
         # One row per backend: the -c 8 and process variants would time the same thing.
-        if self.variant.name not in ("conveyor-sqlite", "conveyor-redis"):
+        if self.variant.name not in (
+            "conveyor-sqlite",
+            "conveyor-redis",
+            "conveyor-postgres-thread",
+        ):
             return None
         script = os.path.join(os.path.dirname(os.path.dirname(__file__)), "cold_start.py")
         return [sys.executable, script, store["BENCH_CONVEYOR_URL"]]
@@ -202,5 +215,22 @@ VARIANTS = [
         "thread",
         8,
         f"conveyor worker -c 8 --pool thread --prefetch {PREFETCH}; redis on loopback",
+    ),
+    # The worker's defaults (-c 10): what a user gets from `conveyor worker --pool ...`.
+    Variant(
+        "conveyor-postgres-thread",
+        "conveyor_arm",
+        "postgres",
+        "thread",
+        10,
+        "conveyor worker -c 10 --pool thread (defaults); postgres, LISTEN/NOTIFY",
+    ),
+    Variant(
+        "conveyor-postgres-async",
+        "conveyor_arm",
+        "postgres",
+        "async",
+        10,
+        "conveyor worker -c 10 --pool async (defaults); async def task; postgres, LISTEN/NOTIFY",
     ),
 ]

@@ -135,6 +135,27 @@ def test_ids_are_unique_and_sortable(app: conveyor.App) -> None:
     assert ids == sorted(ids) and len(set(ids)) == 500
 
 
+def test_a_large_batch_stores_every_job_as_a_small_one_does(app: conveyor.App) -> None:
+    # 600 jobs: above any backend's bulk-write threshold (Postgres switches to COPY at
+    # 200), so the bulk path must write the same rows as the statement path.
+    @app.task(queue="bulk", priority=4, max_attempts=6, timeout=2.5)
+    def f(i: int) -> None: ...
+
+    small = f.enqueue_many([(-1,)])[0].refresh()
+    ready = f.enqueue_many([(i,) for i in range(600)])
+    later = f.with_options(delay=3600).enqueue_many([(i,) for i in range(600, 1200)])
+    records = app.backend.job_get_many([j.id for j in [*ready, *later]])
+    assert [r.id for r in records] == [j.id for j in [*ready, *later]]
+    for i, record in enumerate(records):
+        expected = JobState.QUEUED if i < 600 else JobState.SCHEDULED
+        assert record.state is expected
+        assert record.payload == f'{{"args":[{i}],"kwargs":{{}}}}'
+        assert (record.task, record.queue, record.priority) == (small.task, "bulk", 4)
+        assert (record.max_attempts, record.timeout, record.lease) == (6, 2.5, small.lease)
+        assert record.attempt == small.attempt == 0
+    assert all(r.run_at > small.run_at + 3000 for r in records[600:])
+
+
 def test_async_twins(app: conveyor.App) -> None:
     @app.task
     def f(i: int) -> None: ...

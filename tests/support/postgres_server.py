@@ -17,29 +17,16 @@ Example (in a test)::
 from __future__ import annotations
 
 import os
-import pwd
-import shutil
-import subprocess
-import tempfile
 import uuid
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 
 import pytest
-
-from tests.support.redis_server import free_port
-
-#: Where Debian puts the server binaries when they are not on PATH.
-_DEBIAN_BIN = Path("/usr/lib/postgresql")
-STARTUP_TIMEOUT = 30
+from bench.postgres_cluster import PostgresCluster, find_binary
 
 
 def require_binary(name: str) -> str:
     """Path of PostgreSQL's ``name``; skip (locally) or fail (``CI=true``) when missing."""
-    found = shutil.which(name)
-    if found is None and _DEBIAN_BIN.is_dir():
-        versions = sorted(_DEBIAN_BIN.iterdir(), reverse=True)
-        found = next((str(v / "bin" / name) for v in versions if (v / "bin" / name).exists()), None)
+    found = find_binary(name)
     if found is None:
         reason = f"{name} not found (install PostgreSQL >= 13, Debian: postgresql)"
         if os.environ.get("CI", "").lower() == "true":
@@ -48,83 +35,14 @@ def require_binary(name: str) -> str:
     return found
 
 
-class PostgresServer:
-    """One throwaway cluster; ``restart()`` keeps its port and data."""
+class PostgresServer(PostgresCluster):
+    """The tests' cluster (bench/postgres_cluster.py, shared with the benchmark): the
+    binaries are looked up with the skip-or-fail rule first."""
 
     def __init__(self, listen: Sequence[str] = (), trust: Sequence[str] = ()) -> None:
-        #: Addresses served besides loopback, and the networks (CIDR) let in without a
-        #: password from them (the veth ends and subnet of tests/support/netns.py).
-        self.listen = ("127.0.0.1", *listen)
-        self.trust = tuple(trust)
-        self.initdb = require_binary("initdb")
-        self.pg_ctl = require_binary("pg_ctl")
-        self.port = free_port()
-        self.directory = Path(tempfile.mkdtemp(prefix="conveyor-pg-"))
-        self.data = self.directory / "data"
-        self.as_root = os.geteuid() == 0
-        if self.as_root:
-            user = pwd.getpwnam("postgres")
-            os.chown(self.directory, user.pw_uid, user.pw_gid)
-
-    @property
-    def url(self) -> str:
-        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
-
-    def url_at(self, address: str) -> str:
-        """The URL through one of the ``listen`` addresses (for a client in a namespace)."""
-        return f"postgresql://postgres@{address}:{self.port}/postgres"
-
-    def _run(self, args: Sequence[str], timeout: float = STARTUP_TIMEOUT) -> None:
-        command = ["runuser", "-u", "postgres", "--", *args] if self.as_root else list(args)
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-        if done.returncode != 0:
-            log = self.directory / "server.log"
-            tail = log.read_text()[-2000:] if log.exists() else ""
-            raise RuntimeError(f"{args[0]} failed ({done.returncode}):\n{done.stderr}\n{tail}")
-
-    def init(self) -> PostgresServer:
-        self._run([self.initdb, "-D", str(self.data), "-A", "trust", "-U", "postgres", "-N"])
-        # Speed over durability: a test cluster is thrown away (never for production).
-        settings = {
-            "port": str(self.port),
-            "listen_addresses": f"'{','.join(self.listen)}'",
-            "unix_socket_directories": f"'{self.directory}'",
-            "fsync": "off",
-            "synchronous_commit": "off",
-            "full_page_writes": "off",
-            "max_connections": "300",
-        }
-        with (self.data / "postgresql.conf").open("a") as conf:
-            conf.writelines(f"{k} = {v}\n" for k, v in settings.items())
-        with (self.data / "pg_hba.conf").open("a") as hba:
-            hba.writelines(f"host all all {network} trust\n" for network in self.trust)
-        return self
-
-    def start(self) -> PostgresServer:
-        log = self.directory / "server.log"
-        for _ in range(5):
-            try:
-                self._run([self.pg_ctl, "-D", str(self.data), "-l", str(log), "-w", "start"])
-                return self
-            except RuntimeError as exc:
-                # The free port was taken between the check and the bind (parallel runs
-                # share the machine): another port; a later "port =" line wins.
-                if "could not create any TCP/IP sockets" not in str(exc):
-                    raise
-                self.port = free_port()
-                with (self.data / "postgresql.conf").open("a") as conf:
-                    conf.write(f"port = {self.port}\n")
-        raise RuntimeError(f"no free port for PostgreSQL in {self.directory}")
-
-    def stop(self, mode: str = "fast") -> None:
-        self._run([self.pg_ctl, "-D", str(self.data), "-m", mode, "-w", "stop"])
-
-    def restart(self) -> None:
-        self.stop()
-        self.start()
-
-    def remove(self) -> None:
-        shutil.rmtree(self.directory, ignore_errors=True)
+        super().__init__(
+            require_binary("initdb"), require_binary("pg_ctl"), listen=listen, trust=trust
+        )
 
 
 def with_schema(url: str, schema: str) -> str:
