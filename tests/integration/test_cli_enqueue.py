@@ -82,6 +82,31 @@ def test_options_set_queue_priority_and_when(project: Path) -> None:
     assert _app(project).job(at.stdout.strip()).refresh().run_at == when
 
 
+def test_expires_sets_the_deadline_and_a_late_job_ends_expired(project: Path) -> None:
+    before = time.time()
+    proc = run_cli(
+        "enqueue", "add", "--app", "tasks:app", "--args", "[1, 2]", "--expires", "2h",
+        cwd=project,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    record = _app(project).job(proc.stdout.strip()).refresh()
+    assert record.expires_at is not None
+    assert before + 7200 <= record.expires_at <= time.time() + 7200
+    plain = run_cli("enqueue", "add", "--app", "tasks:app", "--args", "[1, 2]", cwd=project)
+    assert _app(project).job(plain.stdout.strip()).refresh().expires_at is None
+    late = run_cli(
+        "enqueue", "add", "--app", "tasks:app", "--args", "[3, 4]", "--expires", "1s",
+        cwd=project,
+    )  # fmt: skip
+    time.sleep(1.2)  # past its deadline before any worker starts
+    ran = subprocess.run(
+        [CONVEYOR, "worker", "tasks:app", "--burst"], cwd=project, env=clean_env(),
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert _app(project).job(late.stdout.strip()).refresh().state is JobState.EXPIRED
+
+
 @pytest.mark.parametrize(
     ("args", "fragments"),
     [
@@ -93,6 +118,7 @@ def test_options_set_queue_priority_and_when(project: Path) -> None:
         (["--kwargs", "[1]"], ["--kwargs", "must be an object"]),
         (["--args", "[1, 2]", "--at", "2031-05-06T07:08"], ["--at", "no UTC offset"]),
         (["--args", "[1, 2]", "--delay", "30"], ["--delay", "has no unit"]),
+        (["--args", "[1, 2]", "--expires", "soon"], ["--expires", "has no unit"]),
         (["--args", "[1, 2]", "--delay", "1m", "--at", "2031-05-06T07:08Z"], ["not both"]),
         (["--args", "[1, 2]", "--timeout", "3"], ["--timeout needs --wait"]),
     ],

@@ -117,6 +117,12 @@ def find_task(app: App, name: str) -> Task[Any, Any]:
     callback=_aware_time,
     help="Run at this time, with its offset: 2030-01-31T09:00:00+01:00.",
 )
+@click.option(
+    "--expires",
+    type=Duration(),
+    default=None,
+    help="Expire if not started within this long: 30s, 5m, 2h (default: the task's).",
+)
 @click.option("--wait", is_flag=True, help="Wait for the result and print it as JSON.")
 @click.option(
     "--timeout",
@@ -136,6 +142,7 @@ def enqueue(
     priority: int | None,
     delay: float | None,
     at: dt.datetime | None,
+    expires: float | None,
     wait: bool,
     timeout: float | None,
     as_json: bool,
@@ -154,7 +161,9 @@ def enqueue(
             "of ./pyproject.toml)"
         )
     task = find_task(app, task_name)
-    enqueuer = task.with_options(queue=queue, priority=priority, delay=delay, at=at)
+    # --expires is passed only when given: otherwise the task's own default stays.
+    extra: dict[str, Any] = {} if expires is None else {"expires": expires}
+    enqueuer = task.with_options(queue=queue, priority=priority, delay=delay, at=at, **extra)
     try:
         task.check_arguments(*args, **kwargs)  # what enqueue checks, before the store opens
     except TypeError as exc:
