@@ -1,4 +1,5 @@
-"""Store outages in the log: one line when one starts, one when it ends.
+"""Store outages in the log: one line when one starts (and one per new kind of cause,
+such as a refused password after a dropped connection), one when it ends.
 
 Every loop that talks to the store (the fetcher, the completer, each service) keeps an
 :class:`Outage`; a worker ties them to one :class:`OutageLog`, so a Redis restart or a
@@ -12,6 +13,8 @@ Example:
     >>> fetch.failed(OSError("disk full"))      # logs "store unavailable ..."
     True
     >>> completer.failed(OSError("disk full"))  # the same outage: DEBUG only
+    False
+    >>> completer.failed(PermissionError("denied"))  # a new cause: one more warning
     False
     >>> fetch.recovered()                       # the completer is still waiting
     False
@@ -31,12 +34,16 @@ log = logging.getLogger("conveyor.worker")
 class OutageLog:
     """One outage as a whole worker sees it: which loops are waiting on the store."""
 
-    __slots__ = ("_down", "_lock", "_since")
+    __slots__ = ("_causes", "_down", "_lock", "_since")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._down: set[str] = set()
         self._since = 0.0
+        #: Kinds of error warned about in this outage: a new kind gets its own line (a
+        #: Redis connection killed, then its password refused: the cause the user must
+        #: fix is the second one, and a DEBUG line would hide it).
+        self._causes: set[type[BaseException]] = set()
 
     def failed(self, what: str, exc: BaseException, doing: str) -> bool:
         """``what`` could not reach the store; True (and one warning) when this starts
@@ -47,8 +54,13 @@ class OutageLog:
             self._down.add(what)
             if starts:
                 self._since = time.monotonic()
+                self._causes.clear()
+            new_cause = type(exc) not in self._causes
+            self._causes.add(type(exc))
         if starts:
             log.warning("%s: store unavailable (%s); %s", what, exc, doing)
+        elif new_cause:
+            log.warning("%s: store still unavailable, now: %s; %s", what, exc, doing)
         elif not again:
             log.debug("%s: store unavailable too: %s", what, exc)
         else:
