@@ -26,8 +26,19 @@ import sqlite3
 import time
 from typing import Any
 
-#: The column values of a plain job, after (id, payload): as ``_insert_batch`` writes them.
+#: The column values of a plain job, after (id, payload, headers): as ``_insert_batch``
+#: writes them.
 _SHARED = ("bench.job", "default", "queued", 0, 3)
+
+
+def row(job_id: str, payload: str, now: float) -> tuple[Any, ...]:
+    """One plain job's values for ``job_insert_batch``, in its column order: id, payload,
+    headers, the shared fields, run_at, created_at, timeout, lease, expires_at.
+
+    >>> len(row("j1", "{}", 0.0))
+    13
+    """
+    return (job_id, payload, None, *_SHARED, now, now, None, 300.0, None)
 
 
 def _payload(i: int) -> str:
@@ -37,7 +48,7 @@ def _payload(i: int) -> str:
 def _rows(n: int) -> list[tuple[Any, ...]]:
     now = time.time()
     prefix = os.urandom(4).hex()
-    return [(f"{prefix}{i:012d}", _payload(i), *_SHARED, now, now, None, 300.0) for i in range(n)]
+    return [row(f"{prefix}{i:012d}", _payload(i), now) for i in range(n)]
 
 
 def _insert_sql() -> str:
@@ -54,6 +65,7 @@ def _open(path: str) -> sqlite3.Connection:
     conn.execute("PRAGMA busy_timeout = 5000")
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA temp_store = MEMORY")  # as conveyor's own connection
     return conn
 
 
@@ -107,7 +119,7 @@ def redis_many(url: str, n: int, prefix: str = "floor") -> float:
     rows = _rows(n)
     t = time.perf_counter()
     pipe = client.pipeline(transaction=False)
-    for job_id, payload, task, queue, state, priority, attempts, run_at, *_ in rows:
+    for job_id, payload, _headers, task, queue, state, priority, attempts, run_at, *_ in rows:
         pipe.hset(
             f"{prefix}:job:{job_id}",
             mapping={

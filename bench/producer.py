@@ -65,6 +65,11 @@ def _pragmas(name: str, arm: Arm) -> dict[str, Any]:
         from bench.arms.huey_arm import huey
 
         conn = huey.storage.conn
+    elif name.startswith("floor"):
+        from bench.arms.floor_arm import FloorArm
+
+        assert isinstance(arm, FloorArm)
+        conn = arm.conn
     elif name.startswith("conveyor"):
         from bench.arms.conveyor_arm import app
 

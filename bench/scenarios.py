@@ -75,7 +75,9 @@ class Ctx:
         else:
             # Explicit: conveyor's default is NORMAL too; spelled out so the PRAGMA set
             # matches Huey's (CommonPragmaStorage) by construction, not by accident.
-            env["BENCH_CONVEYOR_URL"] = f"sqlite:///{path}?synchronous=NORMAL&busy_timeout=5000"
+            # The -durable variant is issue 16's durable mode: every commit fsynced.
+            sync = "FULL" if arm.endswith("-durable") else "NORMAL"
+            env["BENCH_CONVEYOR_URL"] = f"sqlite:///{path}?synchronous={sync}&busy_timeout=5000"
         return env
 
 

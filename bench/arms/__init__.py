@@ -14,6 +14,7 @@ _CATALOGUE: dict[str, tuple[str, ...]] = {
     "conveyor_arm": (
         "conveyor-sqlite-default",
         "conveyor-sqlite-default-strict",
+        "conveyor-sqlite-durable",
         "conveyor-redis-default",
         "conveyor-redis-default-strict",
         "conveyor-sqlite",
@@ -28,6 +29,7 @@ _CATALOGUE: dict[str, tuple[str, ...]] = {
         "conveyor-postgres-thread",
         "conveyor-postgres-async",
     ),
+    "floor_arm": ("floor-sqlite", "floor-redis"),
     "procrastinate_arm": ("procrastinate",),
     "oban_arm": ("oban-py",),
     "huey_arm": (
@@ -49,8 +51,11 @@ QUICK = ["conveyor-sqlite", "huey-sqlite-thread1"]
 #: prefetch, since its default claims only for free slots). The single-thread and
 #: defaults-configuration variants run with ``--arms all`` or by name.
 FULL = [
+    "floor-sqlite",
+    "floor-redis",
     "conveyor-sqlite-default",
     "conveyor-redis-default",
+    "conveyor-sqlite-durable",
     "conveyor-sqlite",
     "conveyor-sqlite-prefetch",
     "conveyor-sqlite-c8",

@@ -39,6 +39,18 @@ class Variant:
         return dict(self.unsupported).get(scenario)
 
 
+def same_enqueue_as(twin: str) -> tuple[tuple[str, str], ...]:
+    """``unsupported`` for a variant that differs from ``twin`` only in worker options: its
+    E1/E2 would time the same client code again (a Celery pool, a conveyor ``-c`` are
+    worker flags), so the full run measures enqueue once, on the twin.
+
+    >>> same_enqueue_as("celery-prefork2")[0]
+    ('E1', 'enqueue is the same code as celery-prefork2 (a worker option differs): measured there')
+    """
+    reason = f"enqueue is the same code as {twin} (a worker option differs): measured there"
+    return (("E1", reason), ("E2", reason))
+
+
 class Arm:
     """Base class; one subclass per system (one module per system)."""
 

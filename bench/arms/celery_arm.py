@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from celery import Celery, group
 
-from bench.arms.base import Arm, Item, Variant, bin_path, env
+from bench.arms.base import Arm, Item, Variant, bin_path, env, same_enqueue_as
 from bench.jobs import run_job
 
 _url = env("BENCH_REDIS_URL", "redis://127.0.0.1:6399")
@@ -93,6 +93,7 @@ VARIANTS = [
         "threads",
         8,
         "celery worker -P threads -c 8 -O fair --prefetch-multiplier=1",
+        unsupported=same_enqueue_as("celery-prefork2"),
     ),
     Variant(
         "celery-prefork2-default",

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Mapping, Sequence
 
 import conveyor
-from bench.arms.base import Arm, Item, Variant, bin_path, env
+from bench.arms.base import Arm, Item, Variant, bin_path, env, same_enqueue_as
 from bench.jobs import run_job
 
 app = conveyor.App(env("BENCH_CONVEYOR_URL", "sqlite:///:memory:"))
@@ -117,12 +117,23 @@ VARIANTS = [
         "sqlite WAL synchronous=NORMAL",
     ),
     Variant(
+        "conveyor-sqlite-durable",
+        "conveyor_arm",
+        "sqlite",
+        "thread",
+        10,
+        "conveyor worker with its defaults; sqlite WAL synchronous=FULL (durable mode: "
+        "every commit fsynced)",
+        unsupported=same_enqueue_as("conveyor-sqlite-default")[:1],
+    ),
+    Variant(
         "conveyor-sqlite-default-strict",
         "conveyor_arm",
         "sqlite",
         "thread",
         10,
         "conveyor worker -c 10 --pool thread --prefetch 0; sqlite WAL synchronous=NORMAL",
+        unsupported=same_enqueue_as("conveyor-sqlite-default"),
     ),
     Variant(
         "conveyor-redis-default",
@@ -140,6 +151,7 @@ VARIANTS = [
         "thread",
         10,
         "conveyor worker -c 10 --pool thread --prefetch 0; redis on loopback",
+        unsupported=same_enqueue_as("conveyor-redis-default"),
     ),
     Variant(
         "conveyor-sqlite",
@@ -157,6 +169,7 @@ VARIANTS = [
         "thread",
         8,
         "conveyor worker -c 8 --pool thread; sqlite WAL synchronous=NORMAL",
+        unsupported=same_enqueue_as("conveyor-sqlite-default"),
     ),
     Variant(
         "conveyor-redis",
@@ -175,6 +188,7 @@ VARIANTS = [
         2,
         "conveyor worker -c 2 --pool process (spawned children); sqlite WAL synchronous=NORMAL",
         w4=True,
+        unsupported=same_enqueue_as("conveyor-sqlite-default"),
     ),
     Variant(
         "conveyor-redis-c8",
@@ -183,6 +197,7 @@ VARIANTS = [
         "thread",
         8,
         "conveyor worker -c 8 --pool thread; redis on loopback",
+        unsupported=same_enqueue_as("conveyor-redis-default"),
     ),
     Variant(
         "conveyor-sqlite-prefetch",
@@ -191,6 +206,7 @@ VARIANTS = [
         "thread",
         1,
         f"conveyor worker -c 1 --pool thread --prefetch {PREFETCH}; sqlite WAL synchronous=NORMAL",
+        unsupported=same_enqueue_as("conveyor-sqlite-default"),
     ),
     Variant(
         "conveyor-sqlite-c8-prefetch",
@@ -199,6 +215,7 @@ VARIANTS = [
         "thread",
         8,
         f"conveyor worker -c 8 --pool thread --prefetch {PREFETCH}; sqlite WAL synchronous=NORMAL",
+        unsupported=same_enqueue_as("conveyor-sqlite-default"),
     ),
     Variant(
         "conveyor-redis-prefetch",
@@ -207,6 +224,7 @@ VARIANTS = [
         "thread",
         1,
         f"conveyor worker -c 1 --pool thread --prefetch {PREFETCH}; redis on loopback",
+        unsupported=same_enqueue_as("conveyor-redis-default"),
     ),
     Variant(
         "conveyor-redis-c8-prefetch",
@@ -215,6 +233,7 @@ VARIANTS = [
         "thread",
         8,
         f"conveyor worker -c 8 --pool thread --prefetch {PREFETCH}; redis on loopback",
+        unsupported=same_enqueue_as("conveyor-redis-default"),
     ),
     # The worker's defaults (-c 10): what a user gets from `conveyor worker --pool ...`.
     Variant(
