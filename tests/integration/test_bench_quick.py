@@ -31,7 +31,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
 def test_quick_suite_runs_and_every_run_verifies(tmp_path: Path) -> None:
-    for module in ("huey", "psutil", "matplotlib"):
+    for module in ("psutil", "matplotlib", "rich"):
         try:
             __import__(module)
         except ImportError:
@@ -42,14 +42,20 @@ def test_quick_suite_runs_and_every_run_verifies(tmp_path: Path) -> None:
     # Charts are drawn once, by the second run (matplotlib's import and drawing cost
     # seconds; the second report has every scenario to draw).
     first = _bench(
-        "--suite", "E1,E2,W1,W2,W3,W4,W5", "--out", str(out), "--scale", SMALL, "--no-charts"
-    )
+        "--suite", "E1,E2,W1,W2,W3,W4,W5", "--arms", ARMS, "--out", str(out),
+        "--scale", SMALL, "--no-charts",
+    )  # fmt: skip
     assert not (out / "charts").exists()
     assert "| 200 | conveyor-sqlite |" in (out / "report.md").read_text()
     # The main run's report, before W6 is appended: no W6 section yet.
     assert "## W6" not in (out / "report.md").read_text()
     assert not (out / "W6.csv").exists()
-    second = _bench("--suite", "W6", "--append", str(out), "--scale", "W6_rate=400,w6_s=0.5")
+    # Appended for conveyor alone: the floor, measured only by the first run, must get
+    # its reason for W6 from the merge.
+    second = _bench(
+        "--suite", "W6", "--arms", "conveyor-sqlite", "--append", str(out),
+        "--scale", "W6_rate=400,w6_s=0.5",
+    )  # fmt: skip
     meta = json.loads((out / "meta.json").read_text())
     available = [a for a, c in meta["checks"].items() if c["available"]]
     assert available, meta["checks"]
@@ -93,7 +99,7 @@ def test_quick_suite_runs_and_every_run_verifies(tmp_path: Path) -> None:
     assert "completion marker: one os.write of a 64-byte record" in report
     assert f"{marker['cost_us_1proc']:.2f} µs a job from one process" in report
     assert "## W6 two `conveyor worker` processes on one SQLite file" in report
-    assert "- appended later: W6 (conveyor-sqlite, floor-sqlite)" in report
+    assert "- appended later: W6 (conveyor-sqlite), run " in report
     # E1/E2 print conveyor's figure beside the floor's at the same N, with the ratio.
     assert "| floor (same N) | x floor |" in report
     e1_row = next(ln for ln in report.splitlines() if ln.startswith("| 200 | conveyor-sqlite |"))
@@ -110,7 +116,7 @@ SMALL = "W1=300,W2=10,W3=0.9,w3_s=0.5,W4_n=8,W4_c=2,idle_s=0.2,marker_n=20000"
 
 def _bench(*args: str) -> str:
     proc = subprocess.run(
-        [sys.executable, "-m", "bench", "run", "--quick", "--arms", ARMS, *args],
+        [sys.executable, "-m", "bench", "run", "--quick", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
