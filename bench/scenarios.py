@@ -333,7 +333,7 @@ def _spawn_until_done(cmd: list[str], env: dict[str, str]) -> float:
 
 #: Why an arm has no W6 row: the scenario is about SQLite's single writer, with conveyor's
 #: own worker command (two processes on one file), so it runs for conveyor's SQLite arms.
-W6_ONLY = "two `conveyor worker` processes on one SQLite file: conveyor SQLite arms only"
+W6_ONLY = "conveyor SQLite arms only (two `conveyor worker` processes on one file)"
 
 
 def w6_unsupported(arm: str, storage: str) -> str | None:
