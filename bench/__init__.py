@@ -4,7 +4,9 @@ bench/postgres_cluster.py; a fresh database per measurement).
 
 Method: ``/work/shared/design/benchmarking.md``. Run ``python -m bench run --quick`` for a
 smoke run, ``python -m bench run`` for the full suite, ``python -m bench report`` to
-regenerate ``BENCHMARKS.md`` from the latest full run. The published run uses
+regenerate ``BENCHMARKS.md`` from the latest full run; ``python -m bench run --suite W6
+--arms conveyor-sqlite-default --append bench/results/<stamp>`` adds a scenario to a
+finished run's directory (at its scale), for the report to show. The published run uses
 ``.venv-bench`` (``make bench-venv``): every arm on one Python 3.12, because qler requires
 Python >= 3.12; on 3.11 the suite runs without the qler arms.
 

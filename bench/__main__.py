@@ -1,5 +1,11 @@
-"""``python -m bench run [--suite E1,W1,...] [--quick] [--arms a,b] [--out DIR]`` and
-``python -m bench report [DIR]``."""
+"""``python -m bench run [--suite E1,W1,...] [--quick] [--arms a,b] [--out DIR |
+--append DIR]`` and ``python -m bench report [DIR]``.
+
+Example: W6 measured after a full run and merged into it, then the report::
+
+    python -m bench run --suite W6 --arms conveyor-sqlite-default --append bench/results/<stamp>
+    python -m bench report
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,7 @@ import sys
 from bench import arms as arm_registry
 from bench import report, runner
 
-SCENARIOS = ["E1", "E2", "W1", "W2", "W3", "W4", "W5"]
+SCENARIOS = runner.ORDER
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,6 +42,18 @@ def main(argv: list[str] | None = None) -> int:
         "--scale", default=None, help="override sizes, e.g. W1=5000,E2=1000/10000,w3_s=3,W4_n=100"
     )
     r.add_argument("--out", default=None, help="output directory")
+    r.add_argument(
+        "--append",
+        default=None,
+        metavar="DIR",
+        help="add these scenarios to an earlier run's directory (its scale and quick flag; "
+        "CSVs added, meta.json merged, report.md rewritten)",
+    )
+    r.add_argument(
+        "--no-charts",
+        action="store_true",
+        help="write report.md without drawing its PNG charts (matplotlib not imported)",
+    )
     rep = sub.add_parser("report", help="regenerate BENCHMARKS.md from the latest full run")
     rep.add_argument("dir", nargs="?", default=None)
     args = p.parse_args(argv)
@@ -64,7 +82,11 @@ def main(argv: list[str] | None = None) -> int:
             values = [float(x) if "." in x else int(x) for x in v.split("/")]
             # list-valued sizes (E1, E2, W3, W4_c) take "a/b/c"; others one number
             overrides[k] = values if isinstance(runner.FULL.get(k), list) else values[0]
-    runner.run(suites, chosen, args.quick, args.out, overrides)
+    if args.append and args.out:
+        p.error("--append writes into its own directory: drop --out")
+    runner.run(
+        suites, chosen, args.quick, args.out, overrides, append=args.append, draw=not args.no_charts
+    )
     return 0
 
 

@@ -214,3 +214,35 @@ def run_producer(spec: dict[str, Any], env: dict[str, str], timeout: float) -> d
         )
     result: dict[str, Any] = json.loads(lines[-1])
     return result
+
+
+def run_producers(
+    specs: list[dict[str, Any]], env: dict[str, str], timeout: float
+) -> list[dict[str, Any]]:
+    """Run one producer process per spec, all at once (W6's concurrent producers);
+    return their JSON results in spec order, or raise with a failed one's output."""
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "bench.producer", json.dumps(spec)],
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for spec in specs
+    ]
+    results: list[dict[str, Any]] = []
+    try:
+        for proc in procs:
+            out, err = proc.communicate(timeout=timeout)
+            lines = [ln for ln in out.splitlines() if ln.startswith("{")]
+            if proc.returncode != 0 or not lines:
+                raise RuntimeError(f"producer failed ({proc.returncode}): {(err or out)[-1500:]}")
+            results.append(json.loads(lines[-1]))
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(5)
+    return results

@@ -113,6 +113,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         out = {"latencies_ms": lat}
     elif action == "w3":
         out = open_loop(arm, float(spec["rate"]), float(spec["duration"]))
+    elif action == "w6_enqueue":
+        out = timed_enqueues(arm, float(spec["rate"]), n, int(spec["base"]), float(spec["t_start"]))
     arm.close()
     return out
 
@@ -139,6 +141,24 @@ def open_loop(arm: Arm, rate: float, duration: float) -> dict[str, Any]:
         "producer_end": time.time(),
         "late_enqueues": late,
     }
+
+
+def timed_enqueues(arm: Arm, rate: float, n: int, base: int, t_start: float) -> dict[str, Any]:
+    """W6: enqueue jobs ``base .. base+n-1`` one at a time, job k due at ``t_start +
+    k/rate`` (a steady rate, shared start with the other producers), timing each call."""
+    late = 0
+    lat: list[float] = []
+    for k in range(n):
+        due = t_start + k / rate
+        wait = due - time.time()
+        if wait > 0:
+            time.sleep(wait)
+        elif wait < -0.001:
+            late += 1
+        t = time.perf_counter()
+        arm.enqueue_one((base + k, due, "noop"))
+        lat.append((time.perf_counter() - t) * 1000)
+    return {"n": n, "latencies_ms": lat, "late_enqueues": late}
 
 
 def main() -> None:

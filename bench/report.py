@@ -11,7 +11,7 @@ import shutil
 import statistics
 from typing import Any
 
-from bench import charts, harness
+from bench import harness
 from bench import marker as marker_mod
 
 RESULTS = os.path.join(harness.ROOT, "bench", "results")
@@ -28,7 +28,16 @@ METRICS: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "W4": ("jobs_per_s", ("queue_p50_ms", "exec_p50_ms", "cpu_s_per_1000", "peak_rss_mib")),
     "W5": ("first_job_done_ms", ("ready_ms", "inprocess_first_job_ms", "python_start_ms")),
+    # W6 is two tables (drain rows, producer rows): see w6_tables
+    "W6": ("jobs_per_s", ("smaller_share", "cpu_s_per_1000")),
 }
+#: W6's producers-and-workers rows, shown by their enqueue latency
+W6_PRODUCERS: tuple[str, tuple[str, ...]] = (
+    "enqueue_p99_ms",
+    ("enqueue_p50_ms", "enqueue_max_ms", "late_enqueues", "rate", "e2e_p99_ms"),
+)
+#: the floor arm of each storage (bench/arms/floor_arm.py): E1/E2 print it beside each arm
+FLOORS = {"sqlite": "floor-sqlite", "redis": "floor-redis"}
 TITLES = {
     "E1": "E1 enqueue one at a time (jobs/s, higher is better)",
     "E2": "E2 batch enqueue (jobs/s)",
@@ -38,6 +47,8 @@ TITLES = {
     "W4": "W4 cpu / io / mixed x concurrency",
     "W5": "W5 cold start (ms from spawning the worker command; in-process: from spawning "
     "one process that enqueues and runs the job itself; python_start_ms: `python -c` alone)",
+    "W6": "W6 two `conveyor worker` processes on one SQLite file (W1's queue drained by one "
+    "and by two, alternated; then producers enqueueing one at a time while two workers run)",
 }
 
 
@@ -77,12 +88,25 @@ def _fmt(x: float) -> str:
     return f"{x:.2f}" if abs(x) >= 1 else f"{x:.3f}"
 
 
-def table(scen: str, rs: list[dict[str, Any]]) -> list[str]:
-    primary, others = METRICS[scen]
+def table(
+    scen: str,
+    rs: list[dict[str, Any]],
+    storage: dict[str, str] | None = None,
+    metrics: tuple[str, tuple[str, ...]] | None = None,
+) -> list[str]:
+    """One scenario's markdown table: median (min-max) of its primary metric per (param,
+    arm), the medians of the others. E1/E2 add each arm's floor (the floor arm of its
+    ``storage``, same N) and the ratio to it, when the run measured the floors."""
+    if scen == "W6" and metrics is None:
+        return w6_tables(rs)
+    primary, others = metrics or METRICS[scen]
     prim = summarise(rs, primary)
     extra = {m: summarise(rs, m) for m in others}
     keys = sorted({(r["param"], r["arm"]) for r in rs}, key=lambda k: (_pkey(k[0]), k[1]))
+    floors = scen in ("E1", "E2") and any(arm in FLOORS.values() for _, arm in keys)
     head = ["param", "arm", f"{primary} median (min-max)", "valid/runs", *others]
+    if floors:
+        head += ["floor (same N)", "x floor"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for key in keys:
         runs = [r for r in rs if (r["param"], r["arm"]) == key and r.get("warmup") != "True"]
@@ -92,9 +116,46 @@ def table(scen: str, rs: list[dict[str, Any]]) -> list[str]:
         cols = [
             _fmt(statistics.median(extra[m][key])) if extra[m].get(key) else "n/a" for m in others
         ]
+        if floors:
+            cols += _floor_cells(key, prim, (storage or {}).get(key[1], ""))
         lines.append("| " + " | ".join([key[0], key[1], cell, f"{ok}/{len(runs)}", *cols]) + " |")
     if scen == "W4":
         lines += ["", *marginal_rss(rs)]
+    return lines
+
+
+def _floor_cells(
+    key: tuple[str, str], prim: dict[tuple[str, str], list[float]], storage: str
+) -> list[str]:
+    """[floor's median jobs/s at the same N, this arm's median / that] for one E1/E2 row;
+    ``-`` for a floor's own row and for arms whose storage has no floor (PostgreSQL)."""
+    param, arm = key
+    floor = FLOORS.get(storage)
+    if floor is None or arm == floor:
+        return ["-", "-"]
+    mine, theirs = prim.get(key), prim.get((param, floor))
+    if not mine or not theirs:
+        return ["n/a", "n/a"]
+    ratio = statistics.median(mine) / statistics.median(theirs)
+    return [f"{_fmt(statistics.median(theirs))} ({floor})", f"{ratio:.2f}x"]
+
+
+def w6_tables(rs: list[dict[str, Any]]) -> list[str]:
+    """W6 as two tables: the drain by one and by two workers with the speed-up (median of
+    two over median of one, per arm), then the producers' enqueue latency."""
+    drain = [r for r in rs if r["param"].startswith("drain")]
+    rest = [r for r in rs if not r["param"].startswith("drain")]
+    lines = [*table("W6", drain, metrics=METRICS["W6"]), ""]
+    rates = summarise(drain, "jobs_per_s")
+    for arm in sorted({a for _, a in rates}):
+        one, two = rates.get(("drain 1 worker", arm)), rates.get(("drain 2 workers", arm))
+        if one and two:
+            speedup = statistics.median(two) / statistics.median(one)
+            lines.append(
+                f"- {arm}: two workers drain at {speedup:.2f}x one worker's rate (medians)"
+            )
+    if rest:
+        lines += ["", *table("W6", rest, metrics=W6_PRODUCERS)]
     return lines
 
 
@@ -144,6 +205,15 @@ def body(meta: dict[str, Any], rows: dict[str, list[dict[str, Any]]], img: str) 
         "- packages: " + ", ".join(f"{k} {v}" for k, v in env["packages"].items()),
         f"- run {meta['stamp']}: quick={meta['quick']}, scale {meta['scale']}",
         f"- completion marker: {marker_mod.describe(meta.get('marker'))}",
+        *[
+            f"- appended later: {', '.join(a['suites'])} ({', '.join(a['arms'])}), run "
+            f"{a['stamp']} into this directory"
+            + (f" with {a['overrides']}" if a.get("overrides") else "")
+            + f", load average at start {a.get('loadavg_start')}"
+            f", at end {a.get('loadavg_end')}; completion marker then: "
+            f"{marker_mod.describe(a.get('marker'))}"
+            for a in meta.get("appended", [])
+        ],
         "",
     ]
     lines += ["## Fairness checklist (enforced in code)", ""]
@@ -165,11 +235,12 @@ def body(meta: dict[str, Any], rows: dict[str, list[dict[str, Any]]], img: str) 
     lines.append("")
     from bench import targets  # late: targets imports this module
 
-    lines += ["## Targets from issues 4 and 14 (conveyor, this run)", "", *targets.check(rows), ""]
-    for scen in ("E1", "E2", "W1", "W2", "W3", "W4", "W5"):
+    lines += ["## Targets from issues 16 and 14 (conveyor, this run)", "", *targets.check(rows), ""]
+    storage = {arm: str(c.get("storage", "")) for arm, c in meta["checks"].items()}
+    for scen in METRICS:
         if scen not in rows:
             continue
-        lines += [f"## {TITLES[scen]}", "", *table(scen, rows[scen]), ""]
+        lines += [f"## {TITLES[scen]}", "", *table(scen, rows[scen], storage), ""]
         chart = {"W1": "w1.png", "W3": "w3_latency.png", "W4": "w4.png"}.get(scen)
         if chart and os.path.exists(os.path.join(img, chart)):
             lines += [f"![{scen}]({os.path.basename(img)}/{chart})", ""]
@@ -184,10 +255,20 @@ def body(meta: dict[str, Any], rows: dict[str, list[dict[str, Any]]], img: str) 
     return lines
 
 
-def write_run_report(outdir: str) -> str:
+def _draw(outdir: str, rows: dict[str, list[dict[str, Any]]], img: str) -> None:
+    # Imported here: matplotlib costs ~1 s to import, and a run without charts skips it.
+    from bench import charts
+
+    charts.draw_all(outdir, rows, img)
+
+
+def write_run_report(outdir: str, draw: bool = True) -> str:
+    """``report.md`` in ``outdir`` from its CSVs, with PNG charts unless ``draw`` is
+    false (the report then links only the charts already there)."""
     meta, rows = load(outdir)
     img = os.path.join(outdir, "charts")
-    charts.draw_all(outdir, rows, img)
+    if draw:
+        _draw(outdir, rows, img)
     path = os.path.join(outdir, "report.md")
     with open(path, "w") as f:
         f.write("\n".join([f"# Benchmark run {meta['stamp']}", "", *body(meta, rows, img)]))
@@ -219,7 +300,7 @@ def write_benchmarks_md(outdir: str | None = None) -> str:
     meta, rows = load(outdir)
     img = os.path.join(harness.ROOT, "bench", "charts")
     os.makedirs(img, exist_ok=True)
-    charts.draw_all(outdir, rows, img)
+    _draw(outdir, rows, img)
     rel = os.path.relpath(outdir, harness.ROOT)
     reduced = " (reduced scale: see the scale line)" if meta.get("overrides") else ""
     head = [
@@ -233,6 +314,12 @@ def write_benchmarks_md(outdir: str | None = None) -> str:
         "Method: `bench/` follows the design note on honest benchmarking (fairness "
         "checklist below); absolute numbers hold for the machine described only, so "
         "compare ratios measured side by side in the same run.",
+        "Floors: `floor-sqlite` and `floor-redis` are the raw client doing the same "
+        "enqueue (a `BEGIN IMMEDIATE` + `INSERT` of conveyor's own job row + `COMMIT`, "
+        "one `executemany` transaction for a batch; a bare redis-py `PING`, one pipeline "
+        "of `HSET` + `ZADD` per job), measured in E1/E2 in the same run and rotation as "
+        "every system; the E1/E2 tables print each figure beside its storage's floor at "
+        "the same N, with the ratio, and issue 16's enqueue targets are those ratios.",
         "",
     ]
     extra = os.path.join(harness.ROOT, "bench", "NOTES.md")

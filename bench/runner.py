@@ -44,6 +44,12 @@ FULL = {
     "timeout": 300,
     "idle_s": 3.0,
     "marker_n": 100_000,  # records per process when the marker is measured alone
+    # W6 (issue 16): W1's queue (its size) drained by 1 and 2 workers on one file; then
+    # 4 producers at a steady 2,000 jobs/s in total (about a quarter of the default
+    # worker's W1 rate) for w6_s seconds while two workers run.
+    "W6_producers": 4,
+    "W6_rate": 2_000,
+    "w6_s": 5.0,
 }
 QUICK = {
     "E1": [200],
@@ -60,7 +66,12 @@ QUICK = {
     "timeout": 60,
     "idle_s": 0.5,
     "marker_n": 100_000,
+    "W6_producers": 4,
+    "W6_rate": 1_000,
+    "w6_s": 1.0,
 }
+#: The order scenarios run in (W3 needs W1's capacity from the same run).
+ORDER = ["E1", "E2", "W1", "W2", "W3", "W4", "W5", "W6"]
 
 
 def plan(
@@ -107,19 +118,41 @@ def plan(
             ]
         elif scen == "W5":
             steps += [(scen, "1", a, lambda a=a: sc.w5(ctx, a)) for a in usable]
+        elif scen == "W6":
+            # One worker and two alternate which goes first, iteration by iteration.
+            counts = (1, 2) if it % 2 == 0 else (2, 1)
+            steps += [
+                (scen, W6_DRAIN[w], a, lambda a=a, w=w: sc.w6_drain(ctx, a, s["W1"], w))
+                for w in counts
+                for a in usable
+            ]
+            k = int(s["W6_producers"])
+            steps += [
+                (
+                    scen,
+                    f"{k} producers + 2 workers",
+                    a,
+                    lambda a=a, k=k: sc.w6_producers(ctx, a, k, float(s["W6_rate"]), s["w6_s"]),
+                )
+                for a in usable
+            ]
     return steps
+
+
+#: W6's drain params, by worker count (report.py and targets.py read them back).
+W6_DRAIN = {1: "drain 1 worker", 2: "drain 2 workers"}
 
 
 def _rotate(
     steps: list[tuple[str, str, str, Callable[[], Any]]], iteration: int, arms: list[str]
 ) -> list[tuple[str, str, str, Callable[[], Any]]]:
-    """Within each (scenario, param) group, order arms by the rotation for this iteration."""
+    """Within each (scenario, param) group, order arms by the rotation for this iteration;
+    the groups keep the order ``plan`` gave them (W6 alternates its own)."""
     order = {a: i for i, a in enumerate(fairness.arm_order(arms, iteration))}
-    return sorted(steps, key=lambda st: (st[0], _param_key(st[1]), order[st[2]]))
-
-
-def _param_key(p: str) -> tuple[int, str]:
-    return (int(p), "") if p.isdigit() else (0, p)
+    group: dict[tuple[str, str], int] = {}
+    for st in steps:
+        group.setdefault((st[0], st[1]), len(group))
+    return sorted(steps, key=lambda st: (group[(st[0], st[1])], order[st[2]]))
 
 
 def _compile_sources() -> None:
@@ -138,11 +171,26 @@ def run(
     quick: bool,
     out: str | None,
     overrides: dict[str, Any] | None = None,
+    append: str | None = None,
+    draw: bool = True,
 ) -> str:
+    """Run ``suites`` x ``arms``; write the CSVs, ``meta.json`` and ``report.md`` to
+    ``out`` (default ``bench/results/<stamp>``). With ``append`` (an earlier run's
+    directory), write the new scenarios' CSVs into that directory instead, at that run's
+    scale, and merge what was run into its ``meta.json`` (:func:`_merge_meta`). ``draw``
+    false: ``report.md`` without drawing the PNG charts."""
     console = Console()
-    scale = {**(QUICK if quick else FULL), **(overrides or {})}
+    base_meta: dict[str, Any] | None = None
+    if append is not None:
+        with open(os.path.join(append, "meta.json")) as f:
+            base_meta = json.load(f)
+        quick = bool(base_meta["quick"])
+    defaults = QUICK if quick else FULL
+    # An appended scenario runs at the earlier run's scale (its iterations, its W1 size);
+    # keys that run did not have (a scenario added since) come from the defaults.
+    scale = {**defaults, **(base_meta["scale"] if base_meta else {}), **(overrides or {})}
     stamp = datetime.datetime.now().strftime("%Y%m%dT%H%M%S")
-    outdir = out or os.path.join(harness.ROOT, "bench", "results", stamp)
+    outdir = append or out or os.path.join(harness.ROOT, "bench", "results", stamp)
     os.makedirs(outdir, exist_ok=True)
     workdir = tempfile.mkdtemp(prefix="bench-work-")
     _compile_sources()
@@ -187,10 +235,14 @@ def run(
                     "unsupported": {},
                     "w4": False,
                 }
+            if "W6" in suites:
+                reason = sc.w6_unsupported(a, str(checks[a].get("storage", "")))
+                if reason:
+                    checks[a]["unsupported"].setdefault("W6", reason)
         # W3 needs each arm's W1 capacity from this run: W1 always precedes W3.
         if "W3" in suites and "W1" not in suites:
             suites = ["W1", *suites]
-        suites = sorted(suites, key=lambda x: ["E1", "E2", "W1", "W2", "W3", "W4", "W5"].index(x))
+        suites = sorted(suites, key=ORDER.index)
         meta: dict[str, Any] = {
             "stamp": stamp,
             "quick": quick,
@@ -267,8 +319,11 @@ def run(
         meta["checklist"].insert(3, f"  {marker['verdict']}")
         # Other tenants of the machine show up here; report them rather than hide them.
         meta["environment"]["loadavg_end"] = os.getloadavg()
+        if base_meta is not None:
+            meta = _merge_meta(base_meta, meta)
+            rows = _merge_rows(outdir, rows)
         _write(outdir, rows, ctx.raw, meta)
-        report.write_run_report(outdir)
+        report.write_run_report(outdir, draw)
         if marker["verdict"].startswith("FAIRNESS"):
             console.print(f"[red]{marker['verdict']}[/red]")
         console.print(f"results: {outdir}")
@@ -280,6 +335,62 @@ def run(
             ctx.postgres.remove()
         shutil.rmtree(workdir, ignore_errors=True)
     return outdir
+
+
+def _merge_meta(base: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """An earlier run's metadata with an appended run folded in: its suites and arms
+    added, the new arms' checks added (an arm already there keeps its own, plus the
+    scenarios the new run could not do for it), new scale keys, and an ``appended``
+    entry saying what ran when, on which box state, with which marker measurement."""
+    merged = dict(base)
+    merged["suites"] = [s for s in ORDER if s in {*base["suites"], *new["suites"]}]
+    merged["arms"] = [*base["arms"], *(a for a in new["arms"] if a not in base["arms"])]
+    checks = dict(base["checks"])
+    for arm, check in new["checks"].items():
+        if arm in checks:
+            gaps = {**checks[arm].get("unsupported", {}), **check.get("unsupported", {})}
+            checks[arm] = {**checks[arm], "unsupported": gaps}
+        else:
+            checks[arm] = check
+    # Arms of the earlier run that the appended scenarios do not apply to say so too.
+    for arm, check in checks.items():
+        if "W6" in new["suites"] and arm not in new["checks"]:
+            reason = sc.w6_unsupported(arm, str(check.get("storage", "")))
+            if reason:
+                check.setdefault("unsupported", {}).setdefault("W6", reason)
+    merged["checks"] = checks
+    merged["scale"] = {**new["scale"], **base["scale"]}
+    env = new["environment"]
+    merged["appended"] = [
+        *base.get("appended", []),
+        {
+            "stamp": new["stamp"],
+            "suites": new["suites"],
+            "arms": new["arms"],
+            "overrides": new.get("overrides", {}),
+            "loadavg_start": env.get("loadavg_start"),
+            "loadavg_end": env.get("loadavg_end"),
+            "marker": new.get("marker"),
+        },
+    ]
+    return merged
+
+
+def _merge_rows(
+    outdir: str, rows: dict[str, list[dict[str, Any]]]
+) -> dict[str, list[dict[str, Any]]]:
+    """The appended scenarios' rows, after the rows an earlier CSV of the same scenario
+    holds for arms this run did not measure again (a rerun replaces an arm's rows)."""
+    merged: dict[str, list[dict[str, Any]]] = {}
+    for scen, new in rows.items():
+        path = os.path.join(outdir, f"{scen}.csv")
+        old: list[dict[str, Any]] = []
+        if os.path.exists(path):
+            with open(path, newline="") as f:
+                again = {r["arm"] for r in new}
+                old = [r for r in csv.DictReader(f) if r["arm"] not in again]
+        merged[scen] = [*old, *new]
+    return merged
 
 
 def _measure(thunk: Callable[[], Any]) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 #: (job index, enqueue/scheduled wall time, kind)
 Item = tuple[int, float, str]
 
-SCENARIOS = ("E1", "E2", "W1", "W2", "W3", "W4", "W5")
+SCENARIOS = ("E1", "E2", "W1", "W2", "W3", "W4", "W5", "W6")
 
 
 @dataclasses.dataclass(frozen=True)

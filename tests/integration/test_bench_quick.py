@@ -2,7 +2,14 @@
 
 Asserts that the CSVs exist, that every measured run verified its job count from the
 completion records, and that the marker was measured and checked; never a timing. The
-quick arms are SQLite ones: the run must start no redis-server (the marker needs none).
+arms are SQLite ones: the run must start no redis-server (the marker needs none).
+W6 runs the way the lead adds it to a finished run: ``--append`` into the same directory.
+
+Every scenario's path runs, at the smallest sizes that still take it (one W3 rate, one
+W4 concurrency per job kind, the marker measured on 20,000 records), with two arms:
+conveyor's and the SQLite floor (E1/E2 only: the floor columns, and the skipping of
+scenarios an arm cannot do). Peer arms are not run here: each costs a worker and a
+producer process per scenario, and the full run shows a broken one as discarded rows.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
 def test_quick_suite_runs_and_every_run_verifies(tmp_path: Path) -> None:
-    for module in ("huey", "psutil", "matplotlib"):
+    for module in ("psutil", "matplotlib", "rich"):
         try:
             __import__(module)
         except ImportError:
@@ -32,18 +39,40 @@ def test_quick_suite_runs_and_every_run_verifies(tmp_path: Path) -> None:
                 pytest.fail(f"{module} missing: `make test` installs the [bench] extra")
             pytest.skip(f"{module} not installed (pip install -e '.[bench]')")
     out = tmp_path / "quick"
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench", "run", "--quick", "--out", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=280,
-    )
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    # Charts are drawn once, by the second run (matplotlib's import and drawing cost
+    # seconds; the second report has every scenario to draw).
+    first = _bench(
+        "--suite", "E1,E2,W1,W2,W3,W4,W5", "--arms", ARMS, "--out", str(out),
+        "--scale", SMALL, "--no-charts",
+    )  # fmt: skip
+    assert not (out / "charts").exists()
+    assert "| 200 | conveyor-sqlite |" in (out / "report.md").read_text()
+    # The main run's report, before W6 is appended: no W6 section yet.
+    assert "## W6" not in (out / "report.md").read_text()
+    assert not (out / "W6.csv").exists()
+    # Appended for conveyor alone: the floor, measured only by the first run, must get
+    # its reason for W6 from the merge.
+    second = _bench(
+        "--suite", "W6", "--arms", "conveyor-sqlite", "--append", str(out),
+        "--scale", "W6_rate=400,w6_s=0.5",
+    )  # fmt: skip
     meta = json.loads((out / "meta.json").read_text())
     available = [a for a, c in meta["checks"].items() if c["available"]]
     assert available, meta["checks"]
-    for scen in ("E1", "E2", "W1", "W2", "W3", "W4", "W5"):
+    # --append merged W6 into the run: suites, one "appended" entry, the peer's reason.
+    assert meta["suites"] == ["E1", "E2", "W1", "W2", "W3", "W4", "W5", "W6"], meta["suites"]
+    assert [a["suites"] for a in meta["appended"]] == [["W6"]], meta["appended"]
+    assert "W6" in meta["checks"]["floor-sqlite"]["unsupported"], meta["checks"]
+    assert meta["scale"]["W1"] == 300, "an appended scenario runs at the run's own scale"
+    assert meta["appended"][0]["overrides"] == {"W6_rate": 400, "w6_s": 0.5}, meta["appended"]
+    w6 = list(csv.DictReader((out / "W6.csv").open()))
+    assert {r["param"] for r in w6} == {
+        "drain 1 worker",
+        "drain 2 workers",
+        "4 producers + 2 workers",
+    }
+    assert {r["arm"] for r in w6} == {"conveyor-sqlite"}, w6
+    for scen in ("E1", "E2", "W1", "W2", "W3", "W4", "W5", "W6"):
         path = out / f"{scen}.csv"
         assert path.exists(), f"{scen}.csv missing"
         rows = list(csv.DictReader(path.open()))
@@ -69,6 +98,32 @@ def test_quick_suite_runs_and_every_run_verifies(tmp_path: Path) -> None:
     report = (out / "report.md").read_text()
     assert "completion marker: one os.write of a 64-byte record" in report
     assert f"{marker['cost_us_1proc']:.2f} µs a job from one process" in report
+    assert "## W6 two `conveyor worker` processes on one SQLite file" in report
+    assert "- appended later: W6 (conveyor-sqlite), run " in report
+    # E1/E2 print conveyor's figure beside the floor's at the same N, with the ratio.
+    assert "| floor (same N) | x floor |" in report
+    e1_row = next(ln for ln in report.splitlines() if ln.startswith("| 200 | conveyor-sqlite |"))
+    assert "(floor-sqlite) |" in e1_row and e1_row.endswith("x |"), e1_row
+    assert "two workers drain at" in report, report
+    assert "results:" in first and "results:" in second
+    assert {p.name for p in (out / "charts").iterdir()} == {"w1.png", "w3_latency.png", "w4.png"}
+
+
+ARMS = "conveyor-sqlite,floor-sqlite"
+#: The quick scale made smaller still (see the module docstring).
+SMALL = "W1=300,W2=10,W3=0.9,w3_s=0.5,W4_n=8,W4_c=2,idle_s=0.2,marker_n=20000"
+
+
+def _bench(*args: str) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "run", "--quick", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=200,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return proc.stdout
 
 
 def _write_marks(mp: pytest.MonkeyPatch, path: Path, indices: list[int]) -> None:
