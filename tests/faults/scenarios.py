@@ -184,7 +184,7 @@ def producers_and_workers(
     timeout: float = 120.0,
 ) -> ProducersResult:
     """``producers`` processes each enqueue ``per_producer`` jobs one at a time while
-    ``workers`` workers drain the same SQLite file."""
+    ``workers`` workers drain the same store (a SQLite file, a PostgreSQL database)."""
     marks = directory / "marks.log"
     app = make_app(url)
     app.backend.queue_stats()  # creates the store: workers refuse a missing one
@@ -211,7 +211,7 @@ def producers_and_workers(
         for w in fleet.workers:
             w.stop()
         tally = count(
-            f"{producers} producers + {workers} workers, one file", url, ids, marks, started
+            f"{producers} producers + {workers} workers, one store", url, ids, marks, started
         )
         tally.seconds = elapsed
         tally.lost += producers * per_producer - len(ids)  # never enqueued
