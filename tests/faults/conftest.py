@@ -23,8 +23,9 @@ BACKENDS = ["sqlite", pytest.param("redis", marks=pytest.mark.redis), "postgres"
 def fresh_store_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A fresh store of this test: a SQLite file in tmp_path, a key prefix on the
     session's own redis-server, or a database of its own on the session's PostgreSQL
-    cluster (a database, not a schema: the workers a test SIGKILLs leave sessions and
-    locks that must not touch any other test's)."""
+    cluster (a database, not a schema: NOTIFY is per database, so no test's workers are
+    woken by another's, and the drop at the end (WITH FORCE) ends any session a
+    SIGKILLed worker left behind)."""
     if backend == "sqlite":
         return f"sqlite:///{tmp_path / 'jobs.db'}"
     if backend == "redis":
@@ -41,9 +42,9 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 @pytest.fixture(params=["sqlite", "postgres"])
 def sql_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A fresh store on SQLite and on PostgreSQL, for the scenarios about a pool or a
-    signal more than about the store (SIGTERM, most poison pills, producers): they run
-    where issue 14 asks every process test to pass; Redis, whose worker loop is the
-    same, runs the store-heavy ones (the storm, an abort's rescue) to keep the suite short."""
+    signal more than about the store (most poison pills, producers): they run where
+    issue 14 asks every process test to pass; Redis, whose worker loop is the same, runs
+    the store-heavy ones (the storm, an abort's rescue) to keep the suite short."""
     return fresh_store_url(request.param, request, tmp_path)
 
 
