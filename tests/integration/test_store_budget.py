@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from bench.postgres_cluster import FAST_SETTINGS
 
 import conveyor
 from conveyor.backends.params import JobCountParams, JobFilter
@@ -34,12 +35,7 @@ BUDGET = tomllib.loads((Path(__file__).parents[2] / "bench" / "budget.toml").rea
 COUNTERS = {"write_transactions": "transactions", "statements": "statements"}
 #: The PostgreSQL cluster's settings: the tests' usual ones, and pg_stat_statements
 #: loaded (it can only be loaded at server start: hence a cluster of this module's own).
-PG_SETTINGS = {
-    "fsync": "off",
-    "synchronous_commit": "off",
-    "full_page_writes": "off",
-    "shared_preload_libraries": "'pg_stat_statements'",
-}
+PG_SETTINGS = {**FAST_SETTINGS, "shared_preload_libraries": "'pg_stat_statements'"}
 
 
 def _run_counted(app: conveyor.App) -> dict[str, float]:

@@ -91,8 +91,8 @@ def drop_database(base: str, database: str) -> None:
 def isolated_database_url(request: pytest.FixtureRequest) -> str:
     """A URL on a fresh database of the session's PostgreSQL, dropped after the test.
 
-    For tests whose figures are per database (pg_stat_database in the store budget) or
-    that must not share anything with others at all (the fault tests' killed workers)."""
+    For tests that must share nothing with others (the fault tests): NOTIFY is per
+    database, and the drop (WITH FORCE) ends whatever sessions a killed worker left."""
     import psycopg
 
     base = request.getfixturevalue("postgres_url")
