@@ -42,7 +42,13 @@ from tests.faults.scenarios import (
     sigkill_storm,
     sigterm_under_load,
 )
-from tests.faults.store_faults import describe, disk_full, producer_on_full_disk, store_replaced
+from tests.faults.store_faults import (
+    describe,
+    disk_full,
+    producer_on_full_disk,
+    schema_dropped,
+    store_replaced,
+)
 from tests.integration.conftest import ROOT
 from tests.support.redis_server import RedisServer, with_prefix
 
@@ -301,6 +307,18 @@ class Suite:
         )
         self.add(Row.of(r.tally, held(ok, what)))
 
+    def schema_dropped(self, redis: RedisServer) -> None:
+        d = self.dir("schema-dropped")
+        r = schema_dropped(self.store("postgres", d, redis, "dropped"), d, timeout=5)
+        after = r.output.rsplit("ready:", 1)[-1]
+        ok = r.status not in (None, 0) and "Traceback" not in after
+        what = "keeps running after 5 s" if r.status is None else f"exit {r.status}"
+        self.add(Row.of(r.tally, held(ok, what) + f"; {what}, one line naming the schema" * ok))
+
+
+#: The backends of the scenarios about a pool more than about the store.
+SQL = ("sqlite", "postgres")
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
@@ -343,35 +361,36 @@ def main(argv: list[str] | None = None) -> int:
                     f"sigterm {pool} {backend}",
                     lambda p=pool, b=backend: suite.sigterm(p, b, redis),
                 )
-            poisons: list[tuple[str, str, str, dict[str, object]]] = [
-                ("os.abort(), thread pool", "fault.abort", "sqlite", {}),
-                ("os.abort(), thread pool", "fault.abort", "redis", {}),
-                ("os.abort(), thread pool", "fault.abort", "postgres", {}),
-                ("os.abort(), process pool", "fault.abort", "sqlite", {"pool": "process"}),
-                ("os.abort(), process pool", "fault.abort", "postgres", {"pool": "process"}),
-                ("os._exit(0), thread pool", "fault.exit0", "postgres", {"exit0_is_the_task_s": True}),
-                ("sys.exit(3), thread pool", "fault.sysexit", "postgres", {}),
-                ("os._exit(0), thread pool", "fault.exit0", "sqlite", {"exit0_is_the_task_s": True}),
-                ("os._exit(0), process pool", "fault.exit0", "sqlite", {"pool": "process"}),
-                ("sys.exit(3), thread pool", "fault.sysexit", "sqlite", {}),
-                ("sys.exit(3), async pool", "fault.asysexit", "sqlite", {"pool": "async"}),
-                ("sys.exit(3), process pool", "fault.sysexit", "sqlite", {"pool": "process"}),
-                ("libc pause(), process pool, timeout 0.5 s", "fault.cstuck", "sqlite",
+            # Every poison on SQLite and PostgreSQL (the pytest suite's matrix); the
+            # abort, whose rescue is the store's, on Redis too.
+            poisons: list[tuple[str, str, tuple[str, ...], dict[str, object]]] = [
+                ("os.abort(), thread pool", "fault.abort", ("sqlite", "redis", "postgres"), {}),
+                ("os.abort(), process pool", "fault.abort", SQL, {"pool": "process"}),
+                ("os._exit(0), thread pool", "fault.exit0", SQL, {"exit0_is_the_task_s": True}),
+                ("os._exit(0), process pool", "fault.exit0", SQL, {"pool": "process"}),
+                ("sys.exit(3), thread pool", "fault.sysexit", SQL, {}),
+                ("sys.exit(3), async pool", "fault.asysexit", SQL, {"pool": "async"}),
+                ("sys.exit(3), process pool", "fault.sysexit", SQL, {"pool": "process"}),
+                ("libc pause(), process pool, timeout 0.5 s", "fault.cstuck", SQL,
                  {"pool": "process", "poison_options": {"timeout": 0.5}}),
-                ("libc pause(), thread pool (SIGTERM releases it)", "fault.cstuck", "sqlite",
+                ("libc pause(), thread pool (SIGTERM releases it)", "fault.cstuck", SQL,
                  {"poison_options": {"timeout": 0.5}, "poison_ends": False, "expect": "queued"}),
-                ("leak 150 MiB, process pool, --max-memory-per-child 100", "fault.leak", "sqlite",
+                ("leak 150 MiB, process pool, --max-memory-per-child 100", "fault.leak", SQL,
                  {"pool": "process", "poison_args": (150,), "expect": "succeeded",
                   "worker_args": ("--max-memory-per-child", "100")}),
             ]  # fmt: skip
-            for label, task, backend, kw in poisons:
-                suite.run(
-                    label,
-                    lambda lb=label, t=task, b=backend, k=kw: suite.poison(lb, t, b, redis, **k),
-                )  # type: ignore[misc]
+            for label, task, backends, kw in poisons:
+                for backend in backends:
+                    suite.run(
+                        f"{label} {backend}",
+                        lambda lb=label, t=task, b=backend, k=kw: suite.poison(
+                            lb, t, b, redis, **k
+                        ),
+                    )  # type: ignore[misc]
             suite.run("disk full", suite.disk)
             suite.run("store deleted", lambda: suite.replaced(False))
             suite.run("store replaced", lambda: suite.replaced(True))
+            suite.run("schema dropped", lambda: suite.schema_dropped(redis))
         finally:
             redis.stop()
             if suite.postgres is not None:
