@@ -11,7 +11,7 @@ reported as not run otherwise).
 
 Example::
 
-    python -m tests.faults --long            # ~5-10 min on 2 cores; writes RELIABILITY.md
+    python -m tests.faults --long            # ~5-10 min on 2 cores without PostgreSQL, longer with it; writes RELIABILITY.md
     python -m tests.faults --size medium --out /tmp/r.md
 """
 
