@@ -51,8 +51,9 @@ class StoreError(BackendUnavailable):
 
 
 class StoreReplaced(ConveyorError):
-    """The SQLite file a worker opened was deleted or replaced under it: it stops (non-zero
-    exit) rather than serve a file nobody else can see."""
+    """The store a worker opened was deleted or replaced under it (a SQLite file deleted
+    or replaced; a PostgreSQL schema whose tables were dropped): it stops (non-zero exit)
+    rather than serve a store nobody else can see."""
 
 
 class WorkerFailed(ConveyorError):

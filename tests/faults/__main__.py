@@ -4,12 +4,14 @@ RELIABILITY.md at the repo root with one row per scenario. ``--size medium`` for
 shorter run (a tenth of it); the pytest suite (``pytest tests/faults``) is the small one.
 
 Every scenario runs with real ``conveyor worker`` processes and real signals; Redis is
-a redis-server of this run (AOF, ``appendfsync always``) on a free port; the disk-full
-scenario mounts a tmpfs (root only; reported as not run otherwise).
+a redis-server of this run (AOF, ``appendfsync always``) on a free port; PostgreSQL a
+cluster of this run (initdb + pg_ctl on a free port, a database per scenario; reported
+as not run without the binaries); the disk-full scenario mounts a tmpfs (root only;
+reported as not run otherwise).
 
 Example::
 
-    python -m tests.faults --long            # ~5-10 min on 2 cores; writes RELIABILITY.md
+    python -m tests.faults --long            # ~5-10 min on 2 cores without PostgreSQL, longer with it; writes RELIABILITY.md
     python -m tests.faults --size medium --out /tmp/r.md
 """
 
@@ -27,16 +29,26 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from bench.postgres_cluster import PostgresCluster, find_binary
+
 from tests.faults.harness import Tally
 from tests.faults.poison import poison_pill
 from tests.faults.scenarios import (
     AofRedis,
+    CrashablePostgres,
+    postgres_kill_restart,
     producers_and_workers,
     redis_kill_restart,
     sigkill_storm,
     sigterm_under_load,
 )
-from tests.faults.store_faults import describe, disk_full, producer_on_full_disk, store_replaced
+from tests.faults.store_faults import (
+    describe,
+    disk_full,
+    producer_on_full_disk,
+    schema_dropped,
+    store_replaced,
+)
 from tests.integration.conftest import ROOT
 from tests.support.redis_server import RedisServer, with_prefix
 
@@ -106,12 +118,25 @@ class Suite:
         self.work = work
         self.rows: list[Row] = []
         self._n = 0
+        #: the run's PostgreSQL cluster (None: not installed, its rows say so)
+        self.postgres: PostgresCluster | None = None
 
     def dir(self, name: str) -> Path:
         self._n += 1
         d = self.work / f"{self._n:02}-{name}"
         d.mkdir(parents=True)
         return d
+
+    def store(self, backend: str, d: Path, redis: RedisServer, name: str) -> str:
+        """A fresh store for one scenario run: a file in ``d``, a key prefix on the run's
+        redis-server, a database of its own on the run's PostgreSQL cluster."""
+        if backend == "sqlite":
+            return f"sqlite:///{d / 'jobs.db'}"
+        if backend == "redis":
+            return with_prefix(redis.url, f"{name}{self._n}")
+        if self.postgres is None:
+            raise RuntimeError("PostgreSQL binaries not found (initdb, pg_ctl)")
+        return self.postgres.fresh_database(f"{name}_{self._n}")
 
     def add(self, row: Row) -> None:
         self.rows.append(row)
@@ -128,9 +153,7 @@ class Suite:
 
     def storm(self, backend: str, redis: RedisServer) -> None:
         d = self.dir(f"storm-{backend}")
-        url = (
-            f"sqlite:///{d / 'jobs.db'}" if backend == "sqlite" else with_prefix(redis.url, "storm")
-        )
+        url = self.store(backend, d, redis, "storm")
         r = sigkill_storm(url, d, int(self.size["storm"]), timeout=600,
                           job_seconds=self.size["job_seconds"])  # fmt: skip
         t = r.tally
@@ -139,28 +162,37 @@ class Suite:
         why = f"workers exited by themselves: {r.exits} {r.last_words[:1]}"
         self.add(Row.of(t, held(ok, why) + f"; {r.kills} SIGKILLs"))
 
-    def restart(self, work: Path) -> None:
-        d = self.dir("redis-restart")
-        server = AofRedis(d / "redis").start()
-        try:
-            r = redis_kill_restart(server, d, int(self.size["restart"]), timeout=600,
-                                   job_seconds=self.size["job_seconds"])  # fmt: skip
-        finally:
-            server.stop()
+    def restart(self, backend: str) -> None:
+        d = self.dir(f"{backend}-restart")
+        size = {"timeout": 600, "job_seconds": self.size["job_seconds"]}
+        if backend == "redis":
+            server = AofRedis(d / "redis").start()
+            try:
+                r = redis_kill_restart(server, d, int(self.size["restart"]), **size)
+            finally:
+                server.stop()
+        else:  # a cluster of its own: the run's shared one is not to be crashed
+            cluster = CrashablePostgres().init().start()
+            try:
+                r = postgres_kill_restart(cluster, d, int(self.size["restart"]), **size)
+            finally:
+                cluster.stop("immediate")
+                cluster.remove()
+        name = {"redis": "Redis", "postgres": "PostgreSQL"}[backend]
         t = r.tally
         ok = t.lost == 0 and not r.exits and r.resumed_after is not None
         resumed = f"{r.resumed_after:.2f} s" if r.resumed_after is not None else "never"
         self.add(
             Row.of(
                 t,
-                held(ok, f"exits={r.exits}") + f"; consuming again {resumed} after Redis answered",
+                held(ok, f"exits={r.exits}") + f"; consuming again {resumed} after {name} answered",
             )
         )
 
-    def producers(self) -> None:
-        d = self.dir("producers")
+    def producers(self, backend: str, redis: RedisServer) -> None:
+        d = self.dir(f"producers-{backend}")
         r = producers_and_workers(
-            f"sqlite:///{d / 'jobs.db'}",
+            self.store(backend, d, redis, "producers"),
             d,
             per_producer=int(self.size["per_producer"]),
             timeout=600,
@@ -175,13 +207,13 @@ class Suite:
             )
         )
 
-    def sigterm(self, pool: str) -> None:
+    def sigterm(self, pool: str, backend: str, redis: RedisServer) -> None:
         if pool == "interpreter" and sys.version_info < (3, 13):
-            self.add(Row(f"SIGTERM under load, {pool} pool", "sqlite", 0, "-", "-", "-", 0.0,
+            self.add(Row(f"SIGTERM under load, {pool} pool", backend, 0, "-", "-", "-", 0.0,
                          "not run: needs Python >= 3.13"))  # fmt: skip
             return
-        d = self.dir(f"sigterm-{pool}")
-        r = sigterm_under_load(f"sqlite:///{d / 'jobs.db'}", d, pool, concurrency=10,
+        d = self.dir(f"sigterm-{pool}-{backend}")
+        r = sigterm_under_load(self.store(backend, d, redis, "sigterm"), d, pool, concurrency=10,
                                queued=int(self.size["queued"]))  # fmt: skip
         t = r.tally
         released_ok = all(x == ("queued", 0, "released") for x in r.released)
@@ -199,8 +231,7 @@ class Suite:
         tallies: list[Tally] = []
         for _ in range(int(runs)):
             d = self.dir(f"poison-{label}-{backend}")
-            url = (f"sqlite:///{d / 'jobs.db'}" if backend == "sqlite"
-                   else with_prefix(redis.url, f"poison{self._n}"))  # fmt: skip
+            url = self.store(backend, d, redis, "poison")
             r = poison_pill(url, d, poison, innocent_seconds=0.2, timeout=10, **kwargs)  # type: ignore[arg-type]
             tallies.append(r.tally)
             failed_innocents = len(r.innocent_dead) + r.tally.lost
@@ -276,6 +307,18 @@ class Suite:
         )
         self.add(Row.of(r.tally, held(ok, what)))
 
+    def schema_dropped(self, redis: RedisServer) -> None:
+        d = self.dir("schema-dropped")
+        r = schema_dropped(self.store("postgres", d, redis, "dropped"), d, timeout=5)
+        after = r.output.rsplit("ready:", 1)[-1]
+        ok = r.status not in (None, 0) and "Traceback" not in after
+        what = "keeps running after 5 s" if r.status is None else f"exit {r.status}"
+        self.add(Row.of(r.tally, held(ok, what) + f"; {what}, one line naming the schema" * ok))
+
+
+#: The backends of the scenarios about a pool more than about the store.
+SQL = ("sqlite", "postgres")
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
@@ -302,40 +345,57 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         suite = Suite(args.size, work)
         redis = AofRedis(work / "redis-shared").start()
+        if find_binary("initdb") and find_binary("pg_ctl"):
+            suite.postgres = PostgresCluster().init().start()
         try:
-            for backend in ("sqlite", "redis"):
+            for backend in ("sqlite", "redis", "postgres"):
                 suite.run(f"storm {backend}", lambda b=backend: suite.storm(b, redis))
-            suite.run("redis restart", lambda: suite.restart(work))
-            suite.run("producers", suite.producers)
-            for pool in ("thread", "async", "process", "interpreter"):
-                suite.run(f"sigterm {pool}", lambda p=pool: suite.sigterm(p))
-            poisons: list[tuple[str, str, str, dict[str, object]]] = [
-                ("os.abort(), thread pool", "fault.abort", "sqlite", {}),
-                ("os.abort(), thread pool", "fault.abort", "redis", {}),
-                ("os.abort(), process pool", "fault.abort", "sqlite", {"pool": "process"}),
-                ("os._exit(0), thread pool", "fault.exit0", "sqlite", {"exit0_is_the_task_s": True}),
-                ("os._exit(0), process pool", "fault.exit0", "sqlite", {"pool": "process"}),
-                ("sys.exit(3), thread pool", "fault.sysexit", "sqlite", {}),
-                ("sys.exit(3), async pool", "fault.asysexit", "sqlite", {"pool": "async"}),
-                ("sys.exit(3), process pool", "fault.sysexit", "sqlite", {"pool": "process"}),
-                ("libc pause(), process pool, timeout 0.5 s", "fault.cstuck", "sqlite",
+            for backend in ("redis", "postgres"):
+                suite.run(f"{backend} restart", lambda b=backend: suite.restart(b))
+            for backend in ("sqlite", "postgres"):
+                suite.run(f"producers {backend}", lambda b=backend: suite.producers(b, redis))
+            # Every pool on SQLite; the release path of PostgreSQL on the thread pool.
+            sigterms = [(p, "sqlite") for p in ("thread", "async", "process", "interpreter")]
+            for pool, backend in [*sigterms, ("thread", "postgres")]:
+                suite.run(
+                    f"sigterm {pool} {backend}",
+                    lambda p=pool, b=backend: suite.sigterm(p, b, redis),
+                )
+            # Every poison on SQLite and PostgreSQL (the pytest suite's matrix); the
+            # abort, whose rescue is the store's, on Redis too.
+            poisons: list[tuple[str, str, tuple[str, ...], dict[str, object]]] = [
+                ("os.abort(), thread pool", "fault.abort", ("sqlite", "redis", "postgres"), {}),
+                ("os.abort(), process pool", "fault.abort", SQL, {"pool": "process"}),
+                ("os._exit(0), thread pool", "fault.exit0", SQL, {"exit0_is_the_task_s": True}),
+                ("os._exit(0), process pool", "fault.exit0", SQL, {"pool": "process"}),
+                ("sys.exit(3), thread pool", "fault.sysexit", SQL, {}),
+                ("sys.exit(3), async pool", "fault.asysexit", SQL, {"pool": "async"}),
+                ("sys.exit(3), process pool", "fault.sysexit", SQL, {"pool": "process"}),
+                ("libc pause(), process pool, timeout 0.5 s", "fault.cstuck", SQL,
                  {"pool": "process", "poison_options": {"timeout": 0.5}}),
-                ("libc pause(), thread pool (SIGTERM releases it)", "fault.cstuck", "sqlite",
+                ("libc pause(), thread pool (SIGTERM releases it)", "fault.cstuck", SQL,
                  {"poison_options": {"timeout": 0.5}, "poison_ends": False, "expect": "queued"}),
-                ("leak 150 MiB, process pool, --max-memory-per-child 100", "fault.leak", "sqlite",
+                ("leak 150 MiB, process pool, --max-memory-per-child 100", "fault.leak", SQL,
                  {"pool": "process", "poison_args": (150,), "expect": "succeeded",
                   "worker_args": ("--max-memory-per-child", "100")}),
             ]  # fmt: skip
-            for label, task, backend, kw in poisons:
-                suite.run(
-                    label,
-                    lambda lb=label, t=task, b=backend, k=kw: suite.poison(lb, t, b, redis, **k),
-                )  # type: ignore[misc]
+            for label, task, backends, kw in poisons:
+                for backend in backends:
+                    suite.run(
+                        f"{label} {backend}",
+                        lambda lb=label, t=task, b=backend, k=kw: suite.poison(
+                            lb, t, b, redis, **k
+                        ),
+                    )  # type: ignore[misc]
             suite.run("disk full", suite.disk)
             suite.run("store deleted", lambda: suite.replaced(False))
             suite.run("store replaced", lambda: suite.replaced(True))
+            suite.run("schema dropped", lambda: suite.schema_dropped(redis))
         finally:
             redis.stop()
+            if suite.postgres is not None:
+                suite.postgres.stop("immediate")
+                suite.postgres.remove()
     write(args.out, args.size, suite.rows, time.monotonic() - started)
     print(f"wrote {args.out}")
     return 0
@@ -345,6 +405,12 @@ def write(out: Path, size: str, rows: list[Row], total: float) -> None:
     redis_version = subprocess.run(
         ["redis-server", "--version"], capture_output=True, text=True
     ).stdout.split()
+    postgres = find_binary("postgres")
+    postgres_version = (
+        subprocess.run([postgres, "--version"], capture_output=True, text=True).stdout.strip()
+        if postgres
+        else "PostgreSQL not installed"
+    )
     machine = f"{os.cpu_count()} cores, {platform.system()} {platform.release()}, Python {platform.python_version()}"
     command = (
         "python -m tests.faults --long"
@@ -355,7 +421,7 @@ def write(out: Path, size: str, rows: list[Row], total: float) -> None:
         "# Reliability: the fault suite's figures",
         "",
         f"Written by `{command}` on {datetime.date.today().isoformat()} ({machine}; "
-        f"{' '.join(redis_version[:3])}); the whole run took {total / 60:.1f} min. Rerun it "
+        f"{' '.join(redis_version[:3])}; {postgres_version}); the whole run took {total / 60:.1f} min. Rerun it "
         "with that command (`.venv/bin/python -m tests.faults --long` for the issue's sizes: "
         "10,000 jobs, 3 workers, a SIGKILL every 0.5 s; 8 producers x 2,000). The same "
         "scenarios run small in `make test` (`tests/faults/`). How each is set up: "

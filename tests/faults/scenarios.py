@@ -17,8 +17,11 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any, Protocol
+
+from bench.postgres_cluster import PostgresCluster
 
 from tests.faults.fault_tasks import make_app
 from tests.faults.harness import Fleet, Tally, all_final, count, read_marks, wait_until
@@ -88,7 +91,7 @@ def sigkill_storm(
         return StormResult(report(tally), fleet.kills, fleet.exits, statuses, fleet.output(), words)
 
 
-# -- Redis SIGKILL + restart (AOF, appendfsync always) ----------------------------------
+# -- the store crashed and restarted: Redis (AOF, appendfsync always), PostgreSQL ---------
 
 
 class AofRedis(RedisServer):
@@ -104,7 +107,7 @@ class AofRedis(RedisServer):
 @dataclasses.dataclass
 class RestartResult:
     tally: Tally
-    #: seconds from Redis answering again to the next job run
+    #: seconds from the store answering again to the next job run
     resumed_after: float | None
     exits: list[tuple[int, int]]
     output: str
@@ -112,10 +115,49 @@ class RestartResult:
     last_words: list[str] = dataclasses.field(default_factory=list)
 
 
-def redis_kill_restart(
-    server: RedisServer,
+class Crashable(Protocol):
+    """A store server a scenario can crash and bring back on the same port and data."""
+
+    def kill(self) -> None: ...
+    def start(self) -> object: ...
+
+
+class CrashablePostgres(PostgresCluster):
+    """A test-owned PostgreSQL cluster that commits durably (``fsync`` and
+    ``synchronous_commit`` on, as in production: with them off a crash may lose commits
+    already acknowledged) and is crashed by ``kill()``: ``pg_ctl stop -m immediate``, every
+    server process quits at once without a checkpoint, so the restart runs crash recovery
+    from the WAL. (SIGKILL of the postmaster alone would leave its backends serving.)"""
+
+    def init(self, settings: Mapping[str, str] | None = None) -> CrashablePostgres:
+        super().init({"max_connections": "300"} if settings is None else settings)
+        return self
+
+    def kill(self) -> None:
+        self.stop("immediate")
+
+
+def redis_kill_restart(server: RedisServer, directory: Path, n: int, **kw: Any) -> RestartResult:
+    """:func:`kill_restart` on Redis (SIGKILL, restart from the AOF)."""
+    url = with_prefix(server.url, "faults")
+    return kill_restart(server, url, directory, n, "redis SIGKILL + restart (AOF always)", **kw)
+
+
+def postgres_kill_restart(
+    server: CrashablePostgres, directory: Path, n: int, **kw: Any
+) -> RestartResult:
+    """:func:`kill_restart` on PostgreSQL (immediate stop, restart with crash recovery)."""
+    url = server.fresh_database("faults")
+    scenario = "postgres crash (stop -m immediate) + restart"
+    return kill_restart(server, url, directory, n, scenario, **kw)
+
+
+def kill_restart(
+    server: Crashable,
+    url: str,
     directory: Path,
     n: int,
+    scenario: str,
     *,
     workers: int = 3,
     concurrency: int = 10,
@@ -123,16 +165,15 @@ def redis_kill_restart(
     down_for: float = 1.0,
     timeout: float = 120.0,
 ) -> RestartResult:
-    """``n`` jobs, ``workers`` workers; once a third of the jobs ran, Redis is SIGKILLed,
-    left down ``down_for`` s, and restarted from its AOF on the same port."""
-    url = with_prefix(server.url, "faults")
+    """``n`` jobs, ``workers`` workers on ``url``; once a third of the jobs ran, the
+    store ``server`` is crashed, left down ``down_for`` s, and restarted on the same port."""
     marks = directory / "marks.log"
     ids = enqueue(url, "fault.work", [(job_seconds,)] * n)
     started = time.monotonic()
     with Fleet(url, directory, marks) as fleet:
         fleet.start(workers, "-c", str(concurrency))
-        # Mid-run means every worker is up: one still starting when Redis dies exits 1
-        # at its first heartbeat (by design: a worker that never reached its store).
+        # Mid-run means every worker is up: one still starting when the store dies exits
+        # 1 at its first heartbeat (by design: a worker that never reached its store).
         for w in fleet.workers:
             w.wait_ready()
         fleet.supervise()  # restarts a worker that exits (there should be none)
@@ -148,7 +189,7 @@ def redis_kill_restart(
         fleet.stop_supervisor()
         elapsed = time.monotonic() - started
         tally = count(
-            "redis SIGKILL + restart (AOF always)",
+            scenario,
             url,
             ids,
             marks,
@@ -184,7 +225,7 @@ def producers_and_workers(
     timeout: float = 120.0,
 ) -> ProducersResult:
     """``producers`` processes each enqueue ``per_producer`` jobs one at a time while
-    ``workers`` workers drain the same SQLite file."""
+    ``workers`` workers drain the same store (a SQLite file, a PostgreSQL database)."""
     marks = directory / "marks.log"
     app = make_app(url)
     app.backend.queue_stats()  # creates the store: workers refuse a missing one
@@ -211,7 +252,7 @@ def producers_and_workers(
         for w in fleet.workers:
             w.stop()
         tally = count(
-            f"{producers} producers + {workers} workers, one file", url, ids, marks, started
+            f"{producers} producers + {workers} workers, one store", url, ids, marks, started
         )
         tally.seconds = elapsed
         tally.lost += producers * per_producer - len(ids)  # never enqueued

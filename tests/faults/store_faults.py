@@ -1,5 +1,6 @@
-"""SQLite store faults: a full disk under a worker or a producer, a store file deleted
-or replaced under a running worker (see test_store_faults.py).
+"""Store faults: a full disk under a SQLite worker or producer, a store file deleted or
+replaced under a running worker, a PostgreSQL schema dropped under one (see
+test_store_faults.py).
 
 Example::
 
@@ -127,5 +128,34 @@ def store_replaced(
             worker.wait(15)
         what = "replaced" if replace else "deleted"
         tally = Tally(f"store file {what}", "sqlite", len(ids), seconds=time.monotonic() - started)
+        tally.notes = f"worker exit={status if died else 'none (still running)'}"
+        return StoreFaultResult(report(tally), status if died else None, seconds, worker.output())
+
+
+def schema_dropped(url: str, directory: Path, *, timeout: float = 10.0) -> StoreFaultResult:
+    """A worker serves the PostgreSQL ``url``; its schema is dropped (``DROP SCHEMA ...
+    CASCADE``, the twin of deleting a SQLite file). The worker should stop with a
+    non-zero status within ``timeout`` s, with one line naming the schema."""
+    import psycopg
+
+    from conveyor.backends.postgres.url import parse_postgres_url
+
+    target = parse_postgres_url(url)
+    marks = directory / "marks.log"
+    ids = enqueue(url, "fault.work", [(0.0,)] * 5)
+    started = time.monotonic()
+    with Fleet(url, directory, marks) as fleet:
+        worker = fleet.spawn("-c", "2")
+        wait_until(all_final(url, ids), 30, poll=0.05)
+        with psycopg.connect(target.conninfo, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {target.schema} CASCADE")
+        t0 = time.monotonic()
+        died = wait_until(lambda: not worker.alive(), timeout, poll=0.05)
+        seconds = time.monotonic() - t0 if died else None
+        status = worker.proc.poll()
+        if not died:
+            worker.signal(signal.SIGTERM)
+            worker.wait(15)
+        tally = Tally("schema dropped", "postgresql", len(ids), seconds=time.monotonic() - started)
         tally.notes = f"worker exit={status if died else 'none (still running)'}"
         return StoreFaultResult(report(tally), status if died else None, seconds, worker.output())

@@ -74,20 +74,20 @@ def test_abort_process_pool_kills_only_the_child(store_url: str, tmp_path: Path)
 # -- os._exit(0) --------------------------------------------------------------------------
 
 
-def test_exit0_thread_pool_spares_its_batch_mates(tmp_path: Path) -> None:
+def test_exit0_thread_pool_spares_its_batch_mates(sql_store_url: str, tmp_path: Path) -> None:
     """``os._exit(0)`` in the thread pool ends the worker process at once, and with
     status 0: the call bypasses every Python guard (no ``finally``, no ``atexit``), a
     limit docs/guarantees.md#exit-status states (``--pool process`` turns it into a
     failed job; supervisors restart on any exit, ``Restart=always``). What conveyor
     owes here is that the jobs claimed with it are not punished for it."""
-    result = run(f"sqlite:///{tmp_path / 'jobs.db'}", tmp_path, "fault.exit0")
+    result = run(sql_store_url, tmp_path, "fault.exit0")
     assert result.exits, "the worker should have died"
     assert all(code == 0 for _, code in result.exits), result.exits  # the limit, as stated
     assert_isolated(result, exit_0_is_the_task_s=True)
 
 
-def test_exit0_process_pool_fails_the_job(tmp_path: Path) -> None:
-    result = run(f"sqlite:///{tmp_path / 'jobs.db'}", tmp_path, "fault.exit0", pool="process")
+def test_exit0_process_pool_fails_the_job(sql_store_url: str, tmp_path: Path) -> None:
+    result = run(sql_store_url, tmp_path, "fault.exit0", pool="process")
     assert result.exits == []
     assert_isolated(result)
 
@@ -95,20 +95,18 @@ def test_exit0_process_pool_fails_the_job(tmp_path: Path) -> None:
 # -- sys.exit(3) --------------------------------------------------------------------------
 
 
-def test_sys_exit_thread_pool_fails_the_job(tmp_path: Path) -> None:
-    result = run(f"sqlite:///{tmp_path / 'jobs.db'}", tmp_path, "fault.sysexit", timeout=4.0)
+def test_sys_exit_thread_pool_fails_the_job(sql_store_url: str, tmp_path: Path) -> None:
+    result = run(sql_store_url, tmp_path, "fault.sysexit", timeout=4.0)
     assert_isolated(result)
 
 
-def test_sys_exit_async_pool_fails_the_job(tmp_path: Path) -> None:
-    result = run(
-        f"sqlite:///{tmp_path / 'jobs.db'}", tmp_path, "fault.asysexit", pool="async", timeout=4.0
-    )
+def test_sys_exit_async_pool_fails_the_job(sql_store_url: str, tmp_path: Path) -> None:
+    result = run(sql_store_url, tmp_path, "fault.asysexit", pool="async", timeout=4.0)
     assert_isolated(result)
 
 
-def test_sys_exit_process_pool_fails_the_job(tmp_path: Path) -> None:
-    result = run(f"sqlite:///{tmp_path / 'jobs.db'}", tmp_path, "fault.sysexit", pool="process")
+def test_sys_exit_process_pool_fails_the_job(sql_store_url: str, tmp_path: Path) -> None:
+    result = run(sql_store_url, tmp_path, "fault.sysexit", pool="process")
     assert result.exits == []
     assert_isolated(result)
 
@@ -116,22 +114,24 @@ def test_sys_exit_process_pool_fails_the_job(tmp_path: Path) -> None:
 # -- a C call that never returns (libc pause()) --------------------------------------------
 
 
-def test_stuck_c_call_process_pool_times_out(tmp_path: Path) -> None:
+def test_stuck_c_call_process_pool_times_out(sql_store_url: str, tmp_path: Path) -> None:
     # The process pool's timeout is hard: the child is SIGKILLed at the deadline.
     result = run(
-        f"sqlite:///{tmp_path / 'jobs.db'}", tmp_path, "fault.cstuck", pool="process",
+        sql_store_url, tmp_path, "fault.cstuck", pool="process",
         poison_options={"timeout": 0.5},
     )  # fmt: skip
     assert result.exits == []
     assert_isolated(result)
 
 
-def test_stuck_c_call_thread_pool_keeps_other_slots_and_stops(tmp_path: Path) -> None:
+def test_stuck_c_call_thread_pool_keeps_other_slots_and_stops(
+    sql_store_url: str, tmp_path: Path
+) -> None:
     # No thread can be interrupted inside a C call (docs/guarantees.md, "Per pool"): the
     # poison keeps its slot, but the other slots serve every innocent job, and SIGTERM
     # still stops the worker after --shutdown-timeout, releasing the stuck job.
     result = run(
-        f"sqlite:///{tmp_path / 'jobs.db'}", tmp_path, "fault.cstuck",
+        sql_store_url, tmp_path, "fault.cstuck",
         poison_options={"timeout": 0.5}, poison_ends=False,
     )  # fmt: skip
     assert result.exits == []
@@ -141,9 +141,9 @@ def test_stuck_c_call_thread_pool_keeps_other_slots_and_stops(tmp_path: Path) ->
 # -- a memory leak under --max-memory-per-child ----------------------------------------------
 
 
-def test_leak_process_pool_recycles_the_child(tmp_path: Path) -> None:
+def test_leak_process_pool_recycles_the_child(sql_store_url: str, tmp_path: Path) -> None:
     result = run(
-        f"sqlite:///{tmp_path / 'jobs.db'}", tmp_path, "fault.leak", pool="process",
+        sql_store_url, tmp_path, "fault.leak", pool="process",
         poison_args=(150,), worker_args=("--max-memory-per-child", "100"),
     )  # fmt: skip
     assert result.exits == []

@@ -1,5 +1,5 @@
-"""8 producer processes and 3 workers on one SQLite file: every job done exactly once,
-and nobody ever sees "database is locked"."""
+"""8 producer processes and 3 workers on one store (a SQLite file, a PostgreSQL
+database): every job done exactly once, and nobody ever sees "database is locked"."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from tests.faults.scenarios import producers_and_workers
 pytestmark = pytest.mark.slow
 
 
-def test_producers_and_workers_share_one_file(tmp_path: Path) -> None:
+def test_producers_and_workers_share_one_store(sql_store_url: str, tmp_path: Path) -> None:
     result = producers_and_workers(
-        f"sqlite:///{tmp_path / 'jobs.db'}", tmp_path, producers=8, per_producer=200, timeout=60
+        sql_store_url, tmp_path, producers=8, per_producer=200, timeout=60
     )
     tally = result.tally
     assert result.producer_status == [0] * 8, result.output[-3000:]

@@ -1,9 +1,11 @@
-"""SQLite store faults: the disk fills up under a running worker (a small tmpfs), a
-producer writes to a full disk, the store file is deleted or replaced under a worker.
+"""Store faults: the disk fills up under a running SQLite worker (a small tmpfs), a
+producer writes to a full disk, the store file is deleted or replaced under a worker,
+a PostgreSQL worker's schema is dropped under it.
 
 What must hold: the worker rides out a full disk (one line when the outage starts, one
 when it ends, no traceback, nothing lost); a producer gets ``conveyor.StoreError``; a
-worker whose file was deleted or replaced stops at once, non-zero, naming the file.
+worker whose file was deleted or replaced (whose schema was dropped) stops at once,
+non-zero, naming the file (the schema) in one line, no traceback.
 """
 
 from __future__ import annotations
@@ -14,7 +16,14 @@ from pathlib import Path
 import pytest
 
 import conveyor
-from tests.faults.store_faults import describe, disk_full, producer_on_full_disk, store_replaced
+from tests.faults.store_faults import (
+    describe,
+    disk_full,
+    producer_on_full_disk,
+    schema_dropped,
+    store_replaced,
+)
+from tests.support.postgres_server import isolated_database_url
 
 pytestmark = pytest.mark.slow
 
@@ -58,3 +67,14 @@ def test_worker_stops_when_its_store_is_replaced(tmp_path: Path) -> None:
     result = store_replaced(f"sqlite:///{path}", path, replace=True, timeout=3.0)
     assert result.status not in (None, 0), f"exit status {result.status}"
     assert "jobs.db" in result.output.rsplit("ready:", 1)[-1], result.output[-2000:]
+
+
+def test_postgres_worker_stops_when_its_schema_is_dropped(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    url = f"{isolated_database_url(request)}?schema=jobs_here"
+    result = schema_dropped(url, tmp_path, timeout=5.0)
+    after = result.output.rsplit("ready:", 1)[-1]
+    assert result.status not in (None, 0), f"exit status {result.status}\n{after[-2000:]}"
+    assert "'jobs_here'" in after, after[-2000:]
+    assert "Traceback" not in after, after[-2000:]

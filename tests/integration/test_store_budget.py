@@ -1,9 +1,11 @@
 """The store-work budget of the default worker (bench/budget.toml): 10,000 noop jobs run
 by a real in-process burst worker at default settings against a real SQLite file / a
-real redis-server; SQLite statements and write transactions are counted by the
-connection's trace callback, Redis round trips by a counting redis-py connection
-(tests/support/store_counts.py). Deterministic work counts, no timing: a change that
-adds per-job store work (an extra statement per job, claims of one) fails here.
+real redis-server / a real PostgreSQL database; SQLite statements and write
+transactions are counted by the connection's trace callback, Redis round trips by a
+counting redis-py connection, PostgreSQL statements and transactions by the server's
+pg_stat_statements on a cluster of this module's own (tests/support/store_counts.py).
+Deterministic work counts, no timing: a change that adds per-job store work (an extra
+statement per job, claims of one) fails here.
 
 10,000 jobs as issue 16 asks: batching reaches its steady state within a few hundred
 jobs, and the set-up work (heartbeat, rescue, first strict claim) is then < 1% of the
@@ -12,21 +14,28 @@ counts, so the per-job figures are those of a long-running worker.
 
 from __future__ import annotations
 
+import os
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from bench.postgres_cluster import FAST_SETTINGS
 
 import conveyor
 from conveyor.backends.params import JobCountParams, JobFilter
 from conveyor.states import JobState
 from conveyor.worker.worker import Worker
+from tests.support.postgres_server import PostgresServer
 from tests.support.store_counts import StoreCounts
 
 JOBS = 10_000
 BUDGET = tomllib.loads((Path(__file__).parents[2] / "bench" / "budget.toml").read_text())
 #: bench/budget.toml's names -> the counter that measures each
 COUNTERS = {"write_transactions": "transactions", "statements": "statements"}
+#: The PostgreSQL cluster's settings: the tests' usual ones, and pg_stat_statements
+#: loaded (it can only be loaded at server start: hence a cluster of this module's own).
+PG_SETTINGS = {**FAST_SETTINGS, "shared_preload_libraries": "'pg_stat_statements'"}
 
 
 def _run_counted(app: conveyor.App) -> dict[str, float]:
@@ -79,3 +88,34 @@ def test_redis_worker_stays_within_budget(request: pytest.FixtureRequest) -> Non
         app.close()
     assert per_job["round_trips"] > 0
     _check("redis", per_job)
+
+
+@pytest.fixture(scope="module")
+def counted_postgres() -> Iterator[PostgresServer]:
+    """A cluster of this module's own, with pg_stat_statements preloaded (the session's
+    cluster, or $CONVEYOR_TEST_POSTGRES_URL, may not have it). Without the contrib
+    module the test skips locally with the reason and fails when CI=true."""
+    server = PostgresServer().init(PG_SETTINGS)
+    try:
+        server.start()
+    except RuntimeError as exc:
+        server.remove()
+        reason = f"PostgreSQL with pg_stat_statements would not start: {exc}"[:500]
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    yield server
+    server.stop("immediate")
+    server.remove()
+
+
+def test_postgres_worker_stays_within_budget(counted_postgres: PostgresServer) -> None:
+    # A database of its own: pg_stat_statements is read for this database only.
+    app = conveyor.App(counted_postgres.fresh_database("budget"))
+    try:
+        per_job = _run_counted(app)
+    finally:
+        app.close()
+    # The counter sees the worker's work at all: every job's finish is in a statement.
+    assert per_job["transactions"] > 0 and per_job["statements"] > per_job["transactions"]
+    _check("postgres", per_job)

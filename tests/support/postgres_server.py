@@ -69,6 +69,40 @@ def isolated_url(request: pytest.FixtureRequest) -> str:
     return with_schema(base, schema)
 
 
+def database_url(base: str, database: str) -> str:
+    """``base`` (a server's URL) pointed at ``database`` instead, its query kept."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    return urlunsplit(urlsplit(base)._replace(path=f"/{database}"))
+
+
+def drop_database(base: str, database: str) -> None:
+    """Drop ``database`` (and only it), its sessions ended first (a worker SIGKILLed by a
+    fault test can leave one behind for a moment)."""
+    import psycopg
+
+    try:
+        with psycopg.connect(base, autocommit=True, connect_timeout=5) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+    except psycopg.OperationalError:
+        pass  # a test that stopped its server has nothing left to clean
+
+
+def isolated_database_url(request: pytest.FixtureRequest) -> str:
+    """A URL on a fresh database of the session's PostgreSQL, dropped after the test.
+
+    For tests that must share nothing with others (the fault tests): NOTIFY is per
+    database, and the drop (WITH FORCE) ends whatever sessions a killed worker left."""
+    import psycopg
+
+    base = request.getfixturevalue("postgres_url")
+    database = f"t_{uuid.uuid4().hex}"
+    with psycopg.connect(base, autocommit=True, connect_timeout=10) as conn:
+        conn.execute(f"CREATE DATABASE {database}")
+    request.addfinalizer(lambda: drop_database(base, database))
+    return database_url(base, database)
+
+
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer | None]:
     """The session's own cluster (None when ``$CONVEYOR_TEST_POSTGRES_URL`` is set).

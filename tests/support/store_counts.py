@@ -1,6 +1,8 @@
 """Count the work a backend asks of its store: SQLite statements and write transactions
 (the connection's own trace callback), Redis round trips (a counting redis-py
-connection class). Nothing is replaced but the instruments: the real store answers.
+connection class), PostgreSQL statements and transactions (the server's own
+pg_stat_statements, for the backend's database only). Nothing is replaced but the
+instruments: the real store answers.
 
 Example (in a test)::
 
@@ -69,6 +71,8 @@ class StoreCounts:
                 client.connection_pool = old
 
             counter._restore = restore
+        elif backend.name == "postgres":
+            counter._restore = _PostgresStatements(counter, backend.target.conninfo).read  # type: ignore[attr-defined]
         else:  # pragma: no cover - a new backend needs its own instrument here
             raise NotImplementedError(f"no store counter for backend {backend.name!r}")
         return counter
@@ -94,3 +98,42 @@ class StoreCounts:
     def per_job(self, jobs: int) -> dict[str, float]:
         with self._lock:
             return {name: n / jobs for name, n in sorted(self.counts.items())}
+
+
+class _PostgresStatements:
+    """The server's count of what every session sent to one database, from
+    ``pg_stat_statements`` (the cluster must preload it): exact, updated as each
+    statement ends, and blind to nothing the backend sends, whichever connection,
+    pipeline or thread sent it. Read through the cluster's ``postgres`` database, so the
+    counter's own statements are not counted.
+
+    ``statements``: every top-level statement, BEGIN and COMMIT included (as SQLite's
+    counter does); ``transactions``: the BEGINs (psycopg opens each transaction with
+    one; a statement in autocommit, the listener's LISTEN, is a statement only)."""
+
+    def __init__(self, counter: StoreCounts, conninfo: str) -> None:
+        import psycopg
+        from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+        self.counter = counter
+        database = conninfo_to_dict(conninfo).get("dbname")
+        self.conn = psycopg.connect(make_conninfo(conninfo, dbname="postgres"), autocommit=True)
+        self.conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        row = self.conn.execute(
+            "SELECT oid FROM pg_database WHERE datname = %s", (database,)
+        ).fetchone()
+        assert row is not None, f"no database {database!r}"
+        self.dboid = int(row[0])
+        self.conn.execute("SELECT pg_stat_statements_reset(0, %s::oid, 0)", (self.dboid,))
+
+    def read(self) -> None:
+        row = self.conn.execute(
+            "SELECT coalesce(sum(calls), 0), "
+            "coalesce(sum(calls) FILTER (WHERE upper(btrim(query)) LIKE 'BEGIN%%'), 0) "
+            "FROM pg_stat_statements WHERE dbid = %s::oid",
+            (self.dboid,),
+        ).fetchone()
+        assert row is not None
+        self.counter.add("statements", int(row[0]))
+        self.counter.add("transactions", int(row[1]))
+        self.conn.close()

@@ -1,6 +1,9 @@
 """PostgreSQL faults -> conveyor's errors: a server that cannot be reached (down,
 restarting, network cut, pool exhausted for too long) is :class:`BackendUnavailable`,
-which the worker backs off on and retries; everything else stays what psycopg raised.
+which the worker backs off on and retries; conveyor's tables gone from under a backend
+that had them (the schema dropped while a worker runs) is :class:`StoreReplaced`, which
+stops a worker with one line naming the schema (as a SQLite file deleted under it does);
+everything else stays what psycopg raised.
 
 Example::
 
@@ -17,7 +20,7 @@ from typing import Any, TypeVar
 
 import psycopg
 
-from conveyor.errors import BackendUnavailable
+from conveyor.errors import BackendUnavailable, StoreReplaced
 
 _T = TypeVar("_T")
 
@@ -41,5 +44,14 @@ def _translating(method: Callable[..., Any]) -> Callable[..., Any]:
             return method(self, *args, **kwargs)
         except psycopg.OperationalError as exc:  # PoolTimeout is one too
             raise BackendUnavailable(f"PostgreSQL at {self.url} is unavailable: {exc}") from exc
+        except (psycopg.errors.UndefinedTable, psycopg.errors.InvalidSchemaName) as exc:
+            # The backend migrated the schema when it opened: its tables missing now means
+            # the schema was dropped under it. Serving on would fail every call (or, after
+            # a re-create, serve an empty store the others do not see): stop, say so.
+            raise StoreReplaced(
+                f"PostgreSQL schema {self.schema!r} at {self.url} lost conveyor's tables "
+                f"while in use (dropped?): {str(exc).splitlines()[0]}; a new worker or "
+                "enqueue creates the schema again"
+            ) from exc
 
     return call
