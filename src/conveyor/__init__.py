@@ -117,15 +117,35 @@ _LAZY = {
 }
 
 
+#: Submodules a bare ``import conveyor`` used to load as a side effect (before the names
+#: became lazy): code that reached them as attributes (``conveyor.errors.JobFailed``
+#: after only ``import conveyor``) still finds them, loaded on that first access.
+_FORMERLY_EAGER = frozenset(
+    {
+        "aio", "app", "arity", "backends", "classtask", "codec", "compose", "context",
+        "errors", "headers", "ids", "job", "limits", "middleware", "options", "records",
+        "redaction", "retry", "rules", "secrets", "states", "task", "transaction_adapters",
+        "transactions", "unique",
+    }
+)  # fmt: skip
+
+
 def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'conveyor' has no attribute {name!r}")
     import importlib
 
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # the next access is a plain module attribute
-    return value
+    module = _LAZY.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value  # the next access is a plain module attribute
+        return value
+    if name in _FORMERLY_EAGER:
+        # Only that submodule: ``from conveyor import headers`` inside the package asks
+        # here too (hasattr) before importing it, possibly halfway through another import.
+        submodule = importlib.import_module(f"conveyor.{name}")
+        if name == "backends":
+            importlib.import_module("conveyor.backends.base")  # conveyor.backends.base.X
+        return submodule
+    raise AttributeError(f"module 'conveyor' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:

@@ -64,6 +64,18 @@ def test_import_conveyor_imports_no_conveyor_module() -> None:
     assert sorted(m for m in loaded if m.startswith("conveyor.")) == []
 
 
+def test_submodules_reached_as_attributes_after_a_bare_import_still_resolve() -> None:
+    # The old eager import conveyor set conveyor.errors, conveyor.backends.base... as a
+    # side effect; code that relied on it keeps working (each loaded on first access).
+    loaded = _modules_after(
+        "import conveyor\n"
+        "assert conveyor.errors.JobFailed is conveyor.JobFailed\n"
+        "assert conveyor.backends.base.JobInsertParams.__name__ == 'JobInsertParams'\n"
+        "assert not hasattr(conveyor, 'web')  # never loaded by import conveyor: absent\n"
+    )
+    assert "conveyor.errors" in loaded and "conveyor.web" not in loaded
+
+
 def test_enqueue_on_sqlite_imports_nothing_it_does_not_use(tmp_path: Path) -> None:
     loaded = _modules_after(f"""
 import conveyor
