@@ -10,32 +10,35 @@ Example:
     3
 """
 
-from conveyor.app import App
-from conveyor.classtask import ClassTask
-from conveyor.compose import Chain, Group, Signature, chain, group
-from conveyor.context import JobContext, current_job
-from conveyor.errors import (
-    BackendUnavailable,
-    ConfigurationError,
-    ConveyorError,
-    DecodeError,
-    EncodeError,
-    JobCancelled,
-    JobFailed,
-    JobNotFound,
-    PayloadTooLarge,
-    ResultNotStored,
-    Snooze,
-    StoreError,
-    WorkerFailed,
-)
-from conveyor.job import Job
-from conveyor.middleware import Middleware
-from conveyor.retry import Backoff
-from conveyor.secrets import Secret, SecretKeyError
-from conveyor.states import JobState
-from conveyor.task import Args, Task
-from conveyor.transactions import transaction
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # what type checkers see; at run time, __getattr__ below
+    from conveyor.app import App
+    from conveyor.classtask import ClassTask
+    from conveyor.compose import Chain, Group, Signature, chain, group
+    from conveyor.context import JobContext, current_job
+    from conveyor.errors import (
+        BackendUnavailable,
+        ConfigurationError,
+        ConveyorError,
+        DecodeError,
+        EncodeError,
+        JobCancelled,
+        JobFailed,
+        JobNotFound,
+        PayloadTooLarge,
+        ResultNotStored,
+        Snooze,
+        StoreError,
+        WorkerFailed,
+    )
+    from conveyor.job import Job
+    from conveyor.middleware import Middleware
+    from conveyor.retry import Backoff
+    from conveyor.secrets import Secret, SecretKeyError
+    from conveyor.states import JobState
+    from conveyor.task import Args, Task
+    from conveyor.transactions import transaction
 
 __version__ = "0.1.0"
 
@@ -74,10 +77,76 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    # The worker is imported lazily: `import conveyor` in a web app stays light.
-    if name == "Worker":
-        from conveyor.worker.worker import Worker
+#: Public name -> the module defining it. Each is imported on first access (PEP 562), so
+#: ``import conveyor`` costs nothing until a name is used, and a process loads only the
+#: modules its path needs: an enqueue-only web app never imports the worker, workflows
+#: (``compose``) or secrets (issue 16's cold start).
+_LAZY = {
+    "App": "conveyor.app",
+    "Args": "conveyor.task",
+    "BackendUnavailable": "conveyor.errors",
+    "Backoff": "conveyor.retry",
+    "Chain": "conveyor.compose",
+    "ClassTask": "conveyor.classtask",
+    "ConfigurationError": "conveyor.errors",
+    "ConveyorError": "conveyor.errors",
+    "DecodeError": "conveyor.errors",
+    "EncodeError": "conveyor.errors",
+    "Group": "conveyor.compose",
+    "Job": "conveyor.job",
+    "JobCancelled": "conveyor.errors",
+    "JobContext": "conveyor.context",
+    "JobFailed": "conveyor.errors",
+    "JobNotFound": "conveyor.errors",
+    "JobState": "conveyor.states",
+    "Middleware": "conveyor.middleware",
+    "PayloadTooLarge": "conveyor.errors",
+    "ResultNotStored": "conveyor.errors",
+    "Secret": "conveyor.secrets",
+    "SecretKeyError": "conveyor.secrets",
+    "Signature": "conveyor.compose",
+    "Snooze": "conveyor.errors",
+    "StoreError": "conveyor.errors",
+    "Task": "conveyor.task",
+    "WorkerFailed": "conveyor.errors",
+    "chain": "conveyor.compose",
+    "current_job": "conveyor.context",
+    "group": "conveyor.compose",
+    "transaction": "conveyor.transactions",
+    "Worker": "conveyor.worker.worker",
+}
 
-        return Worker
+
+#: Submodules a bare ``import conveyor`` used to load as a side effect (before the names
+#: became lazy): code that reached them as attributes (``conveyor.errors.JobFailed``
+#: after only ``import conveyor``) still finds them, loaded on that first access.
+_FORMERLY_EAGER = frozenset(
+    {
+        "aio", "app", "arity", "backends", "classtask", "codec", "compose", "context",
+        "errors", "headers", "ids", "job", "limits", "middleware", "options", "records",
+        "redaction", "retry", "rules", "secrets", "states", "task", "transaction_adapters",
+        "transactions", "unique",
+    }
+)  # fmt: skip
+
+
+def __getattr__(name: str) -> object:
+    import importlib
+
+    module = _LAZY.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value  # the next access is a plain module attribute
+        return value
+    if name in _FORMERLY_EAGER:
+        # Only that submodule: ``from conveyor import headers`` inside the package asks
+        # here too (hasattr) before importing it, possibly halfway through another import.
+        submodule = importlib.import_module(f"conveyor.{name}")
+        if name == "backends":
+            importlib.import_module("conveyor.backends.base")  # conveyor.backends.base.X
+        return submodule
     raise AttributeError(f"module 'conveyor' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -33,6 +33,8 @@ from conveyor.codec import DEFAULT_MAX_PAYLOAD_BYTES
 from conveyor.errors import ConfigurationError
 from conveyor.limits import LimitKey
 from conveyor.middleware import Middlewares
+from conveyor.records import fields as record_fields
+from conveyor.records import record
 from conveyor.redaction import redacted
 from conveyor.retry import Backoff, RetryDelayHook
 from conveyor.task import AsyncTask, Intercept, Task, TaskOptions
@@ -80,7 +82,7 @@ class TaskDecorator(Protocol):
 _TASK_DEFAULTS = {f.name for f in dataclasses.fields(TaskOptions)} - _TASK_ONLY
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record  # a light frozen record: one dataclass fewer to create at import (issue 16)
 class AppSettings:
     """App-wide settings (as opposed to per-task defaults)."""
 
@@ -106,7 +108,7 @@ class AppSettings:
     check_types: bool = True
 
 
-_SETTINGS = {f.name for f in dataclasses.fields(AppSettings)}
+_SETTINGS = set(record_fields(AppSettings))
 
 
 #: URL scheme -> "module:function" that validates a URL of it without connecting or

@@ -17,7 +17,10 @@ file > pyproject.toml > ``sqlite:///conveyor.db`` (see docs/configuration.md for
 
 Every key is checked: an unknown key or a value of the wrong type is a
 :class:`ConfigFileError` naming the file and the key. Only the stdlib is used
-(``tomllib``, ``json``); nothing here imports a backend.
+(``tomllib``, ``json``); nothing here imports a backend. Paths are plain ``os.path``
+strings and ``tomllib`` is imported only when a TOML file is read: ``conveyor worker``
+without a config file loads neither ``tomllib`` nor ``pathlib`` (~20 ms of its start on
+the reference box, issue 16).
 
 Example:
     >>> import pathlib, tempfile
@@ -37,9 +40,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import tomllib
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from conveyor.errors import ConfigurationError
@@ -222,12 +223,12 @@ def _check_url(value: Any) -> Any:
 
 def load_file(path: str | os.PathLike[str]) -> Layer:
     """The ``-C`` file: TOML (``.toml``) or JSON (``.json``), same schema either way."""
-    where = str(path)
-    suffix = Path(where).suffix.lower()
+    where = os.fspath(path)
+    suffix = os.path.splitext(where)[1].lower()
     if suffix not in (".toml", ".json"):
         raise ConfigFileError(f"{where}: a config file must end in .toml or .json")
     data = _read(where, suffix)
-    if Path(where).name == PYPROJECT:  # -C some/other/pyproject.toml: its [tool.conveyor]
+    if os.path.basename(where) == PYPROJECT:  # -C some/other/pyproject.toml: its [tool.conveyor]
         return _pyproject_layer(data, where) or Layer(source=where)
     return _layer(data, where, prefix="")
 
@@ -235,8 +236,8 @@ def load_file(path: str | os.PathLike[str]) -> Layer:
 def load_pyproject(directory: str | os.PathLike[str] | None = None) -> Layer | None:
     """``[tool.conveyor]`` of ``pyproject.toml`` in ``directory`` (the current one by
     default); None when there is no such file or table."""
-    path = Path(directory or os.getcwd()) / PYPROJECT
-    if not path.is_file():
+    path = os.path.join(directory or os.getcwd(), PYPROJECT)
+    if not os.path.isfile(path):
         return None
     return _pyproject_layer(_read(PYPROJECT, ".toml", path), PYPROJECT)
 
@@ -251,21 +252,28 @@ def _pyproject_layer(data: Mapping[str, Any], where: str) -> Layer | None:
     return _layer(table, where, prefix="tool.conveyor.")
 
 
-def _read(where: str, suffix: str, path: Path | None = None) -> dict[str, Any]:
+def _read(where: str, suffix: str, path: str | None = None) -> dict[str, Any]:
     try:
-        raw = (path or Path(where)).read_bytes()
+        with open(path or where, "rb") as f:
+            raw = f.read()
     except OSError as exc:
         raise ConfigFileError(f"{where}: cannot read it ({exc.strerror or exc})") from None
     try:
-        if suffix == ".json":
-            data = json.loads(raw.decode("utf-8"))
-        else:
-            data = tomllib.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigFileError(f"{where}: not UTF-8 text") from None
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
-        kind = "JSON" if suffix == ".json" else "TOML"
-        raise ConfigFileError(f"{where}: not valid {kind}: {exc}") from None
+    if suffix == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigFileError(f"{where}: not valid JSON: {exc}") from None
+    else:
+        import tomllib  # only when there is a TOML file to read
+
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigFileError(f"{where}: not valid TOML: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigFileError(f"{where}: the top level must be an object (a table)")
     return data
@@ -318,8 +326,8 @@ def _shown(value: Any) -> str:
 def layers(config_file: str | None, directory: str | None = None) -> list[Layer]:
     """The files that apply, strongest first: the ``-C`` file, then pyproject.toml."""
     found = [load_file(config_file)] if config_file else []
-    here = Path(directory or os.getcwd()) / PYPROJECT
-    if config_file and Path(config_file).resolve() == here.resolve():
+    here = os.path.join(directory or os.getcwd(), PYPROJECT)
+    if config_file and os.path.realpath(config_file) == os.path.realpath(here):
         return found  # -C ./pyproject.toml: the same table, read once
     pyproject = load_pyproject(directory)
     if pyproject is not None:

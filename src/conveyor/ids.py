@@ -13,7 +13,6 @@ Example:
 
 from __future__ import annotations
 
-import base64
 import os
 import threading
 import time
@@ -69,5 +68,7 @@ def new_ids(count: int) -> list[str]:
 
 def id_time(job_id: str) -> float:
     """The creation time (epoch seconds) encoded in an id."""
+    import base64  # only here: making ids needs none of it (issue 16's cold start)
+
     raw = base64.b32decode(job_id.encode("ascii").translate(_FROM_CROCKFORD) + b"======")
     return int.from_bytes(raw[:6], "big") / 1000.0

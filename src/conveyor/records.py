@@ -28,9 +28,10 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
-from typing import Any, TypeVar, cast, dataclass_transform
+from typing import TYPE_CHECKING, Any, TypeVar, cast, dataclass_transform
+
+if TYPE_CHECKING:
+    import dataclasses
 
 T = TypeVar("T")
 
@@ -57,12 +58,20 @@ def _hash(self: Any) -> int:
     return hash(astuple(self))
 
 
+def _frozen(message: str) -> dataclasses.FrozenInstanceError:
+    # The error a frozen dataclass raises; dataclasses (and the inspect module it
+    # imports) is loaded only here, not by defining records (issue 16's cold start).
+    import dataclasses
+
+    return dataclasses.FrozenInstanceError(message)
+
+
 def _setattr(self: Any, name: str, value: object) -> None:
-    raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+    raise _frozen(f"cannot assign to field {name!r}")
 
 
 def _delattr(self: Any, name: str) -> None:
-    raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+    raise _frozen(f"cannot delete field {name!r}")
 
 
 def _getstate(self: Any) -> tuple[Any, ...]:
@@ -95,7 +104,9 @@ def record(cls: type[T]) -> type[T]:
     is the field's default. No field factories, no inheritance of fields: records are
     plain rows.
     """
-    annotations = inspect.get_annotations(cls)
+    # What inspect.get_annotations(cls) returns (the class's own, unevaluated), without
+    # importing inspect.
+    annotations: dict[str, Any] = cls.__dict__.get("__annotations__", {})  # noqa: RUF063
     fields = tuple(n for n, hint in annotations.items() if "ClassVar" not in str(hint))
     defaults = {n: cls.__dict__[n] for n in fields if n in cls.__dict__}
     namespace = {

@@ -36,6 +36,7 @@ Example:
 from __future__ import annotations
 
 import enum
+import functools
 import json
 from collections.abc import Sequence
 
@@ -374,7 +375,8 @@ def _lua(value: object) -> str:
     return json.dumps(str(value))
 
 
-def _lua_definitions() -> list[tuple[str, str]]:
+@functools.cache  # the rules are constants; a Redis backend asks once per script
+def _lua_definitions() -> tuple[tuple[str, str], ...]:
     """(name, Lua definition) of every rule, constants before the functions using them."""
     finish = ",\n  ".join(
         f"{r.code} = {{state = {_lua(r.state)}, outcome = {_lua(r.attempt_outcome)}, "
@@ -430,7 +432,7 @@ end""",
   return {_lua(_DEPENDENCY)} .. parent .. {_lua(_NOT_NEEDED)}
 end""",
     }
-    return definitions + list(functions.items())
+    return (*definitions, *functions.items())
 
 
 def lua_prelude(uses: str | None = None) -> str:
@@ -446,7 +448,7 @@ def lua_prelude(uses: str | None = None) -> str:
     """
     definitions = _lua_definitions()
     if uses is None:
-        chosen = definitions
+        chosen = list(definitions)
     else:
         needed = {name for name, _ in definitions if name in uses}
         for name, text in reversed(definitions):  # functions name the constants before them

@@ -19,13 +19,14 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import re
 
 from conveyor.rowtext import printable
 
 _UNICODE_CONTROL = "\u2028\u2029\u202a-\u202e\u2066-\u2069"
-_CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f{_UNICODE_CONTROL}]")
-_CONTROL_BUT_NEWLINE = re.compile(f"[\x00-\x09\x0b-\x1f\x7f-\x9f{_UNICODE_CONTROL}]")
+_CONTROL = f"[\x00-\x1f\x7f-\x9f{_UNICODE_CONTROL}]"
+_CONTROL_BUT_NEWLINE = f"[\x00-\x09\x0b-\x1f\x7f-\x9f{_UNICODE_CONTROL}]"
 _NAMED = {"\t": "\\t", "\r": "\\r", "\n": "\\n"}
 
 
@@ -46,5 +47,14 @@ def literal(value: object, *, multiline: bool = False) -> str:
     so the text always encodes.
     """
     text = "-" if value is None else printable(str(value))
-    pattern = _CONTROL_BUT_NEWLINE if multiline else _CONTROL
+    if text.isprintable():  # every escaped character is non-printable: nothing to escape
+        return text
+    pattern = _compiled(_CONTROL_BUT_NEWLINE if multiline else _CONTROL)
     return pattern.sub(_escape, text) if pattern.search(text) else text
+
+
+@functools.cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    # Compiled on first use: the class spans non-ASCII ranges (~2.5 ms to compile here),
+    # and most processes (a worker's start-up lines) only ever show printable text.
+    return re.compile(pattern)

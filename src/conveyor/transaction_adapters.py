@@ -26,15 +26,16 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from conveyor.records import record
+
 __all__ = ["Adapter", "Joined", "join", "register_adapter"]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record  # frozen like a dataclass, without creating one at import (issue 16)
 class Joined:
     """The driver connection a transactional enqueue writes through."""
 

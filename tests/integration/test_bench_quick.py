@@ -188,3 +188,20 @@ def test_marker_is_reopened_in_a_forked_child(
     recs, bad = marks.records()
     assert bad == 0
     assert {(i, p) for i, _, _, _, p in recs} == {(0, os.getpid()), (1, pid)}
+
+
+def test_cold_footprint_counts_both_sqlite_paths() -> None:
+    # bench.cold_footprint (HOTPATH.md's cold-start method) runs end to end: one round of
+    # each SQLite path reaches its event; the counts are printed, never judged here.
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.cold_footprint", "--rounds", "1"],
+        cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    for path in ("first", "worker-sqlite"):
+        assert f"  {path}\n" in proc.stdout
+    assert proc.stdout.count(" modules ") == 2, proc.stdout

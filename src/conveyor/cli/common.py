@@ -17,7 +17,6 @@ Example::
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -31,7 +30,7 @@ from conveyor.app import (
     parse_app_spec,
     require_store,
 )
-from conveyor.cli.errors import explain
+from conveyor.cli.errors import explain, sqlite_error
 from conveyor.errors import ConfigurationError
 from conveyor.redaction import redacted
 
@@ -93,7 +92,7 @@ def open_app(url: str | None, app_spec: str | None, *, create: bool = False) -> 
         require_store(app.url)
     try:
         app.backend  # noqa: B018 - open now, so a failure names the store it was about
-    except (sqlite3.Error, OSError) as exc:
+    except (sqlite_error(), OSError) as exc:
         known = explain(exc)
         detail = known[0] if known else str(exc)
         raise click.ClickException(

@@ -17,7 +17,6 @@ Example::
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,7 +25,7 @@ import click
 from conveyor import config
 from conveyor.app import App, check_url, load_app
 from conveyor.cli.common import _valid_app_spec, echo_json, source_note, valid_url
-from conveyor.cli.errors import explain
+from conveyor.cli.errors import explain, sqlite_error
 from conveyor.errors import ConfigurationError
 from conveyor.redaction import redacted
 
@@ -86,7 +85,7 @@ def open_store(app: App) -> None:
     the store it was about."""
     try:
         app.backend  # noqa: B018
-    except (sqlite3.Error, OSError) as exc:
+    except (sqlite_error(), OSError) as exc:
         known = explain(exc)
         detail = known[0] if known else str(exc)
         raise click.ClickException(

@@ -20,7 +20,6 @@ Example:
 from __future__ import annotations
 
 import os
-import sqlite3
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -95,13 +94,26 @@ def explain(exc: BaseException) -> tuple[str, int] | None:
         return _unavailable(exc), RUNTIME
     if isinstance(exc, ConveyorError):
         return str(exc), RUNTIME
-    if isinstance(exc, sqlite3.Error):
+    if isinstance(exc, sqlite_error()):
         return _sqlite(exc), RUNTIME
     if isinstance(exc, OSError):
         return _os_error(exc), RUNTIME
     if type(exc).__module__.startswith("redis."):  # the server refused (NOPERM, OOM, ...)
         return f"Redis refused: {type(exc).__name__}: {exc}", RUNTIME
     return None
+
+
+class _NeverRaised(Exception):
+    """Stands for ``sqlite3.Error`` in a process that never imported ``sqlite3``."""
+
+
+def sqlite_error() -> type[Exception]:
+    """``sqlite3.Error`` for ``except`` and ``isinstance``, without importing ``sqlite3``
+    on a path that does not use it (``conveyor worker`` on Redis, issue 16): when the
+    module was never imported, nothing can have raised one of its errors."""
+    module = sys.modules.get("sqlite3")
+    error: type[Exception] = module.Error if module is not None else _NeverRaised
+    return error
 
 
 def one_line(message: str) -> str:
@@ -128,7 +140,7 @@ def _unavailable(exc: BackendUnavailable) -> str:
     return f"{text}; is the server running? Check --url or $CONVEYOR_URL"
 
 
-def _sqlite(exc: sqlite3.Error) -> str:
+def _sqlite(exc: Exception) -> str:  # a sqlite3.Error
     text = str(exc)
     if "readonly" in text:
         return f"SQLite: {text}; the store's file or directory is not writable by this user"

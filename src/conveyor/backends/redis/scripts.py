@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from importlib import resources
 from typing import Any
 
@@ -25,17 +26,30 @@ from conveyor.rules import lua_prelude
 
 def load_source(name: str) -> str:
     """The full text sent to Redis for script ``name`` (library + script)."""
-    folder = resources.files("conveyor.backends.redis") / "scripts"
+    lib, others = _library()
+    script = (_folder() / f"{name}.lua").read_text(encoding="utf-8")
+    # The rules (target states, attempt outcomes, dependants' table) come from
+    # conveyor/rules.py as Lua constants: the scripts look them up, never restate them.
+    return "\n".join([lib, lua_prelude(uses="\n".join([*others, script])), *others, script])
+
+
+def _folder() -> Any:
+    return resources.files("conveyor.backends.redis") / "scripts"
+
+
+@functools.cache
+def _library() -> tuple[str, tuple[str, ...]]:
+    """``_lib.lua`` and the other libraries' texts (sorted by name), read once a process:
+    every script is prefixed with them, and opening a backend loads some fifteen scripts
+    (reading the folder for each was ~5 ms of a Redis worker's start, issue 16)."""
+    folder = _folder()
     libs = sorted(
         f.name for f in folder.iterdir() if f.name.startswith("_") and f.name.endswith(".lua")
     )
     # _lib.lua first: the other libraries use its helpers.
     libs.remove("_lib.lua")
     lib, *others = [(folder / n).read_text(encoding="utf-8") for n in ("_lib.lua", *libs)]
-    # The rules (target states, attempt outcomes, dependants' table) come from
-    # conveyor/rules.py as Lua constants: the scripts look them up, never restate them.
-    script = (folder / f"{name}.lua").read_text(encoding="utf-8")
-    return "\n".join([lib, lua_prelude(uses="\n".join([*others, script])), *others, script])
+    return lib, tuple(others)
 
 
 class Scripts:

@@ -13,14 +13,13 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import re
 import sqlite3
-from urllib.parse import parse_qs, quote, urlsplit
 
 from conveyor.errors import ConfigurationError, StoreNotFound
 from conveyor.private_files import make_store_private
+from conveyor.records import record
 from conveyor.redaction import redacted
 
 #: 1: core tables. 2: ops (queues, job logs). 3: flow control (progress, unique,
@@ -34,11 +33,12 @@ _MIGRATIONS = {
     4: "schema_004.sql",
     5: "schema_005.sql",
 }
-_ADD_COLUMN = re.compile(r"ALTER TABLE (\w+) ADD COLUMN (\w+)", re.IGNORECASE)
+#: Compiled on first use by ``re``'s own cache: only a migration needs it.
+_ADD_COLUMN = r"ALTER TABLE (\w+) ADD COLUMN (\w+)"
 _SYNC_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class SQLiteTarget:
     """Where and how to open the database."""
 
@@ -53,17 +53,17 @@ class SQLiteTarget:
 
 def parse_sqlite_url(url: str) -> SQLiteTarget:
     """Turn a ``sqlite://`` URL into a :class:`SQLiteTarget`."""
-    parts = urlsplit(url)
-    if parts.scheme != "sqlite":
+    scheme, netloc, path, query_text = _split_url(url)
+    if scheme != "sqlite":
         raise ConfigurationError(f"not a sqlite URL: {redacted(url)!r}")
-    raw = parts.path[1:] if parts.path.startswith("/") else parts.path
-    if parts.netloc:
+    raw = path[1:] if path.startswith("/") else path
+    if netloc:
         raise ConfigurationError(
             f"sqlite URL {redacted(url)!r} has a host; use sqlite:///relative.db or sqlite:////abs.db"
         )
     if not raw:
         raise ConfigurationError(f"sqlite URL {redacted(url)!r} names no file")
-    query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+    query = _query_options(query_text)
     sync = query.pop("synchronous", "NORMAL").upper()
     if sync not in _SYNC_MODES:
         raise ConfigurationError(f"synchronous must be one of {_SYNC_MODES}, got {sync!r}")
@@ -75,6 +75,54 @@ def parse_sqlite_url(url: str) -> SQLiteTarget:
         raise ConfigurationError(f"unknown sqlite URL options: {sorted(query)}")
     path = raw if raw == ":memory:" else os.path.abspath(raw)
     return SQLiteTarget(path=path, synchronous=sync, busy_timeout_ms=busy)
+
+
+#: Characters for which a URL is left to :mod:`urllib.parse` (escapes, fragments,
+#: spaces, brackets; also anything not printable ASCII): the plain form store URLs take
+#: is split here, so opening a store does not import ``urllib.parse`` (issue 16).
+_NOT_PLAIN = frozenset("%+#;\\ []")
+
+
+def _split_url(url: str) -> tuple[str, str, str, str]:
+    """``(scheme, netloc, path, query)`` as :func:`urllib.parse.urlsplit` gives them.
+
+    >>> _split_url("sqlite:///jobs.db?synchronous=FULL")
+    ('sqlite', '', '/jobs.db', 'synchronous=FULL')
+    >>> _split_url("SQLite://h/x%20y.db")
+    ('sqlite', 'h', '/x%20y.db', '')
+    """
+    scheme, sep, rest = url.partition("://")
+    plain = url.isascii() and url.isprintable() and _NOT_PLAIN.isdisjoint(url)
+    if sep and plain and scheme.isalpha():
+        authority_end = min(
+            (i for i in (rest.find("/"), rest.find("?")) if i != -1), default=len(rest)
+        )
+        netloc, tail = rest[:authority_end], rest[authority_end:]
+        path, _, query = tail.partition("?")
+        return scheme.lower(), netloc, path, query
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return parts.scheme, parts.netloc, parts.path, parts.query
+
+
+def _query_options(query: str) -> dict[str, str]:
+    """``{name: last value}`` of a URL query, as ``parse_qs`` reads it (blank values
+    dropped, escapes decoded).
+
+    >>> _query_options("a=1&b=&a=2&c")
+    {'a': '2'}
+    """
+    if "%" in query or "+" in query:
+        from urllib.parse import parse_qs
+
+        return {k: v[-1] for k, v in parse_qs(query).items()}
+    options: dict[str, str] = {}
+    for field in query.split("&"):
+        name, eq, value = field.partition("=")
+        if eq and value:
+            options[name] = value
+    return options
 
 
 def open_connection(target: SQLiteTarget) -> sqlite3.Connection:
@@ -118,6 +166,8 @@ def require_existing_store(url: str) -> None:
     if os.path.isdir(target.path):
         raise StoreNotFound(f"{target.path} is a directory, not a store {hint}")
     try:
+        from urllib.parse import quote  # read-only tools only
+
         uri = f"file:{quote(target.path)}?mode=ro"
         with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -178,7 +228,7 @@ def apply_migrations(conn: sqlite3.Connection) -> None:
 def _already_applied(conn: sqlite3.Connection, statement: str) -> bool:
     """True for an ``ADD COLUMN`` whose column exists (SQLite has no IF NOT EXISTS there),
     so a half-applied or hand-applied migration can run again."""
-    match = _ADD_COLUMN.search(statement)
+    match = re.search(_ADD_COLUMN, statement, re.IGNORECASE)
     if match is None:
         return False
     table, column = match.groups()
