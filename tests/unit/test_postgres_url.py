@@ -3,10 +3,12 @@ before anything connects (no driver needed)."""
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 import pytest
 
 from conveyor.app import check_url
-from conveyor.backends.postgres.url import parse_postgres_url
+from conveyor.backends.postgres.url import parse_postgres_url, query_pairs
 from conveyor.errors import ConfigurationError
 
 
@@ -42,3 +44,19 @@ def test_bad_values_are_refused_before_connecting(url: str, message: str) -> Non
         parse_postgres_url(url)
     with pytest.raises(ConfigurationError, match=message):
         check_url(url)  # the App/CLI check takes the same path
+
+
+@pytest.mark.parametrize(
+    ("written", "meant"),
+    [
+        ("-c%20statement_timeout%3D5000", "-c statement_timeout=5000"),
+        ("-c statement_timeout=5000", "-c statement_timeout=5000"),  # bare, by hand
+        ("-c+x", "-c+x"),  # libpq's '+' is a plus, not a form's space
+        ("a%25b%2Bc%3Dd%26e", "a%b+c=d&e"),
+        ("caf%C3%A9", "café"),
+    ],
+)
+def test_libpq_values_are_passed_on_as_libpq_reads_them(written: str, meant: str) -> None:
+    conninfo = parse_postgres_url(f"postgresql://db/main?schema=s&options={written}").conninfo
+    assert query_pairs(urlsplit(conninfo).query) == [("options", meant)]
+    assert " " not in conninfo and "+" not in conninfo  # libpq refuses a bare space

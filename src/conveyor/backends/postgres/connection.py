@@ -66,16 +66,27 @@ def schema_sql(schema: str) -> str:
 
 
 #: Server-side settings of conveyor's sessions: the server drops a session whose client
-#: stopped answering (a host cut off by a network partition) within about 10 s: TCP
-#: keepalives after 5 s idle, 3 probes 1 s apart; 10 s for sent data to be acknowledged.
-#: Until then the session keeps the row locks of the statement it was in (a finish, a
-#: claim), and the rescue skips locked rows: without this, a cut-off worker's jobs stay
-#: ``running`` for as long as the cut lasts (the kernel's default: hours). Kept below the
-#: default ``heartbeat_ttl`` (30 s); the URL's own ``options`` come after, so they win.
+#: stopped answering (a host cut off by a network partition) within about 5 s of the
+#: client's last packet. TCP keepalives after 2 s of silence, 1 s apart; the kernel gives
+#: up 5 s after the last packet received (``tcp_user_timeout``: unacknowledged data, and
+#: the keepalive probes too; ``tcp_keepalives_count`` is the same 5 s where the platform
+#: has no user timeout). Until then the session keeps the row locks of the transaction it
+#: was in (a finish, a claim, a heartbeat), and the rescue skips locked jobs and waits for
+#: a locked ``workers`` row: without this, a cut-off worker's jobs stay ``running`` for as
+#: long as the cut lasts (the kernel's default: hours). A live client's kernel answers the
+#: probes however busy the process is, so only a lost peer is dropped; that is why there is
+#: no ``idle_in_transaction_session_timeout`` here (it would also end a live client that
+#: spends a few seconds between two statements, e.g. encoding a large batch). The URL's own
+#: ``options`` come after, so they win.
 DEAD_CLIENT_OPTIONS = (
-    "-c tcp_keepalives_idle=5 -c tcp_keepalives_interval=1 -c tcp_keepalives_count=3 "
-    "-c tcp_user_timeout=10000"
+    "-c tcp_keepalives_idle=2 -c tcp_keepalives_interval=1 -c tcp_keepalives_count=3 "
+    "-c tcp_user_timeout=5000"
 )
+#: The most a cut-off session keeps its locks after its client's last packet (seconds):
+#: the 5 s above plus one probe interval (the kernel checks at each probe). A cut-off
+#: worker's jobs are rescued within ``max(heartbeat_ttl, DEAD_SESSION_BOUND)`` plus one
+#: ``rescue_interval`` of the cut (docs/postgres.md, "What happens on a partition").
+DEAD_SESSION_BOUND = 6.0
 
 
 def connect_options(target: PostgresTarget) -> dict[str, object]:

@@ -8,9 +8,17 @@
 -- Payload, result and error are JSON text (text, not jsonb: the stored value is handed
 -- back byte for byte, and the hot path pays no JSON parse). Flags are integers 0/1 as in
 -- SQLite.
+--
+-- Every job id (jobs.id and each column holding one: attempts.job_id, job_logs.job_id,
+-- job_deps.parent_id and child_id, periodic_schedules.last_job_id, periodic_slots.job_id)
+-- is text COLLATE "C": ids compare and sort as bytes, as on SQLite and Redis, whatever
+-- collation the database was created with, so the primary key's index serves listing
+-- order and --after paging, and the claim breaks ties in the same order as SQLite. All
+-- of them alike: the planner uses an index only for a comparison in the index's own
+-- collation, so a join of a "C" id with a default-collation one would scan.
 
 CREATE TABLE IF NOT EXISTS jobs (
-    id               text PRIMARY KEY,
+    id               text COLLATE "C" PRIMARY KEY,
     task             text NOT NULL,
     queue            text NOT NULL,
     state            text NOT NULL,
@@ -72,7 +80,7 @@ CREATE INDEX IF NOT EXISTS jobs_limit_running ON jobs (limit_key)
     WHERE state = 'running' AND limit_key IS NOT NULL;
 
 CREATE TABLE IF NOT EXISTS attempts (
-    job_id      text NOT NULL,
+    job_id      text COLLATE "C" NOT NULL,
     token       bigint NOT NULL,
     attempt     integer NOT NULL,
     worker_id   text,
@@ -108,7 +116,7 @@ CREATE TABLE IF NOT EXISTS queues (
 -- it orders a job's records as they were stored.
 CREATE TABLE IF NOT EXISTS job_logs (
     seq     bigint GENERATED ALWAYS AS IDENTITY,
-    job_id  text NOT NULL,
+    job_id  text COLLATE "C" NOT NULL,
     attempt integer NOT NULL,
     ts      double precision NOT NULL,
     level   text NOT NULL,
@@ -119,8 +127,8 @@ CREATE INDEX IF NOT EXISTS job_logs_job ON job_logs (job_id, seq);
 
 -- Workflow edges: child waits on parent; position orders a child's parents.
 CREATE TABLE IF NOT EXISTS job_deps (
-    parent_id text NOT NULL,
-    child_id  text NOT NULL,
+    parent_id text COLLATE "C" NOT NULL,
+    child_id  text COLLATE "C" NOT NULL,
     position  integer NOT NULL,
     PRIMARY KEY (parent_id, child_id)
 );
@@ -145,14 +153,14 @@ CREATE TABLE IF NOT EXISTS periodic_schedules (
     spec          text NOT NULL,
     last_slot     double precision,
     last_fired_at double precision,
-    last_job_id   text,
+    last_job_id   text COLLATE "C",
     next_slot     double precision
 );
 -- Exactly once per slot: whichever worker inserts the row first enqueues the job.
 CREATE TABLE IF NOT EXISTS periodic_slots (
     name     text NOT NULL,
     slot     double precision NOT NULL,
-    job_id   text NOT NULL,
+    job_id   text COLLATE "C" NOT NULL,
     fired_at double precision NOT NULL,
     PRIMARY KEY (name, slot)
 );

@@ -9,6 +9,12 @@ removed before the URL reaches libpq (every other option, e.g. ``sslmode``, is l
   a worker's concurrency + 3 when it registers (its tasks may each hold one while the
   fetcher, completer and heartbeat hold theirs); given, it is used as is.
 
+Query values mean what libpq makes of them: percent-escapes are decoded and ``+`` is a
+plus, not a space (libpq is not an HTML form). Each value libpq gets is decoded once and
+percent-encoded again, so one with spaces, ``+``, ``%`` or ``=`` reaches the server
+exactly, e.g. ``?options=-c%20statement_timeout%3D5000`` (or written with a bare space
+and ``=``, which libpq itself would refuse).
+
 Imports no driver: ``conveyor.App`` validates URLs with it before psycopg is needed.
 
 Example:
@@ -17,13 +23,15 @@ Example:
     ('jobs', 10, 'postgresql://app:***@db:5432/main?schema=jobs&sslmode=require')
     >>> t.conninfo
     'postgresql://app:s3cret@db:5432/main?sslmode=require'
+    >>> parse_postgres_url("postgresql://db/main?options=-c statement_timeout=5000").conninfo
+    'postgresql://db/main?options=-c%20statement_timeout%3D5000'
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from conveyor.errors import ConfigurationError
 from conveyor.redaction import redacted
@@ -55,7 +63,7 @@ def parse_postgres_url(url: str) -> PostgresTarget:
         parts.port  # noqa: B018 - the property raises on a port that is not a number
     except ValueError:
         raise ConfigurationError(f"the port in {redacted(url)!r} is not a number") from None
-    query = parse_qsl(parts.query, keep_blank_values=True)
+    query = query_pairs(parts.query)
     ours = {k: v for k, v in query if k in ("schema", "pool_max")}
     rest = [(k, v) for k, v in query if k not in ours]
     schema = ours.get("schema", DEFAULT_SCHEMA)
@@ -71,5 +79,31 @@ def parse_postgres_url(url: str) -> PostgresTarget:
         raise ConfigurationError(
             "pool_max must be at least 2 (a worker claims and finishes at once)"
         )
-    conninfo = urlunsplit(parts._replace(query=urlencode(rest)))
+    conninfo = urlunsplit(parts._replace(query=query_string(rest)))
     return PostgresTarget(conninfo, redacted(url), schema, pool_max, "pool_max" in ours)
+
+
+def query_pairs(query: str) -> list[tuple[str, str]]:
+    """``key=value`` pairs of a URL's query, decoded as libpq decodes them: ``%XX``
+    escapes only (``+`` stays a plus); the first ``=`` ends the key, so a value may hold
+    more.
+
+    >>> query_pairs("options=-c+a%3Db&sslmode=")
+    [('options', '-c+a=b'), ('sslmode', '')]
+    """
+    pairs = []
+    for item in query.split("&"):
+        if item:
+            key, _, value = item.partition("=")
+            pairs.append((unquote(key), unquote(value)))
+    return pairs
+
+
+def query_string(pairs: list[tuple[str, str]]) -> str:
+    """The query libpq decodes back to exactly ``pairs``: every byte but letters, digits
+    and ``-._~`` percent-encoded (a space is ``%20``, never ``+``).
+
+    >>> query_string([("options", "-c a=b+c%")])
+    'options=-c%20a%3Db%2Bc%25'
+    """
+    return "&".join(f"{quote(k, safe='')}={quote(v, safe='')}" for k, v in pairs)
