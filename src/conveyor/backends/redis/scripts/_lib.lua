@@ -1,5 +1,6 @@
--- _lib.lua: helpers shared by every script. Prepended to each script at load time, so
--- every script is self-contained on the server (one SHA per transition).
+-- _lib.lua: helpers shared by every script. Its definitions a script names are prepended
+-- to it at load time (scripts.py), so every script is self-contained on the server
+-- (one SHA per transition).
 --
 -- Derived keys: KEYS[1] is the base "{<prefix>}:". Per-job ("job:<id>",
 -- "attempts:<id>", "done:<id>"), per-queue ("ready:<queue>") and per-worker
