@@ -58,9 +58,11 @@ class ConveyorArm(Arm):
         return {}
 
     def open(self) -> None:
-        # Opening the backend creates/migrates the SQLite file or connects to Redis:
-        # connection set-up stays outside timed windows, as for every arm.
-        _ = app.backend
+        # Opening the backend creates/migrates the SQLite file; redis-py connects on the
+        # first command, so one read of a job that does not exist connects (and makes
+        # the handshake) here: connection set-up stays outside timed windows, as for
+        # every arm (the floor arm's PING, Dramatiq's and RQ's own first commands).
+        app.backend.job_get_many(["warm-up"])
 
     def enqueue_one(self, item: Item) -> object:
         return task.enqueue(*item)

@@ -251,6 +251,8 @@ def encode_payload(args: Sequence[object], kwargs: Mapping[str, object], *, max_
             kind = type(value)
             if kind is int or (kind is str and value.isascii()) or value is None:  # type: ignore[attr-defined]
                 continue  # the common arguments, without a call
+            if kind is float and value - value == 0.0:  # type: ignore[operator]
+                continue  # finite (inf - inf and nan - nan are nan): also without one
             _walk(value, 1, False)
         text = _encode_fast({"args": args, "kwargs": kwargs})
     except _ENCODE_ERRORS as exc:

@@ -171,6 +171,7 @@ class _Resolved:
         "plain",
         "priority",
         "queue",
+        "simple",
         "timeout",
         "unique_for",
         "unique_key",
@@ -200,6 +201,15 @@ class _Resolved:
         self.plain = (
             self.unique_key is None and not self.depends_on and not o.get("pipe") and not self.limit
         )
+        #: plain, ready now, no headers, never expires: a single enqueue needs nothing
+        #: but its arguments and an id (``Enqueuer.enqueue``, when no hook applies)
+        self.simple = (
+            self.plain
+            and not self.headers
+            and self.at is None
+            and self.delay is None
+            and self.expires is None
+        )
 
     def expires_at(self) -> float | None:
         """When a job enqueued now expires by these options (``None``: never)."""
@@ -222,6 +232,19 @@ Plan = JobInsertBatchParams | list[JobInsertParams]
 #: ``App.intercept``: while a testing mode is active it takes every plan instead of the
 #: store (``conveyor.testing``), and hands back the jobs' handles.
 Intercept = Callable[[Plan], "list[Job[Any]]"]
+
+
+_JOB: list[type[Job[Any]]] = []
+
+
+def _job_class() -> type[Job[Any]]:
+    """:class:`~conveyor.job.Job`, imported on first use (job.py imports this module)
+    and then kept: an ``import`` statement per enqueue costs more than the lookup."""
+    if not _JOB:
+        from conveyor.job import Job
+
+        _JOB.append(Job)
+    return _JOB[0]
 
 
 class Enqueuer(Generic[P, R]):
@@ -402,11 +425,10 @@ class Enqueuer(Generic[P, R]):
 
     def _written(self, plan: Plan, ids: Sequence[str]) -> list[Job[R]]:
         """The handles of a written plan, after the enqueue hooks (metrics) saw it."""
-        from conveyor.job import Job
-
+        job = _job_class()
         task = self._task
         app = task.app
-        return [Job(app, i, task) for i in ids]
+        return [job(app, i, task) for i in ids]
 
     def _enqueue(self, calls: Calls, run_at: float | None) -> list[Job[R]]:
         return self._write(self._plan(calls, run_at)) if calls else []
@@ -422,7 +444,48 @@ class Enqueuer(Generic[P, R]):
 
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> Job[R]:
         """Enqueue one job now (or per ``with_options(delay=, at=)``)."""
+        r = self._options or self._resolved()
+        task = self._task
+        app = task.app
+        if (
+            r.simple
+            and task.sealer is None
+            and app.intercept is None
+            and not app.middleware.enqueue
+            and transactions.active() is None
+        ):
+            return self._enqueue_simple(r, args, kwargs)
         return self._enqueue([(args, kwargs)], None)[0]
+
+    def _enqueue_simple(
+        self, r: _Resolved, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Job[R]:
+        """One plain job, ready now, written by the store itself: what ``_plan`` and
+        ``_write`` do for it, in the same order (arguments checked, encoded, types
+        checked, one batch of one written), without the lists, hooks and checks that
+        cannot apply. The common ``task.enqueue(...)``; E1 in BENCHMARKS.md measures it."""
+        task = self._task
+        app = task.app
+        task.check_arguments(*args, **kwargs)
+        payload = encode_payload(args, kwargs, max_bytes=app.settings.max_payload_bytes)
+        if task.check_types is not None:
+            task.check_types(args, kwargs, 0)
+        job_id = new_id()
+        opts = task.options
+        app.backend.job_insert_many(
+            JobInsertBatchParams(
+                opts.name,
+                r.queue,
+                (job_id,),
+                (payload,),
+                r.priority,
+                None,
+                r.max_attempts,
+                r.timeout,
+                opts.lease,
+            )
+        )
+        return _job_class()(app, job_id, task)
 
     def enqueue_many(
         self, items: Iterable[Args[P] | Sequence[Any] | Mapping[str, Any]]

@@ -31,23 +31,31 @@ POLL_GROWTH = 1.5
 class Notifier:
     """A generation counter with a condition, shared by every backend on one file."""
 
-    __slots__ = ("_cond", "generation")
+    __slots__ = ("_cond", "_waiting", "generation")
 
     def __init__(self) -> None:
         self._cond = threading.Condition(threading.Lock())
         self.generation = 0
+        #: threads inside wait(), counted under the lock: a commit with nobody waiting
+        #: (every single enqueue of a producer) skips notify_all's Python-level work
+        self._waiting = 0
 
     def bump(self) -> None:
         """Record a commit and wake every waiter in this process."""
         with self._cond:
             self.generation += 1
-            self._cond.notify_all()
+            if self._waiting:
+                self._cond.notify_all()
 
     def wait(self, seen: int, timeout: float) -> int:
         """Wait until the generation moves past ``seen`` or ``timeout``; return it."""
         with self._cond:
             if self.generation == seen and timeout > 0:
-                self._cond.wait(timeout)
+                self._waiting += 1
+                try:
+                    self._cond.wait(timeout)
+                finally:
+                    self._waiting -= 1
             return self.generation
 
 

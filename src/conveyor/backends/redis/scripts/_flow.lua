@@ -1,7 +1,7 @@
 -- _flow.lua: unique jobs and workflows, shared by job_insert_flow, periodic_fire and
 -- the scripts that end jobs (job_finish, job_cancel, job_rescue, job_delete), so a
 -- dependant moves in the same script as its parent's end (as SQLite's one transaction).
--- Prepended after _lib.lua; defines local functions only.
+-- Prepended after _lib.lua; defines locals only (a script gets those it names).
 --
 -- Derived keys (same hash tag as KEYS[1]):
 --   deps:<id>      list of the job's parent ids, in depends_on order

@@ -3,7 +3,7 @@
 -- the job (a live claim is never requeued). Same rule as SQLite's
 -- job_rescue_candidates.sql: proved dead by the caller, no heartbeat, a heartbeat older
 -- than stale_before, or a lease that expired before stale_before.
--- Prepended after _lib.lua; defines local functions only.
+-- Prepended after _lib.lua; defines locals only (a script gets those it names).
 
 -- The caller's proved-dead worker ids, ARGV[first..].
 local function rescue_dead_set(first)
