@@ -97,15 +97,38 @@ class PostgresBackend(PostgresOperations):
         #: last claim found work, so a wait returns at once), so a notification that
         #: lands between that claim and work_wait() is never missed.
         self._claim_generation: int | None = None
+        #: When (time.monotonic()) the next scheduled job is due, as the last empty claim
+        #: read it; None: none was scheduled (or the last claim found work).
+        self._claim_due: float | None = None
 
     # -- plumbing ------------------------------------------------------------------------
 
     @contextmanager
     def _tx(self) -> Iterator[psycopg.Cursor[tuple[object, ...]]]:
         """One transaction on a pooled connection: committed when the block ends,
-        rolled back when it raises."""
-        with self._pool.connection() as conn, conn.cursor() as cur:
+        rolled back when it raises (BEGIN and COMMIT, each a round trip)."""
+        with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
             yield cur
+
+    @contextmanager
+    def _pipelined(self) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
+        """One transaction in pipeline mode, for the hot path: what is sent before the
+        first read travels in one round trip, and the Sync that ends the block commits
+        it (the statements between two Syncs are one implicit transaction; an error
+        rolls it all back). So a call is one round trip when it reads nothing back,
+        and two when it reads (the reads, then the commit with whatever the reads
+        decided: notifications, dependants), where psycopg's own BEGIN and COMMIT
+        made four."""
+        with self._pool.connection() as conn, conn.pipeline():
+            yield conn
+
+    def _once(
+        self, query: str, args: Sequence[object] | dict[str, object] = ()
+    ) -> list[tuple[object, ...]]:
+        """The rows of one statement, in its own transaction (autocommit): one round
+        trip."""
+        with self._pool.connection() as conn:
+            return conn.execute(query, args).fetchall()
 
     def _notify(self, cur: psycopg.Cursor[tuple[object, ...]]) -> None:
         """Wake listening workers when this transaction commits (a rollback sends
@@ -125,9 +148,8 @@ class PostgresBackend(PostgresOperations):
     def job_get_many(self, ids: Sequence[str]) -> list[JobRecord]:
         if not ids:
             return []
-        with self._tx() as cur:
-            cur.execute(f"SELECT {sql.JOB_COLUMNS} FROM jobs WHERE id = ANY(%s)", (list(ids),))
-            found = {r.id: r for r in map(decoding.job_record, cur.fetchall())}
+        rows = self._once(f"SELECT {sql.JOB_COLUMNS} FROM jobs WHERE id = ANY(%s)", (list(ids),))
+        found = {r.id: r for r in map(decoding.job_record, rows)}
         return [found[i] for i in ids if i in found]
 
     def job_insert_many(
@@ -135,7 +157,13 @@ class PostgresBackend(PostgresOperations):
     ) -> Sequence[str]:
         if not isinstance(params, JobInsertBatchParams) and not params:
             return []
-        with self._tx() as cur:
+        if inserts.needs_transaction(params):  # COPY, or flow jobs read as they go
+            with self._tx() as cur:
+                ids = inserts.insert_in(cur, params)
+                self._notify(cur)
+            return ids
+        with self._pipelined() as conn:  # one round trip: nothing is read back
+            cur = conn.cursor()
             ids = inserts.insert_in(cur, params)
             self._notify(cur)
         return ids
@@ -172,9 +200,9 @@ class PostgresBackend(PostgresOperations):
         """``job_finish_many(finishes)`` then ``job_claim(claim)`` in one transaction: the
         ack of one batch rides with the next claim. Returns (refused ids, claimed jobs)."""
         generation = None if self._listener is None else self._listener.generation
-        # Pipeline mode: the finishes, the promotion and the first claim statement go to
-        # the server together, one round trip instead of one each.
-        with self._pool.connection() as conn, conn.pipeline():
+        # The finishes, the promotion and each queue's claim go to the server together;
+        # what they decide (notifications, dependants, top-ups) goes with the commit.
+        with self._pipelined() as conn:
             sent = Finishes(conn, finishes) if finishes else None
             started = Claim(conn, claim)
             cur = conn.cursor()
@@ -183,13 +211,16 @@ class PostgresBackend(PostgresOperations):
             if wake or promoted:
                 self._notify(cur)
         self._claim_generation = None if claimed else generation
+        if not claimed:
+            self._claim_due = (
+                None if started.next_due is None else time.monotonic() + started.next_due
+            )
         return stale, claimed
 
     def job_finish_many(self, params: Sequence[JobFinishParams]) -> list[str]:
         if not params:
             return []
-        # Pipeline mode: a batch of several kinds is one round trip.
-        with self._pool.connection() as conn, conn.pipeline():
+        with self._pipelined() as conn:
             cur = conn.cursor()
             stale, wake = Finishes(conn, params).result(cur)
             if wake:
@@ -221,7 +252,8 @@ class PostgresBackend(PostgresOperations):
     def job_promote_due(self) -> int:
         with self._tx() as cur:
             cur.execute(PROMOTE_DUE)
-            count = int(cur.rowcount)
+            row = cur.fetchone()
+            count = int(str(row[0])) if row is not None else 0
             if count:
                 self._notify(cur)
         return count
@@ -352,11 +384,10 @@ class PostgresBackend(PostgresOperations):
             )
             self._listener.wait_listening(min(timeout, 1.0))
             return
-        with self._tx() as cur:
-            cur.execute(f"SELECT min(run_at) - {sql.NOW} FROM jobs WHERE state = 'scheduled'")
-            due = decoding.number_or_none(cur.fetchone()[0])  # type: ignore[index]
-        if due is not None:
-            timeout = min(timeout, max(0.0, due))
+        # The last (empty) claim read when the next scheduled job is due; one scheduled
+        # since then came with a notification, which ends the wait.
+        if self._claim_due is not None:
+            timeout = min(timeout, max(0.0, self._claim_due - time.monotonic()))
         self._listener.wait(self._claim_generation, timeout)
 
     # -- workers -------------------------------------------------------------------------

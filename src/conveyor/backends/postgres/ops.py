@@ -116,12 +116,12 @@ class PostgresOperations(PostgresBulkOps):
 
     schema: str
     _tx: Callable[[], AbstractContextManager[Cursor]]
+    _once: Callable[..., list[tuple[object, ...]]]
 
     def _rows(
         self, sql: str, args: Sequence[object] | dict[str, object] = ()
     ) -> list[tuple[object, ...]]:
-        with self._tx() as cur:
-            return cur.execute(sql, args).fetchall()
+        return self._once(sql, args)
 
     # -- jobs by filter ------------------------------------------------------------------
 
