@@ -17,6 +17,7 @@ Example (needs a server; the test suite starts one)::
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -38,6 +39,7 @@ from conveyor.backends.base import (
     JobRecord,
     JobReleaseParams,
     JobRescueParams,
+    JobWaitParams,
     LeaseStatus,
     PeriodicFireParams,
     PeriodicRecord,
@@ -49,11 +51,13 @@ from conveyor.backends.postgres.claim import PROMOTE_DUE, Claim
 from conveyor.backends.postgres.connection import connect_options, open_pool
 from conveyor.backends.postgres.faults import translate_faults
 from conveyor.backends.postgres.finish import ATTEMPT_INSERT, Finishes
-from conveyor.backends.postgres.listener import CHANNEL, Listener
+from conveyor.backends.postgres.listener import CHANNEL, DoneListener, Listener, notify_done
 from conveyor.backends.postgres.ops import PostgresOperations
 from conveyor.backends.postgres.sql import count_at_limit
 from conveyor.backends.postgres.url import parse_postgres_url
+from conveyor.errors import JobNotFound
 from conveyor.rules import (
+    FINISH,
     LOST,
     LOST_PARENT_FAILED,
     RELEASED,
@@ -70,6 +74,10 @@ if TYPE_CHECKING:
 
     from conveyor.backends.base import Backend
 
+#: job_wait while its listener is not listening: it polls the job's row by primary key,
+#: first after WAIT_FIRST seconds, each wait WAIT_GROWTH times the last, at most
+#: WAIT_MAX; while listening it re-reads every WAIT_MAX s (a notification wakes it).
+WAIT_FIRST, WAIT_GROWTH, WAIT_MAX = 0.002, 1.5, 0.25
 #: Slot rows older than this before the oldest slot being fired are pruned (seconds);
 #: the same slack as SQLite's (sqlite/flow_methods.py).
 SLOT_RETENTION = 86400.0
@@ -100,6 +108,9 @@ class PostgresBackend(PostgresOperations):
         #: When (time.monotonic()) the next scheduled job is due, as the last empty claim
         #: read it; None: none was scheduled (or the last claim found work).
         self._claim_due: float | None = None
+        #: Started by the first job_wait (a process that never waits never holds it).
+        self._done: DoneListener | None = None
+        self._listener_lock = threading.Lock()
 
     # -- plumbing ------------------------------------------------------------------------
 
@@ -141,6 +152,8 @@ class PostgresBackend(PostgresOperations):
     def close(self) -> None:
         if self._listener is not None:
             self._listener.close()
+        if self._done is not None:
+            self._done.close()
         self._pool.close()
 
     # -- insert and read -----------------------------------------------------------------
@@ -210,6 +223,8 @@ class PostgresBackend(PostgresOperations):
             promoted, claimed = started.result(cur)
             if wake or promoted:
                 self._notify(cur)
+            if sent is not None:
+                notify_done(cur, self.schema, sent.ended)
         self._claim_generation = None if claimed else generation
         if not claimed:
             self._claim_due = (
@@ -220,11 +235,31 @@ class PostgresBackend(PostgresOperations):
     def job_finish_many(self, params: Sequence[JobFinishParams]) -> list[str]:
         if not params:
             return []
+        # One round trip: the finishes of jobs without dependants (nearly all) and the
+        # notifications commit with the Sync that sends them. A notification that names
+        # a refused finish only makes its waiter read the row once more.
+        with self._pool.connection() as conn, conn.pipeline() as pipe:
+            sent = Finishes(conn, params, alone=True)
+            cur = conn.cursor()
+            if not all(FINISH[p.kind].ends_job for p in params):
+                self._notify(cur)  # a retry or snooze made a job scheduled
+            notify_done(cur, self.schema, [p.id for p in params if FINISH[p.kind].ends_job])
+            pipe.sync()
+            sent.result(cur)
+        if not sent.unapplied:
+            return []
+        # Refused, or parents of dependants, which move in the same transaction as the
+        # finish: that one reads its answer before it commits.
+        return self._finish_settling([params[n] for n in sent.unapplied])
+
+    def _finish_settling(self, params: Sequence[JobFinishParams]) -> list[str]:
         with self._pipelined() as conn:
             cur = conn.cursor()
-            stale, wake = Finishes(conn, params).result(cur)
+            sent = Finishes(conn, params)
+            stale, wake = sent.result(cur)
             if wake:
                 self._notify(cur)
+            notify_done(cur, self.schema, sent.ended)
         return stale
 
     def job_extend_leases(self, params: JobExtendLeasesParams) -> list[LeaseStatus]:
@@ -372,6 +407,43 @@ class PostgresBackend(PostgresOperations):
             if results:
                 self._notify(cur)
         return results
+
+    # -- waiting for a job -----------------------------------------------------------------
+
+    def job_wait(self, params: JobWaitParams) -> JobRecord | None:
+        """Read the job's row; until it has ended, wait for the notification naming it
+        (``listener.DoneListener``), re-reading every :data:`WAIT_MAX` s in case it
+        ended by a path that sends none (a rescue, a cancel of a queued job). While the
+        listener is not (yet) listening: poll after WAIT_FIRST s, each wait WAIT_GROWTH
+        times the last, at most WAIT_MAX."""
+        deadline = None if params.timeout is None else time.monotonic() + params.timeout
+        listener = self._done_listener()
+        listener.watch(params.id)
+        try:
+            interval = WAIT_FIRST
+            while True:
+                seen = listener.seen(params.id)
+                found = self.job_get_many([params.id])
+                if not found:
+                    raise JobNotFound(params.id)
+                if found[0].state.is_finished:
+                    return found[0]
+                wait = WAIT_MAX if listener.listening else interval
+                remaining = wait if deadline is None else deadline - time.monotonic()
+                if remaining <= 0:
+                    return None
+                listener.wait_done(params.id, seen, min(wait, remaining))
+                interval = min(interval * WAIT_GROWTH, WAIT_MAX)
+        finally:
+            listener.unwatch(params.id)
+
+    def _done_listener(self) -> DoneListener:
+        with self._listener_lock:
+            if self._done is None:
+                self._done = DoneListener(
+                    self.target.conninfo, connect_options(self.target), self.schema
+                )
+            return self._done
 
     # -- waiting for work ----------------------------------------------------------------
 

@@ -52,16 +52,23 @@ ON CONFLICT DO NOTHING
 """
 
 
-def finish_sql(kind: FinishKind) -> str:
+#: The fence of a finish that commits before its answer is read: only jobs without
+#: dependants (the others stay running, for a transaction that settles them).
+_ALONE = " AND NOT EXISTS (SELECT 1 FROM job_deps WHERE parent_id = jobs.id)"
+
+
+def finish_sql(kind: FinishKind, alone: bool = False) -> str:
     """The fenced statement applying ``FINISH[kind]`` to a batch, with its attempt rows
     (or, for a row that goes, the deletion of its history) in the same statement; it
     answers :data:`_ANSWER`. A job named twice is changed once: the second finish finds
-    it no longer running under its token, as it would in order."""
+    it no longer running under its token, as it would in order. ``alone``: jobs that
+    have dependants are left as they are (:data:`_ALONE`)."""
     rule = FINISH[kind]
+    fence = _FENCE + _ALONE if alone else _FENCE
     if rule.state is None:
         # The row went: its history goes with it.
         return (
-            f"WITH done AS (DELETE FROM jobs USING {_BATCH} WHERE {_FENCE} {_RETURNING}), "
+            f"WITH done AS (DELETE FROM jobs USING {_BATCH} WHERE {fence} {_RETURNING}), "
             "gone_attempts AS (DELETE FROM attempts WHERE job_id IN (SELECT id FROM done)), "
             "gone_logs AS (DELETE FROM job_logs WHERE job_id IN (SELECT id FROM done)) "
             f"{_ANSWER}"
@@ -78,7 +85,7 @@ def finish_sql(kind: FinishKind) -> str:
     if rule.gives_back_attempt:
         sets.append("attempt = jobs.attempt - 1")
     return (
-        f"WITH done AS (UPDATE jobs SET {', '.join(sets)} FROM {_BATCH} WHERE {_FENCE} "
+        f"WITH done AS (UPDATE jobs SET {', '.join(sets)} FROM {_BATCH} WHERE {fence} "
         f"{_RETURNING}), "
         "attempt_rows AS (INSERT INTO attempts (job_id, token, attempt, worker_id, "
         "started_at, finished_at, outcome, error) SELECT id, token, attempt, worker_id, "
@@ -87,7 +94,7 @@ def finish_sql(kind: FinishKind) -> str:
     )
 
 
-_SQL = {kind: finish_sql(kind) for kind in FinishKind}
+_SQL = {(kind, alone): finish_sql(kind, alone) for kind in FinishKind for alone in (False, True)}
 
 
 def _floats(values: list[float | None]) -> list[float | None]:
@@ -101,10 +108,15 @@ def _floats(values: list[float | None]) -> list[float | None]:
 class Finishes:
     """A batch of finishes in two steps (see :class:`~conveyor.backends.postgres.claim.
     Claim`): creating it sends one statement per kind; :meth:`result` reads them and
-    moves dependants, in the same transaction."""
+    moves dependants, in the same transaction. With ``alone``, jobs that have
+    dependants are left running (and counted in ``unapplied`` with the refused ones),
+    so that the statements may commit before they are read: one round trip."""
 
-    def __init__(self, conn: Any, params: Sequence[JobFinishParams]) -> None:
+    def __init__(self, conn: Any, params: Sequence[JobFinishParams], alone: bool = False) -> None:
         self.params = params
+        self.ended: list[str] = []
+        #: Indexes into ``params`` of the finishes not applied, set by result().
+        self.unapplied: list[int] = []
         by_kind: dict[FinishKind, list[tuple[int, JobFinishParams]]] = {}
         for n, p in enumerate(params):
             by_kind.setdefault(p.kind, []).append((n, p))
@@ -113,7 +125,7 @@ class Finishes:
             batch = [p for _, p in numbered]
             cur = conn.cursor()
             cur.execute(
-                _SQL[kind],
+                _SQL[kind, alone],
                 {
                     "n": [n for n, _ in numbered],
                     "id": [p.id for p in batch],
@@ -140,8 +152,12 @@ class Finishes:
                 applied.add(int(n))
                 if has_dependants:
                     parents[int(n)] = float(now)
-        stale = [p.id for n, p in enumerate(params) if n not in applied]
-        wake = any(not FINISH[params[n].kind].ends_job for n in applied)
+        self.unapplied = [n for n in range(len(params)) if n not in applied]
+        stale = [params[n].id for n in self.unapplied]
+        ends = [FINISH[params[n].kind].ends_job for n in sorted(applied)]
+        wake = not all(ends)
+        #: The ids whose job ended here, for the waiters (``listener.notify_done``).
+        self.ended = [params[n].id for n, end in zip(sorted(applied), ends, strict=True) if end]
         if parents:
             # Dependants move in the same commit as their parent's finish.
             succeeded = [

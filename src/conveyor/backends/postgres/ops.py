@@ -42,7 +42,6 @@ from conveyor.backends.base import (
     JobLogListParams,
     JobLogRecord,
     JobRecord,
-    JobWaitParams,
     QueueInfo,
     QueuePauseParams,
     QueueResumeParams,
@@ -56,7 +55,7 @@ from conveyor.backends.postgres.filter_sql import POSTGRES, filter_sql
 from conveyor.backends.postgres.ops_bulk import LOG_INSERT, PostgresBulkOps, log_args
 from conveyor.backends.postgres.sql import JOB_COLUMNS, NOW
 from conveyor.backends.records import queue_list_of
-from conveyor.errors import ConfigurationError, JobNotFound
+from conveyor.errors import ConfigurationError
 from conveyor.rules import sql_states
 from conveyor.states import JobState
 
@@ -91,9 +90,6 @@ WHERE state IN ('succeeded', 'dead', 'cancelled', 'expired') AND finished_at >= 
 GROUP BY bucket, queue, state
 ORDER BY bucket, queue COLLATE "C", state
 """
-#: job_wait polls the job's row by primary key: first after WAIT_FIRST seconds, each
-#: wait WAIT_GROWTH times the last, at most WAIT_MAX (a finish sends no notification).
-WAIT_FIRST, WAIT_GROWTH, WAIT_MAX = 0.002, 1.5, 0.25
 _PG_DUMP = (
     "backup is only available on the SQLite backend, not postgres; back PostgreSQL up "
     "with its own tools: pg_dump --schema={schema} (or the base backups and replicas "
@@ -157,21 +153,6 @@ class PostgresOperations(PostgresBulkOps):
             for i, pipe, until in fields
         }
         return [found[i] for i in ids if i in found]
-
-    def job_wait(self, params: JobWaitParams) -> JobRecord | None:
-        deadline = None if params.timeout is None else time.monotonic() + params.timeout
-        interval = WAIT_FIRST
-        while True:
-            found = self.job_get_many([params.id])
-            if not found:
-                raise JobNotFound(params.id)
-            if found[0].state.is_finished:
-                return found[0]
-            remaining = interval if deadline is None else deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            time.sleep(min(interval, remaining))
-            interval = min(interval * WAIT_GROWTH, WAIT_MAX)
 
     # -- queues and workers --------------------------------------------------------------
 
