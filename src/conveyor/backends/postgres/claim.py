@@ -142,10 +142,14 @@ def _claimed(row: Sequence[Any]) -> ClaimedJob:
     The typed columns make every value what ClaimedJob says (text NOT NULL as str,
     integers as int, doubles as float) unless the database's encoding is SQL_ASCII,
     where psycopg hands text back as bytes: only then the checking decoder runs."""
-    if type(row[0]) is str and type(row[3]) is str and type(row[1]) is str:
-        job = ClaimedJob(*row[:_FIELDS])
-        at_limit = _at_limit(job)
-        return job if at_limit is None else records.replace(job, problem=at_limit)
+    if (
+        type(row[0]) is str
+        and type(row[3]) is str
+        and -INT_MAX < row[4] < INT_MAX  # attempt
+        and -BIGINT_MAX < row[6] < BIGINT_MAX  # token
+        and -INT_MAX < row[11] < INT_MAX  # rescues
+    ):
+        return ClaimedJob(*row[:_FIELDS])
     job = decoding.claimed_job(row[:_FIELDS])
     if job.problem is None:
         at_limit = _at_limit(job)
