@@ -238,13 +238,14 @@ class PostgresBackend(PostgresOperations):
         # One round trip: the finishes of jobs without dependants (nearly all) and the
         # notifications commit with the Sync that sends them. A notification that names
         # a refused finish only makes its waiter read the row once more.
-        with self._pool.connection() as conn, conn.pipeline() as pipe:
-            sent = Finishes(conn, params, alone=True)
-            cur = conn.cursor()
-            if not all(FINISH[p.kind].ends_job for p in params):
-                self._notify(cur)  # a retry or snooze made a job scheduled
-            notify_done(cur, self.schema, [p.id for p in params if FINISH[p.kind].ends_job])
-            pipe.sync()
+        with self._pool.connection() as conn:
+            with conn.pipeline():
+                sent = Finishes(conn, params, alone=True)
+                cur = conn.cursor()
+                if not all(FINISH[p.kind].ends_job for p in params):
+                    self._notify(cur)  # a retry or snooze made a job scheduled
+                notify_done(cur, self.schema, [p.id for p in params if FINISH[p.kind].ends_job])
+            # The pipeline's closing Sync committed and brought every answer back.
             sent.result(cur)
         if not sent.unapplied:
             return []
