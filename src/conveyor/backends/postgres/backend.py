@@ -1,7 +1,9 @@
 """The PostgreSQL backend: jobs in the database the application already runs.
 
 One psycopg 3 connection pool per backend object (``self._pool``; see connection.py
-for its settings); every method is one transaction through ``with self._tx() as cur:``.
+for its settings; autocommit on); every method is one transaction: ``_tx()`` (BEGIN ...
+COMMIT, for statements that read as they go), ``_pipelined()`` (the hot path: one
+implicit transaction that the pipeline's Sync commits) or ``_once()`` (one statement).
 Claims are ``UPDATE ... WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED LIMIT n)
 RETURNING`` over the partial index of ready jobs, so concurrent workers never wait on
 each other's rows; every transition out of ``running`` is fenced by the claim token.

@@ -1,8 +1,9 @@
 """The Operations half of the PostgreSQL backend: listing and counting by filter, queue
 pause and statistics, per-job logs, workers, the integrity audit, the throughput
-history, waiting on a job and the workflow fields ``conveyor migrate`` carries; bulk
-actions and import are in ``ops_bulk.py``. Mixed
-into ``PostgresBackend``; every method is one transaction through its ``_tx()``.
+history and the workflow fields ``conveyor migrate`` carries (waiting on a job is the
+backend's, beside its listeners); bulk actions and import are in ``ops_bulk.py``. Mixed
+into ``PostgresBackend``; every method is one transaction: its ``_tx()``, or for one
+statement ``_once()`` (autocommit: one round trip).
 
 Listing pages in byte order of ids (``id COLLATE "C"``): ids sort by creation time
 as bytes, whatever collation the database was created with.
