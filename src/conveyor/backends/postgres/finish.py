@@ -43,6 +43,7 @@ _ANSWER = (
     "SELECT n, finished_at, now, EXISTS (SELECT 1 FROM job_deps WHERE parent_id = done.id) "
     "FROM done"
 )
+_ANSWER_ALONE = "SELECT n, finished_at, now, false FROM done"
 
 ATTEMPT_INSERT = """
 INSERT INTO attempts (job_id, token, attempt, worker_id, started_at, finished_at, outcome, error)
@@ -65,13 +66,15 @@ def finish_sql(kind: FinishKind, alone: bool = False) -> str:
     have dependants are left as they are (:data:`_ALONE`)."""
     rule = FINISH[kind]
     fence = _FENCE + _ALONE if alone else _FENCE
+    # Alone, no job done has dependants: the answer need not look.
+    answer = _ANSWER_ALONE if alone else _ANSWER
     if rule.state is None:
         # The row went: its history goes with it.
         return (
             f"WITH done AS (DELETE FROM jobs USING {_BATCH} WHERE {fence} {_RETURNING}), "
             "gone_attempts AS (DELETE FROM attempts WHERE job_id IN (SELECT id FROM done)), "
             "gone_logs AS (DELETE FROM job_logs WHERE job_id IN (SELECT id FROM done)) "
-            f"{_ANSWER}"
+            f"{answer}"
         )
     sets = [f"state = '{rule.state.value}'", "worker_id = NULL", "lease_until = NULL"]
     if rule.state is JobState.SUCCEEDED:
@@ -90,7 +93,7 @@ def finish_sql(kind: FinishKind, alone: bool = False) -> str:
         "attempt_rows AS (INSERT INTO attempts (job_id, token, attempt, worker_id, "
         "started_at, finished_at, outcome, error) SELECT id, token, attempt, worker_id, "
         f"started_at, finished_at, '{rule.attempt_outcome}', error FROM done "
-        f"ON CONFLICT DO NOTHING) {_ANSWER}"
+        f"ON CONFLICT DO NOTHING) {answer}"
     )
 
 
