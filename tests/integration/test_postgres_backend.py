@@ -299,6 +299,65 @@ def test_concurrent_claimers_skip_each_others_rows_and_share_every_job_once(
     assert sorted(every) == sorted(ids)  # each job once: none twice, none left behind
 
 
+def test_claims_racing_updates_of_their_rows_still_take_every_job_once(
+    postgres_url: str, schema: str
+) -> None:
+    # A row another transaction changed since the claim's snapshot must be taken in its
+    # new version, or left queued for the next claim, never taken twice nor lost.
+    url = with_schema(postgres_url, schema)
+    producer = PostgresBackend(url)
+    ids = [f"r{i:04d}" for i in range(600)]
+    producer.job_insert_many([_job(i) for i in ids])
+    claimed: list[str] = []
+    done = threading.Event()
+
+    def claimer(name: str) -> None:
+        backend = PostgresBackend(url)
+        try:
+            while not done.is_set():
+                claimed.extend(
+                    j.id for j in backend.job_claim(JobClaimParams(name, (("q", 7),), 7))
+                )
+        finally:
+            backend.close()
+
+    def toucher(seed: int) -> None:
+        # A new row version for queued jobs, over and over (what a cancel or a
+        # replace of a unique job would do): the claims' locks meet changed rows.
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            n = seed
+            while not done.is_set():
+                n = (n * 7 + 3) % len(ids)
+                conn.execute(
+                    f"UPDATE {schema}.jobs SET priority = priority WHERE id = %s "
+                    "AND state = 'queued'",
+                    (ids[n],),
+                )
+
+    threads = [threading.Thread(target=claimer, args=(f"w{n}",)) for n in range(3)]
+    threads += [threading.Thread(target=toucher, args=(n,)) for n in range(2)]
+    for t in threads:
+        t.start()
+    try:
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            for _ in range(600):
+                row = conn.execute(
+                    f"SELECT count(*) FROM {schema}.jobs WHERE state = 'queued'"
+                ).fetchone()
+                if row is not None and row[0] == 0:
+                    break
+                threading.Event().wait(0.1)
+    finally:
+        done.set()
+        for t in threads:
+            t.join()
+        producer.close()
+    assert sorted(claimed) == ids
+    with psycopg.connect(postgres_url) as conn:
+        tokens = conn.execute(f"SELECT DISTINCT state, token FROM {schema}.jobs").fetchall()
+    assert tokens == [("running", 1)]
+
+
 def test_a_finish_names_the_jobs_it_ended_to_their_waiters(postgres_url: str, schema: str) -> None:
     backend = PostgresBackend(with_schema(postgres_url, schema))
     try:
