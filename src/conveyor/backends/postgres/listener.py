@@ -1,4 +1,5 @@
-"""Wake-ups by LISTEN/NOTIFY: one listening connection per backend, in a thread.
+"""Wake-ups by LISTEN/NOTIFY: a listening connection per backend and purpose (workers
+waiting for work, callers waiting for a job), each in a thread.
 
 Every insert, release, rescue and readying finish sends ``pg_notify('conveyor',
 <schema>)`` inside its own transaction (a rollback sends nothing; PostgreSQL delivers
