@@ -1,6 +1,7 @@
 """PostgreSQL-only behaviour under the seam: the migration's advisory lock, the DDL
 printed by ``conveyor migrate-schema --sql``, and LISTEN/NOTIFY wake-ups (sent only by
-commits, and survived by a listener whose connection is killed). The contract suite
+commits, and survived by a listener whose connection is killed), for workers and for
+``job_wait``. The contract suite
 covers everything the backends share."""
 
 from __future__ import annotations
@@ -9,15 +10,23 @@ import subprocess
 import sys
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import psycopg
 import pytest
 
-from conveyor.backends.base import JobClaimParams, JobInsertParams
+from conveyor.backends.base import (
+    JobClaimParams,
+    JobFinishParams,
+    JobInsertParams,
+    JobRecord,
+    JobWaitParams,
+)
+from conveyor.backends.postgres import backend as backend_module
 from conveyor.backends.postgres.backend import PostgresBackend
 from conveyor.backends.postgres.connection import SCHEMA_VERSION
-from conveyor.backends.postgres.listener import CHANNEL
+from conveyor.backends.postgres.listener import CHANNEL, DONE_CHANNEL
+from conveyor.states import FinishKind, JobState
 from tests.support.postgres_server import drop_schema, with_schema
 
 
@@ -288,3 +297,126 @@ def test_concurrent_claimers_skip_each_others_rows_and_share_every_job_once(
     producer.close()
     every = [job_id for mine in claimed for job_id in mine]
     assert sorted(every) == sorted(ids)  # each job once: none twice, none left behind
+
+
+def test_claims_racing_updates_of_their_rows_still_take_every_job_once(
+    postgres_url: str, schema: str
+) -> None:
+    # A row another transaction changed since the claim's snapshot must be taken in its
+    # new version, or left queued for the next claim, never taken twice nor lost.
+    url = with_schema(postgres_url, schema)
+    producer = PostgresBackend(url)
+    ids = [f"r{i:04d}" for i in range(600)]
+    producer.job_insert_many([_job(i) for i in ids])
+    claimed: list[str] = []
+    done = threading.Event()
+
+    def claimer(name: str) -> None:
+        backend = PostgresBackend(url)
+        try:
+            while not done.is_set():
+                claimed.extend(
+                    j.id for j in backend.job_claim(JobClaimParams(name, (("q", 7),), 7))
+                )
+        finally:
+            backend.close()
+
+    def toucher(seed: int) -> None:
+        # A new row version for queued jobs, over and over (what a cancel or a
+        # replace of a unique job would do): the claims' locks meet changed rows.
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            n = seed
+            while not done.is_set():
+                n = (n * 7 + 3) % len(ids)
+                conn.execute(
+                    f"UPDATE {schema}.jobs SET priority = priority WHERE id = %s "
+                    "AND state = 'queued'",
+                    (ids[n],),
+                )
+
+    threads = [threading.Thread(target=claimer, args=(f"w{n}",)) for n in range(3)]
+    threads += [threading.Thread(target=toucher, args=(n,)) for n in range(2)]
+    for t in threads:
+        t.start()
+    try:
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            for _ in range(600):
+                row = conn.execute(
+                    f"SELECT count(*) FROM {schema}.jobs WHERE state = 'queued'"
+                ).fetchone()
+                if row is not None and row[0] == 0:
+                    break
+                threading.Event().wait(0.1)
+    finally:
+        done.set()
+        for t in threads:
+            t.join()
+        producer.close()
+    assert sorted(claimed) == ids
+    with psycopg.connect(postgres_url) as conn:
+        tokens = conn.execute(f"SELECT DISTINCT state, token FROM {schema}.jobs").fetchall()
+    assert tokens == [("running", 1)]
+
+
+def test_a_finish_names_the_jobs_it_ended_to_their_waiters(postgres_url: str, schema: str) -> None:
+    backend = PostgresBackend(with_schema(postgres_url, schema))
+    try:
+        backend.job_insert_many([_job("a"), _job("b"), _job("c")])
+        claimed = backend.job_claim(JobClaimParams(worker_id="w", queues=(("q", 3),), total=3))
+        token = {j.id: j.token for j in claimed}
+        with psycopg.connect(postgres_url, autocommit=True) as listener:
+            listener.execute(f"LISTEN {DONE_CHANNEL}")
+            refused = backend.job_finish_many(
+                [
+                    JobFinishParams("a", token["a"], FinishKind.SUCCEEDED, "w", result="1"),
+                    JobFinishParams("b", token["b"], FinishKind.RETRY, "w", run_at=1.0),
+                    JobFinishParams("c", token["c"], FinishKind.DEAD, "w", reason="x"),
+                ]
+            )
+            assert refused == []
+            payloads = [n.payload for n in listener.notifies(stop_after=1, timeout=30)]
+            # One notification for the commit: the schema, then the jobs that ended (a
+            # retried job has not: its waiter keeps waiting).
+            assert payloads == [f"{schema}\na\nc"]
+            assert list(listener.notifies(timeout=0.2)) == []
+    finally:
+        backend.close()
+
+
+def test_a_wait_returns_on_the_finish_notification_not_at_its_next_poll(
+    postgres_url: str, schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = with_schema(postgres_url, schema)
+    waiter, worker = PostgresBackend(url), PostgresBackend(url)
+    # Polls 60 s apart: a wait that returns within 30 s was woken by the notification.
+    monkeypatch.setattr(backend_module, "WAIT_MAX", 60.0)
+    try:
+        assert waiter._done_listener().wait_listening(30)
+        worker.job_insert_many([_job("j")])
+        (job,) = worker.job_claim(JobClaimParams(worker_id="w", queues=(("q", 1),), total=1))
+        reads: list[int] = []
+        read = waiter.job_get_many
+
+        def counted(ids: Sequence[str]) -> list[JobRecord]:
+            reads.append(1)
+            return read(ids)
+
+        waiter.job_get_many = counted  # type: ignore[method-assign]
+        got: list[JobRecord | None] = []
+        thread = threading.Thread(
+            target=lambda: got.append(waiter.job_wait(JobWaitParams("j", 50)))
+        )
+        thread.start()
+        while not reads:  # the waiter read the job running once, then waits
+            threading.Event().wait(0.01)
+        worker.job_finish_many(
+            [JobFinishParams("j", job.token, FinishKind.SUCCEEDED, "w", result="7")]
+        )
+        thread.join(30)
+        assert not thread.is_alive()
+        record = got[0]
+        assert record is not None and record.state is JobState.SUCCEEDED and record.result == "7"
+        assert len(reads) == 2  # the first read, and one after the notification
+    finally:
+        waiter.close()
+        worker.close()

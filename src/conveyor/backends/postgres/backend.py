@@ -1,7 +1,9 @@
 """The PostgreSQL backend: jobs in the database the application already runs.
 
 One psycopg 3 connection pool per backend object (``self._pool``; see connection.py
-for its settings); every method is one transaction through ``with self._tx() as cur:``.
+for its settings; autocommit on); every method is one transaction: ``_tx()`` (BEGIN ...
+COMMIT, for statements that read as they go), ``_pipelined()`` (the hot path: one
+implicit transaction that the pipeline's Sync commits) or ``_once()`` (one statement).
 Claims are ``UPDATE ... WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED LIMIT n)
 RETURNING`` over the partial index of ready jobs, so concurrent workers never wait on
 each other's rows; every transition out of ``running`` is fenced by the claim token.
@@ -17,6 +19,7 @@ Example (needs a server; the test suite starts one)::
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -38,6 +41,7 @@ from conveyor.backends.base import (
     JobRecord,
     JobReleaseParams,
     JobRescueParams,
+    JobWaitParams,
     LeaseStatus,
     PeriodicFireParams,
     PeriodicRecord,
@@ -49,11 +53,13 @@ from conveyor.backends.postgres.claim import PROMOTE_DUE, Claim
 from conveyor.backends.postgres.connection import connect_options, open_pool
 from conveyor.backends.postgres.faults import translate_faults
 from conveyor.backends.postgres.finish import ATTEMPT_INSERT, Finishes
-from conveyor.backends.postgres.listener import CHANNEL, Listener
+from conveyor.backends.postgres.listener import CHANNEL, DoneListener, Listener, notify_done
 from conveyor.backends.postgres.ops import PostgresOperations
 from conveyor.backends.postgres.sql import count_at_limit
 from conveyor.backends.postgres.url import parse_postgres_url
+from conveyor.errors import JobNotFound
 from conveyor.rules import (
+    FINISH,
     LOST,
     LOST_PARENT_FAILED,
     RELEASED,
@@ -70,6 +76,10 @@ if TYPE_CHECKING:
 
     from conveyor.backends.base import Backend
 
+#: job_wait while its listener is not listening: it polls the job's row by primary key,
+#: first after WAIT_FIRST seconds, each wait WAIT_GROWTH times the last, at most
+#: WAIT_MAX; while listening it re-reads every WAIT_MAX s (a notification wakes it).
+WAIT_FIRST, WAIT_GROWTH, WAIT_MAX = 0.002, 1.5, 0.25
 #: Slot rows older than this before the oldest slot being fired are pruned (seconds);
 #: the same slack as SQLite's (sqlite/flow_methods.py).
 SLOT_RETENTION = 86400.0
@@ -97,15 +107,41 @@ class PostgresBackend(PostgresOperations):
         #: last claim found work, so a wait returns at once), so a notification that
         #: lands between that claim and work_wait() is never missed.
         self._claim_generation: int | None = None
+        #: When (time.monotonic()) the next scheduled job is due, as the last empty claim
+        #: read it; None: none was scheduled (or the last claim found work).
+        self._claim_due: float | None = None
+        #: Started by the first job_wait (a process that never waits never holds it).
+        self._done: DoneListener | None = None
+        self._listener_lock = threading.Lock()
 
     # -- plumbing ------------------------------------------------------------------------
 
     @contextmanager
     def _tx(self) -> Iterator[psycopg.Cursor[tuple[object, ...]]]:
         """One transaction on a pooled connection: committed when the block ends,
-        rolled back when it raises."""
-        with self._pool.connection() as conn, conn.cursor() as cur:
+        rolled back when it raises (BEGIN and COMMIT, each a round trip)."""
+        with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
             yield cur
+
+    @contextmanager
+    def _pipelined(self) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
+        """One transaction in pipeline mode, for the hot path: what is sent before the
+        first read travels in one round trip, and the Sync that ends the block commits
+        it (the statements between two Syncs are one implicit transaction; an error
+        rolls it all back). So a call is one round trip when it reads nothing back,
+        and two when it reads (the reads, then the commit with whatever the reads
+        decided: notifications, dependants), where psycopg's own BEGIN and COMMIT
+        made four."""
+        with self._pool.connection() as conn, conn.pipeline():
+            yield conn
+
+    def _once(
+        self, query: str, args: Sequence[object] | dict[str, object] = ()
+    ) -> list[tuple[object, ...]]:
+        """The rows of one statement, in its own transaction (autocommit): one round
+        trip."""
+        with self._pool.connection() as conn:
+            return conn.execute(query, args).fetchall()
 
     def _notify(self, cur: psycopg.Cursor[tuple[object, ...]]) -> None:
         """Wake listening workers when this transaction commits (a rollback sends
@@ -118,6 +154,8 @@ class PostgresBackend(PostgresOperations):
     def close(self) -> None:
         if self._listener is not None:
             self._listener.close()
+        if self._done is not None:
+            self._done.close()
         self._pool.close()
 
     # -- insert and read -----------------------------------------------------------------
@@ -125,9 +163,8 @@ class PostgresBackend(PostgresOperations):
     def job_get_many(self, ids: Sequence[str]) -> list[JobRecord]:
         if not ids:
             return []
-        with self._tx() as cur:
-            cur.execute(f"SELECT {sql.JOB_COLUMNS} FROM jobs WHERE id = ANY(%s)", (list(ids),))
-            found = {r.id: r for r in map(decoding.job_record, cur.fetchall())}
+        rows = self._once(f"SELECT {sql.JOB_COLUMNS} FROM jobs WHERE id = ANY(%s)", (list(ids),))
+        found = {r.id: r for r in map(decoding.job_record, rows)}
         return [found[i] for i in ids if i in found]
 
     def job_insert_many(
@@ -135,7 +172,13 @@ class PostgresBackend(PostgresOperations):
     ) -> Sequence[str]:
         if not isinstance(params, JobInsertBatchParams) and not params:
             return []
-        with self._tx() as cur:
+        if inserts.needs_transaction(params):  # COPY, or flow jobs read as they go
+            with self._tx() as cur:
+                ids = inserts.insert_in(cur, params)
+                self._notify(cur)
+            return ids
+        with self._pipelined() as conn:  # one round trip: nothing is read back
+            cur = conn.cursor()
             ids = inserts.insert_in(cur, params)
             self._notify(cur)
         return ids
@@ -172,9 +215,9 @@ class PostgresBackend(PostgresOperations):
         """``job_finish_many(finishes)`` then ``job_claim(claim)`` in one transaction: the
         ack of one batch rides with the next claim. Returns (refused ids, claimed jobs)."""
         generation = None if self._listener is None else self._listener.generation
-        # Pipeline mode: the finishes, the promotion and the first claim statement go to
-        # the server together, one round trip instead of one each.
-        with self._pool.connection() as conn, conn.pipeline():
+        # The finishes, the promotion and each queue's claim go to the server together;
+        # what they decide (notifications, dependants, top-ups) goes with the commit.
+        with self._pipelined() as conn:
             sent = Finishes(conn, finishes) if finishes else None
             started = Claim(conn, claim)
             cur = conn.cursor()
@@ -182,18 +225,44 @@ class PostgresBackend(PostgresOperations):
             promoted, claimed = started.result(cur)
             if wake or promoted:
                 self._notify(cur)
+            if sent is not None:
+                notify_done(cur, self.schema, sent.ended)
         self._claim_generation = None if claimed else generation
+        if not claimed:
+            self._claim_due = (
+                None if started.next_due is None else time.monotonic() + started.next_due
+            )
         return stale, claimed
 
     def job_finish_many(self, params: Sequence[JobFinishParams]) -> list[str]:
         if not params:
             return []
-        # Pipeline mode: a batch of several kinds is one round trip.
-        with self._pool.connection() as conn, conn.pipeline():
+        # One round trip: the finishes of jobs without dependants (nearly all) and the
+        # notifications commit with the Sync that sends them. A notification that names
+        # a refused finish only makes its waiter read the row once more.
+        with self._pool.connection() as conn:
+            with conn.pipeline():
+                sent = Finishes(conn, params, alone=True)
+                cur = conn.cursor()
+                if not all(FINISH[p.kind].ends_job for p in params):
+                    self._notify(cur)  # a retry or snooze made a job scheduled
+                notify_done(cur, self.schema, [p.id for p in params if FINISH[p.kind].ends_job])
+            # The pipeline's closing Sync committed and brought every answer back.
+            sent.result(cur)
+        if not sent.unapplied:
+            return []
+        # Refused, or parents of dependants, which move in the same transaction as the
+        # finish: that one reads its answer before it commits.
+        return self._finish_settling([params[n] for n in sent.unapplied])
+
+    def _finish_settling(self, params: Sequence[JobFinishParams]) -> list[str]:
+        with self._pipelined() as conn:
             cur = conn.cursor()
-            stale, wake = Finishes(conn, params).result(cur)
+            sent = Finishes(conn, params)
+            stale, wake = sent.result(cur)
             if wake:
                 self._notify(cur)
+            notify_done(cur, self.schema, sent.ended)
         return stale
 
     def job_extend_leases(self, params: JobExtendLeasesParams) -> list[LeaseStatus]:
@@ -221,7 +290,8 @@ class PostgresBackend(PostgresOperations):
     def job_promote_due(self) -> int:
         with self._tx() as cur:
             cur.execute(PROMOTE_DUE)
-            count = int(cur.rowcount)
+            row = cur.fetchone()
+            count = int(str(row[0])) if row is not None else 0
             if count:
                 self._notify(cur)
         return count
@@ -341,6 +411,43 @@ class PostgresBackend(PostgresOperations):
                 self._notify(cur)
         return results
 
+    # -- waiting for a job -----------------------------------------------------------------
+
+    def job_wait(self, params: JobWaitParams) -> JobRecord | None:
+        """Read the job's row; until it has ended, wait for the notification naming it
+        (``listener.DoneListener``), re-reading every :data:`WAIT_MAX` s in case it
+        ended by a path that sends none (a rescue, a cancel of a queued job). While the
+        listener is not (yet) listening: poll after WAIT_FIRST s, each wait WAIT_GROWTH
+        times the last, at most WAIT_MAX."""
+        deadline = None if params.timeout is None else time.monotonic() + params.timeout
+        listener = self._done_listener()
+        listener.watch(params.id)
+        try:
+            interval = WAIT_FIRST
+            while True:
+                seen = listener.seen(params.id)
+                found = self.job_get_many([params.id])
+                if not found:
+                    raise JobNotFound(params.id)
+                if found[0].state.is_finished:
+                    return found[0]
+                wait = WAIT_MAX if listener.listening else interval
+                remaining = wait if deadline is None else deadline - time.monotonic()
+                if remaining <= 0:
+                    return None
+                listener.wait_done(params.id, seen, min(wait, remaining))
+                interval = min(interval * WAIT_GROWTH, WAIT_MAX)
+        finally:
+            listener.unwatch(params.id)
+
+    def _done_listener(self) -> DoneListener:
+        with self._listener_lock:
+            if self._done is None:
+                self._done = DoneListener(
+                    self.target.conninfo, connect_options(self.target), self.schema
+                )
+            return self._done
+
     # -- waiting for work ----------------------------------------------------------------
 
     def work_wait(self, timeout: float) -> None:
@@ -352,11 +459,10 @@ class PostgresBackend(PostgresOperations):
             )
             self._listener.wait_listening(min(timeout, 1.0))
             return
-        with self._tx() as cur:
-            cur.execute(f"SELECT min(run_at) - {sql.NOW} FROM jobs WHERE state = 'scheduled'")
-            due = decoding.number_or_none(cur.fetchone()[0])  # type: ignore[index]
-        if due is not None:
-            timeout = min(timeout, max(0.0, due))
+        # The last (empty) claim read when the next scheduled job is due; one scheduled
+        # since then came with a notification, which ends the wait.
+        if self._claim_due is not None:
+            timeout = min(timeout, max(0.0, self._claim_due - time.monotonic()))
         self._listener.wait(self._claim_generation, timeout)
 
     # -- workers -------------------------------------------------------------------------

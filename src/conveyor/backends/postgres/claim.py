@@ -31,11 +31,22 @@ from conveyor.backends.postgres.sql import BIGINT_MAX, CLAIM_COLUMNS, INT_MAX, N
 from conveyor.rules import limit_deferral
 
 #: Scheduled jobs whose time has come become ready. SKIP LOCKED: two workers promoting
-#: at once split the rows instead of one waiting for the other.
+#: at once split the rows instead of one waiting for the other. Answers how many it
+#: promoted and in how many seconds the next scheduled job is due (NULL: none), read
+#: against the same clock reading, so that a worker whose claim came back empty knows
+#: how long it may wait without asking again (``work_wait``): any job scheduled after
+#: this statement comes with a notification (an insert's, a retry's).
 PROMOTE_DUE = f"""
-UPDATE jobs SET state = 'queued'
-WHERE id IN (SELECT id FROM jobs WHERE state = 'scheduled' AND run_at <= {NOW}
-             FOR UPDATE SKIP LOCKED)
+WITH n AS (SELECT {NOW} AS now),
+promoted AS (
+  UPDATE jobs SET state = 'queued'
+  WHERE id IN (SELECT id FROM jobs WHERE state = 'scheduled' AND run_at <= (SELECT now FROM n)
+               FOR UPDATE SKIP LOCKED)
+  RETURNING 1
+)
+SELECT (SELECT count(*) FROM promoted),
+       (SELECT min(run_at) FROM jobs WHERE state = 'scheduled' AND run_at > (SELECT now FROM n))
+         - (SELECT now FROM n)
 """
 
 CLAIM = f"""
@@ -58,22 +69,30 @@ RETURNING {", ".join(f"jobs.{c}" for c in CLAIM_COLUMNS.split(", "))}, jobs.limi
 
 
 class Claim:
-    """A claim in two steps, so that its first statements share a round trip with what
-    was sent before them (the finishes of ``job_finish_and_claim``, in pipeline mode):
-    creating it sends the promotion and the first queue's claim; :meth:`result` reads
-    them and runs the rest (top-ups, limits) in the same transaction."""
+    """A claim in two steps, so that its statements share a round trip with what was
+    sent before them (the finishes of ``job_finish_and_claim``, in pipeline mode):
+    creating it sends the promotion and each queue's first share; :meth:`result`
+    reads them and runs the rest (top-ups, limits) in the same transaction."""
 
     def __init__(self, conn: Any, params: JobClaimParams) -> None:
         self.params = params
         self._promote = conn.cursor()
         self._promote.execute(PROMOTE_DUE)
-        self._first: Any = None
-        if params.queues:
-            queue, limit = params.queues[0]
-            self._first_want = min(limit, params.total)
-            if self._first_want > 0:
-                self._first = conn.cursor()
-                self._first.execute(CLAIM, self._args(queue, self._first_want))
+        #: (queue, how many asked, its cursor): the first pass, each queue its share,
+        #: never more than ``total`` in all (what each gets is known only in result()).
+        self._sent: list[tuple[str, int, Any]] = []
+        left = params.total
+        for queue, limit in params.queues:
+            want = min(limit, left)
+            if want <= 0:
+                continue
+            cur = conn.cursor()
+            cur.execute(CLAIM, self._args(queue, want))
+            self._sent.append((queue, want, cur))
+            left -= want
+        #: Seconds until the next scheduled job is due, as the promotion read it (None:
+        #: no scheduled job); set by result().
+        self.next_due: float | None = None
 
     def _args(self, queue: str, want: int) -> dict[str, object]:
         return {"worker_id": self.params.worker_id, "queue": queue, "limit": want}
@@ -83,42 +102,64 @@ class Claim:
         params = self.params
         claimed: list[ClaimedJob] = []
         keyed: dict[str, str] = {}  # claimed id -> its limit key (jobs that have one)
-        remaining = params.total
         empty: set[str] = set()
-        first = self._first
-        # First pass: each queue its weighted share; second: top up from any.
-        for pass_limits in (params.queues, [(q, params.total) for q, _ in params.queues]):
-            for queue, limit in pass_limits:
-                want = min(limit, remaining)
-                if want <= 0 or queue in empty:
-                    continue
-                if first is not None:  # sent at creation, before anything was claimed
-                    want, rows, first = self._first_want, first.fetchall(), None
-                else:
-                    cur.execute(CLAIM, self._args(queue, want))
-                    rows = cur.fetchall()
-                got = [_claimed(r[:-1]) for r in rows]
-                keyed.update((str(r[0]), str(r[-1])) for r in rows if r[-1] is not None)
-                if len(got) < want:
-                    empty.add(queue)
-                remaining -= len(got)
-                claimed.extend(got)
+
+        def take(queue: str, want: int, rows: list[Any]) -> None:
+            for r in rows:
+                claimed.append(_claimed(r))
+                if r[-1] is not None:
+                    keyed[str(r[0])] = str(r[-1])
+            if len(rows) < want:
+                empty.add(queue)
+
+        for queue, want, sent in self._sent:
+            take(queue, want, sent.fetchall())
+        # Then top up from any queue that still had jobs, in the same transaction.
+        for queue, _ in params.queues:
+            want = params.total - len(claimed)
+            if want <= 0:
+                break
+            if queue not in empty:
+                cur.execute(CLAIM, self._args(queue, want))
+                take(queue, want, cur.fetchall())
         if keyed:
             claimed = apply_limits(cur, claimed, keyed)
         if len(claimed) > 1:
             claimed.sort(key=lambda j: (-j.priority, j.run_at, j.id))
-        return int(self._promote.rowcount), claimed
+        promoted, due = self._promote.fetchone()
+        self.next_due = None if due is None else float(due)
+        return int(promoted), claimed
+
+
+#: ClaimedJob's fields a claim row holds (CLAIM_COLUMNS, then limit_key, left out).
+_FIELDS = len(CLAIM_COLUMNS.split(", "))
 
 
 def _claimed(row: Sequence[Any]) -> ClaimedJob:
     """A claim's row as a ClaimedJob; counts at their column's limit (a row written
-    around the API) make it a problem job, which the worker ends dead with the reason."""
-    job = decoding.claimed_job(row)
+    around the API) make it a problem job, which the worker ends dead with the reason.
+
+    The typed columns make every value what ClaimedJob says (text NOT NULL as str,
+    integers as int, doubles as float) unless the database's encoding is SQL_ASCII,
+    where psycopg hands text back as bytes: only then the checking decoder runs."""
+    if (
+        type(row[0]) is str
+        and type(row[3]) is str
+        and -INT_MAX < row[4] < INT_MAX  # attempt
+        and -BIGINT_MAX < row[6] < BIGINT_MAX  # token
+        and -INT_MAX < row[11] < INT_MAX  # rescues
+    ):
+        return ClaimedJob(*row[:_FIELDS])
+    job = decoding.claimed_job(row[:_FIELDS])
     if job.problem is None:
-        at_limit = count_at_limit(attempt=job.attempt, token=job.token, rescues=job.rescues)
+        at_limit = _at_limit(job)
         if at_limit is not None:
             job = records.replace(job, problem=at_limit)
     return job
+
+
+def _at_limit(job: ClaimedJob) -> str | None:
+    return count_at_limit(attempt=job.attempt, token=job.token, rescues=job.rescues)
 
 
 def apply_limits(

@@ -2,8 +2,11 @@
 
 Rows come back as **plain tuples** (psycopg's default row factory), in the column order
 of each statement; :mod:`conveyor.backends.decoding` turns them into records. Every
-pooled connection has autocommit off and ``search_path`` set to the URL's ``?schema=``,
-so all SQL uses bare table names.
+pooled connection has ``search_path`` set to the URL's ``?schema=``, so all SQL uses bare
+table names, and autocommit **on**: the backend opens its transactions itself, so that
+a one-statement read is one round trip and the hot path's pipelines end in one Sync
+that commits them (backend.py, ``_tx`` / ``_pipelined``), instead of psycopg's BEGIN
+round trip before and COMMIT round trip after each.
 
 The schema is created and migrated by the first backend that opens it: one transaction
 holding ``pg_advisory_xact_lock`` (keyed by the schema name) reads the version table and
@@ -90,13 +93,14 @@ DEAD_SESSION_BOUND = 6.0
 
 
 def connect_options(target: PostgresTarget) -> dict[str, object]:
-    """Keyword arguments of every connection: autocommit off, the dead-client settings,
-    then any ``options`` the URL passes to the server, then search_path = schema."""
+    """Keyword arguments of every connection: autocommit on (see the module docstring),
+    the dead-client settings, then any ``options`` the URL passes to the server, then
+    search_path = schema."""
     from psycopg.conninfo import conninfo_to_dict
 
     given = conninfo_to_dict(target.conninfo).get("options")
     parts = [DEAD_CLIENT_OPTIONS, str(given or ""), f"-c search_path={target.schema}"]
-    return {"autocommit": False, "options": " ".join(p for p in parts if p)}
+    return {"autocommit": True, "options": " ".join(p for p in parts if p)}
 
 
 def stored_version(conn: psycopg.Connection[tuple[Any, ...]], schema: str) -> int:

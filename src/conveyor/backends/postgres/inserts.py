@@ -47,6 +47,15 @@ def insert_in(cur: Cursor, jobs: Sequence[JobInsertParams] | JobInsertBatchParam
     return flow.insert_flow(cur, jobs, flow.server_now(cur))
 
 
+def needs_transaction(jobs: Sequence[JobInsertParams] | JobInsertBatchParams) -> bool:
+    """Does :func:`insert_in` need a cursor outside pipeline mode for ``jobs``: a batch
+    large enough for ``COPY``, or flow jobs (their statements read as they go)? The
+    rest is one statement, which the backend pipelines with its notification."""
+    if isinstance(jobs, JobInsertBatchParams):
+        return len(jobs.ids) >= COPY_MIN
+    return len(jobs) >= COPY_MIN or not all(p.is_plain for p in jobs)
+
+
 #: Below this many jobs one INSERT statement is as fast as COPY plus its clock read
 #: (a guess: E2 measures 10,000 and 100,000 jobs, where COPY is ~1.5x faster).
 COPY_MIN = 200

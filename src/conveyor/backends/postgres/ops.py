@@ -1,8 +1,9 @@
 """The Operations half of the PostgreSQL backend: listing and counting by filter, queue
 pause and statistics, per-job logs, workers, the integrity audit, the throughput
-history, waiting on a job and the workflow fields ``conveyor migrate`` carries; bulk
-actions and import are in ``ops_bulk.py``. Mixed
-into ``PostgresBackend``; every method is one transaction through its ``_tx()``.
+history and the workflow fields ``conveyor migrate`` carries (waiting on a job is the
+backend's, beside its listeners); bulk actions and import are in ``ops_bulk.py``. Mixed
+into ``PostgresBackend``; every method is one transaction: its ``_tx()``, or for one
+statement ``_once()`` (autocommit: one round trip).
 
 Listing pages in byte order of ids (``id COLLATE "C"``): ids sort by creation time
 as bytes, whatever collation the database was created with. ``jobs.id`` is declared
@@ -44,7 +45,6 @@ from conveyor.backends.base import (
     JobLogListParams,
     JobLogRecord,
     JobRecord,
-    JobWaitParams,
     QueueInfo,
     QueuePauseParams,
     QueueResumeParams,
@@ -58,7 +58,7 @@ from conveyor.backends.postgres.filter_sql import POSTGRES, filter_sql
 from conveyor.backends.postgres.ops_bulk import LOG_INSERT, PostgresBulkOps, log_args
 from conveyor.backends.postgres.sql import JOB_COLUMNS, NOW
 from conveyor.backends.records import queue_list_of
-from conveyor.errors import ConfigurationError, JobNotFound
+from conveyor.errors import ConfigurationError
 from conveyor.rules import sql_states
 from conveyor.states import JobState
 
@@ -94,9 +94,6 @@ WHERE state IN ('succeeded', 'dead', 'cancelled', 'expired') AND finished_at >= 
 GROUP BY bucket, queue, state
 ORDER BY bucket, queue COLLATE "C", state
 """
-#: job_wait polls the job's row by primary key: first after WAIT_FIRST seconds, each
-#: wait WAIT_GROWTH times the last, at most WAIT_MAX (a finish sends no notification).
-WAIT_FIRST, WAIT_GROWTH, WAIT_MAX = 0.002, 1.5, 0.25
 _PG_DUMP = (
     "backup is only available on the SQLite backend, not postgres; back PostgreSQL up "
     "with its own tools: pg_dump --schema={schema} (or the base backups and replicas "
@@ -119,12 +116,12 @@ class PostgresOperations(PostgresBulkOps):
 
     schema: str
     _tx: Callable[[], AbstractContextManager[Cursor]]
+    _once: Callable[..., list[tuple[object, ...]]]
 
     def _rows(
         self, sql: str, args: Sequence[object] | dict[str, object] = ()
     ) -> list[tuple[object, ...]]:
-        with self._tx() as cur:
-            return cur.execute(sql, args).fetchall()
+        return self._once(sql, args)
 
     # -- jobs by filter ------------------------------------------------------------------
 
@@ -160,21 +157,6 @@ class PostgresOperations(PostgresBulkOps):
             for i, pipe, until in fields
         }
         return [found[i] for i in ids if i in found]
-
-    def job_wait(self, params: JobWaitParams) -> JobRecord | None:
-        deadline = None if params.timeout is None else time.monotonic() + params.timeout
-        interval = WAIT_FIRST
-        while True:
-            found = self.job_get_many([params.id])
-            if not found:
-                raise JobNotFound(params.id)
-            if found[0].state.is_finished:
-                return found[0]
-            remaining = interval if deadline is None else deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            time.sleep(min(interval, remaining))
-            interval = min(interval * WAIT_GROWTH, WAIT_MAX)
 
     # -- queues and workers --------------------------------------------------------------
 

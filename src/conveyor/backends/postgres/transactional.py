@@ -44,7 +44,7 @@ from conveyor.backends.base import (
 )
 from conveyor.backends.postgres.finish import Finishes
 from conveyor.backends.postgres.inserts import insert_in
-from conveyor.backends.postgres.listener import CHANNEL
+from conveyor.backends.postgres.listener import CHANNEL, notify_done
 from conveyor.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -213,7 +213,9 @@ def finish_through(schema: str, params: JobFinishThroughParams) -> list[str]:
             raise ConfigurationError(f"the task's database has no conveyor schema {schema!r}")
         # Finishes opens its own cursors: tuple rows, whatever the caller's connection
         # makes by default.
-        stale, wake = Finishes(_TupleCursors(conn), params.finishes).result(cur)
+        sent = Finishes(_TupleCursors(conn), params.finishes)
+        stale, wake = sent.result(cur)
+        notify_done(cur, schema, sent.ended)  # delivered at the caller's commit
         notify = (
             sql.SQL("pg_notify({}, {}), ").format(sql.Literal(CHANNEL), sql.Literal(schema))
             if wake
