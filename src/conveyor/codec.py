@@ -279,7 +279,29 @@ def _name_offender(args: Sequence[object], kwargs: Mapping[str, object], exc: Ba
 
 def decode(text: str | None) -> Any:
     """Decode JSON text (``None`` stays ``None``)."""
-    return None if text is None else json.loads(text)
+    return None if text is None else loads(text)
+
+
+#: json's C scanner, called directly by :func:`loads` (an attribute typeshed omits).
+_scan_json: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
+def loads(text: str) -> Any:
+    """``json.loads(text)``, without its two whitespace regex matches around the value:
+    0.7 µs instead of 1.9 for a job's payload (a worker decodes one per job). Stored JSON
+    is one value without surrounding space; anything else (space, trailing text, no
+    value at all) goes to ``json.loads``, which decodes it or raises as it always did.
+
+    >>> loads('{"args": [1], "kwargs": {}}'), loads(" [1] ")
+    ({'args': [1], 'kwargs': {}}, [1])
+    """
+    try:
+        value, end = _scan_json(text, 0)
+    except StopIteration:
+        return json.loads(text)
+    if end != len(text):
+        return json.loads(text)
+    return value
 
 
 # -- typed decoding ----------------------------------------------------------------------
@@ -378,7 +400,7 @@ class Decoder:
     def arguments(self, payload: str) -> tuple[list[Any], dict[str, Any]]:
         """Decode a stored payload into call arguments; DecodeError if it is malformed."""
         try:
-            data = json.loads(payload)
+            data = loads(payload)
             args, kwargs = data["args"], data["kwargs"]
             if not isinstance(args, list) or not isinstance(kwargs, dict):
                 raise TypeError("args must be a list and kwargs an object")
