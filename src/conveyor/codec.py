@@ -196,14 +196,16 @@ def encode(value: object, what: str = "result") -> str:
     path of what JSON cannot hold (NaN, non-string keys, lone surrogates, too deep).
 
     Example:
-        >>> encode({"n": [1.5, None]})
-        '{"n":[1.5,null]}'
+        >>> encode({"n": [1.5, None]}), encode(42), encode(True)
+        ('{"n":[1.5,null]}', '42', 'true')
         >>> encode({"n": [1.5, float("nan")]})
         Traceback (most recent call last):
         ...
         conveyor.errors.EncodeError: cannot encode result at result["n"][1]: nan is not a JSON number
     """
     try:
+        if type(value) is int:  # a common result: the text json would write, ~0.3 µs of ~3
+            return int.__repr__(value)
         _walk(value, 1, False)
         return _encoder.encode(value)
     except _ENCODE_ERRORS as exc:
