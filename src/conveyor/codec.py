@@ -196,14 +196,16 @@ def encode(value: object, what: str = "result") -> str:
     path of what JSON cannot hold (NaN, non-string keys, lone surrogates, too deep).
 
     Example:
-        >>> encode({"n": [1.5, None]})
-        '{"n":[1.5,null]}'
+        >>> encode({"n": [1.5, None]}), encode(42), encode(True)
+        ('{"n":[1.5,null]}', '42', 'true')
         >>> encode({"n": [1.5, float("nan")]})
         Traceback (most recent call last):
         ...
         conveyor.errors.EncodeError: cannot encode result at result["n"][1]: nan is not a JSON number
     """
     try:
+        if type(value) is int:  # a common result: the text json would write, ~0.3 µs of ~3
+            return int.__repr__(value)
         _walk(value, 1, False)
         return _encoder.encode(value)
     except _ENCODE_ERRORS as exc:
@@ -281,7 +283,29 @@ def _name_offender(args: Sequence[object], kwargs: Mapping[str, object], exc: Ba
 
 def decode(text: str | None) -> Any:
     """Decode JSON text (``None`` stays ``None``)."""
-    return None if text is None else json.loads(text)
+    return None if text is None else loads(text)
+
+
+#: json's C scanner, called directly by :func:`loads` (an attribute typeshed omits).
+_scan_json: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
+def loads(text: str) -> Any:
+    """``json.loads(text)``, without its two whitespace regex matches around the value:
+    0.7 µs instead of 1.9 for a job's payload (a worker decodes one per job). Stored JSON
+    is one value without surrounding space; anything else (space, trailing text, no
+    value at all) goes to ``json.loads``, which decodes it or raises as it always did.
+
+    >>> loads('{"args": [1], "kwargs": {}}'), loads(" [1] ")
+    ({'args': [1], 'kwargs': {}}, [1])
+    """
+    try:
+        value, end = _scan_json(text, 0)
+    except StopIteration:
+        return json.loads(text)
+    if end != len(text):
+        return json.loads(text)
+    return value
 
 
 # -- typed decoding ----------------------------------------------------------------------
@@ -380,7 +404,7 @@ class Decoder:
     def arguments(self, payload: str) -> tuple[list[Any], dict[str, Any]]:
         """Decode a stored payload into call arguments; DecodeError if it is malformed."""
         try:
-            data = json.loads(payload)
+            data = loads(payload)
             args, kwargs = data["args"], data["kwargs"]
             if not isinstance(args, list) or not isinstance(kwargs, dict):
                 raise TypeError("args must be a list and kwargs an object")

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import time
 
-from conveyor.backends.base import Backend, JobFinishParams, JobReleaseParams
+from conveyor.backends.base import Backend, ClaimedJob, JobFinishParams, JobReleaseParams
 from conveyor.states import FinishKind, JobState
 from tests.contract.helpers import claim, insert, register
 
+#: a start time exact in binary and in 6 decimals (Redis keeps times as "%.6f")
+STARTED = 1_700_000_000.25
 ERR = json.dumps({"type": "ValueError", "message": "boom", "traceback": "Traceback..."})
 
 
@@ -98,6 +100,46 @@ def test_a_batch_applies_fresh_finishes_and_refuses_stale_ones(backend: Backend)
     params.append(JobFinishParams(id=jobs[0].id, token=jobs[0].token + 5, kind=FinishKind.DEAD))
     assert backend.job_finish_many(params) == [jobs[0].id]
     assert {r.state for r in backend.job_get_many([j.id for j in jobs])} == {JobState.SUCCEEDED}
+
+
+def test_a_batch_of_successes_fences_each_job_by_its_own_token(backend: Backend) -> None:
+    """Successes only (the hot path's batch, one statement on SQLite): each row is fenced
+    on its own; a refused one keeps its state and gets no attempt row; the same job
+    twice in a batch is applied once and refused once."""
+    register(backend)
+    insert(backend, 4)
+    jobs = claim(backend, 4)
+    assert len(jobs) == 4
+
+    def ok(j: ClaimedJob, token: int, result: str) -> JobFinishParams:
+        return JobFinishParams(
+            id=j.id,
+            token=token,
+            kind=FinishKind.SUCCEEDED,
+            worker_id="w1",
+            attempt=j.attempt,
+            result=result,
+            started_at=STARTED,
+            finished_at=STARTED + 0.5,
+        )
+
+    stale = jobs[1]
+    batch = [ok(jobs[0], jobs[0].token, '"a"'), ok(stale, stale.token + 1, '"stale"')]
+    batch += [ok(jobs[2], jobs[2].token, "null"), ok(jobs[3], jobs[3].token, '{"n": 3}')]
+    assert backend.job_finish_many(batch) == [stale.id]
+    found = {r.id: r for r in backend.job_get_many([j.id for j in jobs])}
+    assert found[stale.id].state is JobState.RUNNING and found[stale.id].result is None
+    assert backend.job_attempts(stale.id) == []
+    for j, result in ((jobs[0], '"a"'), (jobs[2], "null"), (jobs[3], '{"n": 3}')):
+        record = found[j.id]
+        assert (record.state, record.result, record.worker_id) == (JobState.SUCCEEDED, result, None)
+        assert record.finished_at == STARTED + 0.5
+        (attempt,) = backend.job_attempts(j.id)
+        assert (attempt.outcome, attempt.token, attempt.worker_id) == ("succeeded", j.token, "w1")
+        assert (attempt.started_at, attempt.error) == (STARTED, None)
+    twice = [ok(stale, stale.token, '"first"'), ok(stale, stale.token, '"second"')]
+    assert backend.job_finish_many(twice) == [stale.id]
+    assert backend.job_get_many([stale.id])[0].result == '"first"'
 
 
 def test_release_does_not_count_an_attempt(backend: Backend) -> None:

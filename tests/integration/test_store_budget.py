@@ -2,10 +2,11 @@
 by a real in-process burst worker at default settings against a real SQLite file / a
 real redis-server / a real PostgreSQL database; SQLite statements and write
 transactions are counted by the connection's trace callback, Redis round trips by a
-counting redis-py connection, PostgreSQL statements and transactions by the server's
-pg_stat_statements on a cluster of this module's own (tests/support/store_counts.py).
-Deterministic work counts, no timing: a change that adds per-job store work (an extra
-statement per job, claims of one) fails here.
+counting redis-py connection and the commands the server ran, scripts' inner ones
+included, by ``INFO commandstats`` of the test's own redis-server, PostgreSQL statements
+and transactions by the server's pg_stat_statements on a cluster of this module's own
+(tests/support/store_counts.py). Deterministic work counts, no timing: a change that
+adds per-job store work (an extra statement per job, claims of one) fails here.
 
 10,000 jobs as issue 16 asks: batching reaches its steady state within a few hundred
 jobs, and the set-up work (heartbeat, rescue, first strict claim) is then < 1% of the
@@ -16,10 +17,12 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import redis
 from bench.postgres_cluster import FAST_SETTINGS
 
 import conveyor
@@ -38,18 +41,27 @@ COUNTERS = {"write_transactions": "transactions", "statements": "statements"}
 PG_SETTINGS = {**FAST_SETTINGS, "shared_preload_libraries": "'pg_stat_statements'"}
 
 
-def _run_counted(app: conveyor.App) -> dict[str, float]:
+def _run_counted(
+    app: conveyor.App,
+    before: Callable[[], object] = lambda: None,
+    after: Callable[[], object] = lambda: None,
+) -> dict[str, float]:
+    """Per-job counts of the worker's run; ``before`` / ``after`` run right around it
+    (the checks that every job ran, after it, are not counted either)."""
+
     @app.task
     def noop(i: int) -> int:
         return i
 
     noop.enqueue_many([(i,) for i in range(JOBS)])  # the producer's work is not counted
+    before()
     counts = StoreCounts.attach(app.backend)
     try:
         worker = Worker(app, burst=True)  # the defaults: -c 10, thread pool, prefetch auto
         worker.run(install_signals=False)
     finally:
         counts.detach()
+        after()
     assert next(worker.processed) == JOBS
     done = JobCountParams(JobFilter(states=(JobState.SUCCEEDED,)))
     assert app.backend.job_count(done) == JOBS  # every job ran, once
@@ -74,19 +86,42 @@ def test_sqlite_worker_stays_within_budget(sqlite_url: str) -> None:
     finally:
         app.close()
     # The counter sees the worker's work at all (a detached tracer would pass any budget).
-    assert per_job["transactions"] > 0 and per_job["statements"] >= 2
+    # Each write transaction is at least BEGIN, one write and COMMIT.
+    assert per_job["transactions"] > 0 and per_job["statements"] >= 3 * per_job["transactions"]
     _check("sqlite", per_job)
 
 
-def test_redis_worker_stays_within_budget(request: pytest.FixtureRequest) -> None:
-    from tests.support.redis_server import isolated_url
+def test_redis_worker_stays_within_budget(tmp_path: Path) -> None:
+    """On a redis-server of its own, so that ``INFO commandstats`` counts only this
+    worker's commands: those run inside scripts (the scripts' work per job) besides the
+    round trips."""
+    from tests.support.redis_server import RedisServer, require_binary
 
-    app = conveyor.App(isolated_url(request))
+    require_binary()
+    server = RedisServer(tmp_path).start()
     try:
-        per_job = _run_counted(app)
+        app = conveyor.App(server.url)
+        client = redis.Redis.from_url(server.url)
+        try:
+            seen: list[dict[str, Any]] = []
+            per_job = _run_counted(
+                app,
+                before=client.config_resetstat,
+                after=lambda: seen.append(client.info("commandstats")),
+            )
+            (stats,) = seen
+        finally:
+            app.close()
+            client.close()
     finally:
-        app.close()
-    assert per_job["round_trips"] > 0
+        server.stop()
+    # Every command the server ran for the worker, scripts' inner commands included,
+    # but not the script calls themselves (counted as round trips).
+    inner = sum(
+        v["calls"] for k, v in stats.items() if k not in ("cmdstat_evalsha", "cmdstat_eval")
+    )
+    per_job["script_commands"] = inner / JOBS
+    assert per_job["round_trips"] > 0 and per_job["script_commands"] > 2
     _check("redis", per_job)
 
 

@@ -35,6 +35,14 @@ class _CountingConnection(redis.Connection):
         super().send_packed_command(command, check_health)  # type: ignore[no-untyped-call]
 
 
+def _without_comments(sql: str) -> str:
+    """The statement after its leading "--" comment lines and blanks."""
+    text = sql.lstrip()
+    while text.startswith("--"):
+        text = text.partition("\n")[2].lstrip()
+    return text
+
+
 @dataclass
 class StoreCounts:
     """Counters of one backend's store work since :meth:`attach`."""
@@ -84,12 +92,14 @@ class StoreCounts:
 
     def _on_statement(self, sql: str) -> None:
         # Statements run by triggers are reported as "-- TRIGGER name": part of the
-        # statement that fired them, not a statement of their own.
-        if sql.startswith("--"):
+        # statement that fired them, not a statement of their own. Only that prefix: the
+        # packaged queries (backends/sqlite/queries/*.sql) begin with "--" comments too,
+        # and are statements.
+        if sql.startswith("-- TRIGGER "):
             self.add("trigger_statements")
             return
         self.add("statements")
-        head = sql.lstrip()[:16].upper()
+        head = _without_comments(sql)[:16].upper()
         if head.startswith("BEGIN"):
             self.add("transactions")
         elif head.startswith("COMMIT"):

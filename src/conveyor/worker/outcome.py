@@ -112,16 +112,29 @@ def finish_params(
     """The finish write for an outcome: success, retry with backoff, dead, cancelled or
     dropped. A cancel request turns a failure into ``cancelled`` (never retried).
     ``started_at``: when the attempt started, if not at its claim (a prefetched job)."""
+    started = job.claimed_at if started_at is None else started_at
+    if outcome.status == OK:  # one per job: built positionally, no keyword dict
+        return JobFinishParams(
+            job.id,
+            job.token,
+            FinishKind.SUCCEEDED,
+            worker_id,
+            job.attempt,
+            outcome.result,
+            None,
+            None,
+            None,
+            started,
+            outcome.finished_at,
+        )
     common: dict[str, Any] = {
         "id": job.id,
         "token": job.token,
         "worker_id": worker_id,
         "attempt": job.attempt,
-        "started_at": job.claimed_at if started_at is None else started_at,
+        "started_at": started,
         "finished_at": outcome.finished_at,
     }
-    if outcome.status == OK:
-        return JobFinishParams(kind=FinishKind.SUCCEEDED, result=outcome.result, **common)
     if outcome.status == UNRUNNABLE:
         return JobFinishParams(
             kind=FinishKind.DEAD, error=outcome.error_json, reason=outcome.reason, **common

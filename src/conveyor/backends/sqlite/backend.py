@@ -69,6 +69,7 @@ from conveyor.backends.sqlite.faults import (
     store_error,
     translate_store_errors,
 )
+from conveyor.backends.sqlite.finish_batch import batchable, finish_succeeded
 from conveyor.backends.sqlite.flow_methods import FlowMixin
 from conveyor.backends.sqlite.inserts import batch_rows, insert_values
 from conveyor.backends.sqlite.notify import MAX_POLL, MIN_POLL, POLL_GROWTH, notifier_for
@@ -404,6 +405,10 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
     def _finish_in(
         self, conn: sqlite3.Connection, params: Sequence[JobFinishParams], now: float
     ) -> list[str]:
+        if batchable(params):  # the common batch: successes only, one statement each
+            moved, refused = finish_succeeded(conn, params, now)
+            flow_writes.settle(conn, moved, {}, now)
+            return refused
         stale: list[str] = []
         attempts = []
         succeeded: list[str] = []

@@ -65,7 +65,11 @@ end
 local function opt_num(s) if s == '' then return false end return s end
 
 -- Per (state, queue) counters, aggregated in the script and written once at the end.
+-- flush_counts also writes the finished-job index entries finished() deferred (every
+-- script that finishes a job changes counts, so it flushes both): one ZADD per script
+-- call instead of one per job.
 local counts = {}
+local expiry_pending = {} -- expiry zset key -> {score, member, score, member, ...}
 local function count(state, queue, delta)
   local f = state .. ':' .. queue
   counts[f] = (counts[f] or 0) + delta
@@ -74,6 +78,12 @@ local function flush_counts(key)
   for f, d in pairs(counts) do
     if d ~= 0 then redis.call('HINCRBY', key, f, d) end
   end
+  for zkey, items in pairs(expiry_pending) do
+    for i = 1, #items, 1000 do
+      redis.call('ZADD', zkey, unpack(items, i, math.min(i + 999, #items)))
+    end
+  end
+  expiry_pending = {}
 end
 
 -- Wake up to n idle workers blocked in BLPOP on the wake list. A blocked worker takes
@@ -132,12 +142,16 @@ local function parse_expiry_member(m)
   return state, string.sub(m, start, start + n - 1), string.sub(m, start + n)
 end
 
--- A job reached a finished state: start its result TTL and wake its waiters.
+-- A job reached a finished state: start its result TTL and wake its waiters. Its
+-- finished-job index entry is written by the script's flush_counts.
 local function finished(expiry_key, id, state, queue, ttl, t, watched)
   redis.call('EXPIRE', k_job(id), ttl)
   redis.call('EXPIRE', k_attempts(id), ttl)
   redis.call('EXPIRE', k_logs(id), ttl)
-  redis.call('ZADD', expiry_key, fmt(t + ttl), expiry_member(state, queue, id))
+  local items = expiry_pending[expiry_key]
+  if not items then items = {}; expiry_pending[expiry_key] = items end
+  items[#items + 1] = fmt(t + ttl)
+  items[#items + 1] = expiry_member(state, queue, id)
   notify_done(id, watched)
 end
 

@@ -17,6 +17,7 @@ local worker = ARGV[1]
 local remaining = tonumber(ARGV[2])
 local promoted = promote_due(KEYS[2], t, tonumber(ARGV[3]))
 local out = {}
+local claimed_ids = {} -- added to inflight:<worker> in one SADD at the end
 local empty = {}
 local nq = #KEYS - 6
 
@@ -39,7 +40,7 @@ local function take(i, want)
       local lease_until = fmt(t + number_or(f[9], 0))
       redis.call('HSET', key, 'state', 'running', 'worker_id', worker, 'token', token,
         'attempt', attempt, 'started_at', ts, 'lease_until', lease_until)
-      redis.call('SADD', KEYS[4], id)
+      claimed_ids[#claimed_ids + 1] = id
       count('queued', f[3], -1)
       count('running', f[3], 1)
       out[#out + 1] = {id, f[2], f[3], f[4], attempt, f[6], token, f[8], f[9], f[10], ts,
@@ -70,7 +71,12 @@ for i = 1, nq do
 end
 flush_counts(KEYS[5])
 -- The rescuer finds running jobs through the workers that hold some.
-if #out > 0 then redis.call('SADD', KEYS[3], worker) end
+if #out > 0 then
+  for i = 1, #claimed_ids, 1000 do
+    redis.call('SADD', KEYS[4], unpack(claimed_ids, i, math.min(i + 999, #claimed_ids)))
+  end
+  redis.call('SADD', KEYS[3], worker)
+end
 -- Promoted jobs this claim could not take are for other workers: wake them.
 wake(KEYS[6], promoted - #out)
 if #out == 0 then return {promoted, '[]'} end

@@ -20,6 +20,7 @@ local refused = {}
 local retried = 0
 -- Target states, attempt outcomes and what dependants see: RULE_FINISH (conveyor/rules.py).
 local ended_ok, ended_bad = {}, {} -- workflow jobs that ended (settle's arguments)
+local leaving = {} -- worker id -> ids that leave inflight:<worker> (one SREM each, at the end)
 local function arg(v) if v == cjson.null then return false end return v end
 for _, p in ipairs(cjson.decode(ARGV[2])) do
   local id, token, kind = p[1], string.format('%d', p[2]), p[3]
@@ -30,7 +31,11 @@ for _, p in ipairs(cjson.decode(ARGV[2])) do
     refused[#refused + 1] = id
   else
     local queue = f[3]
-    if f[4] then redis.call('SREM', k_inflight(f[4]), id) end
+    if f[4] then
+      local held = leaving[f[4]]
+      if not held then held = {}; leaving[f[4]] = held end
+      held[#held + 1] = id
+    end
     count('running', queue, -1)
     local err, reason = arg(p[7]), arg(p[8])
     if kind == 'z' and f[6] == '1' then
@@ -91,6 +96,11 @@ for _, p in ipairs(cjson.decode(ARGV[2])) do
       else ended_bad[#ended_bad + 1] = {id, rule.parent_failed} end
       flow_expire(id, ttl)
     end
+  end
+end
+for worker, ids in pairs(leaving) do
+  for i = 1, #ids, 1000 do
+    redis.call('SREM', k_inflight(worker), unpack(ids, i, math.min(i + 999, #ids)))
   end
 end
 settle(ended_ok, ended_bad, t, ttl)
