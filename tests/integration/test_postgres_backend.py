@@ -398,8 +398,9 @@ def test_a_wait_returns_on_the_finish_notification_not_at_its_next_poll(
         read = waiter.job_get_many
 
         def counted(ids: Sequence[str]) -> list[JobRecord]:
-            reads.append(1)
-            return read(ids)
+            rows = read(ids)
+            reads.append(1)  # after the read: the finish below must not overtake it
+            return rows
 
         waiter.job_get_many = counted  # type: ignore[method-assign]
         got: list[JobRecord | None] = []
