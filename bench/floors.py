@@ -112,6 +112,25 @@ def redis_single(url: str, n: int) -> float:
     return n / elapsed
 
 
+def queue_job(pipe: Any, prefix: str, values: tuple[Any, ...]) -> None:
+    """Add one job's ``HSET`` (its fields) + ``ZADD`` (its queue) to a pipeline: the Redis
+    E2 floor's work per job, for :func:`redis_many` and the ``floor-redis`` arm alike."""
+    job_id, payload, _headers, task, queue, state, priority, attempts, run_at, *_ = values
+    pipe.hset(
+        f"{prefix}:job:{job_id}",
+        mapping={
+            "task": task,
+            "queue": queue,
+            "state": state,
+            "priority": priority,
+            "payload": payload,
+            "max_attempts": attempts,
+            "run_at": run_at,
+        },
+    )
+    pipe.zadd(f"{prefix}:ready:{queue}", {job_id: run_at})
+
+
 def redis_many(url: str, n: int, prefix: str = "floor") -> float:
     """Jobs/s: one pipeline of ``HSET`` + ``ZADD`` per job, executed at once."""
     client = _redis(url)
@@ -119,20 +138,8 @@ def redis_many(url: str, n: int, prefix: str = "floor") -> float:
     rows = _rows(n)
     t = time.perf_counter()
     pipe = client.pipeline(transaction=False)
-    for job_id, payload, _headers, task, queue, state, priority, attempts, run_at, *_ in rows:
-        pipe.hset(
-            f"{prefix}:job:{job_id}",
-            mapping={
-                "task": task,
-                "queue": queue,
-                "state": state,
-                "priority": priority,
-                "payload": payload,
-                "max_attempts": attempts,
-                "run_at": run_at,
-            },
-        )
-        pipe.zadd(f"{prefix}:ready:{queue}", {job_id: run_at})
+    for row_ in rows:
+        queue_job(pipe, prefix, row_)
     pipe.execute()
     elapsed = time.perf_counter() - t
     client.close()

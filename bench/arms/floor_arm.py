@@ -73,22 +73,7 @@ class FloorArm(Arm):
             return
         pipe = self.client.pipeline(transaction=False)
         for item in items:
-            job_id, payload, _headers, task, queue, state, priority, attempts, run_at, *_ = (
-                self._row(item)
-            )
-            pipe.hset(
-                f"floor:{self.prefix}:job:{job_id}",
-                mapping={
-                    "task": task,
-                    "queue": queue,
-                    "state": state,
-                    "priority": priority,
-                    "payload": payload,
-                    "max_attempts": attempts,
-                    "run_at": run_at,
-                },
-            )
-            pipe.zadd(f"floor:{self.prefix}:ready:{queue}", {job_id: run_at})
+            floors.queue_job(pipe, f"floor:{self.prefix}", self._row(item))
         pipe.execute()
 
     def close(self) -> None:
