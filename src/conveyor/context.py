@@ -39,6 +39,7 @@ class JobContext:
         "_headers",
         "_headers_text",
         "_progress",
+        "_secrets",
         "_transaction",
         "attempt",
         "finished_by_transaction",
@@ -81,6 +82,8 @@ class JobContext:
         # The stored JSON text, decoded on first read: most tasks never look.
         self._headers_text = headers
         self._headers: Mapping[str, str] | None = None
+        #: Set by the worker for a task with secret arguments: their opened values.
+        self._secrets: tuple[Any, ...] = ()
         #: Set by the worker running the job in its own process (thread, asyncio pools):
         #: opens the block of :meth:`transaction` (conveyor/worker/transactional.py).
         self._transaction: Callable[[JobContext], AbstractContextManager[Any]] | None = None
@@ -98,6 +101,17 @@ class JobContext:
         if self._headers is None:
             self._headers = _headers.decode(self._headers_text)
         return self._headers
+
+    @property
+    def secret_values(self) -> tuple[Any, ...]:
+        """The opened values of this job's secret arguments (``secret=[...]`` or
+        ``conveyor.Secret[...]``), empty when it has none: what an integration that
+        reports from inside the job (``conveyor.contrib.sentry``) must never send.
+
+        >>> JobContext("j", "t", "q", 1, 3).secret_values
+        ()
+        """
+        return self._secrets
 
     @property
     def cancel_requested(self) -> bool:

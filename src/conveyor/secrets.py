@@ -265,6 +265,18 @@ class Sealer:
             }
         return args, kwargs
 
+    def values(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[Any, ...]:
+        """The plaintext values of the secret arguments of one opened call, for
+        integrations that must keep them out of what they report (Sentry's frames).
+
+        >>> def charge(card: str, amount: int, token: str = "") -> None: ...
+        >>> Sealer("shop.charge", charge, ["card", "token"]).values(["4111", 30], {"token": "t"})
+        ('4111', 't')
+        """
+        found = [args[i] for i in sorted(self.positions) if i < len(args)]
+        found += [v for k, v in kwargs.items() if k in self.names]
+        return tuple(found)
+
     def open_payload(self, payload: str) -> str:
         """The stored payload with the secret arguments opened (worker side only);
         SecretKeyError naming the argument when one cannot be opened."""

@@ -17,6 +17,15 @@ by Sentry as one issue). A :class:`conveyor.Snooze` and a cancellation
 that cannot run at all (unknown task, undecodable arguments: it goes dead without
 running, see ``conveyor jobs --state dead``).
 
+Secret arguments (``secret=[...]``, ``conveyor.Secret[...]``, docs/secrets.md) never
+reach an event: Sentry records the local variables of every frame by default, the
+task's own (``card='4111...'``) and conveyor's (the argument list) among them, so each
+event captured in an attempt's scope (the job's error, and anything the task reports
+itself) is scrubbed before it is sent: every string, local variable and breadcrumb that
+holds a secret value shows ``•••`` instead.
+
+Works with sentry-sdk 2.x and 3.x.
+
 Call ``sentry_sdk.init(...)`` where the app is defined (the module that worker children
 import too), then ``instrument(app)``::
 
@@ -29,14 +38,19 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-from collections.abc import Iterator
+import inspect
+import logging
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from conveyor.contrib.scrub import Scrubber
 from conveyor.errors import ConfigurationError, JobCancelled, Snooze
 
 if TYPE_CHECKING:
     from conveyor.app import App
     from conveyor.context import JobContext
+
+log = logging.getLogger("conveyor.sentry")
 
 
 def _sdk() -> Any:
@@ -81,6 +95,8 @@ class SentryMiddleware:
 
     def __init__(self) -> None:
         self._sdk = _sdk()
+        self._event_from_exception = _event_builder(self._sdk)
+        self._failed_once = False
 
     @contextlib.contextmanager
     def around_execute(self, job: JobContext) -> Iterator[None]:
@@ -94,6 +110,8 @@ class SentryMiddleware:
             scope.set_tag("conveyor.attempt", str(job.attempt))
             scope.set_context("conveyor", job_context(job))
             scope.set_transaction_name(job.task)
+            if job.secret_values:
+                scope.add_event_processor(_scrubber(Scrubber(job.secret_values)))
             try:
                 yield
             except (Snooze, JobCancelled):
@@ -103,11 +121,58 @@ class SentryMiddleware:
                 raise
 
     def _capture(self, scope: Any, exc: BaseException) -> None:
-        client = self._sdk.get_client()
-        utils = importlib.import_module("sentry_sdk.utils")
-        event, hint = utils.event_from_exception(
-            exc,
-            client_options=client.options,
-            mechanism={"type": "conveyor", "handled": False},
-        )
-        scope.capture_event(event, hint=hint)
+        # A reporting failure (an SDK whose API moved, a full queue) is logged once and
+        # never replaces the task's own error: the job's outcome is the task's.
+        try:
+            event, hint = self._event_from_exception(exc)
+            scope.capture_event(event, hint=hint)
+        except Exception as failure:
+            if not self._failed_once:
+                self._failed_once = True
+                log.warning("Sentry reporting failed (%s: %s)", type(failure).__name__, failure)
+
+
+def _event_builder(sdk: Any) -> Callable[[BaseException], tuple[dict[str, Any], Any]]:
+    """``sentry_sdk.utils.event_from_exception`` with conveyor's mechanism, whichever
+    major: 2.x takes ``client_options``, 3.x reads them from the current client."""
+    utils = importlib.import_module("sentry_sdk.utils")
+    build = utils.event_from_exception
+    mechanism = {"type": "conveyor", "handled": False}
+    if "client_options" in inspect.signature(build).parameters:  # sentry-sdk 2.x
+
+        def build_2(exc: BaseException) -> tuple[dict[str, Any], Any]:
+            options = sdk.get_client().options
+            event, hint = build(exc, client_options=options, mechanism=mechanism)
+            return event, hint
+
+        return build_2
+
+    def build_3(exc: BaseException) -> tuple[dict[str, Any], Any]:
+        event, hint = build(exc, mechanism=mechanism)
+        return event, hint
+
+    return build_3
+
+
+def _scrubber(scrubber: Scrubber) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    """A Sentry event processor: the event with every secret value masked (it runs
+    before the SDK serialises the event, so frames' variables are still objects)."""
+    sdk = _sdk()
+    utils = importlib.import_module("sentry_sdk.utils")
+
+    def scrub(event: dict[str, Any], hint: Any) -> dict[str, Any]:
+        options = sdk.get_client().options
+        if options.get("attach_stacktrace") and not (
+            "exception" in event or "stacktrace" in event or "threads" in event
+        ):
+            # The client attaches the current stack to a message *after* the event
+            # processors ran (sentry-sdk 3 does so by default): attach it here, as the
+            # client would, so that its frames' variables are scrubbed too.
+            stack = utils.current_stacktrace(max_value_length=options.get("max_value_length"))
+            event["threads"] = {
+                "values": [{"stacktrace": stack, "crashed": False, "current": True}]
+            }
+        scrubbed: dict[str, Any] = scrubber.scrub(event)
+        return scrubbed
+
+    return scrub

@@ -128,6 +128,8 @@ def run_sync(app: App, job: ClaimedJob, ctx: JobContext) -> Outcome:
     if isinstance(prepared, Outcome):
         return prepared
     task, args, kwargs = prepared
+    if task.sealer is not None:  # for reporters that must not send them (contrib.sentry)
+        ctx._secrets = task.sealer.values(args, kwargs)
     token = set_current(ctx)
     around = app.middleware.around
     try:
@@ -185,6 +187,8 @@ async def run_async(
     if isinstance(prepared, Outcome):
         return prepared
     task, args, kwargs = prepared
+    if task.sealer is not None:  # for reporters that must not send them (contrib.sentry)
+        ctx._secrets = task.sealer.values(args, kwargs)
     token = set_current(ctx)
     mws = app.middleware
     try:
