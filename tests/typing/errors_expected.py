@@ -33,6 +33,12 @@ fetch.execute("one")  # type: ignore[arg-type]
 text: str = add.enqueue(1).result()  # type: ignore[assignment]
 numbers: list[str] = fetch.enqueue(1).result()  # type: ignore[assignment]
 app.testing("sideways")  # type: ignore[call-overload]
+add.delay("one")  # type: ignore[arg-type]
+add.delay(1, 2, 3)  # type: ignore[call-arg]
+fetch.delay("one")  # type: ignore[arg-type]
+add.apply_async((1,), retry_policy={"max_retries": 3})  # type: ignore[arg-type]
+add.apply_async((1,), countdown="soon")  # type: ignore[arg-type]
+add.s(1) | add  # type: ignore[operator]
 
 
 async def from_async_code() -> None:
