@@ -276,6 +276,8 @@ class App:
         #: module name -> where it was named ("App(include=...)", "--include")
         self._include: dict[str, str] = {}
         self._included: set[str] = set()
+        #: re-entrant: a module being included may itself reach import_includes
+        self._include_lock = threading.RLock()
         if include:
             self.import_includes(include, source="App(include=...)", now=False)
 
@@ -328,14 +330,11 @@ class App:
             return
         from conveyor.include import import_modules
 
-        for name, named_by in self._include.items():
-            if name not in self._included:
-                self._included.add(name)  # first: a module that triggers this again
-                try:
+        with self._include_lock:  # another thread waits until the modules are in
+            for name, named_by in list(self._include.items()):
+                if name not in self._included:
                     import_modules([name], named_by)
-                except BaseException:
-                    self._included.discard(name)
-                    raise
+                    self._included.add(name)
 
     @overload
     def add_middleware(self, middleware: type[T]) -> T: ...

@@ -156,11 +156,16 @@ def _epoch(when: When) -> float:
 
 #: Celery ``apply_async`` options conveyor does not take -> what it offers instead.
 _RETRIES = (
-    "conveyor retries by the task's options, @app.task(max_attempts=5, retry=conveyor.Backoff(...))"
+    "a job's retries are the task's options, @app.task(max_attempts=5, retry=conveyor.Backoff(...))"
+)
+#: Celery's retry/retry_policy retry the *publishing* of the message to the broker.
+_PUBLISH = (
+    "an enqueue is one write to the store, and raises conveyor.BackendUnavailable when "
+    "the store is unreachable (catch it to try again); " + _RETRIES
 )
 _CELERY_INSTEAD = {
-    "retry": _RETRIES,
-    "retry_policy": _RETRIES,
+    "retry": _PUBLISH,
+    "retry_policy": _PUBLISH,
     "max_retries": _RETRIES,
     "link": "chain steps with a.s(...) | b.s(...), or job.then(b.s()) after an enqueue",
     "link_error": "run a handler on failure with job.on_failure(handler.s())",
@@ -636,8 +641,9 @@ class Enqueuer(Generic[P, R]):
         :meth:`enqueue_after`, ``eta`` :meth:`schedule_at` (an aware datetime or epoch
         seconds), ``queue``/``priority``/``expires`` are :meth:`with_options`' (higher
         ``priority`` runs first). Any other Celery option is refused with a ``TypeError``
-        saying what conveyor offers instead (``retry_policy``: the task's ``retry=`` and
-        ``max_attempts=``). Returns the job's handle, as ``enqueue`` does.
+        saying what conveyor offers instead (``retry_policy``, which retries Celery's
+        publishing: an enqueue raises ``BackendUnavailable``). Returns the job's handle, as
+        ``enqueue`` does.
 
         >>> import conveyor
         >>> app = conveyor.App("sqlite:///:memory:")
@@ -649,7 +655,7 @@ class Enqueuer(Generic[P, R]):
         >>> add.apply_async((1, 2), retry_policy={"max_retries": 3})
         Traceback (most recent call last):
         ...
-        TypeError: apply_async() does not take retry_policy: conveyor retries by the task's options, @app.task(max_attempts=5, retry=conveyor.Backoff(...))
+        TypeError: apply_async() does not take retry_policy: an enqueue is one write to the store, and raises conveyor.BackendUnavailable when the store is unreachable (catch it to try again); a job's retries are the task's options, @app.task(max_attempts=5, retry=conveyor.Backoff(...))
         """
         if unsupported:
             raise TypeError(_refusal(sorted(unsupported)))

@@ -69,10 +69,12 @@ def test_pipe_with_groups_and_chains(app: conveyor.App, backend: Backend) -> Non
     assert len(joined.steps) == 4
     fan_out = t["fetch"].s(1) | conveyor.group(t["add"].s(), t["add"].s(y=2))
     last = fan_in.delay()  # Celery's name for enqueue
+    single = t["fetch"].s(4).delay()
     joined_last = joined.enqueue()
     members = fan_out.enqueue_all()
     drain(app)
     assert last.result(timeout=5) == 34
+    assert single.result(timeout=5) == 40
     assert joined_last.result(timeout=5) == 34  # 30+1, +2, +1
     assert [m.result(timeout=5) for m in members] == [10, 11, 12]
 

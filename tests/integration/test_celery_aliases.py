@@ -108,9 +108,12 @@ def test_apply_async_expires_is_with_options_expires(app: conveyor.App) -> None:
     [
         (
             {"retry_policy": {"max_retries": 3}},
-            "apply_async() does not take retry_policy: conveyor retries by the task's "
-            "options, @app.task(max_attempts=5, retry=conveyor.Backoff(...))",
+            "apply_async() does not take retry_policy: an enqueue is one write to the "
+            "store, and raises conveyor.BackendUnavailable when the store is "
+            "unreachable (catch it to try again); a job's retries are the task's options, "
+            "@app.task(max_attempts=5, retry=conveyor.Backoff(...))",
         ),
+        ({"max_retries": 3}, "does not take max_retries: a job's retries are the task's"),
         ({"link": None}, "does not take link: chain steps with a.s(...) | b.s(...)"),
         ({"task_id": "x"}, "conveyor makes the job id (job.id)"),
         ({"time_limit": 5}, "@app.task(timeout=seconds)"),
