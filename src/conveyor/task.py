@@ -668,7 +668,7 @@ class Enqueuer(Generic[P, R]):
             enqueuer = self.with_options(queue=queue, priority=priority, expires=expires)
         run_at = None
         if countdown is not None:
-            run_at = time.time() + _seconds(countdown)
+            run_at = time.time() + options.check_seconds("countdown", countdown, allow_zero=True)
         elif eta is not None:
             if isinstance(eta, datetime.datetime) and eta.tzinfo is None:
                 raise ValueError(

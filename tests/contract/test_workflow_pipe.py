@@ -85,4 +85,4 @@ def test_pipe_refuses_what_then_refuses(app: conveyor.App) -> None:
     with pytest.raises(ConfigurationError, match="a group cannot follow a group"):
         _ = g | conveyor.group(t["fetch"].s(2))
     with pytest.raises(TypeError, match=r"not Task \(write task\.s\(\.\.\.\) to make a step\)"):
-        _ = t["fetch"].s(1) | t["add"]  # type: ignore[operator]
+        _ = t["fetch"].s(1) | t["add"]

@@ -54,9 +54,9 @@ def test_delay_writes_what_enqueue_writes_and_runs(app: conveyor.App) -> None:
 def test_delay_checks_arguments_like_enqueue(app: conveyor.App) -> None:
     add = _add(app)
     with pytest.raises(TypeError, match="add"):
-        add.delay(1, 2, 3)  # type: ignore[call-arg]
+        add.delay(1, 2, 3)
     with pytest.raises(TypeError, match="'a' must be int"):
-        add.delay("one")  # type: ignore[arg-type]
+        add.delay("one")
     assert _stored(app) == []
 
 
@@ -141,6 +141,8 @@ def test_apply_async_refuses_other_celery_options(
 
 def test_apply_async_refuses_what_celery_would_misread(app: conveyor.App) -> None:
     add = _add(app)
+    with pytest.raises(ValueError, match="countdown must be finite seconds >= 0, got -5"):
+        add.apply_async((1,), countdown=-5)
     with pytest.raises(ValueError, match="countdown or eta, not both"):
         add.apply_async((1,), countdown=1, eta=time.time())
     with pytest.raises(ValueError, match=r"eta=\.\.\.\) needs an aware datetime"):
@@ -148,7 +150,7 @@ def test_apply_async_refuses_what_celery_would_misread(app: conveyor.App) -> Non
     with pytest.raises(TypeError, match="takes a tuple or list of positional arguments, got str"):
         add.apply_async("1")
     with pytest.raises(TypeError, match="takes a dict of keyword arguments, got list"):
-        add.apply_async((1,), [("b", 2)])  # type: ignore[arg-type]
+        add.apply_async((1,), [("b", 2)])
     assert _stored(app) == []
 
 
@@ -162,3 +164,18 @@ def test_aliases_on_with_options_and_in_testing_modes(app: conveyor.App) -> None
     with app.testing("capture") as captured:
         add.delay(9)
         captured.assert_enqueued(add, 9)
+
+
+def test_class_based_tasks_have_the_aliases(app: conveyor.App) -> None:
+    class Double(app.Task, name="double"):
+        def execute(self, x: int) -> int:
+            return 2 * x
+
+    now = Double.delay(4)
+    later = Double.apply_async((5,), countdown=60, queue="low")
+    assert now.refresh().payload == Double.enqueue(4).refresh().payload
+    assert (later.refresh().state, later.refresh().queue) == (JobState.SCHEDULED, "low")
+    with pytest.raises(TypeError, match="does not take task_id"):
+        Double.apply_async((1,), task_id="x")
+    drain(app)
+    assert now.result(timeout=5) == 8

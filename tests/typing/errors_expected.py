@@ -63,6 +63,8 @@ RecalculateAccount.with_options(queue="q").enqueue("x")  # type: ignore[arg-type
 RecalculateAccount.task.execute("x")  # type: ignore[arg-type]
 FetchAccount.enqueue("x")  # type: ignore[call-overload]
 wrong: int = RecalculateAccount.enqueue(1).result()  # type: ignore[assignment]
+RecalculateAccount.delay("forty-two")  # type: ignore[arg-type]
+RecalculateAccount.apply_async((1,), link=None)  # type: ignore[arg-type]
 
 
 class BadOptions(conveyor.ClassTask, app=app, queue=3):  # type: ignore[arg-type]
