@@ -231,11 +231,18 @@ class App:
     ``retention``, ``prune_interval``, ``capture_logs``, ``log_level``,
     ``log_max_per_job``, ``log_drain_timeout``, ``check_types``). Task defaults are
     checked here, as on ``@app.task`` and ``with_options`` (:mod:`conveyor.options`).
-    ``middleware``: classes to add, as with :meth:`add_middleware`.
+    ``middleware``: classes to add, as with :meth:`add_middleware`. ``include``: names of
+    modules that define tasks, imported (after the app's own module) when a worker
+    starts, by :func:`load_app` and by ``task.execute`` (:mod:`conveyor.include`).
     """
 
     def __init__(
-        self, url: str | None = None, *, middleware: Sequence[Any] = (), **defaults: Any
+        self,
+        url: str | None = None,
+        *,
+        middleware: Sequence[Any] = (),
+        include: Sequence[str] = (),
+        **defaults: Any,
     ) -> None:
         env_url = os.environ.get("CONVEYOR_URL")
         self.url: str = url or env_url or DEFAULT_URL
@@ -266,6 +273,13 @@ class App:
         self._lock = threading.Lock()
         for m in middleware:
             self.add_middleware(m)
+        #: module name -> where it was named ("App(include=...)", "--include")
+        self._include: dict[str, str] = {}
+        self._included: set[str] = set()
+        #: re-entrant: a module being included may itself reach import_includes
+        self._include_lock = threading.RLock()
+        if include:
+            self.import_includes(include, source="App(include=...)", now=False)
 
     def __repr__(self) -> str:
         return f"<App {redacted(self.url)} tasks={len(self.tasks)}>"
@@ -284,6 +298,43 @@ class App:
                 f"{redacted(self.url)} (while being imported?)"
             )
         self.url, self.url_source = url, source
+
+    @property
+    def include(self) -> tuple[str, ...]:
+        """The task modules this app imports before tasks are looked up by name."""
+        return tuple(self._include)
+
+    def import_includes(
+        self, modules: Sequence[str] = (), *, source: str = "--include", now: bool = True
+    ) -> None:
+        """Add ``modules`` to :attr:`include`, then import every included module not
+        imported yet (``now=False``: only add them). Each module is imported once; a
+        missing one is a one-line :class:`ConfigurationError` naming it and ``source``.
+
+        >>> import conveyor
+        >>> app = conveyor.App("sqlite:///:memory:", include=["json"])
+        >>> app.import_includes(["email.utils"])
+        >>> app.include
+        ('json', 'email.utils')
+        >>> app.import_includes(["my-tasks"])
+        Traceback (most recent call last):
+        ...
+        conveyor.errors.ConfigurationError: --include: 'my-tasks' is not a module name (dotted, as in myapp.tasks)
+        """
+        if modules:
+            from conveyor.include import check_names
+
+            for name in check_names(modules, source):
+                self._include.setdefault(name, source)
+        if not now or len(self._included) == len(self._include):
+            return
+        from conveyor.include import import_modules
+
+        with self._include_lock:  # another thread waits until the modules are in
+            for name, named_by in list(self._include.items()):
+                if name not in self._included:
+                    import_modules([name], named_by)
+                    self._included.add(name)
 
     @overload
     def add_middleware(self, middleware: type[T]) -> T: ...
@@ -492,7 +543,8 @@ def load_app(spec: str) -> App:
     """Import ``module:attribute`` (the current directory is importable) and return it.
 
     Nothing is called: the attribute must be the :class:`App` itself (a factory
-    function would run arbitrary code just to resolve a name). Every failure is a
+    function would run arbitrary code just to resolve a name). The app's ``include``
+    modules are imported next, so its tasks are registered. Every failure is a
     :class:`ConfigurationError` whose message says what to fix.
 
     Example:
@@ -520,6 +572,7 @@ def load_app(spec: str) -> App:
             f"{spec} is {_kind(found)}, not a conveyor.App; APP names the App object "
             "(module:attribute, e.g. tasks:app)"
         )
+    found.import_includes()  # App(include=[...]): after the app's module, which they import
     return found
 
 

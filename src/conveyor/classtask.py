@@ -14,7 +14,8 @@ Defining the class registers an ordinary :class:`~conveyor.task.Task` under the 
 instance per job (``cls()``) and calls its ``execute``. Everything else is that task:
 workers of every pool, testing modes and workflows see no difference, and the class
 methods ``enqueue``, ``aenqueue``, ``enqueue_many``, ``enqueue_after``, ``schedule_at``
-(and their ``a`` twins), ``with_options`` and ``s`` delegate to it. ``RecalculateAccount.
+(and their ``a`` twins), ``with_options``, ``s`` and Celery's ``delay`` and
+``apply_async`` delegate to it. ``RecalculateAccount.
 task`` is the registered task itself; ``RecalculateAccount.task.execute(42)`` runs the body
 as a worker would (codec round trip, ``current_job()``), and ``RecalculateAccount().
 execute(42)`` calls the method plainly, as calling a decorated function does.
@@ -48,9 +49,10 @@ Example:
 
 from __future__ import annotations
 
+import datetime
 import inspect
 from collections.abc import Coroutine, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, ParamSpec, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Never, ParamSpec, Protocol, TypeVar, overload
 
 from conveyor.errors import ConfigurationError
 
@@ -371,6 +373,61 @@ class ClassTask:
     def s(cls, *args: Any, **kwargs: Any) -> Signature:
         """A signature for workflows (``Task.s``): nothing is enqueued."""
         return _task(cls).s(*args, **kwargs)
+
+    # -- Celery's spellings (docs/migrating.md) ---------------------------------------------
+
+    @overload
+    @classmethod
+    def delay(cls: type[_AsyncBody[P, R]], *args: P.args, **kwargs: P.kwargs) -> Job[R]: ...
+
+    @overload
+    @classmethod
+    def delay(cls: type[_Body[P, R]], *args: P.args, **kwargs: P.kwargs) -> Job[R]: ...
+
+    @classmethod
+    def delay(cls, *args: Any, **kwargs: Any) -> Job[Any]:
+        """Celery's name for :meth:`enqueue` (``Task.delay``)."""
+        return _task(cls).enqueue(*args, **kwargs)
+
+    @overload
+    @classmethod
+    def apply_async(
+        cls: type[_AsyncBody[P, R]],
+        args: Sequence[Any] | None = None,
+        kwargs: Mapping[str, Any] | None = None,
+        *,
+        countdown: Delay | None = None,
+        eta: When | None = None,
+        expires: float | datetime.timedelta | datetime.datetime | None = None,
+        queue: str | None = None,
+        priority: int | None = None,
+        **unsupported: Never,
+    ) -> Job[R]: ...
+
+    @overload
+    @classmethod
+    def apply_async(
+        cls: type[_Body[P, R]],
+        args: Sequence[Any] | None = None,
+        kwargs: Mapping[str, Any] | None = None,
+        *,
+        countdown: Delay | None = None,
+        eta: When | None = None,
+        expires: float | datetime.timedelta | datetime.datetime | None = None,
+        queue: str | None = None,
+        priority: int | None = None,
+        **unsupported: Never,
+    ) -> Job[R]: ...
+
+    @classmethod
+    def apply_async(
+        cls,
+        args: Sequence[Any] | None = None,
+        kwargs: Mapping[str, Any] | None = None,
+        **options: Any,
+    ) -> Job[Any]:
+        """Celery's ``apply_async`` (``Task.apply_async``)."""
+        return _task(cls).apply_async(args, kwargs, **options)
 
 
 def _task(cls: type[Any]) -> Task[Any, Any]:

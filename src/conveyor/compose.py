@@ -13,6 +13,8 @@ API (``task.s(...)`` is a signature: a task and its arguments, not enqueued):
   gets ``a``'s result as its first argument, ``c`` gets ``b``'s.
 - ``conveyor.group(a.s(1), a.s(2)).then(total.s()).enqueue()`` -> the callback's
   handle; ``total`` gets the list of results in the group's order.
+- ``(a.s(1) | b.s() | c.s(x=2)).enqueue()`` -> the same chain, Celery's spelling
+  (``x | y`` is ``x.then(y)`` for signatures, groups and chains).
 - ``job.then(b.s())`` -> chain one more step after an enqueued job.
 - ``job.on_failure(alert.s())`` -> runs only if ``job`` ends dead or cancelled (on the
   last step of a chain: if any step fails), with what happened as first argument.
@@ -84,6 +86,14 @@ class Signature:
     def then(self, *steps: Signature | Group) -> Chain:
         return Chain(self, *steps)
 
+    def __or__(self, other: Signature | Group | Chain) -> Chain:
+        """``a.s(1) | b.s()``: the chain ``a.s(1).then(b.s())`` (Celery's spelling)."""
+        return _piped(self, other)
+
+    def delay(self) -> Job[Any]:
+        """Celery's name for :meth:`enqueue` (the arguments are the signature's)."""
+        return self.enqueue()
+
 
 class Group:
     """Steps that run in parallel; ``.then(callback)`` gets the list of their results."""
@@ -98,9 +108,17 @@ class Group:
     def then(self, *steps: Signature | Group) -> Chain:
         return Chain(self, *steps)
 
+    def __or__(self, other: Signature | Group | Chain) -> Chain:
+        """``group(...) | cb.s()``: the chain ``group(...).then(cb.s())``."""
+        return _piped(self, other)
+
     def enqueue(self) -> list[Job[Any]]:
         """Enqueue every step (one transaction); their handles in order."""
         return Chain(self).enqueue_all()
+
+    def delay(self) -> list[Job[Any]]:
+        """Celery's name for :meth:`enqueue`."""
+        return self.enqueue()
 
 
 class Chain:
@@ -119,9 +137,17 @@ class Chain:
     def then(self, *steps: Signature | Group) -> Chain:
         return Chain(*self.steps, *steps)
 
+    def __or__(self, other: Signature | Group | Chain) -> Chain:
+        """``chain | step``: ``chain.then(step)``; ``chain | chain`` joins the two."""
+        return _piped(self, other)
+
     def enqueue(self) -> Job[Any]:
         """Enqueue the whole chain in one transaction; the last step's handle."""
         return self.enqueue_all()[-1]
+
+    def delay(self) -> Job[Any]:
+        """Celery's name for :meth:`enqueue`."""
+        return self.enqueue()
 
     def enqueue_all(self) -> list[Job[Any]]:
         """Enqueue the whole chain; every step's handle in order (groups flattened)."""
@@ -173,6 +199,17 @@ def _as_signature(step: Any, options: dict[str, Any]) -> Signature:
     if isinstance(step, Enqueuer):
         return Signature(step.with_options(**options) if options else step, (), {})
     raise TypeError(f"then() takes a task or task.s(...), got {type(step).__name__}")
+
+
+def _piped(left: Signature | Group | Chain, right: object) -> Chain:
+    """``left | right``: the steps of both, in order, as one chain (``.then``'s rules:
+    a group cannot follow a group). Anything else is a one-line ``TypeError``."""
+    if not isinstance(right, (Signature, Group, Chain)):
+        hint = " (write task.s(...) to make a step)" if hasattr(right, "s") else ""
+        raise TypeError(f"| chains signatures, groups and chains, not {type(right).__name__}{hint}")
+    steps = left.steps if isinstance(left, Chain) else (left,)
+    more = right.steps if isinstance(right, Chain) else (right,)
+    return Chain(*steps, *more)
 
 
 def _first_signature(steps: Sequence[Signature | Group]) -> Signature:

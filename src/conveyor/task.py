@@ -25,7 +25,7 @@ import inspect
 import math
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Never, ParamSpec, TypeVar
 
 from conveyor import headers as job_headers
 from conveyor import limits, options, transactions, unique
@@ -152,6 +152,68 @@ def _epoch(when: When) -> float:
             raise options.OptionValueError(f"when must be finite epoch seconds, got {when!r}")
         return seconds
     raise TypeError(f"when must be an aware datetime or epoch seconds, got {type(when).__name__}")
+
+
+#: Celery ``apply_async`` options conveyor does not take -> what it offers instead.
+_RETRIES = (
+    "a job's retries are the task's options, @app.task(max_attempts=5, retry=conveyor.Backoff(...))"
+)
+#: Celery's retry/retry_policy retry the *publishing* of the message to the broker.
+_PUBLISH = (
+    "an enqueue is one write to the store, and raises conveyor.BackendUnavailable when "
+    "the store is unreachable (catch it to try again); " + _RETRIES
+)
+_CELERY_INSTEAD = {
+    "retry": _PUBLISH,
+    "retry_policy": _PUBLISH,
+    "max_retries": _RETRIES,
+    "link": "chain steps with a.s(...) | b.s(...), or job.then(b.s()) after an enqueue",
+    "link_error": "run a handler on failure with job.on_failure(handler.s())",
+    "task_id": "conveyor makes the job id (job.id); for one job per key use "
+    "with_options(unique_key=...)",
+    "time_limit": "limit a run with @app.task(timeout=seconds) or with_options(timeout=...)",
+    "soft_time_limit": "limit a run with @app.task(timeout=seconds) or with_options(timeout=...)",
+    "headers": "use with_options(headers={...}).enqueue(...) (str -> str)",
+    "ignore_result": "use @app.task(store_result=False)",
+    "routing_key": "jobs are routed by queue=",
+    "exchange": "jobs are routed by queue=",
+    "serializer": "arguments are stored as JSON by conveyor's codec; there is nothing to choose",
+    "compression": "arguments are stored as JSON by conveyor's codec; there is nothing to choose",
+}
+_APPLY_ASYNC_TAKES = "args, kwargs, countdown, eta, expires, queue and priority"
+
+
+def _refusal(names: Sequence[str]) -> str:
+    """The one-line error for Celery options ``apply_async`` does not take."""
+    name = names[0]
+    instead = _CELERY_INSTEAD.get(
+        name,
+        f"it takes {_APPLY_ASYNC_TAKES}; other options are task.with_options(...)'s "
+        "(docs/migrating.md)",
+    )
+    more = f" (nor {', '.join(names[1:])})" if len(names) > 1 else ""
+    return f"apply_async() does not take {name}{more}: {instead}"
+
+
+def _celery_args(args: Sequence[Any] | None) -> Sequence[Any]:
+    if args is None:
+        return ()
+    if not isinstance(args, (tuple, list)):
+        raise TypeError(
+            "apply_async(args=...) takes a tuple or list of positional arguments, got "
+            f"{type(args).__name__} (task.delay(x) passes arguments directly)"
+        )
+    return args
+
+
+def _celery_kwargs(kwargs: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    if kwargs is None:
+        return _NO_KWARGS
+    if not isinstance(kwargs, Mapping):
+        raise TypeError(
+            f"apply_async(kwargs=...) takes a dict of keyword arguments, got {type(kwargs).__name__}"
+        )
+    return kwargs
 
 
 class _Resolved:
@@ -547,6 +609,76 @@ class Enqueuer(Generic[P, R]):
         merged = {**self._overrides, **{k: v for k, v in given.items() if v is not None}}
         return Enqueuer(self._task, merged)
 
+    # -- Celery's spellings (docs/migrating.md) --------------------------------------------
+
+    def delay(self, *args: P.args, **kwargs: P.kwargs) -> Job[R]:
+        """Celery's name for :meth:`enqueue`: the same job, the same checks, the same
+        ``Job[R]`` handle (typed with the task's own parameters).
+
+        >>> import conveyor
+        >>> app = conveyor.App("sqlite:///:memory:")
+        >>> @app.task
+        ... def add(a: int, b: int) -> int:
+        ...     return a + b
+        >>> add.delay(1, 2).status
+        <JobState.QUEUED: 'queued'>
+        """
+        return self.enqueue(*args, **kwargs)
+
+    def apply_async(
+        self,
+        args: Sequence[Any] | None = None,
+        kwargs: Mapping[str, Any] | None = None,
+        *,
+        countdown: Delay | None = None,
+        eta: When | None = None,
+        expires: float | datetime.timedelta | datetime.datetime | None = None,
+        queue: str | None = None,
+        priority: int | None = None,
+        **unsupported: Never,
+    ) -> Job[R]:
+        """Celery's ``apply_async``, mapped onto conveyor: ``countdown`` is
+        :meth:`enqueue_after`, ``eta`` :meth:`schedule_at` (an aware datetime or epoch
+        seconds), ``queue``/``priority``/``expires`` are :meth:`with_options`' (higher
+        ``priority`` runs first). Any other Celery option is refused with a ``TypeError``
+        saying what conveyor offers instead (``retry_policy``, which retries Celery's
+        publishing: an enqueue raises ``BackendUnavailable``). Returns the job's handle, as
+        ``enqueue`` does.
+
+        >>> import conveyor
+        >>> app = conveyor.App("sqlite:///:memory:")
+        >>> @app.task
+        ... def add(a: int, b: int) -> int:
+        ...     return a + b
+        >>> add.apply_async((1,), {"b": 2}, countdown=60, queue="math").status
+        <JobState.SCHEDULED: 'scheduled'>
+        >>> add.apply_async((1, 2), retry_policy={"max_retries": 3})
+        Traceback (most recent call last):
+        ...
+        TypeError: apply_async() does not take retry_policy: an enqueue is one write to the store, and raises conveyor.BackendUnavailable when the store is unreachable (catch it to try again); a job's retries are the task's options, @app.task(max_attempts=5, retry=conveyor.Backoff(...))
+        """
+        if unsupported:
+            raise TypeError(_refusal(sorted(unsupported)))
+        if countdown is not None and eta is not None:
+            raise ValueError("apply_async() takes countdown or eta, not both")
+        call = (_celery_args(args), _celery_kwargs(kwargs))
+        given = {"queue": queue, "priority": priority, "expires": expires}
+        enqueuer = self
+        if any(v is not None for v in given.values()):
+            enqueuer = self.with_options(queue=queue, priority=priority, expires=expires)
+        run_at = None
+        if countdown is not None:
+            run_at = time.time() + options.check_seconds("countdown", countdown, allow_zero=True)
+        elif eta is not None:
+            if isinstance(eta, datetime.datetime) and eta.tzinfo is None:
+                raise ValueError(
+                    "apply_async(eta=...) needs an aware datetime (with tzinfo, e.g. "
+                    "datetime.now(timezone.utc)) or epoch seconds; conveyor does not guess "
+                    "a naive one's zone"
+                )
+            run_at = _epoch(eta)
+        return enqueuer._enqueue([call], run_at)[0]
+
     # -- asyncio twins (checked and encoded here, written in a thread: the loop never
     # blocks on the store) ----------------------------------------------------------------
 
@@ -621,6 +753,7 @@ class Task(Enqueuer[P, R]):
         """
         from conveyor.testing.local import execute
 
+        self.app.import_includes()  # the modules a worker would have imported
         value: R = execute(self, args, kwargs)
         return value
 

@@ -32,10 +32,13 @@ assert_type(RecalculateAccount.enqueue(42), Job[list[int]])
 assert_type(FetchAccount.enqueue(42), Job[str])
 assert_type(RecalculateAccount.with_options(queue="low").enqueue(42), Job[list[int]])
 assert_type(RecalculateAccount.task.execute(42), list[int])
+assert_type(RecalculateAccount.delay(42), Job[list[int]])
+assert_type(FetchAccount.apply_async((42,), countdown=1), Job[str])
 class_task: Task[..., list[int]] = RecalculateAccount.task
 async_class_task: AsyncTask[..., str] = FetchAccount.task
 
 RecalculateAccount.enqueue("forty-two")  # pyright: ignore[reportArgumentType]
+RecalculateAccount.delay("forty-two")  # pyright: ignore[reportArgumentType]
 FetchAccount.enqueue("x")  # pyright: ignore[reportCallIssue, reportArgumentType]
 wrong: int = RecalculateAccount.enqueue(1).result()  # pyright: ignore[reportAssignmentType]
 

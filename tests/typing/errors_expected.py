@@ -33,6 +33,12 @@ fetch.execute("one")  # type: ignore[arg-type]
 text: str = add.enqueue(1).result()  # type: ignore[assignment]
 numbers: list[str] = fetch.enqueue(1).result()  # type: ignore[assignment]
 app.testing("sideways")  # type: ignore[call-overload]
+add.delay("one")  # type: ignore[arg-type]
+add.delay(1, 2, 3)  # type: ignore[call-arg]
+fetch.delay("one")  # type: ignore[arg-type]
+add.apply_async((1,), retry_policy={"max_retries": 3})  # type: ignore[arg-type]
+add.apply_async((1,), countdown="soon")  # type: ignore[arg-type]
+add.s(1) | add  # type: ignore[operator]
 
 
 async def from_async_code() -> None:
@@ -57,6 +63,8 @@ RecalculateAccount.with_options(queue="q").enqueue("x")  # type: ignore[arg-type
 RecalculateAccount.task.execute("x")  # type: ignore[arg-type]
 FetchAccount.enqueue("x")  # type: ignore[call-overload]
 wrong: int = RecalculateAccount.enqueue(1).result()  # type: ignore[assignment]
+RecalculateAccount.delay("forty-two")  # type: ignore[arg-type]
+RecalculateAccount.apply_async((1,), link=None)  # type: ignore[arg-type]
 
 
 class BadOptions(conveyor.ClassTask, app=app, queue=3):  # type: ignore[arg-type]

@@ -9,7 +9,7 @@ from typing import Any, assert_type
 
 import conveyor
 from conveyor import Args, Job
-from conveyor.compose import Signature
+from conveyor.compose import Chain, Signature
 from conveyor.task import AsyncTask, Task
 from conveyor.testing import Captured, Inline
 
@@ -57,6 +57,14 @@ assert_type(add.enqueue_many(Args(i) for i in range(3)), list[Job[int]])
 assert_type(add.execute(1, 2), int)
 assert_type(fetch.execute(1), list[int])
 assert_type(add.s(1), Signature)
+# Celery's spellings: delay is typed like enqueue, apply_async keeps the job's result type
+assert_type(add.delay(1, b=2), Job[int])
+assert_type(fetch.delay(1), Job[list[int]])
+assert_type(add.with_options(queue="q").delay(1), Job[int])
+assert_type(add.apply_async((1,), {"b": 2}, countdown=5, queue="q", priority=3), Job[int])
+assert_type(fetch.apply_async([1], eta=when, expires=60), Job[list[int]])
+assert_type(add.s(1) | add.s(), Chain)
+assert_type(conveyor.group(add.s(1)) | add.s() | add.s(), Chain)
 # calling a task is calling the function: an async task gives its coroutine
 assert_type(add(1), int)
 # a result used as a statement: no false unused-coroutine (the job was Job[Coroutine])
@@ -115,6 +123,10 @@ assert_type(RecalculateAccount.enqueue_many([Args(1), (2,)]), list[Job[list[int]
 assert_type(RecalculateAccount.with_options(queue="low").enqueue(42), Job[list[int]])
 assert_type(FetchAccount.with_options(delay=1).enqueue(42), Job[str])
 assert_type(RecalculateAccount.s(42), Signature)
+assert_type(RecalculateAccount.delay(42, force=True), Job[list[int]])
+assert_type(FetchAccount.delay(42), Job[str])
+assert_type(RecalculateAccount.apply_async((42,), countdown=5, queue="low"), Job[list[int]])
+assert_type(FetchAccount.apply_async([42], priority=3), Job[str])
 assert_type(RecalculateAccount.task.execute(42), list[int])
 assert_type(FetchAccount.task.execute(42), str)
 assert_type(RecalculateAccount().execute(42), list[int])

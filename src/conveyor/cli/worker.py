@@ -103,6 +103,13 @@ _FLAGS = {
     help="Seconds running jobs get after TERM/INT before being released.",
 )
 @click.option("--burst", is_flag=True, help="Exit 0 when no job is ready or running.")
+@click.option(
+    "--include",
+    "include",
+    multiple=True,
+    metavar="MODULE",
+    help="Import this module of tasks at start, after APP (repeatable; as App(include=...)).",
+)
 @click.option("--url", callback=valid_url, help="Store URL; wins over App(url) and $CONVEYOR_URL.")
 @click.option(
     "--log-level",
@@ -144,6 +151,7 @@ def worker(
     queues: tuple[str, ...],
     shutdown_timeout: float,
     burst: bool,
+    include: tuple[str, ...],
     url: str | None,
     log_level: str,
     log_format: str,
@@ -182,7 +190,8 @@ def worker(
     # (and counted) lines, never job time. Drained with a deadline on the way out.
     handler = console.install(logging.getLevelName(log_level.upper()), log_format)
     try:
-        app = load_app(app_spec)
+        app = load_app(app_spec)  # imports App(include=...) too
+        app.import_includes(include)  # before the queues: their tasks declare some
         apply_url(app, url, files)  # --url > App(url) > $CONVEYOR_URL > the files > default
         if files:  # settings the command line does not show: say where they came from
             logging.getLogger("conveyor.worker").info(

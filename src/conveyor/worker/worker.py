@@ -108,6 +108,7 @@ class Worker:
     ) -> None:
         if concurrency < 1:
             raise ConfigurationError(f"concurrency must be >= 1, got {concurrency}")
+        app.import_includes()  # App(include=[...]): the task modules, before any claim
         try:
             prefetch = parse_prefetch(prefetch)
         except ValueError as exc:

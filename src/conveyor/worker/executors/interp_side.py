@@ -61,14 +61,15 @@ def init(
     queue_id: int,
     cancel_id: int = -1,
     middleware: list[str] | None = None,
+    include: list[str] | None = None,
 ) -> None:
-    """Import the app (and so its task modules) in this interpreter, and instantiate the
-    parent's middleware classes."""
+    """Import the app (and so its task modules, and the parent's ``include``) in this
+    interpreter, and instantiate the parent's middleware classes."""
     global _app, _queue_id, _cancel_id, _watchdog, _listener
     from conveyor.worker.executors.thread import _Watchdog
     from conveyor.worker.executors.wire import load_for_child
 
-    _app = load_for_child(app_spec, path, middleware)
+    _app = load_for_child(app_spec, path, middleware, include)
     _queue_id, _cancel_id = queue_id, cancel_id
     _watchdog = _Watchdog(daemon=False)  # daemon threads are not allowed in here
     if cancel_id >= 0:

@@ -83,7 +83,7 @@ _INIT = """
 import sys
 sys.path[:0] = [p for p in {path!r} if p not in sys.path]
 from conveyor.worker.executors import interp_side as _conveyor_side
-_conveyor_side.init({spec!r}, {path!r}, {qid!r}, {cid!r}, {mw!r})
+_conveyor_side.init({spec!r}, {path!r}, {qid!r}, {cid!r}, {mw!r}, {inc!r})
 """
 _SHUTDOWN = "if '_conveyor_side' in globals(): _conveyor_side.shutdown()"
 
@@ -100,7 +100,7 @@ def _start_failed(app_spec: str, formatted: str) -> ConfigurationError:
 class _Interp313:
     """One subinterpreter (3.13 low-level API) with the app imported, and its queue."""
 
-    def __init__(self, app_spec: str, middleware: list[str]) -> None:
+    def __init__(self, app_spec: str, middleware: list[str], include: list[str]) -> None:
         # Private modules, typed as plain modules (their stubs differ across versions).
         self._i: Any = importlib.import_module("_interpreters")
         self._q: Any = importlib.import_module("_interpqueues")
@@ -109,7 +109,12 @@ class _Interp313:
         self.iid = self._i.create("isolated")
         self.jobs = 0
         code = _INIT.format(
-            path=list(sys.path), spec=app_spec, qid=self.qid, cid=self.cid, mw=middleware
+            path=list(sys.path),
+            spec=app_spec,
+            qid=self.qid,
+            cid=self.cid,
+            mw=middleware,
+            inc=include,
         )
         err = self._i.exec(self.iid, code)
         if err is not None:
@@ -141,14 +146,16 @@ class _Interp314:
 
     Not exercised by the test suite yet: no 3.14 on the CI machines (see docs/pools.md)."""
 
-    def __init__(self, app_spec: str, middleware: list[str]) -> None:
+    def __init__(self, app_spec: str, middleware: list[str], include: list[str]) -> None:
         interpreters: Any = importlib.import_module("concurrent.interpreters")
         self._mod = interpreters
         self._interp: Any = interpreters.create()
         self.jobs = 0
         try:
             self._interp.exec(
-                _INIT.format(path=list(sys.path), spec=app_spec, qid=-1, cid=-1, mw=middleware)
+                _INIT.format(
+                    path=list(sys.path), spec=app_spec, qid=-1, cid=-1, mw=middleware, inc=include
+                )
             )
         except interpreters.ExecutionFailed as exc:
             self.close()
@@ -181,10 +188,12 @@ def _exit_now() -> None:
     os._exit(0)
 
 
-def _new_interp(app_spec: str, middleware: list[str]) -> _Interp313 | _Interp314:
+def _new_interp(
+    app_spec: str, middleware: list[str], include: list[str]
+) -> _Interp313 | _Interp314:
     if sys.version_info >= (3, 14):
-        return _Interp314(app_spec, middleware)
-    return _Interp313(app_spec, middleware)
+        return _Interp314(app_spec, middleware, include)
+    return _Interp313(app_spec, middleware, include)
 
 
 class InterpreterExecutor:
@@ -209,6 +218,7 @@ class InterpreterExecutor:
         self._app_spec = app_spec
         #: middleware classes each subinterpreter instantiates (read at each start)
         self._middleware = app.middleware
+        self._app = app  # its include: the task modules each subinterpreter imports
         self._concurrency = concurrency
         self._max_jobs = max_jobs_per_child
         self._threads = SlotThreads("interp", concurrency)
@@ -252,7 +262,9 @@ class InterpreterExecutor:
         # The subinterpreter is created, used and destroyed by this one thread.
         interp: _Interp313 | _Interp314 | None = None
         try:
-            interp = _new_interp(self._app_spec, list(self._middleware.classes))
+            interp = _new_interp(
+                self._app_spec, list(self._middleware.classes), list(self._app.include)
+            )
         except BaseException as exc:
             errors.append(exc)
         ready.wait()
@@ -268,7 +280,9 @@ class InterpreterExecutor:
             job, _ctx = item
             if interp is None:
                 try:
-                    interp = _new_interp(self._app_spec, list(self._middleware.classes))
+                    interp = _new_interp(
+                        self._app_spec, list(self._middleware.classes), list(self._app.include)
+                    )
                 except ConfigurationError as exc:
                     self._done(job, failure("InterpreterStartFailed", str(exc)))
                     continue

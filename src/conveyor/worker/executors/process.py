@@ -67,7 +67,11 @@ STOP_GRACE = 2.0
 
 
 def _child_main(
-    conn: Connection, app_spec: str, path: list[str], middleware: list[str] | None = None
+    conn: Connection,
+    app_spec: str,
+    path: list[str],
+    middleware: list[str] | None = None,
+    include: list[str] | None = None,
 ) -> None:
     """Entry point of a child process: import the app (and instantiate the parent's
     middleware classes), then run jobs until told to stop."""
@@ -76,7 +80,7 @@ def _child_main(
     from conveyor.worker.executors.wire import load_for_child, run_wire
 
     try:
-        app = load_for_child(app_spec, path, middleware)
+        app = load_for_child(app_spec, path, middleware, include)
     except BaseException as exc:  # reported to the parent, which fails the worker start
         conn.send(("error", f"cannot import {app_spec!r} in a worker child: {exc!r}"))
         return
@@ -112,11 +116,12 @@ class _Child:
         ctx: multiprocessing.context.SpawnContext,
         app_spec: str,
         middleware: list[str] | None = None,
+        include: list[str] | None = None,
     ) -> None:
         self.conn, child_conn = ctx.Pipe(duplex=True)
         self.proc: BaseProcess = ctx.Process(
             target=_child_main,
-            args=(child_conn, app_spec, list(sys.path), middleware),
+            args=(child_conn, app_spec, list(sys.path), middleware, include),
             name="conveyor-child",
             daemon=True,
         )
@@ -197,6 +202,7 @@ class ProcessExecutor:
         self._app_spec = app_spec
         #: middleware classes each child instantiates (read at each child's start)
         self._middleware = app.middleware
+        self._app = app  # its include: the task modules each child imports
         self._concurrency = concurrency
         self._max_jobs = max_jobs_per_child
         self._max_rss = int(max_memory_mib * 1024 * 1024) if max_memory_mib else None
@@ -241,7 +247,9 @@ class ProcessExecutor:
         self, slot: _Slot, ready: threading.Barrier, errors: list[BaseException]
     ) -> None:
         try:
-            slot.child = _Child(self._ctx, self._app_spec, self._middleware.classes)
+            slot.child = _Child(
+                self._ctx, self._app_spec, self._middleware.classes, list(self._app.include)
+            )
         except BaseException as exc:
             errors.append(exc)
         ready.wait()
@@ -272,7 +280,9 @@ class ProcessExecutor:
     def _run_one(self, slot: _Slot, job: ClaimedJob) -> Outcome:
         if slot.child is None:
             try:
-                child = _Child(self._ctx, self._app_spec, self._middleware.classes)
+                child = _Child(
+                    self._ctx, self._app_spec, self._middleware.classes, list(self._app.include)
+                )
             except ConfigurationError as exc:
                 return failure("WorkerChildStartFailed", str(exc))
             with slot.lock:

@@ -85,15 +85,23 @@ def rss_bytes() -> int:
         return 0
 
 
-def load_for_child(app_spec: str, path: list[str], middleware: list[str] | None = None) -> App:
+def load_for_child(
+    app_spec: str,
+    path: list[str],
+    middleware: list[str] | None = None,
+    include: list[str] | None = None,
+) -> App:
     """Import the app by its spec in a fresh process or interpreter, and instantiate
-    the parent's middleware classes (by qualified name) that importing it did not add."""
+    the parent's middleware classes (by qualified name) that importing it did not add;
+    ``include``: the parent's task modules (``--include`` as well as ``App(include=)``)."""
     from conveyor.app import load_app
 
     for entry in reversed(path):
         if entry not in sys.path:
             sys.path.insert(0, entry)
     app = load_app(app_spec)
+    if include:
+        app.import_includes(include)
     if middleware:
         app.middleware.ensure(middleware)
     return app
