@@ -9,6 +9,10 @@ Example:
     >>> job = ClaimedJob("j", "t", "q", "{}", 1, 3, 7, None, 30.0, 0.0, 0.0, 0, 0)
     >>> finish_params(Outcome.ok("42"), job, None, "w1").kind
     <FinishKind.SUCCEEDED: 'succeeded'>
+    >>> from conveyor.errors import EncodeError
+    >>> refused = Outcome.refused(EncodeError("cannot encode result: {1} is a set"))
+    >>> finish_params(refused, job, None, "w1").kind   # attempt 1 of 3: dead, not retried
+    <FinishKind.DEAD: 'dead'>
 """
 
 from __future__ import annotations
@@ -21,13 +25,14 @@ from typing import TYPE_CHECKING, Any
 from conveyor.backends.base import ClaimedJob, JobFinishParams
 from conveyor.errors import JobCancelled, Snooze
 from conveyor.retry import Backoff, next_step
+from conveyor.rules import REFUSED_REASON
 from conveyor.states import FinishKind
 
 if TYPE_CHECKING:
     from conveyor.task import Task
 
 OK, ERROR, CANCELLED, UNRUNNABLE, SNOOZED = "ok", "error", "cancelled", "unrunnable", "snoozed"
-EXPIRED = "expired"
+EXPIRED, REFUSED = "expired", "refused"
 
 
 class RemoteError(Exception):
@@ -93,6 +98,14 @@ class Outcome:
         )
         return cls(UNRUNNABLE, error=error, error_json=err, reason=reason)
 
+    @classmethod
+    def refused(cls, error: BaseException) -> Outcome:
+        """The task ran, but conveyor refuses what it produced (a result that cannot be
+        encoded): running it again gives the same refusal, so the job is not retried and
+        ends dead now, ``error`` saying what was refused. An exception the task raises
+        itself is never this, it is retried as the task's policy says."""
+        return cls(REFUSED, error=error, error_json=error_to_json(error), reason=REFUSED_REASON)
+
 
 def error_to_json(error: BaseException) -> str:
     """Type, message and traceback text of an exception, as stored JSON."""
@@ -135,7 +148,7 @@ def finish_params(
         "started_at": started,
         "finished_at": outcome.finished_at,
     }
-    if outcome.status == UNRUNNABLE:
+    if outcome.status == UNRUNNABLE or outcome.status == REFUSED:
         return JobFinishParams(
             kind=FinishKind.DEAD, error=outcome.error_json, reason=outcome.reason, **common
         )
