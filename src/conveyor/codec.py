@@ -202,6 +202,10 @@ def encode(value: object, what: str = "result") -> str:
         Traceback (most recent call last):
         ...
         conveyor.errors.EncodeError: cannot encode result at result["n"][1]: nan is not a JSON number
+        >>> encode({1, 2})
+        Traceback (most recent call last):
+        ...
+        conveyor.errors.EncodeError: cannot encode result: object of type set is not JSON serializable
     """
     try:
         if type(value) is int:  # a common result: the text json would write, ~0.3 µs of ~3
@@ -210,8 +214,9 @@ def encode(value: object, what: str = "result") -> str:
         return _encoder.encode(value)
     except _ENCODE_ERRORS as exc:
         where = _refusal(value, what)
-        if where is not None:
-            raise EncodeError(f"cannot encode {what} at {where}") from None
+        if where is not None:  # "result: why" for the value itself, else "at result[2]: why"
+            at = where[len(what) :] if where.startswith(f"{what}: ") else f" at {where}"
+            raise EncodeError(f"cannot encode {what}{at}") from None
         raise EncodeError(f"cannot encode {what}: {_message(exc)}") from None
 
 

@@ -22,7 +22,8 @@ The rules:
 * **limits** (:func:`limit_deferral`): a claimed job over its concurrency or rate limit
   -> back to ``scheduled`` a moment later.
 * **retries and their delays** are decided by ``conveyor.worker.outcome`` from the
-  task's :class:`~conveyor.retry.Backoff` (pure too; the backend gets ``RETRY`` + ``run_at``).
+  task's :class:`~conveyor.retry.Backoff` (pure too; the backend gets ``RETRY`` + ``run_at``),
+  except for an attempt whose output conveyor refuses (:data:`REFUSED_REASON`): ``DEAD`` at once.
 
 Example:
     >>> FINISH[FinishKind.RETRY].state
@@ -38,7 +39,7 @@ from __future__ import annotations
 import enum
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from conveyor.records import record
 from conveyor.states import FINISHED_STATES, FinishKind, JobState
@@ -106,6 +107,12 @@ FINISH: dict[FinishKind, FinishRule] = {
 }
 #: The attempt outcome of a graceful release (shutdown): back to queued, not an attempt.
 RELEASED = "released"
+#: ``reason`` of a job whose attempt ran but produced what conveyor refuses to store (a
+#: result that cannot be encoded, ``conveyor.worker.outcome.Outcome.refused``): running
+#: the same code again is refused the same way, so it finishes ``DEAD`` at once, whatever
+#: attempts are left, the job's ``error`` saying what was refused. What the task raises
+#: itself is never such a refusal: it is retried by the task's policy.
+REFUSED_REASON = "not retried: running it again would be refused the same way"
 
 # -- cancel and manual retry ---------------------------------------------------------------
 
@@ -256,6 +263,55 @@ def cancelled_reason(parent: str, why: str) -> str:
 def not_needed_reason(parent: str) -> str:
     """``reason`` of an on_failure handler cancelled because its parent succeeded."""
     return f"{_DEPENDENCY}{parent}{_NOT_NEEDED}"
+
+
+def failed_dependency(reason: str | None) -> str | None:
+    """The parent whose failure a child was cancelled behind, read back from the child's
+    :func:`cancelled_reason`; None for any other reason (a handler "not needed", a
+    user's cancel).
+
+    >>> failed_dependency(cancelled_reason("j1", "ended dead"))
+    'j1'
+    >>> failed_dependency(not_needed_reason("j1")) is None, failed_dependency(None) is None
+    (True, True)
+    """
+    if not isinstance(reason, str) or not reason.startswith(_DEPENDENCY):
+        return None  # (a row written around the API may hold anything)
+    if reason.endswith(_NOT_NEEDED):
+        return None
+    parent, space, _ = reason[len(_DEPENDENCY) :].partition(" ")
+    return parent if parent and space else None
+
+
+#: (state, reason, error) of a stored job, None when there is no such job.
+JobStory = tuple[str, str | None, str | None] | None
+
+
+def failure_error(parent: str, lookup: Callable[[str], JobStory]) -> str | None:
+    """The stored error (JSON text) an on_failure handler of ``parent`` is given: the
+    parent's own, or, for a parent cancelled behind a failed dependency (a chain's last
+    step after an earlier step died), that dependency's, followed back to the job that
+    failed. None when no job on the way has one (a user's cancel, an expiry). Every
+    store applies it when it releases a handler (Redis: ``_flow.lua`` ``failure_error``).
+
+    >>> rows = {"a": ("dead", "attempts exhausted (1/1)", '{"type": "KeyError"}'),
+    ...         "b": ("cancelled", cancelled_reason("a", "ended dead"), None),
+    ...         "c": ("cancelled", cancelled_reason("b", WAS_CANCELLED), None)}
+    >>> failure_error("c", rows.get)
+    '{"type": "KeyError"}'
+    """
+    seen: set[str] = set()
+    current: str | None = parent
+    while current is not None and current not in seen:
+        seen.add(current)
+        story = lookup(current)
+        if story is None:
+            return None
+        state, reason, error = story
+        if error:
+            return error
+        current = failed_dependency(reason) if state == JobState.CANCELLED else None
+    return None
 
 
 #: How a parent that already ended reads to a child inserted behind it.
@@ -430,6 +486,13 @@ end""",
 end""",
         "rule_not_needed_reason": f"""local function rule_not_needed_reason(parent)
   return {_lua(_DEPENDENCY)} .. parent .. {_lua(_NOT_NEEDED)}
+end""",
+        # failed_dependency: the id after "dependency ", unless the handler was not needed
+        "rule_failed_dependency": f"""local function rule_failed_dependency(reason)
+  if not reason or string.sub(reason, -{len(_NOT_NEEDED)}) == {_lua(_NOT_NEEDED)} then
+    return nil
+  end
+  return string.match(reason, {_lua("^" + _DEPENDENCY + "(%S+) ")})
 end""",
     }
     return (*definitions, *functions.items())

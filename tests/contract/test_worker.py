@@ -130,6 +130,37 @@ def test_unknown_task_and_bad_payload_go_dead_without_import(
     assert json.loads(bad.refresh().error or "{}")["type"] == "TypeError"
 
 
+def test_a_result_that_cannot_be_encoded_ends_dead_at_once(
+    app: conveyor.App, running: list[Worker]
+) -> None:
+    calls: list[int] = []
+
+    @app.task(max_attempts=5, retry=FAST)
+    def tags() -> set[str]:
+        calls.append(conveyor.current_job().attempt)
+        return {"a", "b"}  # a set: the codec refuses it, and would on every run
+
+    @app.task(max_attempts=3, retry=FAST)
+    async def nan() -> float:
+        return float("nan")
+
+    start(app, running)
+    job, other = tags.enqueue(), nan.enqueue()
+    with pytest.raises(conveyor.JobFailed) as info:
+        job.result(timeout=10)
+    assert calls == [1]  # not retried
+    assert info.value.error_type == "EncodeError"
+    assert "cannot encode result" in info.value.message and "set" in info.value.message
+    record = job.refresh()
+    assert record.state is JobState.DEAD and record.attempt == 1
+    assert record.reason == "not retried: running it again would be refused the same way"
+    assert json.loads(record.error or "{}")["type"] == "EncodeError"
+    assert [a.outcome for a in job.attempts()] == ["dead"]
+    with pytest.raises(conveyor.JobFailed, match="nan is not a JSON number"):
+        other.result(timeout=10)
+    assert [a.outcome for a in other.attempts()] == ["dead"]
+
+
 def test_cancel_a_running_async_task_and_a_cooperative_sync_task(
     app: conveyor.App, running: list[Worker]
 ) -> None:

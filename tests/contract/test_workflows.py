@@ -148,8 +148,41 @@ def test_on_failure_handler(app: conveyor.App, backend: Backend) -> None:
     drain(app)
     assert handler.result(timeout=5) == "alerted"
     assert seen[0]["job_id"] == last.id and seen[0]["state"] == "cancelled"
+    # The last step never ran: the handler is told the error of the step that failed.
+    assert "ended dead" in str(seen[0]["reason"])
+    error = seen[0]["error"]
+    assert isinstance(error, dict)
+    assert error["type"] == "RuntimeError" and error["message"] == "boom"
+    assert 'raise RuntimeError("boom")' in str(error["traceback"])
     assert unneeded.status is JobState.CANCELLED
     assert "not needed" in (unneeded.refresh().reason or "")
-    # A handler attached after the failure runs at once.
+    # A handler attached after the failure runs at once, told the same.
     late = last.on_failure(alert.s())
     assert late.status is JobState.QUEUED
+    drain(app)
+    assert late.result(timeout=5) == "alerted"
+    assert seen[-1]["job_id"] == last.id and seen[-1]["error"] == error
+
+
+def test_on_failure_handler_of_a_dead_job_gets_its_error(
+    app: conveyor.App, backend: Backend
+) -> None:
+    needs(backend, "workflows")
+    t = _tasks(app)
+
+    @app.task
+    def alert(info: dict[str, object]) -> dict[str, object]:
+        return info
+
+    dead = t["boom"].enqueue()
+    handler = dead.on_failure(alert.s())
+    cancelled = t["fetch"].with_options(delay=60).enqueue(1)
+    told_of_cancel = cancelled.on_failure(alert.s())
+    cancelled.cancel()  # a user's cancel: no error to tell
+    drain(app)
+    info = handler.result(timeout=5)
+    assert info["job_id"] == dead.id and info["state"] == "dead"
+    assert info["reason"] == "attempts exhausted (1/1)"
+    assert info["error"]["type"] == "RuntimeError"  # type: ignore[index]
+    info = told_of_cancel.result(timeout=5)
+    assert info["state"] == "cancelled" and info["error"] is None

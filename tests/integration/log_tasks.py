@@ -52,3 +52,9 @@ def send(to: str) -> str:
 def chatty(size: int) -> None:
     """Logs one line of ``size`` bytes (seed 002's 16 KiB JSON-like line)."""
     logging.getLogger("tests.chatty").info("x" * size)
+
+
+@app.task(max_attempts=5)
+def tags() -> set[str]:
+    """Returns a set, which the codec refuses: dead at once, never retried."""
+    return {"a", "b"}

@@ -165,9 +165,14 @@ def test_inline_workflows_release_their_children(app: conveyor.App) -> None:
         assert after.status is JobState.CANCELLED
         assert handler.status is JobState.SUCCEEDED
         chained = conveyor.chain(fail.s(), fetch.s(), fetch.s()).enqueue()
+        chained.on_failure(alert.s())
     assert failures[0]["state"] == "dead"
     assert chained.status is JobState.CANCELLED
     assert "cancelled" in (chained.refresh().reason or "")
+    # The chain's last step never ran: its handler is told the failed first step's error.
+    assert failures[-1]["job_id"] == chained.id and failures[-1]["state"] == "cancelled"
+    assert failures[-1]["error"] == failures[0]["error"]
+    assert isinstance(failures[0]["error"], dict) and failures[0]["error"]["message"] == "no"
 
 
 def test_inline_run_scheduled_false_holds_later_jobs_until_drain(app: conveyor.App) -> None:

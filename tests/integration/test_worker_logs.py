@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -20,7 +21,9 @@ import pytest
 import conveyor
 from conveyor.states import JobState
 from tests.integration import log_tasks
+from tests.integration.cli_run import conveyor as conveyor_cli
 from tests.integration.conftest import ROOT, wait_for, worker_env
+from tests.integration.test_worker_ops import free_port
 from tests.support.redis_server import RedisServer
 
 pytestmark = pytest.mark.slow
@@ -81,9 +84,9 @@ def app(sqlite_url: str) -> Iterator[conveyor.App]:
 def spawn(sqlite_url: str) -> Iterator[Spawn]:
     procs: list[subprocess.Popen[str]] = []
 
-    def start(*args: str, url: str | None = None) -> Stderr:
+    def start(*args: str, url: str | None = None, spec: str = f"{TASKS}:app") -> Stderr:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "conveyor.cli", "worker", f"{TASKS}:app", *args],
+            [sys.executable, "-m", "conveyor.cli", "worker", spec, *args],
             cwd=ROOT,
             env=worker_env(url or sqlite_url),
             stdout=subprocess.DEVNULL,
@@ -301,3 +304,112 @@ def test_jobs_waiting_in_a_queue_nobody_declares_are_named_at_start(
     assert job.refresh().state is JobState.QUEUED
     spawn("--burst", "-q", "urgent").finish()
     assert job.refresh().state is JobState.SUCCEEDED
+
+
+def test_an_app_without_tasks_warns_with_the_fix_and_unknown_tasks_say_it_once(
+    app: conveyor.App, spawn: Spawn
+) -> None:
+    job = log_tasks.noop.enqueue()  # a task the empty app does not register
+    empty = "tests.integration.empty_app"
+    out = spawn("--burst", spec=f"{empty}:app")
+    out.finish()
+    text = out.text()
+    assert (
+        f"WARNING conveyor.worker: tasks: none: {empty}:app registers no task, so every "
+        "job this worker claims ends dead (unknown task): import the module that defines "
+        f"them from {empty}, the module of {empty}:app (e.g. import tests.integration.tasks "
+        "there)"
+    ) in text, text
+    reason = f"unknown task {_task('noop')!r}: not registered in this worker"
+    dead = [line for line in out.lines if f"job {job.id}" in line]
+    assert len(dead) == 1 and dead[0].endswith(f"dead after attempt 1/5: Unrunnable: {reason}")
+    assert text.count(reason) == 1, text  # not repeated as "(reason)"
+    record = job.refresh()
+    assert record.state is JobState.DEAD and record.reason == reason
+
+
+@pytest.mark.parametrize("pool", ["thread", "process"])
+def test_a_result_that_cannot_be_encoded_is_dead_at_once_not_retried(
+    app: conveyor.App, spawn: Spawn, pool: str, sqlite_url: str
+) -> None:
+    job = log_tasks.tags.enqueue()
+    out = spawn("--burst", "--pool", pool, "-c", "1")
+    out.finish(30)
+    assert out.proc.returncode == 0, out.text()
+    record = job.refresh()
+    assert record.state is JobState.DEAD and record.attempt == 1
+    assert [a.outcome for a in job.attempts()] == ["dead"]
+    error = json.loads(record.error or "{}")
+    assert error["type"] == "EncodeError"
+    assert error["message"].startswith("cannot encode result")
+    assert "set" in error["message"], error
+    because = "not retried: running it again would be refused the same way"
+    assert record.reason == because
+    assert re.search(
+        rf"job {job.id} \({re.escape(_task('tags'))}\) dead after attempt 1/5: "
+        rf"EncodeError: cannot encode result.*\({because}\)$",
+        out.text(),
+        re.MULTILINE,
+    ), out.text()
+    assert "failed, attempt" not in out.text()  # no retry was ever scheduled
+    shown = conveyor_cli("job", job.id, "--url", sqlite_url, cwd=ROOT)
+    assert shown.returncode == 0, shown.stderr
+    assert f"reason: {because}" in shown.stdout
+    assert re.search(r"^1 .* dead +EncodeError: cannot encode result", shown.stdout, re.M), (
+        shown.stdout
+    )
+
+
+def test_metrics_port_logs_its_url_and_names_follow_prometheus(
+    app: conveyor.App, spawn: Spawn
+) -> None:
+    pytest.importorskip("prometheus_client")  # the metrics extra; in the dev extra too
+    from prometheus_client.parser import text_string_to_metric_families
+
+    done = [log_tasks.noop.enqueue(), log_tasks.noop.enqueue()]
+    later = log_tasks.noop.enqueue_after(600)
+    port = free_port()
+    out = spawn("--metrics-port", str(port))
+    url = out.wait(r"INFO conveyor\.worker: metrics: serving (\S+)$").group(1)
+    assert url == f"http://127.0.0.1:{port}/metrics"
+    wait_for(lambda: all(j.refresh().state is JobState.SUCCEEDED for j in done), what="runs")
+    samples: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+    types: dict[str, str] = {}
+
+    def scrape() -> bool:  # the gauges are refreshed every 2 s
+        body = urllib.request.urlopen(url, timeout=5).read().decode()
+        types.clear()
+        samples.clear()
+        for family in text_string_to_metric_families(body):
+            types[family.name] = family.type
+            for sample in family.samples:
+                samples[sample.name, tuple(sorted(sample.labels.items()))] = sample.value
+        depth = [samples.get(("conveyor_queue_depth", _labels(s))) for s in ("queued", "scheduled")]
+        return depth == [0, 1]  # a refresh after the two ran
+
+    wait_for(scrape, 10, what="the depth gauge to count only the scheduled job")
+    assert later.refresh().state is JobState.SCHEDULED
+    ours = {name: kind for name, kind in types.items() if name.startswith("conveyor_")}
+    counters = {name for name, kind in ours.items() if kind == "counter"}
+    assert "conveyor_log_dropped" in counters and "conveyor_jobs_succeeded" in counters
+    for name, _ in samples:
+        family = next(f for f in ours if name == f or name.startswith(f + "_"))
+        if family in counters:  # a counter's samples are NAME_total (and NAME_created)
+            assert name in (f"{family}_total", f"{family}_created"), name
+        else:
+            assert not name.endswith("_total"), f"{name} is a {ours[family]} named as a counter"
+    assert ours["conveyor_queue_depth"] == "gauge" and ours["conveyor_log_backlog"] == "gauge"
+    assert samples["conveyor_log_dropped_total", ()] == 0
+    succeeded = ("conveyor_jobs_succeeded_total", (("queue", "default"), ("task", _task("noop"))))
+    assert samples[succeeded] == 2
+    depth_states = {
+        dict(labels)["state"] for name, labels in samples if name == "conveyor_queue_depth"
+    }
+    assert depth_states == {"queued", "scheduled", "waiting"}  # waiting work, never finished
+    assert ("conveyor_queue_running", (("queue", "default"),)) in samples
+    out.proc.send_signal(signal.SIGTERM)
+    assert out.proc.wait(15) == 0
+
+
+def _labels(state: str) -> tuple[tuple[str, str], ...]:
+    return (("queue", "default"), ("state", state))

@@ -136,6 +136,6 @@ def test_metrics_endpoint(tmp_path: Path) -> None:
     assert 'conveyor_jobs_dead_total{queue="default",task="t.boom"} 1.0' in body
     assert 'conveyor_job_queue_wait_seconds_count{queue="default"} 5.0' in body
     assert "conveyor_job_run_seconds_bucket" in body
-    assert 'conveyor_queue_depth{queue="default",state="succeeded"} 3.0' in body
+    assert 'conveyor_queue_depth{queue="default",state="queued"} 0.0' in body
     assert "conveyor_queue_oldest_ready_age_seconds" in body
-    assert "conveyor_log_backlog" in body and "conveyor_log_dropped 0.0" in body
+    assert "conveyor_log_backlog" in body and "conveyor_log_dropped_total 0.0" in body

@@ -168,7 +168,7 @@ def test_nesting_beyond_the_limit_is_refused(depth: int) -> None:
         _payload(_nested(depth))
 
 
-def test_a_result_that_cannot_be_encoded_fails_the_attempt_with_the_reason() -> None:
+def test_a_result_that_cannot_be_encoded_refuses_the_attempt_with_the_reason() -> None:
     from conveyor.backends.base import ClaimedJob
     from conveyor.context import JobContext
     from conveyor.worker.runner import run_sync
@@ -181,6 +181,7 @@ def test_a_result_that_cannot_be_encoded_fails_the_attempt_with_the_reason() -> 
 
     job = ClaimedJob("j", "deep", "q", '{"args":[],"kwargs":{}}', 1, 3, 1, None, 30.0, 0, 0, 0, 0)
     outcome = run_sync(app, job, JobContext("j", "deep", "q", 1, 3))
+    assert outcome.status == "refused"  # dead at once: every run returns the same
     assert isinstance(outcome.error, EncodeError)
     assert "cannot encode result at result[0]" in str(outcome.error)
     assert f"nested deeper than {MAX_DEPTH} levels" in (outcome.error_json or "")

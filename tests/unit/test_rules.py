@@ -19,6 +19,10 @@ from conveyor.rules import (
     PIPE_ONE,
     ChildEffect,
     InsertDecision,
+    JobStory,
+    cancelled_reason,
+    failed_dependency,
+    failure_error,
     held_alone,
     insert_decision,
     lua_prelude,
@@ -240,3 +244,39 @@ def test_cancel_and_manual_retry_states() -> None:
     # A manual retry takes finished jobs only (never one that is still active).
     assert set(rules.RETRY_BY_HAND) == {JobState.DEAD, JobState.CANCELLED, JobState.SUCCEEDED}
     assert rules.sql_states(rules.RETRY_BY_HAND) == "'dead', 'cancelled', 'succeeded'"
+
+
+@pytest.mark.parametrize(
+    ("reason", "parent"),
+    [
+        ("dependency j1 ended dead", "j1"),
+        ("dependency j2 was cancelled", "j2"),
+        ("dependency j3 succeeded: failure handler not needed", None),
+        ("cancelled while running", None),
+        ("dependency ", None),
+        ("dependency j4", None),  # no "why" after the id: not a reason conveyor wrote
+        (None, None),
+        (42, None),  # a row written around the API
+    ],
+)
+def test_failed_dependency_reads_back_only_cancelled_reasons(
+    reason: object, parent: str | None
+) -> None:
+    assert failed_dependency(reason) == parent  # type: ignore[arg-type]
+
+
+def test_failure_error_follows_cancelled_parents_back_to_the_failure() -> None:
+    dead = ("dead", "attempts exhausted (1/1)", '{"type": "KeyError"}')
+    rows: dict[str, JobStory] = {
+        "a": dead,
+        "b": ("cancelled", cancelled_reason("a", "ended dead"), None),
+        "c": ("cancelled", cancelled_reason("b", "was cancelled"), None),
+        "loop": ("cancelled", cancelled_reason("loop", "was cancelled"), None),
+        "gone": ("cancelled", cancelled_reason("deleted-one", "was deleted"), None),
+        "user": ("cancelled", "cancelled by user", None),
+        "expired": ("expired", "expired before it started", None),
+    }
+    assert failure_error("c", rows.get) == '{"type": "KeyError"}'
+    assert failure_error("a", rows.get) == '{"type": "KeyError"}'
+    for no_error in ("loop", "gone", "user", "expired", "missing"):
+        assert failure_error(no_error, rows.get) is None

@@ -51,7 +51,9 @@ from conveyor.rules import (
     PIPE_ONE,
     WAS_CANCELLED,
     ChildEffect,
+    JobStory,
     cancelled_reason,
+    failure_error,
     insert_decision,
     is_expired,
     not_needed_reason,
@@ -409,13 +411,18 @@ class LocalJobs:
         data["args"] = [results[0] if pipe == PIPE_ONE else results, *data.get("args", [])]
         return json.dumps(data, separators=(",", ":"))
 
+    def _story(self, job_id: str) -> JobStory:
+        found = self.records.get(job_id)
+        return (found.state.value, found.reason, found.error) if found else None
+
     def _failure_payload(self, payload: str, parent: str, why: str) -> str:
         found = self.records.get(parent)
+        error = failure_error(parent, self._story)  # behind a cancelled parent: the failed one's
         info = {
             "job_id": parent,
             "state": found.state.value if found else "deleted",
             "reason": (found.reason if found and found.reason else why),
-            "error": json.loads(found.error) if found and found.error else None,
+            "error": json.loads(error) if error else None,
         }
         data = json.loads(payload)
         data["args"] = [info, *data.get("args", [])]

@@ -29,6 +29,7 @@ from conveyor.backends.base import Backend, JobFinishParams
 from conveyor.errors import BackendUnavailable
 from conveyor.worker.console import EVENT_FIELDS
 from conveyor.worker.outage import Outage, OutageLog
+from conveyor.worker.outcome import refused_finish
 
 log = logging.getLogger("conveyor.worker")
 
@@ -107,19 +108,52 @@ class Completer:
             # one so that one bad finish does not hold back the others, nor kill this
             # thread (every finish of the worker goes through it).
             log.exception("writing %d finishes failed; writing them one by one", len(batch))
-            stale = []
-            for params in batch:
-                try:
-                    stale += self._write_retrying([params])
-                except Exception:
-                    log.exception(
-                        "the finish of job %s cannot be written; the job stays running until "
-                        "its lease expires, then it is rescued and run again",
-                        params.id,
-                    )
+            stale = self.write_one_by_one(batch)
         self.report(batch, stale)
         with self._lock:
             self._pending -= len(batch)
+
+    def write_one_by_one(self, batch: list[JobFinishParams]) -> list[str]:
+        """Write each finish of a batch the store refused as a whole; the stale ids. A
+        finish it refuses alone (a result over its size limit) is written as ``dead``
+        with the refusal as its error (:func:`~conveyor.worker.outcome.refused_finish`):
+        left ``running``, the job would be rescued and run again into the same refusal.
+        Also used by the one-slot fetch loop, whose finishes go with its next claim."""
+        stale: list[str] = []
+        for params in batch:
+            try:
+                stale += self._write_retrying([params])
+            except Exception as exc:
+                stale += self._write_refused(params, exc)
+        return stale
+
+    def _write_refused(self, params: JobFinishParams, refusal: Exception) -> list[str]:
+        dead = refused_finish(params, refusal)
+        if dead is not None:
+            try:
+                stale = self._write_retrying([dead])
+            except Exception:
+                log.exception("job %s: writing it dead failed too", params.id)
+            else:
+                log.warning(
+                    "job %s: the store refused its finish (%s: %s); it ends dead instead, "
+                    "not retried",
+                    params.id,
+                    type(refusal).__name__,
+                    refusal,
+                    extra={
+                        EVENT_FIELDS: {"event": "job.finish_refused_by_store", "job_id": params.id}
+                    },
+                )
+                return stale
+        log.error(
+            "the finish of job %s cannot be written (%s: %s); the job stays running until "
+            "its lease expires, then it is rescued and run again",
+            params.id,
+            type(refusal).__name__,
+            refusal,
+        )
+        return []
 
     def _write_retrying(self, batch: list[JobFinishParams]) -> list[str]:
         """Write ``batch``, retrying with back-off while the store is unavailable (a Redis

@@ -89,6 +89,58 @@ def _error(params: JobFinishParams) -> tuple[str, str]:
     return str(doc.get("type", "Error")), message
 
 
+#: The module ``manage.py conveyor_worker`` names its app by (it imports no task module
+#: of its own: Django's autodiscovery imports each installed app's ``tasks``).
+DJANGO_WORKER_APP = "conveyor.contrib.django.worker_app"
+
+
+def no_tasks_hint(app_spec: str | None) -> str:
+    """What a worker whose app registers no task says after ``tasks: none``: every job
+    it claims would end dead as an unknown task, and the fix, for the app it was given.
+
+    >>> hint = no_tasks_hint("proj.worker:app")
+    >>> hint.split(": ", 1)[1]
+    'import the module that defines them from proj.worker, the module of proj.worker:app \
+(e.g. import proj.tasks there)'
+    """
+    if not app_spec:
+        return (
+            "the app registers no task, so every job this worker claims ends dead (unknown "
+            "task): import the modules that define them before the worker starts"
+        )
+    module = app_spec.partition(":")[0]
+    if module == DJANGO_WORKER_APP:  # manage.py conveyor_worker: tasks are autodiscovered
+        return (
+            "no @task found in the tasks.py of any INSTALLED_APPS app, so every job this "
+            "worker claims ends dead (unknown task): define them there, or import the "
+            "module that defines them from one"
+        )
+    package = module.rpartition(".")[0]
+    example = f"{package}.tasks" if package else "tasks"
+    return (
+        f"{app_spec} registers no task, so every job this worker claims ends dead (unknown "
+        f"task): import the module that defines them from {module}, the module of "
+        f"{app_spec} (e.g. import {example} there)"
+    )
+
+
+def _because(reason: str | None, message: str) -> str:
+    """`` (reason)`` after a dead job's error, or nothing when the reason is the error's
+    message again (an unrunnable job: "unknown task 'x': ..." is both).
+
+    >>> _because("attempts exhausted (2/2)", "boom")
+    ' (attempts exhausted (2/2))'
+    >>> _because("unknown task 'x'", "unknown task 'x'"), _because("attempts exhausted", "a")
+    ('', ' (attempts exhausted)')
+    """
+    reason = reason or "no retry left"
+    first = reason.split("\n", 1)[0]
+    cut = message.removesuffix("…")  # the message as logged: its first line, maybe cut
+    if message and (first == message or (cut != message and first.startswith(cut))):
+        return ""
+    return f" ({reason})"
+
+
 def _fields(event: str, job: ClaimedJob, **more: Any) -> dict[str, Any]:
     return {
         EVENT_FIELDS: {
@@ -150,11 +202,18 @@ class EventLog(BaseObserver):
                 extra={EVENT_FIELDS: {"event": "worker.queues_defaulted"}},
             )
         tasks = {name: task.options.queue for name, task in app.tasks.items()}
-        worker_log.info(
-            "tasks: %s",
-            ", ".join(f"{name} ({queue})" for name, queue in tasks.items()) or "none",
-            extra={EVENT_FIELDS: {"event": "worker.tasks", "tasks": tasks}},
-        )
+        if tasks:
+            worker_log.info(
+                "tasks: %s",
+                ", ".join(f"{name} ({queue})" for name, queue in tasks.items()),
+                extra={EVENT_FIELDS: {"event": "worker.tasks", "tasks": tasks}},
+            )
+        else:
+            worker_log.warning(
+                "tasks: none: %s",
+                no_tasks_hint(worker.app_spec),
+                extra={EVENT_FIELDS: {"event": "worker.tasks", "tasks": tasks}},
+            )
         consumed = set(sel.names)
         for queue, names in declared.items():
             if queue not in consumed:
@@ -273,14 +332,14 @@ class EventLog(BaseObserver):
             )
         elif kind is FinishKind.DEAD:
             jobs_log.info(
-                "job %s (%s) dead after attempt %d/%d: %s: %s (%s)",
+                "job %s (%s) dead after attempt %d/%d: %s: %s%s",
                 job.id,
                 job.task,
                 job.attempt,
                 job.max_attempts,
                 etype,
                 message,
-                params.reason or "no retry left",
+                _because(params.reason, message),
                 extra=_fields(
                     "job.dead", job, error_type=etype, error=message, reason=params.reason
                 ),

@@ -251,6 +251,15 @@ class InlineFetch:
                     self.completion.give_back(batch)
                     backoff.wait(exc, w._stopping)
                     continue
+                except Exception:
+                    if not batch:
+                        raise
+                    # A finish the store refuses (a result over its size limit) must not
+                    # stop this, the worker's only slot: written one by one, a refused
+                    # one ends dead (the completer's rule), then claim again.
+                    log.exception("writing %d finishes failed; writing them one by one", len(batch))
+                    w.completer.report(batch, w.completer.write_one_by_one(batch))
+                    continue
                 if batch:
                     w.completer.report(batch, stale)
                 w._last_fetch_at = time.time()

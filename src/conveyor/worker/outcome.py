@@ -9,6 +9,10 @@ Example:
     >>> job = ClaimedJob("j", "t", "q", "{}", 1, 3, 7, None, 30.0, 0.0, 0.0, 0, 0)
     >>> finish_params(Outcome.ok("42"), job, None, "w1").kind
     <FinishKind.SUCCEEDED: 'succeeded'>
+    >>> from conveyor.errors import EncodeError
+    >>> refused = Outcome.refused(EncodeError("cannot encode result: {1} is a set"))
+    >>> finish_params(refused, job, None, "w1").kind   # attempt 1 of 3: dead, not retried
+    <FinishKind.DEAD: 'dead'>
 """
 
 from __future__ import annotations
@@ -18,16 +22,18 @@ import time
 import traceback
 from typing import TYPE_CHECKING, Any
 
+from conveyor import records
 from conveyor.backends.base import ClaimedJob, JobFinishParams
 from conveyor.errors import JobCancelled, Snooze
 from conveyor.retry import Backoff, next_step
+from conveyor.rules import REFUSED_REASON
 from conveyor.states import FinishKind
 
 if TYPE_CHECKING:
     from conveyor.task import Task
 
 OK, ERROR, CANCELLED, UNRUNNABLE, SNOOZED = "ok", "error", "cancelled", "unrunnable", "snoozed"
-EXPIRED = "expired"
+EXPIRED, REFUSED = "expired", "refused"
 
 
 class RemoteError(Exception):
@@ -93,6 +99,14 @@ class Outcome:
         )
         return cls(UNRUNNABLE, error=error, error_json=err, reason=reason)
 
+    @classmethod
+    def refused(cls, error: BaseException) -> Outcome:
+        """The task ran, but conveyor refuses what it produced (a result that cannot be
+        encoded): running it again gives the same refusal, so the job is not retried and
+        ends dead now, ``error`` saying what was refused. An exception the task raises
+        itself is never this, it is retried as the task's policy says."""
+        return cls(REFUSED, error=error, error_json=error_to_json(error), reason=REFUSED_REASON)
+
 
 def error_to_json(error: BaseException) -> str:
     """Type, message and traceback text of an exception, as stored JSON."""
@@ -135,7 +149,7 @@ def finish_params(
         "started_at": started,
         "finished_at": outcome.finished_at,
     }
-    if outcome.status == UNRUNNABLE:
+    if outcome.status == UNRUNNABLE or outcome.status == REFUSED:
         return JobFinishParams(
             kind=FinishKind.DEAD, error=outcome.error_json, reason=outcome.reason, **common
         )
@@ -173,3 +187,81 @@ def finish_params(
     return JobFinishParams(
         kind=kind, error=outcome.error_json, reason=reason, run_at=run_at, **common
     )
+
+
+#: Finish kinds whose write carries the attempt's output (a result, an error text).
+_CARRIES_OUTPUT = (FinishKind.SUCCEEDED, FinishKind.RETRY, FinishKind.DEAD, FinishKind.CANCELLED)
+
+
+def too_large_for_store(refusal: BaseException) -> bool:
+    """True when a store refused a write for its size, by the drivers' own signs (on the
+    error or what it wraps): SQLite's ``SQLITE_TOOBIG`` (code 18), a PostgreSQL error of
+    SQLSTATE class 54 ("program limit exceeded"), Redis' "invalid bulk length" (a value
+    over ``proto-max-bulk-len``) or "exceeds maximum allowed size". Anything else (a
+    Redis ``OOM``, ``READONLY``: conditions that pass) is not taken for one.
+
+    >>> import sqlite3
+    >>> exc = sqlite3.DataError("string or blob too big")
+    >>> exc.sqlite_errorcode = 18
+    >>> too_large_for_store(exc), too_large_for_store(RuntimeError("OOM command not allowed"))
+    (True, False)
+    """
+    seen: set[int] = set()
+    error: BaseException | None = refusal
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if getattr(error, "sqlite_errorcode", None) == 18:  # SQLITE_TOOBIG
+            return True
+        sqlstate = getattr(error, "sqlstate", None)
+        if isinstance(sqlstate, str) and sqlstate.startswith("54"):
+            return True
+        if type(error).__name__ == "ResponseError" and any(
+            sign in str(error) for sign in ("invalid bulk length", "exceeds maximum allowed size")
+        ):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def refused_finish(params: JobFinishParams, refusal: BaseException) -> JobFinishParams | None:
+    """The finish written instead of one the store refused for its size
+    (:func:`too_large_for_store`); None for any other refusal (the job then stays
+    ``running`` and is rescued). A result over the store's limit: running the job again
+    returns the same, so it ends ``DEAD`` now, its error saying what was refused. An
+    error text over it (a task's exception with a huge message): the same finish with a
+    short error in its place, so a failure is still retried as the task's policy says.
+
+    >>> import sqlite3
+    >>> from conveyor.backends.base import JobFinishParams
+    >>> done = JobFinishParams("j", 1, FinishKind.SUCCEEDED, "w1", 1, '"xxxxxx"')
+    >>> too_big = sqlite3.DataError("string or blob too big")
+    >>> too_big.sqlite_errorcode = 18
+    >>> dead = refused_finish(done, too_big)
+    >>> dead.kind, dead.result, json.loads(dead.error)["message"]
+    (<FinishKind.DEAD: 'dead'>, None, 'the store refused to write the result (8 characters): \
+DataError: string or blob too big')
+    """
+    if params.kind not in _CARRIES_OUTPUT or not too_large_for_store(refusal):
+        return None
+    why = f"{type(refusal).__name__}: {refusal}"
+    if params.result is not None:
+        message = (
+            f"the store refused to write the result ({len(params.result):,} characters): {why}"
+        )
+        error = json.dumps({"type": "FinishRefused", "message": message, "traceback": ""})
+        return records.replace(
+            params,
+            kind=FinishKind.DEAD,
+            result=None,
+            error=error,
+            reason=REFUSED_REASON,
+            run_at=None,
+        )
+    if params.error is not None:
+        message = (
+            f"the store refused to write this attempt's error ({len(params.error):,} "
+            f"characters): {why}"
+        )
+        error = json.dumps({"type": "FinishRefused", "message": message, "traceback": ""})
+        return records.replace(params, error=error)
+    return None

@@ -2,7 +2,9 @@
 
 Only registered tasks run: a job naming an unknown task, or whose payload cannot be
 decoded for the task's signature, is unrunnable (it goes to ``dead`` with the reason);
-nothing is ever imported by name from job data.
+nothing is ever imported by name from job data. A task that returns what the codec
+cannot encode (a ``set``, NaN) is refused (``dead`` at once, not retried: every run
+would return the same).
 
 Example:
     >>> import conveyor
@@ -26,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from conveyor.backends.base import ClaimedJob
 from conveyor.codec import encode
 from conveyor.context import JobContext, reset_current, set_current
-from conveyor.errors import ConfigurationError, DecodeError, Snooze
+from conveyor.errors import ConfigurationError, DecodeError, EncodeError, Snooze
 from conveyor.secrets import SecretKeyError, sealed_arguments
 from conveyor.worker.outcome import Outcome
 
@@ -118,7 +120,9 @@ def _success(value: Any, task: Task[Any, Any]) -> Outcome:
         return Outcome.ok("null")
     try:
         return Outcome.ok(encode(value))
-    except Exception as exc:  # EncodeError, or RecursionError for a result nested too deep
+    except EncodeError as exc:  # a set, NaN, nested too deep: the same on every run
+        return Outcome.refused(exc)
+    except Exception as exc:  # raised by the value's own code (a model's serializer)
         return Outcome.failed(exc)
 
 

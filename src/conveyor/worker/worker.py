@@ -124,7 +124,9 @@ class Worker:
         self.pool = pool
         self.shutdown_timeout = shutdown_timeout
         self.burst = burst
-        # app_spec ("module:attr"): how process/interpreter pools import the app again.
+        # app_spec ("module:attr"): how process/interpreter pools import the app again,
+        # and what the start-up lines name (a worker of an app without tasks).
+        self.app_spec = app_spec
         self.executor = executor or make_executor(
             pool,
             app,

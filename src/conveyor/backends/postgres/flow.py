@@ -27,7 +27,9 @@ from conveyor.rules import (
     FAILED_AT_INSERT,
     WAS_CANCELLED,
     ChildEffect,
+    JobStory,
     cancelled_reason,
+    failure_error,
     insert_decision,
     not_needed_reason,
     on_parent_end,
@@ -73,13 +75,19 @@ def _piped_payload(cur: Cursor, payload: str, parents: Sequence[str], pipe: int)
 
 def _failure_payload(cur: Cursor, payload: str, parent: str, why: str) -> str:
     """Put what happened to the failed parent first in a failure handler's arguments."""
-    cur.execute("SELECT state, reason, error FROM jobs WHERE id = %s", (parent,))
-    row = cur.fetchone()
+
+    def story(job_id: str) -> JobStory:
+        cur.execute("SELECT state, reason, error FROM jobs WHERE id = %s", (job_id,))
+        row = cur.fetchone()
+        return (str(row[0]), row[1], row[2]) if row else None
+
+    found = story(parent)
+    error = failure_error(parent, story)  # behind a cancelled parent: the failed one's
     info = {
         "job_id": parent,
-        "state": str(row[0]) if row else "deleted",
-        "reason": (row[1] if row and row[1] else why),
-        "error": json.loads(row[2]) if row and row[2] else None,
+        "state": found[0] if found else "deleted",
+        "reason": (found[1] if found and found[1] else why),
+        "error": json.loads(error) if error else None,
     }
     data = json.loads(payload)
     data["args"] = [info, *data.get("args", [])]

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from conveyor import records
 from conveyor.backends.base import ClaimedJob
 from conveyor.context import JobContext, context_of
-from conveyor.worker.outcome import ERROR, Outcome, RemoteError
+from conveyor.worker.outcome import ERROR, REFUSED, Outcome, RemoteError
 
 if TYPE_CHECKING:
     from conveyor.app import App
@@ -55,7 +55,7 @@ def outcome_from_wire(wire: OutcomeWire) -> Outcome:
     (retry hooks see ``error.type_name``, never the original class)."""
     status, result, error_json, reason, _rss = wire
     error: BaseException | None = None
-    if error_json is not None and status == ERROR:
+    if error_json is not None and status in (ERROR, REFUSED):
         data = json.loads(error_json)
         error = RemoteError(str(data.get("type", "Error")), str(data.get("message", "")))
     return Outcome(status, result=result, error=error, error_json=error_json, reason=reason)

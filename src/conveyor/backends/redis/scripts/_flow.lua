@@ -49,11 +49,27 @@ local function piped_results(child, pipe)
   return '[' .. table.concat(results, ',') .. ']'
 end
 
+-- The error an on_failure handler of `parent` is given: the parent's own, or for a parent
+-- cancelled behind a failed dependency, that dependency's, followed back to the job that
+-- failed (conveyor/rules.py failure_error; `seen` guards against a cycle).
+local function failure_error(parent)
+  local current, seen = parent, {}
+  while current and not seen[current] do
+    seen[current] = true
+    local f = redis.call('HMGET', k_job(current), 'state', 'reason', 'error')
+    if f[3] and f[3] ~= '' then return f[3] end
+    if f[1] ~= 'cancelled' then return nil end
+    current = rule_failed_dependency(f[2])
+  end
+  return nil
+end
+
 -- What happened to a failed parent, first argument of its on_failure handler.
 local function failure_info(parent, why)
-  local f = redis.call('HMGET', k_job(parent), 'state', 'reason', 'error')
+  local f = redis.call('HMGET', k_job(parent), 'state', 'reason')
   return '{"job_id":' .. cjson.encode(parent) .. ',"state":' .. cjson.encode(f[1] or 'deleted')
-    .. ',"reason":' .. cjson.encode(f[2] or why) .. ',"error":' .. (f[3] or 'null') .. '}'
+    .. ',"reason":' .. cjson.encode(f[2] or why) .. ',"error":' .. (failure_error(parent) or 'null')
+    .. '}'
 end
 
 -- A job with parents or children ended: its workflow keys expire with it.
