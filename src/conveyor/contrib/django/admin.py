@@ -163,9 +163,9 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[misc]  # Django is untyped (An
         if not self.has_view_or_change_permission(request):
             raise PermissionDenied
         alias, aliases = self._alias(request)
-        backend = backend_for(alias).app.backend
+        app = backend_for(alias).app
         if request.method == "POST":
-            return self._run_action(request, alias, backend)
+            return self._run_action(request, alias, app.backend)
         query = store.JobsQuery.from_params(request.GET)
         after = request.GET.get("after") or None
         offered = self._offered(request)
@@ -176,7 +176,7 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[misc]  # Django is untyped (An
             "opts": self.opts,
             "app_label": self.opts.app_label,
             "alias": alias,
-            "store": redacted(backend_for(alias).app.url),
+            "store": redacted(app.url),
             "query": query,
             "actions": [(name, description) for name, (_, description) in offered.items()],
             "action_checkbox_name": ACTION_CHECKBOX_NAME,
@@ -185,10 +185,11 @@ class JobAdmin(admin.ModelAdmin):  # type: ignore[misc]  # Django is untyped (An
         }
         base = {**query.to_params(), **self._alias_param(alias, aliases)}
         try:
+            backend = app.backend  # opened at the first request
             page = store.job_page(backend, query, after_id=after, limit=self.list_per_page)
             total = store.job_count(backend, query)
             queues = {s.queue for s in backend.queue_stats()}
-        except ConveyorError as exc:  # the store is down: say so, in the page
+        except (ConveyorError, OSError) as exc:  # the store is unusable: say so, in the page
             context["error"] = f"The store {context['store']} cannot be read: {exc}"
             return TemplateResponse(request, self.list_template, context)
         context.update(
