@@ -39,6 +39,7 @@ store and the selected ids). Example, a project's own action::
 from __future__ import annotations
 
 import dataclasses
+import datetime
 from typing import Any
 
 from django.conf import settings
@@ -406,8 +407,8 @@ def _suffix(params: dict[str, Any]) -> str:
     return _link(params) if params else ""
 
 
-def _fields(job: JobRecord) -> list[tuple[str, Any]]:
-    """The job's record as (label, value) rows of its page."""
+def _fields(job: JobRecord) -> list[tuple[str, Any, bool]]:
+    """The job's record as (label, value, is a time) rows of its page."""
     state = job.state.value if job.stored_state is None else f"{job.stored_state} (unknown)"
     rows: list[tuple[str, Any]] = [
         ("Task", job.task),
@@ -431,4 +432,8 @@ def _fields(job: JobRecord) -> list[tuple[str, Any]]:
         ("Timeout", None if job.timeout is None else f"{job.timeout:g}s"),
     ]
     rows += [("Problem", p) for p in job.problems]
-    return [(label, value) for label, value in rows if value not in (None, "")]
+    return [
+        (label, value, isinstance(value, datetime.datetime))
+        for label, value in rows
+        if value not in (None, "")
+    ]
