@@ -20,8 +20,12 @@ def _django_tasks_importable() -> bool:
         return False
 
 
+#: Modules that import only inside a configured Django project (a model, the admin that
+#: registers it): no doctests there; tests/with_django/test_admin.py sets the project up.
+_NEED_A_PROJECT = ["src/conveyor/contrib/django/models.py", "src/conveyor/contrib/django/admin.py"]
+
 collect_ignore_glob = (
-    []
+    _NEED_A_PROJECT
     if _django_tasks_importable() or os.environ.get("CONVEYOR_DJANGO_TESTS") == "1"
     else ["src/conveyor/contrib/django/*"]
 )

@@ -17,10 +17,32 @@ DEBUG = True
 ALLOWED_HOSTS = ["testserver", "localhost"]
 USE_TZ = True
 INSTALLED_APPS = [
+    "django.contrib.admin",  # the jobs admin (tests/with_django/test_admin.py)
     "django.contrib.auth",
     "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
     "conveyor.contrib.django",
     "shop",
+]
+MIDDLEWARE = [  # what Django's admin needs
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+]
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
 ]
 ROOT_URLCONF = "djproject.urls"
 DATABASES = {
