@@ -189,8 +189,17 @@ def _create_private_file(path: str) -> None:
     directory = os.path.dirname(path)
     if directory and not os.path.isdir(directory):
         os.makedirs(directory, exist_ok=True)
-    # O_EXCL is not used: a second process creating the same file at once is fine.
-    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    # Only a file that does not exist yet is opened here (O_EXCL): closing any
+    # descriptor of a file releases every POSIX lock this process holds on it, so
+    # opening and closing an existing store would drop the locks of this process's
+    # other connections to it (sqlite.org/howtocorrupt.html, 2.2): another process
+    # then took itself for the last connection and deleted the -wal and -shm files
+    # under them ("disk I/O error"). A second process creating the file at the same
+    # moment gets FileExistsError, which is fine.
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+    except FileExistsError:
+        return
     os.close(fd)
 
 
