@@ -498,6 +498,13 @@ def job_page(
     )
 
 
+def _row_problems(problems: Sequence[str]) -> str:
+    """What is wrong with a row written around the API, under its id ('' for none)."""
+    if not problems:
+        return ""
+    return f'<br><span class="muted">{esc("; ".join(problems))}</span>'
+
+
 def workers_page(workers: Sequence[WorkerInfo], *, now: float, ttl: float) -> str:
     rows = []
     for w in workers:
@@ -505,7 +512,7 @@ def workers_page(workers: Sequence[WorkerInfo], *, now: float, ttl: float) -> st
         health = badge("running") if age <= ttl else badge("dead")
         rows.append(
             [
-                f'<span class="mono">{esc(w.id)}</span>',
+                f'<span class="mono">{esc(w.id)}</span>' + _row_problems(w.problems),
                 esc(w.host),
                 esc(w.pid),
                 esc(w.pool),

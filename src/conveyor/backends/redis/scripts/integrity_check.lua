@@ -25,8 +25,8 @@ local FINISHED = RULE_FINISHED
 
 local function audit_job(id)
   local f = redis.call('HMGET', k_job(id), 'state', 'queue', 'worker_id', 'token',
-    'finished_at', 'attempt', 'max_attempts')
-  local state, queue, worker = f[1], f[2], f[3]
+    'finished_at', 'attempt', 'max_attempts', 'waiting_on')
+  local state, queue, worker = f[1], f[2] or '', f[3]
   if not state then
     problem('orphan_index_entry', id, 'id index entry of a missing job')
     return
@@ -68,6 +68,31 @@ local function audit_job(id)
   end
   if number_or(f[6], 0) > number_or(f[7], math.huge) then
     problem('attempts_over_max', id, 'attempt ' .. f[6] .. ' > max_attempts ' .. f[7])
+  end
+  -- Rows that can never move (docs/state-machine.md): no transition takes them out.
+  if state == 'queued' and queue == '' then
+    problem('queued_without_queue', id, "queued in queue '', which no worker can consume")
+  end
+  if state == 'waiting' then
+    if number_or(f[8], 0) < 0 then
+      problem('waiting_on_negative', id, 'waiting on ' .. f[8] .. ' parents, below zero')
+    end
+    local alive = false
+    for _, parent in ipairs(redis.call('LRANGE', BASE .. 'deps:' .. id, 0, -1)) do
+      local ps = redis.call('HGET', k_job(parent), 'state')
+      if ps == 'waiting' or ps == 'scheduled' or ps == 'queued' or ps == 'running' then
+        alive = true
+        break
+      end
+    end
+    if not alive then
+      problem('waiting_without_parent', id,
+        'waiting, but no parent of it can still finish: it never runs')
+    end
+  end
+  local due = state == 'scheduled' and redis.call('ZSCORE', KEYS[3], id)
+  if due and (due == 'inf' or tonumber(due) == math.huge) then
+    problem('scheduled_never_due', id, 'scheduled at inf, which never comes')
   end
   if state == 'queued' and not redis.call('ZSCORE', k_ready(queue), id) then
     problem('queued_not_ready', id, 'queued but not in ready:' .. queue ..
