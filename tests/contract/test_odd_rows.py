@@ -18,6 +18,7 @@ import conveyor
 from conveyor.backends.base import Backend, IntegrityCheckParams
 from tests.contract.helpers import insert, register
 from tests.support.odd_rows import (
+    periodic_row,
     postgres_row,
     redis_count,
     redis_row,
@@ -92,6 +93,21 @@ def test_a_redis_count_that_is_not_an_integer_counts_nothing(
         "counts field 'queued:odd' holds 'many'",
         "counts field 'running:q' holds '1.5'",
     ]
+
+
+def test_a_periodic_row_with_odd_times_reads_as_never_fired(
+    backend: Backend, backend_url: str
+) -> None:
+    """``conveyor status`` and the scheduler read it; the scheduler then fires from now
+    and rewrites the row."""
+    if "periodic" not in backend.features:
+        pytest.skip(f"backend {backend.name!r} does not implement 'periodic'")
+    odd = "NaN" if backend_url.startswith("postgres") else "soon"
+    periodic_row(backend_url, "nightly", last_slot=odd, last_fired_at=odd, next_slot=60.0)
+    (p,) = backend.periodic_list()
+    assert (p.name, p.spec, p.last_slot, p.last_fired_at, p.next_slot) == (
+        "nightly", "* * * * *", None, None, 60.0,
+    )  # fmt: skip
 
 
 def test_check_names_a_queued_job_in_the_empty_queue(backend: Backend, backend_url: str) -> None:

@@ -4,8 +4,8 @@ the dashboard served by uvicorn and fetched over HTTP, and the metrics gauges.
 
 The rows are written by hand into a real store (tests/support/odd_rows.py): a workers
 row whose ``queues`` is not JSON and whose ``heartbeat_at`` is text (SQLite, Redis) or
-NaN (PostgreSQL's double precision holds nothing else odd), a queued job whose run_at
-is no time, and on Redis a counts field that is not an integer. Before the fix each of
+NaN (PostgreSQL's double precision holds nothing else odd), a periodic schedule whose
+last slot is no time, a queued job whose run_at is no time, and on Redis a counts field that is not an integer. Before the fix each of
 these commands failed with a traceback and each page with a 500.
 """
 
@@ -24,7 +24,14 @@ import conveyor
 from tests.contract.helpers import register
 from tests.integration.cli_run import conveyor as run_conveyor
 from tests.support.backends import BACKEND_URLS
-from tests.support.odd_rows import postgres_row, redis_count, redis_row, sqlite_row, worker_row
+from tests.support.odd_rows import (
+    periodic_row,
+    postgres_row,
+    redis_count,
+    redis_row,
+    sqlite_row,
+    worker_row,
+)
 
 pytest.importorskip("starlette")
 
@@ -43,6 +50,7 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     app.close()
     pg = store.startswith("postgres")
     worker_row(store, "odd-worker", queues="not json", heartbeat_at="NaN" if pg else "soon")
+    periodic_row(store, "nightly", last_slot="NaN" if pg else "soon", next_slot=4e9)
     if store.startswith("sqlite"):
         sqlite_row(store, queue="q", run_at="soon")
     elif pg:
@@ -62,7 +70,7 @@ def _ok(url: str, *args: str, cwd: Path) -> str:
 
 def test_status_and_queues_through_a_pipe(url: str, tmp_path: Path) -> None:
     text = _ok(url, "status", cwd=tmp_path)
-    assert "good-worker" in text and "odd-worker" in text
+    assert "good-worker" in text and "odd-worker" in text and "nightly" in text
     shown = json.loads(_ok(url, "status", "--json", cwd=tmp_path))
     workers = {w["id"]: w for w in shown["workers"]}
     assert workers["good-worker"]["problems"] == [] and workers["good-worker"]["queues"] == ["q"]
@@ -73,6 +81,7 @@ def test_status_and_queues_through_a_pipe(url: str, tmp_path: Path) -> None:
     (q,) = [s for s in shown["queues"] if s["queue"] == "q"]
     assert q["counts"]["queued"] == 2
     assert "ghost" not in {s["queue"] for s in shown["queues"]}  # Redis: "many" counts 0
+    assert [(p["name"], p["last_slot"]) for p in shown["periodic"]] == [("nightly", None)]
     assert " q " in f" {_ok(url, 'queues', cwd=tmp_path)} ".replace("\n", " ")
     listed = json.loads(_ok(url, "queues", "--json", cwd=tmp_path))
     assert next(x for x in listed if x["queue"] == "q")["counts"]["queued"] == 2

@@ -166,3 +166,36 @@ def redis_count(url: str, field: str, value: str) -> None:
         backend.client.hset(backend.keys.counts, field, value)
     finally:
         backend.close()
+
+
+def periodic_row(url: str, name: str, **fields: Any) -> None:
+    """Write one periodic schedule row by hand (``last_slot="soon"``; NaN on PostgreSQL)."""
+    values = {"name": name, "spec": "* * * * *", "last_slot": None, "last_fired_at": None,
+              "last_job_id": None, "next_slot": None} | fields  # fmt: skip
+    if url.startswith("sqlite"):
+        with sqlite3.connect(url.removeprefix("sqlite:///")) as db:
+            marks = ", ".join("?" * len(values))
+            db.execute(f"INSERT INTO periodic_schedules ({', '.join(values)}) VALUES ({marks})", list(values.values()))  # fmt: skip
+        db.close()
+    elif url.startswith("postgres"):
+        import psycopg
+
+        from conveyor.backends.postgres.url import parse_postgres_url
+
+        target = parse_postgres_url(url)
+        with psycopg.connect(target.conninfo, options=f"-c search_path={target.schema}") as pg:
+            marks = ", ".join(["%s"] * len(values))
+            pg.execute(f"INSERT INTO periodic_schedules ({', '.join(values)}) VALUES ({marks})", list(values.values()))  # fmt: skip
+    else:
+        from conveyor.backends.redis.backend import RedisBackend
+
+        backend = RedisBackend(url)
+        try:
+            base = backend.keys.base
+            backend.client.sadd(base + "periodic", name)
+            backend.client.hset(
+                base + "periodic:" + name,
+                mapping={k: str(v) for k, v in values.items() if v is not None and k != "name"},
+            )
+        finally:
+            backend.close()

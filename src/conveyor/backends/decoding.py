@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from conveyor import records
-from conveyor.backends.records import ClaimedJob, JobRecord, WorkerInfo
+from conveyor.backends.records import ClaimedJob, JobRecord, PeriodicRecord, WorkerInfo
 from conveyor.states import JobState
 
 #: How each JOB_COLUMNS value decodes: text, number (int/float), or nullable (opt_).
@@ -235,3 +235,29 @@ def worker_info(row: Sequence[Any]) -> WorkerInfo:
     _utf8_problems(values, WORKER_NAMES, problems)
     values.append(tuple(problems))
     return WorkerInfo(*values)
+
+
+def periodic_record(row: Sequence[Any]) -> PeriodicRecord:
+    """Build a PeriodicRecord from (name, spec, last_slot, last_fired_at, last_job_id,
+    next_slot), whatever they hold: a time that is text, NaN or infinite reads as None
+    (never fired / not planned), so ``conveyor status`` shows the schedule and the
+    scheduler fires it from now and rewrites the row, instead of failing every tick.
+
+    >>> periodic_record(["p", "* * * * *", "soon", float("nan"), None, 60.0])
+    PeriodicRecord(name='p', spec='* * * * *', last_slot=None, last_fired_at=None, last_job_id=None, next_slot=60.0)
+    """
+    problems: list[str] = []  # a PeriodicRecord has nowhere to show them: repaired only
+    name, spec, last_slot, fired, job_id, next_slot = row
+    times = [
+        number_or_none(_number(v, "time", "opt_float", problems))
+        for v in (last_slot, fired, next_slot)
+    ]
+    finite = [t if t is not None and math.isfinite(t) else None for t in times]
+    return PeriodicRecord(
+        _text(name, "name", problems),
+        _text(spec, "spec", problems),
+        finite[0],
+        finite[1],
+        None if job_id is None else _text(job_id, "last_job_id", problems),
+        finite[2],
+    )
