@@ -65,6 +65,38 @@ def test_a_worker_row_with_an_odd_time_reads_as_zero_with_its_problem(
     assert w.problems[1].startswith("heartbeat_at is not a ")
 
 
+def test_a_worker_row_odd_in_every_field_is_still_listed(
+    backend: Backend, backend_url: str
+) -> None:
+    if backend_url.startswith("postgres"):  # typed columns: only non-finite times fit
+        odd = {"heartbeat_at": "Infinity", "started_at": "-Infinity", "last_fetch_at": "NaN"}
+    else:
+        odd = {"pid": "abc", "concurrency": "x", "running": "y", "started_at": "z",
+               "last_fetch_at": "q", "pid_started": "r"}  # fmt: skip
+    worker_row(backend_url, "odd", queues="[1, 2]", **odd)
+    (w,) = backend.worker_list()
+    assert len(w.problems) == 1 + len(odd), w.problems
+    numbers = [w.pid, w.concurrency, w.running, w.started_at, w.heartbeat_at]
+    assert all(isinstance(n, (int, float)) and math.isfinite(n) for n in numbers)
+    assert w.last_fetch_at is None and w.queues == ()
+
+
+def test_a_redis_worker_hash_with_only_an_id_is_listed(backend: Backend, backend_url: str) -> None:
+    if not backend_url.startswith("redis"):
+        pytest.skip("only a Redis hash can lack the fields a table's NOT NULL columns require")
+    from conveyor.backends.redis.backend import RedisBackend
+
+    raw = RedisBackend(backend_url)
+    try:
+        raw.client.hset(raw.keys.worker("bare"), "id", "bare")
+        raw.client.zadd(raw.keys.workers, {"bare": 1.0})
+    finally:
+        raw.close()
+    (w,) = backend.worker_list()
+    assert w.id == "bare" and w.host == "" and w.pid == 0 and w.running == 0
+    assert "host is NULL" in w.problems
+
+
 def test_queue_counts_survive_an_odd_job_row(backend: Backend, backend_url: str) -> None:
     """A queued job whose run_at is no number: counted, and the oldest-ready age comes
     from the good row (or is None), never NaN or an error."""
@@ -108,6 +140,25 @@ def test_a_periodic_row_with_odd_times_reads_as_never_fired(
     assert (p.name, p.spec, p.last_slot, p.last_fired_at, p.next_slot) == (
         "nightly", "* * * * *", None, None, 60.0,
     )  # fmt: skip
+
+
+def test_redis_ready_scores_of_infinity_do_not_break_the_oldest_ready_age(
+    backend: Backend, backend_url: str
+) -> None:
+    if not backend_url.startswith("redis"):
+        pytest.skip("only Redis keeps the ready order apart from the rows (a sorted set)")
+    from conveyor.backends.redis.backend import RedisBackend
+
+    insert(backend, 1, queue="q")
+    low, high = _row(backend_url, queue="q"), _row(backend_url, queue="q")
+    raw = RedisBackend(backend_url)
+    try:
+        raw.client.zadd(raw.keys.ready("q"), {low: -math.inf, high: math.inf})
+    finally:
+        raw.close()
+    (stats,) = backend.queue_stats()
+    assert stats.counts == {"queued": 3}
+    assert stats.oldest_ready_age is not None and 0 <= stats.oldest_ready_age < 60
 
 
 def test_check_names_a_queued_job_in_the_empty_queue(backend: Backend, backend_url: str) -> None:

@@ -67,6 +67,11 @@ def oldest_ready_age(client: Any, keys: Keys, queue: str, now: float) -> float |
         run_at = _number(client.hget(keys.job(member), "run_at"))
         if run_at is not None:
             oldest = run_at if oldest is None else min(oldest, run_at)
+        if not math.isfinite(score):  # a score written by hand: no band to step past
+            if score > 0:
+                break
+            low = "(-inf"  # past every -inf member, on to the first finite band
+            continue
         low = repr(ready_band_start(score) + BAND)
     return None if oldest is None else now - oldest
 
