@@ -16,7 +16,7 @@ import pytest
 
 import conveyor
 from conveyor.backends.base import Backend, IntegrityCheckParams
-from tests.contract.helpers import insert, register
+from tests.contract.helpers import claim, insert, register
 from tests.support.odd_rows import (
     periodic_row,
     postgres_row,
@@ -219,3 +219,27 @@ def test_check_names_a_scheduled_job_whose_time_never_comes(
     insert(backend, 1, run_at=4e9)  # a real scheduled job, due in 2096: moves in time
     found = {p for p in _kinds(backend) if p[0] == "scheduled_never_due"}
     assert found == {("scheduled_never_due", i) for i in never}
+
+
+def test_check_names_a_running_job_whose_lease_never_expires(
+    backend: Backend, backend_url: str
+) -> None:
+    """Its worker is alive (no claim_without_live_worker), so only an expired lease
+    could bring the job back if that worker does not know it; NULL or NaN never expires."""
+    register(backend, "w1")
+    odd = "NaN" if backend_url.startswith("postgres") else "never"
+    stuck = _row(backend_url, state="running", worker_id="w1", token=1, lease_until=odd)
+    if backend_url.startswith("redis"):  # in the in-flight set, as a claim puts it
+        from conveyor.backends.redis.backend import RedisBackend
+
+        raw = RedisBackend(backend_url)
+        try:
+            raw.client.sadd(raw.keys.inflight("w1"), stuck)
+            raw.client.sadd(raw.keys.holders, "w1")
+        finally:
+            raw.close()
+    insert(backend, 1)
+    (claimed,) = claim(backend, 1, "w1")
+    found = _kinds(backend)
+    assert ("running_without_lease", stuck) in found
+    assert not {p for p in found if p[1] == claimed.id}

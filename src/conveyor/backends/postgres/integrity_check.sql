@@ -49,3 +49,10 @@ UNION ALL
 -- NaN sorts after every number (and equals itself), +Infinity is never reached.
 SELECT 'scheduled_never_due', id, 'scheduled at ' || run_at || ', which never comes'
 FROM jobs WHERE state = 'scheduled' AND run_at IN ('NaN'::float8, 'Infinity'::float8)
+UNION ALL
+-- The rescue's last resort is an expired lease: NULL or NaN never expires, so if its
+-- worker does not know the job (a lost claim) nothing ever takes it back.
+SELECT 'running_without_lease', id, 'running under ' || worker_id || ' with lease_until '
+       || coalesce(lease_until::text, 'NULL') || ', which never expires'
+FROM jobs WHERE state = 'running' AND worker_id IS NOT NULL
+  AND (lease_until IS NULL OR lease_until = 'NaN'::float8)

@@ -25,7 +25,7 @@ local FINISHED = RULE_FINISHED
 
 local function audit_job(id)
   local f = redis.call('HMGET', k_job(id), 'state', 'queue', 'worker_id', 'token',
-    'finished_at', 'attempt', 'max_attempts', 'waiting_on')
+    'finished_at', 'attempt', 'max_attempts', 'waiting_on', 'lease_until')
   local state, queue, worker = f[1], f[2] or '', f[3]
   if not state then
     problem('orphan_index_entry', id, 'id index entry of a missing job')
@@ -45,6 +45,12 @@ local function audit_job(id)
       elseif tonumber(beat) < stale then
         problem('claim_without_live_worker', id, 'claimed by ' .. worker ..
           ', which is silent since its last heartbeat')
+      end
+      -- The rescue's last resort is an expired lease; an odd one never expires, so if
+      -- its worker does not know the job (a lost claim) nothing ever takes it back.
+      if number_or(f[9], nil) == nil then
+        problem('running_without_lease', id, 'running under ' .. worker ..
+          ' with lease_until ' .. (f[9] or 'absent') .. ', which never expires')
       end
       if redis.call('SISMEMBER', k_inflight(worker), id) == 0
           or redis.call('SISMEMBER', KEYS[6], worker) == 0 then

@@ -48,3 +48,10 @@ UNION ALL
 -- text or a BLOB sorts after every number, and +inf is never reached: never promoted.
 SELECT 'scheduled_never_due', id, 'scheduled at ' || quote(run_at) || ', which never comes'
 FROM jobs WHERE state = 'scheduled' AND (typeof(run_at) NOT IN ('integer', 'real') OR run_at >= 9e999)
+UNION ALL
+-- The rescue's last resort is an expired lease: text or NULL never expires, so if its
+-- worker does not know the job (a lost claim) nothing ever takes it back.
+SELECT 'running_without_lease', id, 'running under ' || worker_id || ' with lease_until '
+       || quote(lease_until) || ', which never expires'
+FROM jobs WHERE state = 'running' AND worker_id IS NOT NULL
+  AND typeof(lease_until) NOT IN ('integer', 'real')
