@@ -88,7 +88,12 @@ local function audit_job(id)
       local ps = redis.call('HGET', k_job(parent), 'state')
       if ps == 'waiting' or ps == 'scheduled' or ps == 'queued' or ps == 'running' then
         alive = true
-        break
+        -- A parent tells the jobs of its children set when it ends: one missing there
+        -- never hears of that end.
+        if redis.call('SISMEMBER', BASE .. 'children:' .. parent, id) == 0 then
+          problem('waiting_not_linked', id, 'waiting on ' .. parent ..
+            ', which does not list it among its children: it never hears of its end')
+        end
       end
     end
     if not alive then
