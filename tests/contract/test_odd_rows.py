@@ -16,6 +16,7 @@ import pytest
 
 import conveyor
 from conveyor.backends.base import Backend, IntegrityCheckParams
+from conveyor.compose import chain, group, on_failure, then
 from tests.contract.helpers import claim, insert, register
 from tests.support.odd_rows import (
     periodic_row,
@@ -189,11 +190,17 @@ def test_check_leaves_a_job_waiting_on_a_live_parent_alone(
     app: conveyor.App, backend: Backend
 ) -> None:
     @app.task(name="t.step")
-    def step() -> None: ...
+    def step(*results: object) -> None: ...
 
     parent = step.enqueue()
     child = step.with_options(depends_on=[parent]).enqueue()
     assert child.refresh().state.value == "waiting"
+    # Every other way conveyor makes a waiting job is sound too: a chain, a group with
+    # a callback, a then and an on_failure handler.
+    chain(step.s(), step.s(), step.s()).enqueue()
+    group(step.s(), step.s()).then(step.s()).enqueue()
+    then(parent, step)
+    on_failure(parent, step)
     assert _kinds(backend) == set()
     if backend.name == "redis":  # its parent forgets it: it would never hear of the end
         from conveyor.backends.redis.backend import RedisBackend
