@@ -97,6 +97,25 @@ def test_check_through_a_pipe_names_the_odd_counts_on_redis(url: str, tmp_path: 
         assert proc.returncode == 0 and kinds == set(), proc.stdout
 
 
+def _write(url: str, **columns: object) -> str:
+    if url.startswith("sqlite"):
+        return sqlite_row(url, **columns)
+    if url.startswith("postgres"):
+        return postgres_row(url, **columns)
+    return redis_row(url, **{k: str(v) for k, v in columns.items()})
+
+
+def test_check_through_a_pipe_names_rows_that_can_never_move(url: str, tmp_path: Path) -> None:
+    nowhere = _write(url, queue="")
+    orphan = _write(url, state="waiting", waiting_on=-1)
+    proc = run_conveyor("check", "--url", url, cwd=tmp_path)
+    assert proc.returncode == 1 and proc.stderr == "", proc.stderr
+    shown = {tuple(line.split()[:2]) for line in proc.stdout.splitlines()}
+    assert ("queued_without_queue", nowhere) in shown, proc.stdout
+    assert ("waiting_on_negative", orphan) in shown, proc.stdout
+    assert ("waiting_without_parent", orphan) in shown, proc.stdout
+
+
 @pytest.fixture
 def dashboard(url: str) -> Iterator[str]:
     """The dashboard of ``url`` on a real uvicorn server on a free loopback port."""
