@@ -108,6 +108,11 @@ def test_queue_counts_survive_an_odd_job_row(backend: Backend, backend_url: str)
     assert stats.oldest_ready_age is None or math.isfinite(stats.oldest_ready_age)
     (listed,) = [q for q in backend.queue_list() if q.queue == "q"]
     assert listed.counts["queued"] == 2
+    # -inf: the oldest of all, an infinite age, which no JSON reader could parse
+    pg = backend_url.startswith("postgres")
+    _row(backend_url, queue="r", run_at="-Infinity" if pg else -math.inf)
+    (r,) = [s for s in backend.queue_stats() if s.queue == "r"]
+    assert r.counts == {"queued": 1} and r.oldest_ready_age is None
 
 
 def test_a_redis_count_that_is_not_an_integer_counts_nothing(

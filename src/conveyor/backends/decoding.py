@@ -179,6 +179,18 @@ def number_or_none(value: object) -> float | None:
     return float(value)
 
 
+def finite_or_none(value: object) -> float | None:
+    """A stored number as float; None for NULL, NaN, an infinity or anything that is not
+    a number. For values shown as they are (an age in ``status --json``, whose readers
+    cannot parse ``Infinity``).
+
+    >>> finite_or_none(2), finite_or_none(float("inf")), finite_or_none("x")
+    (2.0, None, None)
+    """
+    number = number_or_none(value)
+    return number if number is not None and math.isfinite(number) else None
+
+
 #: The stored fields of a worker row (every store's workers table or hash), in order.
 WORKER_NAMES = (
     "id", "host", "pid", "pid_started", "started_at", "queues", "concurrency", "pool",

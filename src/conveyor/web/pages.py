@@ -10,6 +10,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from urllib.parse import quote
 
@@ -125,7 +126,7 @@ def throughput_section(history: History) -> str:
 
 
 def ago_seconds(seconds: float | None) -> str:
-    if seconds is None:
+    if seconds is None or not math.isfinite(seconds):
         return '<span class="muted">-</span>'
     return f"{seconds:.1f}s" if seconds < 120 else f"{seconds / 60:.1f}m"
 

@@ -164,7 +164,7 @@ class PostgresOperations(PostgresBulkOps):
         ages: dict[str, float] = {}
         for queue, state, count, age in found:
             counts.setdefault(str(queue), {})[str(state)] = int(str(count))
-            if (seconds := decoding.number_or_none(age)) is not None:  # NaN run_at: none
+            if (seconds := decoding.finite_or_none(age)) is not None:  # NaN/inf run_at
                 ages[str(queue)] = seconds
         return [QueueStats(q, counts[q], ages.get(q)) for q in sorted(counts)]
 
