@@ -21,7 +21,6 @@ from tests.contract.helpers import claim, insert, register
 from tests.support.odd_rows import (
     periodic_row,
     postgres_row,
-    redis_count,
     redis_row,
     sqlite_row,
     worker_row,
@@ -82,22 +81,6 @@ def test_a_worker_row_odd_in_every_field_is_still_listed(
     assert w.last_fetch_at is None and w.queues == ()
 
 
-def test_a_redis_worker_hash_with_only_an_id_is_listed(backend: Backend, backend_url: str) -> None:
-    if not backend_url.startswith("redis"):
-        pytest.skip("only a Redis hash can lack the fields a table's NOT NULL columns require")
-    from conveyor.backends.redis.backend import RedisBackend
-
-    raw = RedisBackend(backend_url)
-    try:
-        raw.client.hset(raw.keys.worker("bare"), "id", "bare")
-        raw.client.zadd(raw.keys.workers, {"bare": 1.0})
-    finally:
-        raw.close()
-    (w,) = backend.worker_list()
-    assert w.id == "bare" and w.host == "" and w.pid == 0 and w.running == 0
-    assert "host is NULL" in w.problems
-
-
 def test_queue_counts_survive_an_odd_job_row(backend: Backend, backend_url: str) -> None:
     """A queued job whose run_at is no number: counted, and the oldest-ready age comes
     from the good row (or is None), never NaN or an error."""
@@ -115,24 +98,6 @@ def test_queue_counts_survive_an_odd_job_row(backend: Backend, backend_url: str)
     assert r.counts == {"queued": 1} and r.oldest_ready_age is None
 
 
-def test_a_redis_count_that_is_not_an_integer_counts_nothing(
-    backend: Backend, backend_url: str
-) -> None:
-    if not backend_url.startswith("redis"):
-        pytest.skip("only Redis keeps counts apart from the rows (a hash any client can write)")
-    insert(backend, 2, queue="q")
-    redis_count(backend_url, "queued:odd", "many")
-    redis_count(backend_url, "running:q", "1.5")
-    stats = {s.queue: s.counts for s in backend.queue_stats()}
-    assert stats == {"q": {"queued": 2}}
-    assert [q.queue for q in backend.queue_list()] == ["q"]
-    found = backend.integrity_check(IntegrityCheckParams(30.0))
-    assert sorted(p.detail for p in found if p.kind == "counts_not_integer") == [
-        "counts field 'queued:odd' holds 'many'",
-        "counts field 'running:q' holds '1.5'",
-    ]
-
-
 def test_a_periodic_row_with_odd_times_reads_as_never_fired(
     backend: Backend, backend_url: str
 ) -> None:
@@ -146,25 +111,6 @@ def test_a_periodic_row_with_odd_times_reads_as_never_fired(
     assert (p.name, p.spec, p.last_slot, p.last_fired_at, p.next_slot) == (
         "nightly", "* * * * *", None, None, 60.0,
     )  # fmt: skip
-
-
-def test_redis_ready_scores_of_infinity_do_not_break_the_oldest_ready_age(
-    backend: Backend, backend_url: str
-) -> None:
-    if not backend_url.startswith("redis"):
-        pytest.skip("only Redis keeps the ready order apart from the rows (a sorted set)")
-    from conveyor.backends.redis.backend import RedisBackend
-
-    insert(backend, 1, queue="q")
-    low, high = _row(backend_url, queue="q"), _row(backend_url, queue="q")
-    raw = RedisBackend(backend_url)
-    try:
-        raw.client.zadd(raw.keys.ready("q"), {low: -math.inf, high: math.inf})
-    finally:
-        raw.close()
-    (stats,) = backend.queue_stats()
-    assert stats.counts == {"queued": 3}
-    assert stats.oldest_ready_age is not None and 0 <= stats.oldest_ready_age < 60
 
 
 def test_check_names_a_queued_job_in_the_empty_queue(backend: Backend, backend_url: str) -> None:
