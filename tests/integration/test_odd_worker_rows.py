@@ -72,3 +72,22 @@ def test_a_malformed_worker_row_does_not_stop_the_rescuer(
         assert len(skipped) == 1, logged  # once, though the rescuer ticked every 0.2 s
     assert "queues is not a JSON list of names" in skipped[0]
     assert not [line for line in logged if "Traceback" in line], logged
+
+
+def test_the_job_of_a_killed_worker_whose_own_row_is_malformed_is_rescued_by_heartbeat(
+    url: str, spawn_worker: Spawn, tmp_path: Path
+) -> None:
+    """The pid of an odd row is not believed, so the dead worker is found the other way:
+    its heartbeat goes stale (heartbeat_ttl is 3 s in app_tasks)."""
+    app = _app(url)
+    marker = tmp_path / "started"
+    job = app_tasks.sleepy.enqueue(4.0, str(marker))
+    first = spawn_worker("-c", "1", url=url)
+    wait_for(lambda: marker.exists(), what="the job to start in the first worker")
+    (victim,) = [w.id for w in app.backend.worker_list() if w.pid == first.pid]
+    worker_row(url, victim, queues="not json")
+    first.send_signal(signal.SIGKILL)
+    first.wait(10)
+    second = spawn_worker("-c", "1", url=url)
+    assert job.result(timeout=30) == second.pid
+    assert [a.outcome for a in job.attempts()] == ["lost", "succeeded"]
