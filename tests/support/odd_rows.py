@@ -95,3 +95,107 @@ def postgres_row(url: str, job_id: str | None = None, **columns: Any) -> str:
     with psycopg.connect(target.conninfo, options=f"-c search_path={target.schema}") as db:
         db.execute(f"INSERT INTO jobs ({names}) VALUES ({marks})", list(values.values()))
     return job_id
+
+
+# -- worker rows and counters ------------------------------------------------------------
+
+
+def _worker_defaults(worker_id: str) -> dict[str, Any]:
+    now = time.time()
+    return {
+        "id": worker_id, "host": "odd-host", "pid": 999_999, "pid_started": None,
+        "started_at": now, "heartbeat_at": now, "last_fetch_at": None, "queues": '["q"]',
+        "concurrency": 1, "pool": "thread", "running": 0,
+    }  # fmt: skip
+
+
+def worker_row(url: str, worker_id: str, **fields: Any) -> None:
+    """Write one worker row by hand on whichever store ``url`` names: a new row with
+    ``fields`` over sane defaults, or, when ``worker_id`` is registered, ``fields``
+    written over its row (``queues="not json"``, ``heartbeat_at="soon"``)."""
+    if url.startswith("sqlite"):
+        with sqlite3.connect(url.removeprefix("sqlite:///")) as db:
+            if db.execute("SELECT 1 FROM workers WHERE id = ?", (worker_id,)).fetchone():
+                sets = ", ".join(f"{name} = ?" for name in fields)
+                db.execute(f"UPDATE workers SET {sets} WHERE id = ?", [*fields.values(), worker_id])
+            else:
+                values = _worker_defaults(worker_id) | fields
+                marks = ", ".join("?" * len(values))
+                db.execute(f"INSERT INTO workers ({', '.join(values)}) VALUES ({marks})", list(values.values()))  # fmt: skip
+        db.close()
+    elif url.startswith("postgres"):
+        _postgres_worker_row(url, worker_id, fields)
+    else:
+        from conveyor.backends.redis.backend import RedisBackend
+
+        backend = RedisBackend(url)
+        try:
+            client, keys = backend.client, backend.keys
+            if not client.exists(keys.worker(worker_id)):
+                fields = _worker_defaults(worker_id) | fields
+                client.zadd(keys.workers, {worker_id: time.time()})
+            client.hset(
+                keys.worker(worker_id), mapping={k: v for k, v in fields.items() if v is not None}
+            )
+        finally:
+            backend.close()
+
+
+def _postgres_worker_row(url: str, worker_id: str, fields: dict[str, Any]) -> None:
+    import psycopg
+
+    from conveyor.backends.postgres.url import parse_postgres_url
+
+    target = parse_postgres_url(url)
+    with psycopg.connect(target.conninfo, options=f"-c search_path={target.schema}") as db:
+        if db.execute("SELECT 1 FROM workers WHERE id = %s", (worker_id,)).fetchone():
+            sets = ", ".join(f"{name} = %s" for name in fields)
+            db.execute(f"UPDATE workers SET {sets} WHERE id = %s", [*fields.values(), worker_id])
+        else:
+            values = _worker_defaults(worker_id) | fields
+            marks = ", ".join(["%s"] * len(values))
+            db.execute(f"INSERT INTO workers ({', '.join(values)}) VALUES ({marks})", list(values.values()))  # fmt: skip
+
+
+def redis_count(url: str, field: str, value: str) -> None:
+    """Write one field of the Redis ``counts`` hash by hand (``"queued:default"``)."""
+    from conveyor.backends.redis.backend import RedisBackend
+
+    backend = RedisBackend(url)
+    try:
+        backend.client.hset(backend.keys.counts, field, value)
+    finally:
+        backend.close()
+
+
+def periodic_row(url: str, name: str, **fields: Any) -> None:
+    """Write one periodic schedule row by hand (``last_slot="soon"``; NaN on PostgreSQL)."""
+    values = {"name": name, "spec": "* * * * *", "last_slot": None, "last_fired_at": None,
+              "last_job_id": None, "next_slot": None} | fields  # fmt: skip
+    if url.startswith("sqlite"):
+        with sqlite3.connect(url.removeprefix("sqlite:///")) as db:
+            marks = ", ".join("?" * len(values))
+            db.execute(f"INSERT INTO periodic_schedules ({', '.join(values)}) VALUES ({marks})", list(values.values()))  # fmt: skip
+        db.close()
+    elif url.startswith("postgres"):
+        import psycopg
+
+        from conveyor.backends.postgres.url import parse_postgres_url
+
+        target = parse_postgres_url(url)
+        with psycopg.connect(target.conninfo, options=f"-c search_path={target.schema}") as pg:
+            marks = ", ".join(["%s"] * len(values))
+            pg.execute(f"INSERT INTO periodic_schedules ({', '.join(values)}) VALUES ({marks})", list(values.values()))  # fmt: skip
+    else:
+        from conveyor.backends.redis.backend import RedisBackend
+
+        backend = RedisBackend(url)
+        try:
+            base = backend.keys.base
+            backend.client.sadd(base + "periodic", name)
+            backend.client.hset(
+                base + "periodic:" + name,
+                mapping={k: str(v) for k, v in values.items() if v is not None and k != "name"},
+            )
+        finally:
+            backend.close()

@@ -21,11 +21,13 @@ Example:
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Sequence
 from typing import Any
 
 from conveyor import records
-from conveyor.backends.records import ClaimedJob, JobRecord
+from conveyor.backends.records import ClaimedJob, JobRecord, PeriodicRecord, WorkerInfo
 from conveyor.states import JobState
 
 #: How each JOB_COLUMNS value decodes: text, number (int/float), or nullable (opt_).
@@ -175,3 +177,99 @@ def number_or_none(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
         return None
     return float(value)
+
+
+def finite_or_none(value: object) -> float | None:
+    """A stored number as float; None for NULL, NaN, an infinity or anything that is not
+    a number. For values shown as they are (an age in ``status --json``, whose readers
+    cannot parse ``Infinity``).
+
+    >>> finite_or_none(2), finite_or_none(float("inf")), finite_or_none("x")
+    (2.0, None, None)
+    """
+    number = number_or_none(value)
+    return number if number is not None and math.isfinite(number) else None
+
+
+#: The stored fields of a worker row (every store's workers table or hash), in order.
+WORKER_NAMES = (
+    "id", "host", "pid", "pid_started", "started_at", "queues", "concurrency", "pool",
+    "heartbeat_at", "last_fetch_at", "running",
+)  # fmt: skip
+WORKER_KINDS = (
+    "text", "text", "int", "opt_float", "float", "queues", "int", "text", "float",
+    "opt_float", "int",
+)  # fmt: skip
+
+
+def _queues(value: object, problems: list[str]) -> tuple[str, ...]:
+    """A worker's ``queues`` field (a JSON list of names) as a tuple; () when it is not."""
+    text = value.decode("utf-8", "backslashreplace") if isinstance(value, bytes) else value
+    try:
+        names = json.loads(text) if isinstance(text, str) else None
+    except (ValueError, RecursionError):
+        names = None
+    if isinstance(names, list) and all(isinstance(n, str) for n in names):
+        return tuple(names)
+    problems.append(f"queues is not a JSON list of names ({_short(value)})")
+    return ()
+
+
+def worker_info(row: Sequence[Any]) -> WorkerInfo:
+    """Build a WorkerInfo from the WORKER_NAMES values of a stored worker, whatever they
+    hold: a ``queues`` that is not JSON reads as none, a time that is text, NaN or
+    infinite as 0 (None where the field may be NULL), each noted in ``problems``. One odd
+    row must not stop ``conveyor status``, the dashboard or the rescuer.
+
+    >>> w = worker_info(["w1", "h", 7, None, 1.0, "not json", 2, "thread", "soon", None, 0])
+    >>> w.queues, w.heartbeat_at
+    ((), 0.0)
+    >>> for problem in w.problems:
+    ...     print(problem)
+    queues is not a JSON list of names ('not json')
+    heartbeat_at is not a number ('soon')
+    """
+    problems: list[str] = []
+    values: list[Any] = []
+    for value, name, kind in zip(row, WORKER_NAMES, WORKER_KINDS, strict=True):
+        if kind == "queues":
+            values.append(_queues(value, problems))
+        elif kind == "text":
+            values.append(_text(value, name, problems))
+        else:
+            number = _number(value, name, kind, problems)
+            if kind.endswith("float") and number is not None:
+                number = float(number)  # a repaired 0 is a time like any other
+            if isinstance(number, float) and not math.isfinite(number):
+                problems.append(f"{name} is not a finite number ({number!r})")
+                number = None if kind.startswith("opt_") else 0.0
+            values.append(number)
+    _utf8_problems(values, WORKER_NAMES, problems)
+    values.append(tuple(problems))
+    return WorkerInfo(*values)
+
+
+def periodic_record(row: Sequence[Any]) -> PeriodicRecord:
+    """Build a PeriodicRecord from (name, spec, last_slot, last_fired_at, last_job_id,
+    next_slot), whatever they hold: a time that is text, NaN or infinite reads as None
+    (never fired / not planned), so ``conveyor status`` shows the schedule and the
+    scheduler fires it from now and rewrites the row, instead of failing every tick.
+
+    >>> periodic_record(["p", "* * * * *", "soon", float("nan"), None, 60.0])
+    PeriodicRecord(name='p', spec='* * * * *', last_slot=None, last_fired_at=None, last_job_id=None, next_slot=60.0)
+    """
+    problems: list[str] = []  # a PeriodicRecord has nowhere to show them: repaired only
+    name, spec, last_slot, fired, job_id, next_slot = row
+    times = [
+        number_or_none(_number(v, "time", "opt_float", problems))
+        for v in (last_slot, fired, next_slot)
+    ]
+    finite = [t if t is not None and math.isfinite(t) else None for t in times]
+    return PeriodicRecord(
+        _text(name, "name", problems),
+        _text(spec, "spec", problems),
+        finite[0],
+        finite[1],
+        None if job_id is None else _text(job_id, "last_job_id", problems),
+        finite[2],
+    )

@@ -180,6 +180,9 @@ class WorkerInfo:
     heartbeat_at: float = 0.0
     last_fetch_at: float | None = None
     running: int = 0
+    #: what is wrong with a stored row written around the API (a ``queues`` that is not
+    #: JSON, a text ``heartbeat_at``), repaired to be shown; empty for a normal row
+    problems: tuple[str, ...] = ()
 
 
 # -- params, one per method --------------------------------------------------------------

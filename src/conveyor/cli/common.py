@@ -17,6 +17,7 @@ Example::
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -113,7 +114,7 @@ def source_note(app: App) -> str:
 
 def age(seconds: float | None) -> str:
     """Human duration: '3.2s', '4m10s', '2h05m'."""
-    if seconds is None:
+    if seconds is None or not math.isfinite(seconds):  # NaN/inf: a row written by hand
         return "-"
     if seconds < 60:
         return f"{seconds:.1f}s"

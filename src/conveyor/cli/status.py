@@ -50,6 +50,7 @@ def status(url: str | None, app_spec: str | None, as_json: bool, utc: bool) -> N
                         "last_fetch_age": None
                         if w.last_fetch_at is None
                         else now - w.last_fetch_at,
+                        "problems": list(w.problems),
                     }
                     for w in workers
                 ],

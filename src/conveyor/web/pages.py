@@ -10,6 +10,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from urllib.parse import quote
 
@@ -125,7 +126,7 @@ def throughput_section(history: History) -> str:
 
 
 def ago_seconds(seconds: float | None) -> str:
-    if seconds is None:
+    if seconds is None or not math.isfinite(seconds):
         return '<span class="muted">-</span>'
     return f"{seconds:.1f}s" if seconds < 120 else f"{seconds / 60:.1f}m"
 
@@ -498,6 +499,13 @@ def job_page(
     )
 
 
+def _row_problems(problems: Sequence[str]) -> str:
+    """What is wrong with a row written around the API, under its id ('' for none)."""
+    if not problems:
+        return ""
+    return f'<br><span class="muted">{esc("; ".join(problems))}</span>'
+
+
 def workers_page(workers: Sequence[WorkerInfo], *, now: float, ttl: float) -> str:
     rows = []
     for w in workers:
@@ -505,7 +513,7 @@ def workers_page(workers: Sequence[WorkerInfo], *, now: float, ttl: float) -> st
         health = badge("running") if age <= ttl else badge("dead")
         rows.append(
             [
-                f'<span class="mono">{esc(w.id)}</span>',
+                f'<span class="mono">{esc(w.id)}</span>' + _row_problems(w.problems),
                 esc(w.host),
                 esc(w.pid),
                 esc(w.pool),

@@ -579,7 +579,7 @@ class PostgresBackend(PostgresOperations):
                 "FROM periodic_schedules ORDER BY name"
             )
             found = cur.fetchall()
-        return [PeriodicRecord(*r) for r in found]  # type: ignore[arg-type]
+        return [decoding.periodic_record(r) for r in found]  # NaN times read as None
 
 
 if TYPE_CHECKING:

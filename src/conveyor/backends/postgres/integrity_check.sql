@@ -1,5 +1,6 @@
 -- conveyor check on PostgreSQL: one row per problem (kind, job_id, detail). Read-only.
--- The same audit as sqlite/queries/integrity_check.sql; a worker is live while its
+-- The same audit as sqlite/queries/integrity_check.sql (impossible states, rows that can
+-- never move, orphans); a worker is live while its
 -- heartbeat is younger than %(heartbeat_ttl)s seconds by the server's clock.
 -- {known_states} is filled in from conveyor.states.JobState when the module loads.
 SELECT 'running_without_claim', id, 'running with no worker or no token'
@@ -33,3 +34,25 @@ UNION ALL
 SELECT 'orphan_log', l.job_id, count(*) || ' log record(s) of a missing job'
 FROM job_logs AS l WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.id = l.job_id)
 GROUP BY l.job_id
+UNION ALL
+SELECT 'queued_without_queue', id, 'queued in queue ' || quote_literal(queue) || ', which no worker can consume'
+FROM jobs WHERE state = 'queued' AND queue = ''
+UNION ALL
+SELECT 'waiting_on_negative', id, 'waiting on ' || waiting_on || ' parents, below zero'
+FROM jobs WHERE state = 'waiting' AND waiting_on < 0
+UNION ALL
+SELECT 'waiting_without_parent', j.id, 'waiting, but no parent of it can still finish: it never runs'
+FROM jobs AS j WHERE j.state = 'waiting' AND NOT EXISTS (
+    SELECT 1 FROM job_deps AS d JOIN jobs AS p ON p.id = d.parent_id
+    WHERE d.child_id = j.id AND p.state IN ('waiting', 'scheduled', 'queued', 'running'))
+UNION ALL
+-- NaN sorts after every number (and equals itself), +Infinity is never reached.
+SELECT 'scheduled_never_due', id, 'scheduled at ' || run_at || ', which never comes'
+FROM jobs WHERE state = 'scheduled' AND run_at IN ('NaN'::float8, 'Infinity'::float8)
+UNION ALL
+-- The rescue's last resort is an expired lease: NULL or NaN never expires, so if its
+-- worker does not know the job (a lost claim) nothing ever takes it back.
+SELECT 'running_without_lease', id, 'running under ' || worker_id || ' with lease_until '
+       || coalesce(lease_until::text, 'NULL') || ', which never expires'
+FROM jobs WHERE state = 'running' AND worker_id IS NOT NULL
+  AND (lease_until IS NULL OR lease_until = 'NaN'::float8)

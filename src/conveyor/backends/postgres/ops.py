@@ -22,7 +22,6 @@ Example (needs a server; the test suite starts one)::
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -105,11 +104,6 @@ def _float(value: object) -> float | None:
     return None if value is None else float(str(value))
 
 
-def _worker_info(values: list[object]) -> WorkerInfo:
-    values[5] = tuple(json.loads(str(values[5])))  # queues: JSON text, as on SQLite
-    return WorkerInfo(*values)  # type: ignore[arg-type]
-
-
 class PostgresOperations(PostgresBulkOps):
     """Operations methods of :class:`~conveyor.backends.postgres.backend.PostgresBackend`
     (the ``Operations`` protocol); they share its pool and ``_tx()``."""
@@ -170,8 +164,8 @@ class PostgresOperations(PostgresBulkOps):
         ages: dict[str, float] = {}
         for queue, state, count, age in found:
             counts.setdefault(str(queue), {})[str(state)] = int(str(count))
-            if age is not None:
-                ages[str(queue)] = float(str(age))
+            if (seconds := decoding.finite_or_none(age)) is not None:  # NaN/inf run_at
+                ages[str(queue)] = seconds
         return [QueueStats(q, counts[q], ages.get(q)) for q in sorted(counts)]
 
     def queue_list(self) -> list[QueueInfo]:
@@ -190,7 +184,7 @@ class PostgresOperations(PostgresBulkOps):
 
     def worker_list(self) -> list[WorkerInfo]:
         found = self._rows(f"SELECT {_WORKER_COLUMNS} FROM workers ORDER BY started_at")
-        return [_worker_info(list(r)) for r in found]
+        return [decoding.worker_info(r) for r in found]  # an odd row is noted, not raised
 
     # -- logs ----------------------------------------------------------------------------
 

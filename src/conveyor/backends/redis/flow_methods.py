@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import redis.exceptions
 from redis.commands.core import Script
 
+from conveyor.backends import decoding
 from conveyor.backends.base import (
     Dependency,
     JobDependenciesParams,
@@ -169,11 +170,8 @@ class RedisFlowMixin:
                 pipe.hmget(base + "periodic:" + name, _PERIODIC_FIELDS)
             found = pipe.execute()
 
-        def opt(v: str | None) -> float | None:
-            return None if v is None else float(v)
-
-        return [
-            PeriodicRecord(name, str(v[0]), opt(v[1]), opt(v[2]), v[3], opt(v[4]))
+        return [  # a hash written around the API is read, not raised (decoding)
+            decoding.periodic_record([name, *v])
             for name, v in zip(names, found, strict=True)
             if v[0] is not None
         ]

@@ -99,15 +99,12 @@ def attempt_record(entry: str) -> AttemptRecord:
 
 
 def worker_info(v: Sequence[str | None]) -> WorkerInfo | None:
-    """Build a WorkerInfo from an HMGET of WORKER_FIELDS; None when the hash is gone."""
+    """Build a WorkerInfo from an HMGET of WORKER_FIELDS; None when the hash is gone (an
+    absent ``running`` reads 0: hashes written before it existed)."""
     if v[0] is None:
         return None
-    return WorkerInfo(
-        id=str(v[0]), host=str(v[1]), pid=int(str(v[2])), pid_started=_float(v[3]),
-        started_at=float(str(v[4])), queues=tuple(json.loads(str(v[5]))),
-        concurrency=int(str(v[6])), pool=str(v[7]), heartbeat_at=float(str(v[8])),
-        last_fetch_at=_float(v[9]), running=int(str(v[10] or 0)),
-    )  # fmt: skip
+    # A hash written around the API decodes too, its oddities in ``problems``.
+    return decoding.worker_info([*v[:10], v[10] or 0])
 
 
 def chunks(items: Sequence[str], size: int = 1000) -> list[Sequence[str]]:

@@ -60,6 +60,18 @@ def _suffixes(client: Any, keys: Keys, kind: str) -> Iterator[str]:
         yield key[len(head) :]
 
 
+def _odd_counts(client: Any, keys: Keys) -> list[str]:
+    """Fields of the ``counts`` hash that are not integers (written around the API):
+    ``conveyor status`` reads them as 0, so the counts it shows are wrong."""
+    found: list[str] = []
+    for field, value in client.hgetall(keys.counts).items():
+        try:
+            int(value)
+        except (TypeError, ValueError):
+            found += ["counts_not_integer", "", f"counts field {field!r} holds {value!r}"]
+    return found
+
+
 def audit(
     client: Any, keys: Keys, script: Callable[..., list[str]], heartbeat_ttl: float
 ) -> list[IntegrityProblem]:
@@ -85,7 +97,8 @@ def audit(
     for mode, kind in (("attempts", "attempts"), ("logs", "logs"), ("hash", "job")):
         for page in _pages(_suffixes(client, keys, kind)):
             run(mode, "", page)
+    found.extend(_odd_counts(client, keys))
     triples = {
         (found[i], found[i + 1], found[i + 2]): None for i in range(0, len(found), 3)
     }  # dict: ordered and deduplicated (paging may show an item twice)
-    return [IntegrityProblem(kind, job_id, detail) for kind, job_id, detail in triples]
+    return [IntegrityProblem(kind, job_id or None, detail) for kind, job_id, detail in triples]

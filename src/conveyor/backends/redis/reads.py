@@ -41,8 +41,11 @@ def queue_stats(client: Any, keys: Keys, now: float) -> list[QueueStats]:
     counts: dict[str, dict[str, int]] = {}
     for field, value in client.hgetall(keys.counts).items():
         state, _, queue = field.partition(":")
-        if int(value) > 0:
-            counts.setdefault(queue, {})[state] = int(value)
+        # A field written around the API ("x", "1.5") counts nothing rather than break
+        # ``conveyor status``; ``conveyor check`` names it (counts_not_integer).
+        count = _integer(value)
+        if count is not None and count > 0:
+            counts.setdefault(queue, {})[state] = count
     return [
         QueueStats(q, counts[q], oldest_ready_age(client, keys, q, now) if "queued" in counts[q]
                    else None)
@@ -64,6 +67,11 @@ def oldest_ready_age(client: Any, keys: Keys, queue: str, now: float) -> float |
         run_at = _number(client.hget(keys.job(member), "run_at"))
         if run_at is not None:
             oldest = run_at if oldest is None else min(oldest, run_at)
+        if not math.isfinite(score):  # a score written by hand: no band to step past
+            if score > 0:
+                break
+            low = "(-inf"  # past every -inf member, on to the first finite band
+            continue
         low = repr(ready_band_start(score) + BAND)
     return None if oldest is None else now - oldest
 
@@ -76,6 +84,18 @@ def list_workers(client: Any, keys: Keys) -> list[WorkerInfo]:
         pipe.hmget(keys.worker(worker_id), hashes.WORKER_FIELDS)
     found = [hashes.worker_info(v) for v in pipe.execute()]
     return sorted((w for w in found if w is not None), key=lambda w: w.started_at)
+
+
+def _integer(value: Any) -> int | None:
+    """A stored count, or None when it is not an integer.
+
+    >>> _integer("3"), _integer("x"), _integer("1.5"), _integer(None)
+    (3, None, None, None)
+    """
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def _number(value: Any) -> float | None:

@@ -661,7 +661,8 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
             for q, t in self._read(
                 "SELECT queue, MIN(run_at) FROM jobs WHERE state = 'queued' GROUP BY queue"
             )
-            if (run_at := decoding.number_or_none(t)) is not None  # a row written as text
+            # a row written as text or -inf: no age (Infinity is no JSON for status --json)
+            if (run_at := decoding.finite_or_none(t)) is not None
         }
         return [QueueStats(q, counts[q], oldest.get(q)) for q in sorted(counts)]
 

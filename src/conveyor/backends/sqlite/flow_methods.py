@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
+from conveyor.backends import decoding
 from conveyor.backends.base import (
     Dependency,
     JobDependenciesParams,
@@ -121,4 +122,4 @@ class FlowMixin:
             "SELECT name, spec, last_slot, last_fired_at, last_job_id, next_slot "
             "FROM periodic_schedules ORDER BY name"
         )
-        return [PeriodicRecord(*r) for r in found]  # type: ignore[arg-type]
+        return [decoding.periodic_record(r) for r in found]  # an odd row read, not raised

@@ -7,7 +7,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from typing import Any
 
@@ -74,9 +73,9 @@ def attempt_record(row: tuple[Any, ...]) -> AttemptRecord:
 
 
 def worker_info(row: tuple[Any, ...]) -> WorkerInfo:
-    values = list(row)
-    values[5] = tuple(json.loads(values[5]))
-    return WorkerInfo(*values)
+    """Build a WorkerInfo from a row selected with WORKER_COLUMNS, whatever it holds (see
+    :func:`conveyor.backends.decoding.worker_info`)."""
+    return decoding.worker_info(row)
 
 
 def chunks(items: list[str], size: int = 500) -> list[list[str]]:

@@ -2,7 +2,9 @@
 
 A service runs ``tick()`` every ``interval`` seconds on its own daemon thread until
 stopped. An exception in a tick is logged and the loop goes on: a flaky store must not
-kill the heartbeat (a store outage is logged once when it starts and once when it ends).
+kill the heartbeat (a store outage is logged once when it starts and once when it ends),
+and neither must a bug or an odd row (its error is logged with its traceback once, then
+once more when the ticks pass again).
 
 Example:
     >>> class Count(Looper):
@@ -53,13 +55,31 @@ class Looper:
 
     def _loop(self) -> None:
         outage = Outage(self.name, self.outages)
+        failing: str | None = None  # the unexpected error the last tick raised
         while True:
             try:
                 self.tick()
                 outage.recovered()
+                if failing is not None:
+                    log.warning("%s: ticking again after %s", self.name, failing)
+                    failing = None
             except BackendUnavailable as exc:  # one line when it starts, one when it ends
                 outage.failed(exc, "retrying every tick")
             except Exception as exc:
-                log.warning("%s: %s: %s", self.name, type(exc).__name__, exc)
+                # A bug or a row nothing expected: the service goes on at its next tick.
+                # Logged with its traceback once, not at every tick (one bad row would
+                # repeat it every second), and again only when the error changes.
+                seen = f"{type(exc).__name__}: {exc}"
+                if seen != failing:
+                    log.warning(
+                        "%s: tick failed, retrying every %.3g s: %s",
+                        self.name,
+                        self.interval,
+                        seen,
+                        exc_info=exc,
+                    )
+                else:
+                    log.debug("%s: tick failed again: %s", self.name, seen)
+                failing = seen
             if self._stop.wait(self.interval):
                 return

@@ -25,8 +25,8 @@ local FINISHED = RULE_FINISHED
 
 local function audit_job(id)
   local f = redis.call('HMGET', k_job(id), 'state', 'queue', 'worker_id', 'token',
-    'finished_at', 'attempt', 'max_attempts')
-  local state, queue, worker = f[1], f[2], f[3]
+    'finished_at', 'attempt', 'max_attempts', 'waiting_on', 'lease_until')
+  local state, queue, worker = f[1], f[2] or '', f[3]
   if not state then
     problem('orphan_index_entry', id, 'id index entry of a missing job')
     return
@@ -45,6 +45,12 @@ local function audit_job(id)
       elseif tonumber(beat) < stale then
         problem('claim_without_live_worker', id, 'claimed by ' .. worker ..
           ', which is silent since its last heartbeat')
+      end
+      -- The rescue's last resort is an expired lease; an odd one never expires, so if
+      -- its worker does not know the job (a lost claim) nothing ever takes it back.
+      if number_or(f[9], nil) == nil then
+        problem('running_without_lease', id, 'running under ' .. worker ..
+          ' with lease_until ' .. (f[9] or 'absent') .. ', which never expires')
       end
       if redis.call('SISMEMBER', k_inflight(worker), id) == 0
           or redis.call('SISMEMBER', KEYS[6], worker) == 0 then
@@ -68,6 +74,36 @@ local function audit_job(id)
   end
   if number_or(f[6], 0) > number_or(f[7], math.huge) then
     problem('attempts_over_max', id, 'attempt ' .. f[6] .. ' > max_attempts ' .. f[7])
+  end
+  -- Rows that can never move (docs/state-machine.md): no transition takes them out.
+  if state == 'queued' and queue == '' then
+    problem('queued_without_queue', id, "queued in queue '', which no worker can consume")
+  end
+  if state == 'waiting' then
+    if number_or(f[8], 0) < 0 then
+      problem('waiting_on_negative', id, 'waiting on ' .. f[8] .. ' parents, below zero')
+    end
+    local alive = false
+    for _, parent in ipairs(redis.call('LRANGE', BASE .. 'deps:' .. id, 0, -1)) do
+      local ps = redis.call('HGET', k_job(parent), 'state')
+      if ps == 'waiting' or ps == 'scheduled' or ps == 'queued' or ps == 'running' then
+        alive = true
+        -- A parent tells the jobs of its children set when it ends: one missing there
+        -- never hears of that end.
+        if redis.call('SISMEMBER', BASE .. 'children:' .. parent, id) == 0 then
+          problem('waiting_not_linked', id, 'waiting on ' .. parent ..
+            ', which does not list it among its children: it never hears of its end')
+        end
+      end
+    end
+    if not alive then
+      problem('waiting_without_parent', id,
+        'waiting, but no parent of it can still finish: it never runs')
+    end
+  end
+  local due = state == 'scheduled' and redis.call('ZSCORE', KEYS[3], id)
+  if due and (due == 'inf' or tonumber(due) == math.huge) then
+    problem('scheduled_never_due', id, 'scheduled at inf, which never comes')
   end
   if state == 'queued' and not redis.call('ZSCORE', k_ready(queue), id) then
     problem('queued_not_ready', id, 'queued but not in ready:' .. queue ..

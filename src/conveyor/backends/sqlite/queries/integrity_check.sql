@@ -1,5 +1,7 @@
 -- conveyor check: one row per problem (kind, job_id, detail). Read-only. Every branch is
--- an impossible state or an orphan; none of them can be produced by conveyor itself.
+-- an impossible state, a row that can never move (docs/state-machine.md: no transition
+-- would ever take it out of its state), or an orphan; none of them can be produced by
+-- conveyor itself.
 SELECT 'running_without_claim', id, 'running with no worker or no token'
 FROM jobs WHERE state = 'running' AND (worker_id IS NULL OR token = 0)
 UNION ALL
@@ -31,3 +33,25 @@ UNION ALL
 SELECT 'orphan_log', l.job_id, count(*) || ' log record(s) of a missing job'
 FROM job_logs AS l WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.id = l.job_id)
 GROUP BY l.job_id
+UNION ALL
+SELECT 'queued_without_queue', id, 'queued in queue ' || quote(queue) || ', which no worker can consume'
+FROM jobs WHERE state = 'queued' AND (typeof(queue) != 'text' OR queue = '')
+UNION ALL
+SELECT 'waiting_on_negative', id, 'waiting on ' || quote(waiting_on) || ' parents, below zero'
+FROM jobs WHERE state = 'waiting' AND waiting_on < 0
+UNION ALL
+SELECT 'waiting_without_parent', j.id, 'waiting, but no parent of it can still finish: it never runs'
+FROM jobs AS j WHERE j.state = 'waiting' AND NOT EXISTS (
+    SELECT 1 FROM job_deps AS d JOIN jobs AS p ON p.id = d.parent_id
+    WHERE d.child_id = j.id AND p.state IN ('waiting', 'scheduled', 'queued', 'running'))
+UNION ALL
+-- text or a BLOB sorts after every number, and +inf is never reached: never promoted.
+SELECT 'scheduled_never_due', id, 'scheduled at ' || quote(run_at) || ', which never comes'
+FROM jobs WHERE state = 'scheduled' AND (typeof(run_at) NOT IN ('integer', 'real') OR run_at >= 9e999)
+UNION ALL
+-- The rescue's last resort is an expired lease: text or NULL never expires, so if its
+-- worker does not know the job (a lost claim) nothing ever takes it back.
+SELECT 'running_without_lease', id, 'running under ' || worker_id || ' with lease_until '
+       || quote(lease_until) || ', which never expires'
+FROM jobs WHERE state = 'running' AND worker_id IS NOT NULL
+  AND typeof(lease_until) NOT IN ('integer', 'real')
