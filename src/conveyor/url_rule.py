@@ -57,3 +57,15 @@ def implicit_url(
     if found is None:
         return default, DEFAULT_SOURCE
     return str(found.value), found.source
+
+
+def sqlite_path(url: str) -> str | None:
+    """The absolute file of a ``sqlite:///`` URL (None: another scheme, or in memory).
+
+    >>> sqlite_path("sqlite:////srv/jobs.db?synchronous=FULL"), sqlite_path("redis://h/0")
+    ('/srv/jobs.db', None)
+    """
+    if not url.lower().startswith("sqlite:///"):
+        return None
+    path = url[len("sqlite:///") :].split("?", 1)[0]
+    return None if not path or path == ":memory:" else os.path.abspath(path)

@@ -24,21 +24,9 @@ from collections.abc import Sequence
 from conveyor.app import DEFAULT_URL, App
 from conveyor.config import Layer
 from conveyor.redaction import redacted
-from conveyor.url_rule import implicit_url
+from conveyor.url_rule import implicit_url, sqlite_path
 
 log = logging.getLogger("conveyor.worker")
-
-
-def sqlite_path(url: str) -> str | None:
-    """The absolute file of a ``sqlite:///`` URL (None: another scheme, or in memory).
-
-    >>> sqlite_path("sqlite:////srv/jobs.db?synchronous=FULL"), sqlite_path("redis://h/0")
-    ('/srv/jobs.db', None)
-    """
-    if not url.lower().startswith("sqlite:///"):
-        return None
-    path = url[len("sqlite:///") :].split("?", 1)[0]
-    return None if not path or path == ":memory:" else os.path.abspath(path)
 
 
 def waiting_jobs(path: str) -> int:
