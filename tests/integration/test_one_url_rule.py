@@ -9,9 +9,13 @@ waited forever. Real processes through pipes, real SQLite files in ``tmp_path``.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
+import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -20,7 +24,7 @@ import pytest
 import conveyor
 from conveyor.cli.main import COMMANDS
 from conveyor.config import ConfigFileError
-from tests.integration.cli_run import assert_one_error, clean_env
+from tests.integration.cli_run import CONVEYOR, assert_one_error, clean_env
 from tests.integration.cli_run import conveyor as run_cli
 
 SERVICE = """
@@ -166,3 +170,35 @@ def test_the_env_store_with_waiting_jobs_is_named_too(project: Path) -> None:
     worker = run_cli("worker", "pinned:app", "--burst", cwd=project, env=env)
     assert worker.returncode == 0, worker.stderr
     assert "1 in sqlite:///env.db (from $CONVEYOR_URL)" in worker.stderr, worker.stderr
+
+
+def test_no_warning_when_a_live_worker_serves_the_other_store(project: Path) -> None:
+    produce(project)  # one job in the default conveyor.db...
+    paused = run_cli("queues", "pause", "mail", cwd=project)  # ...that stays queued
+    assert paused.returncode == 0, paused.stderr
+    other = subprocess.Popen(
+        [str(CONVEYOR), "worker", "service:app"],
+        cwd=project,
+        env=clean_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not _live_workers(project / "conveyor.db"):
+            assert time.monotonic() < deadline, "the other worker never registered"
+            time.sleep(0.1)
+        (project / "deploy.toml").write_text('url = "sqlite:///jobs.db"\n')
+        worker = run_cli("worker", "service:app", "-C", "deploy.toml", "--burst", cwd=project)
+        assert worker.returncode == 0, worker.stderr
+        assert "WARNING" not in worker.stderr, worker.stderr  # served there: not forgotten
+    finally:
+        other.send_signal(signal.SIGTERM)
+        assert other.wait(30) == 0
+
+
+def _live_workers(path: Path) -> int:
+    if not path.exists():
+        return 0
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        return int(conn.execute("SELECT count(*) FROM workers").fetchone()[0])

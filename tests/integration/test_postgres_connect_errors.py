@@ -20,6 +20,7 @@ import conveyor
 from tests.integration.cli_run import assert_one_error, write_project
 from tests.integration.cli_run import conveyor as run_cli
 from tests.support.postgres_server import PostgresServer
+from tests.support.redis_server import free_port
 
 #: Every kind of command that opens the store: read-only, writing, the worker.
 COMMANDS = [
@@ -27,6 +28,7 @@ COMMANDS = [
     ["jobs"],
     ["queues"],
     ["migrate-schema"],
+    ["dashboard", "--port", str(free_port())],
     ["enqueue", "tasks.hello", "--app", "tasks:app", "--args", '["x"]'],
     ["worker", "tasks:app", "--burst"],
 ]
@@ -85,7 +87,7 @@ def test_every_command_says_it_in_one_line(
     project: Path, server: PostgresServer, stopped: str, case: str, command: list[str]
 ) -> None:
     url, fragments = _cases(server, stopped)[case]
-    if case == "privilege" and command[0] in ("status", "jobs", "queues"):
+    if case == "privilege" and command[0] in ("status", "jobs", "queues", "dashboard"):
         # Read-only commands create nothing: for them the schema is simply not there.
         fragments = ["no conveyor schema 'conveyor'", "--url"]
     proc = run_cli(*command, "--url", url, cwd=project)

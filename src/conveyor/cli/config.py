@@ -146,7 +146,10 @@ def config_command(
     for key, setting in rows.items():
         click.echo(f"{key:<{width}}{values[key]:<{value_width}}{setting.source}")
     if not files:
-        click.echo("(no config file: no -C FILE, no [tool.conveyor] in ./pyproject.toml)")
+        click.echo(
+            "(no config file: no -C FILE, no ./conveyor.toml, no [tool.conveyor] in "
+            "./pyproject.toml)"
+        )
     from_file = config.file_url(files)
     if from_file is not None and from_file.source != app.url_source:
         click.echo(f"(the url of {from_file.source} is not used: {app.url_source} wins)")

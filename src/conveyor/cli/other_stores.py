@@ -5,8 +5,9 @@ do their jobs (issue 21: the worker read ``url`` from a config file, the produce
 not). The stores a producer in this directory could be writing: the one ``App()`` picks
 here (``$CONVEYOR_URL``, ./conveyor.toml, ./pyproject.toml), the ``url`` of every config
 file that applies, and the default ``sqlite:///conveyor.db``. Those that are SQLite files
-(and exist) are read, read-only, for queued and scheduled jobs; a Redis or PostgreSQL
-URL is not connected to (a worker's start must not wait on a server it does not serve).
+(and exist) are read, read-only, for queued and scheduled jobs, unless a live worker
+(a heartbeat within ``heartbeat_ttl``) serves that store; a Redis or PostgreSQL URL is
+not connected to (a worker's start must not wait on a server it does not serve).
 
 Example::
 
@@ -29,17 +30,26 @@ from conveyor.url_rule import implicit_url, sqlite_path
 log = logging.getLogger("conveyor.worker")
 
 
-def waiting_jobs(path: str) -> int:
-    """Queued and scheduled jobs in the conveyor store at ``path`` (0: none, or not a
-    store it can read). Opened read-only: nothing is created, migrated or locked."""
+def waiting_jobs(path: str, heartbeat_ttl: float) -> int:
+    """Queued and scheduled jobs in the conveyor store at ``path`` that no live worker
+    serves (0: none, a worker heartbeating within ``heartbeat_ttl`` seconds serves it, or
+    not a store it can read). Opened read-only: nothing is created, migrated or locked."""
     if not os.path.isfile(path):
         return 0
     import sqlite3  # only when there is a file to look in (a Redis worker never does)
+    import time
     from urllib.parse import quote
 
     try:
         uri = f"file:{quote(path)}?mode=ro"
         with contextlib.closing(sqlite3.connect(uri, uri=True, timeout=1.0)) as conn:
+            live = conn.execute(
+                "SELECT count(*) FROM workers WHERE typeof(heartbeat_at) IN ('integer', "
+                "'real') AND heartbeat_at > ?",
+                (time.time() - heartbeat_ttl,),
+            ).fetchone()
+            if live and live[0]:
+                return 0  # served: another worker's store, not a forgotten one
             row = conn.execute(
                 "SELECT count(*) FROM jobs WHERE state IN ('queued', 'scheduled')"
             ).fetchone()
@@ -75,7 +85,7 @@ def warn_other_stores(app: App, files: Sequence[Layer]) -> None:
             path = sqlite_path(url)
             if path is None or (served is not None and _same(path, served)):
                 continue
-            count = waiting_jobs(path)
+            count = waiting_jobs(path, app.settings.heartbeat_ttl)
             if count:
                 waiting.append(f"{count} in {redacted(url)} ({why})")
     except Exception:  # see the docstring
