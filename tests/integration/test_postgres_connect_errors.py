@@ -34,11 +34,19 @@ COMMANDS = [
 ]
 
 
+CASES = ["database", "role", "password", "no-password", "down", "privilege"]
+
+
 @pytest.fixture(scope="module")
 def server() -> Iterator[PostgresServer]:
-    """This module's own cluster (a role that may log in but create nothing, too)."""
-    cluster = PostgresServer().init().start()
+    """This module's own cluster: a role that may log in but create nothing, and one that
+    must give a password (the rest of the cluster trusts loopback)."""
+    cluster = PostgresServer().init()
+    hba = cluster.data / "pg_hba.conf"  # the first matching line wins: put ours first
+    hba.write_text(f"host all carol 127.0.0.1/32 scram-sha-256\n{hba.read_text()}")
+    cluster.start()
     with psycopg.connect(cluster.url, autocommit=True) as conn:
+        conn.execute("CREATE ROLE carol LOGIN PASSWORD 'right'")
         conn.execute("CREATE ROLE visitor LOGIN")
         conn.execute("REVOKE CREATE ON DATABASE postgres FROM PUBLIC")
         conn.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
@@ -73,6 +81,14 @@ def _cases(server: PostgresServer, stopped: str) -> dict[str, tuple[str, list[st
             f"postgresql://nobody@127.0.0.1:{port}/postgres",
             ["role 'nobody' does not exist", "CREATE ROLE nobody LOGIN"],
         ),
+        "password": (
+            f"postgresql://carol:wrong@127.0.0.1:{port}/postgres",
+            ["password authentication failed", "postgresql://USER:PASSWORD@host/db"],
+        ),
+        "no-password": (
+            f"postgresql://carol@127.0.0.1:{port}/postgres",
+            ["password authentication failed", "no password supplied"],
+        ),
         "down": (stopped, ["is unavailable", "Connection refused", "is the server running?"]),
         "privilege": (
             f"postgresql://visitor@127.0.0.1:{port}/postgres",
@@ -81,7 +97,7 @@ def _cases(server: PostgresServer, stopped: str) -> dict[str, tuple[str, list[st
     }
 
 
-@pytest.mark.parametrize("case", ["database", "role", "down", "privilege"])
+@pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c[0])
 def test_every_command_says_it_in_one_line(
     project: Path, server: PostgresServer, stopped: str, case: str, command: list[str]
@@ -93,10 +109,11 @@ def test_every_command_says_it_in_one_line(
     proc = run_cli(*command, "--url", url, cwd=project)
     line = assert_one_error(proc, 1, *fragments)
     assert "Traceback" not in proc.stderr and "psycopg" not in line, line
+    assert "wrong" not in line, line  # a password is never shown
     assert "cannot join thread" not in proc.stderr, line  # the cause, not the cleanup
 
 
-@pytest.mark.parametrize("case", ["database", "role", "down", "privilege"])
+@pytest.mark.parametrize("case", CASES)
 def test_enqueue_from_python_raises_backend_unavailable(
     server: PostgresServer, stopped: str, case: str
 ) -> None:
