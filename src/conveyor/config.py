@@ -10,10 +10,11 @@ One schema, in both places (the ``-C`` file is the ``[tool.conveyor]`` table on 
     pool = "thread"
     ...                               # every key of WORKER_DEFAULTS
 
-Precedence, highest first: command-line flags, the ``-C`` file, pyproject.toml of the
-current directory, the built-in defaults. The URL keeps the one rule of the CLI and
-adds the files at its bottom: ``--url`` > ``App(url)`` > ``$CONVEYOR_URL`` > ``-C``
-file > pyproject.toml > ``sqlite:///conveyor.db`` (see docs/configuration.md for why).
+Precedence, highest first: command-line flags, the ``-C`` file, ./conveyor.toml,
+./pyproject.toml, the built-in defaults. The store URL: ``--url`` > ``App(url)`` >
+``$CONVEYOR_URL`` > ``-C`` file > ./conveyor.toml > ./pyproject.toml >
+``sqlite:///conveyor.db``; ``App()`` applies the same rule without ``-C``
+(:mod:`conveyor.url_rule`; see docs/configuration.md for why).
 
 Every key is checked: an unknown key or a value of the wrong type is a
 :class:`ConfigFileError` naming the file and the key. Only the stdlib is used
@@ -335,9 +336,9 @@ def discovered(directory: str | None = None, skip: str | None = None) -> list[La
     skipped = os.path.realpath(skip) if skip else None
     found: list[Layer] = []
     own = os.path.join(here, CONVEYOR_TOML)
-    if os.path.isfile(own) and os.path.realpath(own) != skipped:
+    if os.path.isfile(own) and not (skipped and os.path.realpath(own) == skipped):
         found.append(load_file(CONVEYOR_TOML if directory is None else own))
-    if os.path.realpath(os.path.join(here, PYPROJECT)) != skipped:
+    if not (skipped and os.path.realpath(os.path.join(here, PYPROJECT)) == skipped):
         pyproject = load_pyproject(directory)
         if pyproject is not None:
             found.append(pyproject)
