@@ -222,9 +222,11 @@ def open_backend(url: str) -> Backend:
 class App:
     """A conveyor application: where jobs are stored and which tasks exist.
 
-    ``url`` defaults to ``$CONVEYOR_URL``, else ``sqlite:///conveyor.db``; an explicit
-    ``url`` wins over ``$CONVEYOR_URL`` here and in ``conveyor worker`` (only the
-    command's ``--url`` overrides it). ``url_source`` says where the URL came from. Keyword
+    ``url`` defaults to ``$CONVEYOR_URL``, else the ``url`` of ./conveyor.toml, else of
+    ``[tool.conveyor]`` in ./pyproject.toml, else ``sqlite:///conveyor.db`` (the rule of
+    every ``conveyor`` command: :mod:`conveyor.url_rule`); an explicit ``url`` wins over
+    all of them here and in ``conveyor worker`` (only the command's ``--url`` overrides
+    it). ``url_source`` says where the URL came from. Keyword
     arguments are task defaults (``queue``, ``priority``, ``max_attempts``, ``timeout``,
     ``retry``, ``retry_delay``, ``lease``, ``store_result``, ``result_ttl``, ``expires``) or app settings (``max_payload_bytes``,
     ``max_rescues``, ``heartbeat_interval``, ``heartbeat_ttl``, ``rescue_interval``,
@@ -244,11 +246,15 @@ class App:
         include: Sequence[str] = (),
         **defaults: Any,
     ) -> None:
-        env_url = os.environ.get("CONVEYOR_URL")
-        self.url: str = url or env_url or DEFAULT_URL
-        #: Where ``url`` came from: "App(url)", "$CONVEYOR_URL", "default", or "--url"
-        #: (set by the CLI). One rule everywhere: --url > App(url) > $CONVEYOR_URL > default.
-        self.url_source: str = "App(url)" if url else "$CONVEYOR_URL" if env_url else "default"
+        #: Where ``url`` came from: "App(url)", "$CONVEYOR_URL", a file ("conveyor.toml",
+        #: "pyproject.toml [tool.conveyor]"), "default", or "--url" (set by the CLI).
+        #: One rule everywhere: --url > App(url) > $CONVEYOR_URL > the files > default.
+        self.url_source: str = "App(url)"
+        self.url: str = url or ""
+        if not url:
+            from conveyor.url_rule import implicit_url  # conveyor.toml, pyproject.toml
+
+            self.url, self.url_source = implicit_url(DEFAULT_URL)
         unknown = set(defaults) - _TASK_DEFAULTS - _SETTINGS
         if unknown:
             raise TypeError(f"App() got unknown options: {sorted(unknown)}")

@@ -10,10 +10,11 @@ One schema, in both places (the ``-C`` file is the ``[tool.conveyor]`` table on 
     pool = "thread"
     ...                               # every key of WORKER_DEFAULTS
 
-Precedence, highest first: command-line flags, the ``-C`` file, pyproject.toml of the
-current directory, the built-in defaults. The URL keeps the one rule of the CLI and
-adds the files at its bottom: ``--url`` > ``App(url)`` > ``$CONVEYOR_URL`` > ``-C``
-file > pyproject.toml > ``sqlite:///conveyor.db`` (see docs/configuration.md for why).
+Precedence, highest first: command-line flags, the ``-C`` file, ./conveyor.toml,
+./pyproject.toml, the built-in defaults. The store URL: ``--url`` > ``App(url)`` >
+``$CONVEYOR_URL`` > ``-C`` file > ./conveyor.toml > ./pyproject.toml >
+``sqlite:///conveyor.db``; ``App()`` applies the same rule without ``-C``
+(:mod:`conveyor.url_rule`; see docs/configuration.md for why).
 
 Every key is checked: an unknown key or a value of the wrong type is a
 :class:`ConfigFileError` naming the file and the key. Only the stdlib is used
@@ -67,6 +68,8 @@ WORKER_DEFAULTS: dict[str, Any] = {
 }
 TOP_KEYS = ("app", "url", "worker")
 PYPROJECT = "pyproject.toml"
+#: Read from the current directory by every command and by ``App()`` (no ``-C`` needed).
+CONVEYOR_TOML = "conveyor.toml"
 DEFAULT_SOURCE = "default"
 
 
@@ -323,16 +326,30 @@ def _shown(value: Any) -> str:
 # -- combining -------------------------------------------------------------------------
 
 
-def layers(config_file: str | None, directory: str | None = None) -> list[Layer]:
-    """The files that apply, strongest first: the ``-C`` file, then pyproject.toml."""
-    found = [load_file(config_file)] if config_file else []
-    here = os.path.join(directory or os.getcwd(), PYPROJECT)
-    if config_file and os.path.realpath(config_file) == os.path.realpath(here):
-        return found  # -C ./pyproject.toml: the same table, read once
-    pyproject = load_pyproject(directory)
-    if pyproject is not None:
-        found.append(pyproject)
+def discovered(directory: str | None = None, skip: str | None = None) -> list[Layer]:
+    """The files found in ``directory`` (the current one by default), strongest first:
+    ``conveyor.toml``, then ``[tool.conveyor]`` of ``pyproject.toml``; ``skip``: a path
+    already read (``-C ./conveyor.toml``). Only that directory is looked in, never its
+    parents: a relative ``sqlite:///jobs.db`` is a file of the current directory, so a
+    file found in a parent would name another store than the one it meant."""
+    here = directory or os.getcwd()
+    skipped = os.path.realpath(skip) if skip else None
+    found: list[Layer] = []
+    own = os.path.join(here, CONVEYOR_TOML)
+    if os.path.isfile(own) and not (skipped and os.path.realpath(own) == skipped):
+        found.append(load_file(CONVEYOR_TOML if directory is None else own))
+    if not (skipped and os.path.realpath(os.path.join(here, PYPROJECT)) == skipped):
+        pyproject = load_pyproject(directory)
+        if pyproject is not None:
+            found.append(pyproject)
     return found
+
+
+def layers(config_file: str | None, directory: str | None = None) -> list[Layer]:
+    """The files that apply, strongest first: the ``-C`` file, then ./conveyor.toml, then
+    ./pyproject.toml (a ``-C`` file that is one of those is read once)."""
+    given = [load_file(config_file)] if config_file else []
+    return [*given, *discovered(directory, skip=config_file)]
 
 
 def worker_settings(files: Sequence[Layer], flags: Mapping[str, Setting]) -> dict[str, Setting]:

@@ -132,15 +132,18 @@ def test_pyproject_alone_names_the_app_and_its_settings(project: Path) -> None:
 
 
 def test_the_url_rule_puts_the_files_below_the_environment(project: Path) -> None:
-    (project / "conveyor.toml").write_text(FILE)
     (project / "pyproject.toml").write_text(PYPROJECT)
-    url = effective(project, "-C", "conveyor.toml")["url"]
-    assert url == {"value": "sqlite:///from-file.db", "source": "conveyor.toml"}
     url = effective(project)["url"]
     assert url == {
         "value": "sqlite:///from-pyproject.db",
         "source": "pyproject.toml [tool.conveyor]",
     }
+    (project / "conveyor.toml").write_text(FILE)  # found too, and above pyproject.toml
+    url = effective(project)["url"]
+    assert url == {"value": "sqlite:///from-file.db", "source": "conveyor.toml"}
+    (project / "deploy.toml").write_text('url = "sqlite:///from-deploy.db"\n')
+    url = effective(project, "-C", "deploy.toml")["url"]
+    assert url == {"value": "sqlite:///from-deploy.db", "source": "deploy.toml"}
     env = {"CONVEYOR_URL": "sqlite:///env.db"}
     assert effective(project, "-C", "conveyor.toml", **env)["url"]["source"] == "$CONVEYOR_URL"
     pinned = effective(project, "-C", "conveyor.toml", "--app", "pinned:app", **env)["url"]

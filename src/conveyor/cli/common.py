@@ -1,8 +1,10 @@
 """Options and helpers shared by the CLI commands.
 
-Every command that uses a store accepts ``--url`` and ``--app module:attribute``. The
-store URL follows one rule, the same for producers, workers, the CLI and the dashboard:
-``--url`` > the app's explicit ``App(url)`` > ``$CONVEYOR_URL`` > ``sqlite:///conveyor.db``.
+Every command that uses a store accepts ``--url``, ``--app module:attribute`` and
+``-C/--config FILE``. The store URL follows one rule, the same for producers, workers,
+the CLI and the dashboard: ``--url`` > the app's explicit ``App(url)`` >
+``$CONVEYOR_URL`` > ``url`` of ``-C`` FILE > of ./conveyor.toml > of ./pyproject.toml
+``[tool.conveyor]`` > ``sqlite:///conveyor.db``.
 ``open_app`` is read-only by default: a store that does not exist is an error
 (``StoreNotFound``), never a new empty file; commands that write pass ``create=True``.
 
@@ -27,12 +29,11 @@ import click
 from conveyor.app import (
     App,
     check_url,
-    load_app,
     parse_app_spec,
     require_store,
 )
 from conveyor.cli.errors import explain, sqlite_error
-from conveyor.errors import ConfigurationError
+from conveyor.errors import ConfigurationError, StoreNotFound
 from conveyor.redaction import redacted
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -63,12 +64,36 @@ def url_option(fn: F) -> F:
     return click.option(
         "--url",
         callback=valid_url,
-        help="Store URL. Default: the app's App(url), else $CONVEYOR_URL, else "
-        "sqlite:///conveyor.db.",
+        help="Store URL. Default: the app's App(url), else $CONVEYOR_URL, else url of "
+        "-C FILE, ./conveyor.toml or ./pyproject.toml, else sqlite:///conveyor.db.",
     )(fn)
 
 
+CONFIG_HELP = (
+    "Config file (.toml or .json; the schema of [tool.conveyor]). Flags win over it, "
+    "it wins over ./conveyor.toml and ./pyproject.toml [tool.conveyor]. See "
+    "docs/configuration.md."
+)
+#: Where ``-C`` of a store command waits for :func:`open_app` (``ctx.meta`` is shared by
+#: a group and its subcommands: ``conveyor queues -C f.toml pause q``).
+_CONFIG_META = "conveyor.config_file"
+
+
+def _remember_config(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        ctx.meta[_CONFIG_META] = value
+
+
 def store_options(fn: F) -> F:
+    """``--url``, ``--app`` and ``-C/--config``: the store, by the one URL rule."""
+    fn = click.option(
+        "-C",
+        "--config",
+        metavar="FILE",
+        expose_value=False,  # read by open_app: no command changes its signature for it
+        callback=_remember_config,
+        help=CONFIG_HELP,
+    )(fn)
     fn = click.option(
         "--app",
         "app_spec",
@@ -80,17 +105,19 @@ def store_options(fn: F) -> F:
 
 
 def open_app(url: str | None, app_spec: str | None, *, create: bool = False) -> App:
-    """The app (``--app``) or a bare one, pointed at ``--url`` when given, with its
-    backend open. A missing store is an error unless ``create`` (commands that write)."""
-    app = load_app(app_spec) if app_spec else App()
-    if url:
-        app.override_url(url)
-    try:
-        check_url(app.url)  # also App(url) and $CONVEYOR_URL, which no option callback saw
-    except ConfigurationError as exc:
-        raise ConfigurationError(f"{exc}{source_note(app)}") from None
+    """The app (``--app``, else ``app`` of the files) or a bare one, pointed at its store
+    by the one URL rule (``-C`` FILE included), with its backend open. A missing store
+    is an error unless ``create`` (commands that write)."""
+    from conveyor.cli.config import configured_app, read_layers  # it imports this module
+
+    context = click.get_current_context(silent=True)
+    config_file = context.meta.get(_CONFIG_META) if context is not None else None
+    app, _ = configured_app(app_spec, url, read_layers(config_file))
     if not create:
-        require_store(app.url)
+        try:
+            require_store(app.url)
+        except StoreNotFound as exc:  # say which rule chose that store: a file, the env...
+            raise StoreNotFound(f"{exc}{source_note(app)}") from None
     try:
         app.backend  # noqa: B018 - open now, so a failure names the store it was about
     except (sqlite_error(), OSError) as exc:

@@ -1,9 +1,10 @@
 """``conveyor config``: the effective settings and where each came from.
 
 Also the glue every command that reads configuration files shares: which files apply
-(``-C FILE``, then ``[tool.conveyor]`` of ./pyproject.toml), which APP, and where the
-store URL comes from (``--url`` > ``App(url)`` > ``$CONVEYOR_URL`` > the files >
-``sqlite:///conveyor.db``). A file that cannot be used is a usage error (exit 2).
+(``-C FILE``, then ./conveyor.toml, then ``[tool.conveyor]`` of ./pyproject.toml), which
+APP, and where the store URL comes from (``--url`` > ``App(url)`` > ``$CONVEYOR_URL`` >
+the files > ``sqlite:///conveyor.db``). A file that cannot be used is a usage error
+(exit 2).
 
 Example::
 
@@ -24,15 +25,17 @@ import click
 
 from conveyor import config
 from conveyor.app import App, check_url, load_app
-from conveyor.cli.common import _valid_app_spec, echo_json, source_note, valid_url
+from conveyor.cli.common import (
+    CONFIG_HELP,
+    _valid_app_spec,
+    echo_json,
+    source_note,
+    valid_url,
+)
 from conveyor.cli.errors import explain, sqlite_error
 from conveyor.errors import ConfigurationError
 from conveyor.redaction import redacted
-
-CONFIG_HELP = (
-    "Config file (.toml or .json; the schema of [tool.conveyor]). Flags win over it, "
-    "it wins over ./pyproject.toml [tool.conveyor]. See docs/configuration.md."
-)
+from conveyor.url_rule import ENV_SOURCE
 
 
 def config_option(fn: Any) -> Any:
@@ -52,14 +55,15 @@ def read_layers(config_file: str | None) -> list[config.Layer]:
 
 def apply_url(app: App, url: str | None, files: list[config.Layer]) -> None:
     """Point ``app`` at its store by the one rule: ``--url`` > ``App(url)`` >
-    ``$CONVEYOR_URL`` > the files > the default. The files only replace the default:
-    code that enqueues never reads them, so they must not pull a worker away from a store
-    that ``App(url)`` or ``$CONVEYOR_URL`` names for its producers too."""
+    ``$CONVEYOR_URL`` > the files (``-C``, ./conveyor.toml, ./pyproject.toml) > the
+    default. ``App()`` applied the rule itself without ``-C``; here ``-C`` FILE's url
+    replaces what the other files or the default gave, never ``App(url)`` or the
+    environment, which producers follow too."""
     if url:
         app.override_url(url)
         return
     from_file = config.file_url(files)
-    if from_file is not None and app.url_source == "default":
+    if from_file is not None and app.url_source not in ("App(url)", ENV_SOURCE):
         app.override_url(from_file.value, from_file.source)
 
 
@@ -142,7 +146,10 @@ def config_command(
     for key, setting in rows.items():
         click.echo(f"{key:<{width}}{values[key]:<{value_width}}{setting.source}")
     if not files:
-        click.echo("(no config file: no -C FILE, no [tool.conveyor] in ./pyproject.toml)")
+        click.echo(
+            "(no config file: no -C FILE, no ./conveyor.toml, no [tool.conveyor] in "
+            "./pyproject.toml)"
+        )
     from_file = config.file_url(files)
     if from_file is not None and from_file.source != app.url_source:
         click.echo(f"(the url of {from_file.source} is not used: {app.url_source} wins)")

@@ -136,7 +136,10 @@ def _unavailable(exc: BackendUnavailable) -> str:
                 "as redis://:PASSWORD@host:port/db (or redis://USER:PASSWORD@...)"
             )
         cause = cause.__cause__
-    text = str(exc).removesuffix("; retry once it is back")
+    text = str(exc)
+    if " is unavailable" not in text:
+        return text  # not an outage (a missing database or role): the message says the fix
+    text = text.removesuffix("; retry once it is back")
     return f"{text}; is the server running? Check --url or $CONVEYOR_URL"
 
 

@@ -14,6 +14,7 @@ import click
 from conveyor.app import App, check_url, load_app
 from conveyor.cli.common import valid_url
 from conveyor.cli.config import apply_url, config_option, read_layers
+from conveyor.cli.other_stores import warn_other_stores
 from conveyor.config import WORKER_DEFAULTS, Setting, app_setting, worker_settings
 from conveyor.errors import ConfigurationError
 from conveyor.worker.executors import POOLS
@@ -199,6 +200,7 @@ def worker(
                 ", ".join(layer.source for layer in files),
             )
         check_url(app.url)  # App(url) or $CONVEYOR_URL: a typo is one line, not a traceback
+        warn_other_stores(app, files)  # jobs waiting where producers here may write
         w = Worker(
             app,
             queues=list(queues) or default_queue_specs(app),

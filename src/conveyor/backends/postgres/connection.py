@@ -24,9 +24,13 @@ Example:
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from conveyor.backends.postgres.url import PostgresTarget
+from conveyor.backends.postgres.url import PostgresTarget, parse_postgres_url
+from conveyor.errors import BackendUnavailable
 
 if TYPE_CHECKING:
     import psycopg
@@ -138,24 +142,97 @@ def require_existing_store(url: str) -> None:
 
     For read-only tools (``conveyor status``, the dashboard), before the backend opens
     (which creates the schema): one connection, one read, nothing created. A server that
-    cannot be reached is left to the real open to report.
+    cannot be reached (or a database or role that does not exist) is
+    :class:`BackendUnavailable`, as the real open would say (see :func:`unavailable`).
     """
     import psycopg
 
-    from conveyor.backends.postgres.url import parse_postgres_url
     from conveyor.errors import StoreNotFound
 
     target = parse_postgres_url(url)
     try:
-        with psycopg.connect(target.conninfo, connect_timeout=10) as conn:
+        with connected(target, connect_timeout=10) as conn:
             version = stored_version(conn, target.schema)
     except psycopg.Error:
-        return
+        return  # connected, but the read failed: the real open reports why
     if version == 0:
         raise StoreNotFound(
             f"no conveyor schema {target.schema!r} at {target.safe_url} (a worker or the "
             "first enqueue creates it); check --url or $CONVEYOR_URL"
         )
+
+
+#: libpq's wording of the connection failures that waiting will not fix, matched when
+#: the error carries no SQLSTATE (libpq reports startup failures as text). Servers whose
+#: ``lc_messages`` is not English fall through to "unavailable", which is still one line.
+_MISSING_DATABASE = re.compile(r'database "(?P<name>[^"]*)" does not exist')
+_MISSING_ROLE = re.compile(r'role "(?P<name>[^"]*)" does not exist')
+_BAD_PASSWORD = re.compile(
+    r'password authentication failed for user "(?P<name>[^"]*)"|no password supplied'
+)
+_RETRY = "retry once it is back"
+
+
+def unavailable(exc: BaseException, safe_url: str) -> BackendUnavailable:
+    """conveyor's error for a connection psycopg could not open: what is wrong and what to
+    do, on one line. A missing database or role and a refused password say so (waiting
+    will not fix them); anything else (refused, timed out, shutting down) is an outage.
+
+    Example:
+        >>> url = "postgresql://app@db:5432/shop"
+        >>> print(unavailable(OSError('FATAL:  database "shop" does not exist'), url))
+        PostgreSQL at postgresql://app@db:5432/shop: database 'shop' does not exist; create it (createdb shop, or CREATE DATABASE shop) or fix the database in the URL
+        >>> refused = OSError("connection to server at 'db', port 5432 failed: refused")
+        >>> print(unavailable(refused, url))
+        PostgreSQL at postgresql://app@db:5432/shop is unavailable (connection to server at 'db', port 5432 failed: refused); retry once it is back
+    """
+    text = str(exc)
+    sqlstate = getattr(exc, "sqlstate", None)
+    where = f"PostgreSQL at {safe_url}"
+    found = _MISSING_DATABASE.search(text)
+    if sqlstate == "3D000" or found:
+        name = found["name"] if found else "?"
+        return BackendUnavailable(
+            f"{where}: database {name!r} does not exist; create it (createdb {name}, or "
+            f"CREATE DATABASE {name}) or fix the database in the URL"
+        )
+    found = _MISSING_ROLE.search(text)
+    if found:
+        name = found["name"]
+        return BackendUnavailable(
+            f"{where}: role {name!r} does not exist; create it (CREATE ROLE {name} LOGIN) "
+            "or fix the user in the URL (postgresql://USER@host/db)"
+        )
+    if sqlstate == "28P01" or _BAD_PASSWORD.search(text):
+        return BackendUnavailable(
+            f"{where}: password authentication failed ({_cause(text)}); put the password "
+            "in the URL as postgresql://USER:PASSWORD@host/db (or use ~/.pgpass)"
+        )
+    return BackendUnavailable(f"{where} is unavailable ({_cause(text)}); {_RETRY}")
+
+
+def _cause(text: str) -> str:
+    """libpq's first line without its ``connection failed:`` and ``FATAL:`` prefixes."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    first = lines[0] if lines else "no reason given"
+    first = first.removeprefix("connection failed:").strip()
+    return re.sub(r"\bFATAL:\s+", "", first)
+
+
+@contextmanager
+def connected(
+    target: PostgresTarget, **kwargs: Any
+) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
+    """One connection to ``target``, closed after the block; a connection that cannot be
+    opened is :func:`unavailable` (what fails inside the block stays as raised)."""
+    import psycopg
+
+    try:
+        conn = psycopg.connect(target.conninfo, **kwargs)
+    except psycopg.OperationalError as exc:
+        raise unavailable(exc, target.safe_url) from exc
+    with conn:
+        yield conn
 
 
 def open_pool(target: PostgresTarget) -> ConnectionPool:
@@ -165,8 +242,16 @@ def open_pool(target: PostgresTarget) -> ConnectionPool:
     from psycopg_pool import ConnectionPool
 
     kwargs = connect_options(target)
-    with psycopg.connect(target.conninfo, **kwargs) as conn:  # type: ignore[arg-type]
-        migrate(conn, target.schema)
+    with connected(target, **kwargs) as conn:
+        try:
+            migrate(conn, target.schema)
+        except psycopg.errors.InsufficientPrivilege as exc:
+            # A role that may log in but not create the schema: a one-time setup step.
+            raise BackendUnavailable(
+                f"PostgreSQL at {target.safe_url}: cannot create the schema "
+                f"{target.schema!r} ({_cause(str(exc))}); GRANT CREATE ON DATABASE to this "
+                "role, or have an owner apply `conveyor migrate-schema --sql` first"
+            ) from exc
     pool: ConnectionPool = ConnectionPool(
         target.conninfo,
         min_size=1,
