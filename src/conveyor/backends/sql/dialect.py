@@ -1,0 +1,92 @@
+"""How one SQL store spells what the shared algorithms need (see :mod:`conveyor.backends.sql`).
+
+The engine's statements are written once with ``?`` placeholders; :meth:`Dialect.sql`
+turns them into the driver's style. A list of values is a ``col IN (?, ?, ...)`` split
+into chunks where the database caps its parameters (SQLite) or one array parameter
+``col = ANY(?)`` where it has arrays (PostgreSQL). Statements run on an
+:class:`Executor`: a ``sqlite3.Connection`` or a psycopg cursor, whose ``execute``
+both return something to fetch from.
+
+Example:
+    >>> import time
+    >>> d = Dialect("demo", param="%s", lock=" FOR UPDATE", array=True, chunk=None,
+    ...             ignore=("INSERT", " ON CONFLICT DO NOTHING"),
+    ...             clock=lambda ex: time.time(), queries={})
+    >>> d.sql("SELECT 1 FROM jobs WHERE id = ?")
+    'SELECT 1 FROM jobs WHERE id = %s'
+    >>> [(d.sql(f"SELECT 1 FROM jobs WHERE {w}"), a) for w, a in d.in_list("id", ["a", "b"])]
+    [('SELECT 1 FROM jobs WHERE id = ANY(%s)', [['a', 'b']])]
+    >>> d.insert_ignore("periodic_slots (name, slot) VALUES (?, ?)")
+    'INSERT INTO periodic_slots (name, slot) VALUES (?, ?) ON CONFLICT DO NOTHING'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+class Result(Protocol):
+    """What ``execute`` hands back: rows to fetch, how many rows it wrote."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+
+class Executor(Protocol):
+    """A ``sqlite3.Connection`` or a psycopg cursor, inside the caller's transaction."""
+
+    def execute(self, query: Any, params: Any = ..., /) -> Result: ...
+
+    def executemany(self, query: Any, params: Any, /) -> object: ...
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """One SQL store's spelling of what the engine's algorithms need."""
+
+    #: The store's name, for messages.
+    name: str
+    #: The driver's positional placeholder (``?`` for sqlite3, ``%s`` for psycopg).
+    param: str
+    #: Appended to a ``SELECT`` that must lock the rows it reads until commit; empty
+    #: where the transaction already holds the whole database (SQLite's BEGIN IMMEDIATE).
+    lock: str
+    #: True: a list is one array parameter (``= ANY(?)``); False: ``IN (?, ?, ...)``.
+    array: bool
+    #: The most values of one ``IN`` list (None: no cap).
+    chunk: int | None
+    #: (prefix, suffix) of an insert that skips rows a unique index already holds.
+    ignore: tuple[str, str]
+    #: The clock the store's times are read against (epoch seconds).
+    clock: Callable[[Executor], float]
+    #: The store's own text of the statements that differ by more than spelling, by
+    #: role name (the same names on every store: ``job_insert_flow``, ...).
+    queries: Mapping[str, str]
+
+    def sql(self, text: str) -> str:
+        """``text``, written with ``?`` placeholders, in the driver's style."""
+        return text if self.param == "?" else text.replace("?", self.param)
+
+    def in_list(self, column: str, items: Sequence[Any]) -> Iterator[tuple[str, list[Any]]]:
+        """(condition, its parameters) per chunk of ``items``, for ``WHERE``: nothing
+        for no items (a statement over an empty list is not sent at all)."""
+        if not items:
+            return
+        if self.array:
+            yield f"{column} = ANY(?)", [list(items)]
+            return
+        size = self.chunk or len(items)
+        for start in range(0, len(items), size):
+            part = list(items[start : start + size])
+            yield f"{column} IN ({', '.join('?' * len(part))})", part
+
+    def insert_ignore(self, rest: str) -> str:
+        """``INSERT INTO <rest>`` that writes nothing where a unique index holds the row."""
+        prefix, suffix = self.ignore
+        return f"{prefix} INTO {rest}{suffix}"
