@@ -51,12 +51,14 @@ from conveyor.backends.base import (
 from conveyor.backends.postgres import flow, inserts, sql, transactional
 from conveyor.backends.postgres.claim import PROMOTE_DUE, Claim
 from conveyor.backends.postgres.connection import connect_options, open_pool
+from conveyor.backends.postgres.dialect import POSTGRES
 from conveyor.backends.postgres.faults import translate_faults
 from conveyor.backends.postgres.finish import ATTEMPT_INSERT, Finishes
 from conveyor.backends.postgres.listener import CHANNEL, DoneListener, Listener, notify_done
 from conveyor.backends.postgres.ops import PostgresOperations
 from conveyor.backends.postgres.sql import count_at_limit
 from conveyor.backends.postgres.url import parse_postgres_url
+from conveyor.backends.sql import periodic
 from conveyor.errors import JobNotFound
 from conveyor.rules import (
     FINISH,
@@ -80,9 +82,6 @@ if TYPE_CHECKING:
 #: first after WAIT_FIRST seconds, each wait WAIT_GROWTH times the last, at most
 #: WAIT_MAX; while listening it re-reads every WAIT_MAX s (a notification wakes it).
 WAIT_FIRST, WAIT_GROWTH, WAIT_MAX = 0.002, 1.5, 0.25
-#: Slot rows older than this before the oldest slot being fired are pruned (seconds);
-#: the same slack as SQLite's (sqlite/flow_methods.py).
-SLOT_RETENTION = 86400.0
 
 # -- FEATURES (one line; pg-ops adds the Operations names as they land) --------------------
 FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic", "ack_with_claim", "transactional_enqueue", "transactional_completion", "filters", "purge", "result_ttl", "queues", "logs", "integrity", "expires"})  # fmt: skip
@@ -532,44 +531,16 @@ class PostgresBackend(PostgresOperations):
         return [p.id for p in params if p.id not in done]
 
     def periodic_fire(self, params: PeriodicFireParams) -> list[float]:
-        fired: list[float] = []
-        last: tuple[float, str] | None = None
         with self._tx() as cur:
-            now = self._server_now(cur)
-            for slot, job in params.slots:
-                # The primary key (name, slot) makes this exactly once across workers: a
-                # second worker's insert waits for the first's commit, then does nothing.
-                cur.execute(
-                    "INSERT INTO periodic_slots (name, slot, job_id, fired_at) "
-                    "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                    (params.name, slot, job.id, now),
-                )
-                if cur.rowcount != 1:
-                    continue
-                if job.is_plain:
-                    self._insert_plain(cur, [job])
-                else:
-                    flow.insert_flow(cur, [job], now)
-                fired.append(slot)
-                last = (slot, job.id)
-            cur.execute(
-                "INSERT INTO periodic_schedules (name, spec, next_slot) VALUES (%s, %s, %s) "
-                "ON CONFLICT (name) DO UPDATE SET spec = excluded.spec, "
-                "next_slot = excluded.next_slot",
-                (params.name, params.spec, params.next_slot),
+            fired = periodic.periodic_fire(
+                POSTGRES,
+                cur,
+                params,
+                self._server_now(cur),
+                lambda job: self._insert_plain(cur, [job]),
             )
             if fired:
-                cur.execute(
-                    "DELETE FROM periodic_slots WHERE name = %s AND slot < %s",
-                    (params.name, min(fired) - SLOT_RETENTION),
-                )
                 self._notify(cur)
-            if last is not None:
-                cur.execute(
-                    "UPDATE periodic_schedules SET last_slot = %s, last_fired_at = %s, "
-                    "last_job_id = %s WHERE name = %s AND (last_slot IS NULL OR last_slot < %s)",
-                    (last[0], now, last[1], params.name, last[0]),
-                )
         return fired
 
     def periodic_list(self) -> list[PeriodicRecord]:

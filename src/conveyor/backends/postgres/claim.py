@@ -4,11 +4,11 @@ queue whose rows come from ``SELECT ... FOR UPDATE SKIP LOCKED LIMIT n`` over th
 waiting. Each queue gets its share first, then the rest tops up to ``total``; a paused
 queue yields nothing (checked in the same statement).
 
-Limits are claim-then-check, as on SQLite (``sqlite/claim_limits.py``): the claim
-returns each job's ``limit_key``, and only when one has a key are its key's running jobs and recent starts counted,
-with the key's ``limits`` row locked ``FOR UPDATE`` so two workers never both take the
-last slot; jobs over the limit go back to ``scheduled`` a little later
-(:func:`conveyor.rules.limit_deferral`) in the same transaction.
+Limits are claim-then-check, the engine's (:mod:`conveyor.backends.sql.limits`, as on
+SQLite): the claim returns each job's ``limit_key``, and only when one has a key are its
+key's running jobs and recent starts counted, with the key's ``limits`` row locked
+``FOR UPDATE`` so two workers never both take the last slot; jobs over the limit go back
+to ``scheduled`` a little later in the same transaction.
 
 Example::
 
@@ -19,16 +19,16 @@ Example::
 
 from __future__ import annotations
 
-import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from conveyor import records
 from conveyor.backends import decoding
 from conveyor.backends.base import ClaimedJob, JobClaimParams
+from conveyor.backends.postgres.dialect import POSTGRES
 from conveyor.backends.postgres.flow import Cursor
 from conveyor.backends.postgres.sql import BIGINT_MAX, CLAIM_COLUMNS, INT_MAX, NOW, count_at_limit
-from conveyor.rules import limit_deferral
+from conveyor.backends.sql import limits
 
 #: Scheduled jobs whose time has come become ready. SKIP LOCKED: two workers promoting
 #: at once split the rows instead of one waiting for the other. Answers how many it
@@ -123,7 +123,7 @@ class Claim:
                 cur.execute(CLAIM, self._args(queue, want))
                 take(queue, want, cur.fetchall())
         if keyed:
-            claimed = apply_limits(cur, claimed, keyed)
+            claimed = limits.apply_limits(POSTGRES, cur, claimed, keyed)
         if len(claimed) > 1:
             claimed.sort(key=lambda j: (-j.priority, j.run_at, j.id))
         promoted, due = self._promote.fetchone()
@@ -160,69 +160,3 @@ def _claimed(row: Sequence[Any]) -> ClaimedJob:
 
 def _at_limit(job: ClaimedJob) -> str | None:
     return count_at_limit(attempt=job.attempt, token=job.token, rescues=job.rescues)
-
-
-def apply_limits(
-    cur: Cursor, claimed: Sequence[ClaimedJob], keyed: Mapping[str, str]
-) -> list[ClaimedJob]:
-    """The claimed jobs that may run; the others are deferred (see module docstring).
-    ``keyed``: the limit key of each claimed job that has one."""
-    keys = sorted(set(keyed.values()))
-    # Locked in key order (no deadlock between claimers): the count below and the
-    # claim's commit happen before any other claimer of these keys counts.
-    cur.execute(
-        "SELECT key, concurrency, rate_count, rate_period FROM limits WHERE key = ANY(%s) "
-        "ORDER BY key FOR UPDATE",
-        (keys,),
-    )
-    config = {str(k): (c, n, p) for k, c, n, p in cur.fetchall()}
-    cur.execute(f"SELECT {NOW}")
-    now = float(cur.fetchone()[0])
-    mine: dict[str, int] = {}
-    for key in keyed.values():
-        mine[key] = mine.get(key, 0) + 1
-    cur.execute(
-        "SELECT limit_key, count(*) FROM jobs WHERE state = 'running' AND limit_key = ANY(%s) "
-        "GROUP BY limit_key",
-        (keys,),
-    )
-    totals = {str(k): int(n) for k, n in cur.fetchall()}
-    running = {key: totals.get(key, 0) - mine[key] for key in keys}  # held before this claim
-    hits: dict[str, list[float]] = {}
-    for key in keys:
-        _, rate_count, period = config.get(key, (None, None, None))
-        if rate_count is not None and period is not None:
-            cur.execute("DELETE FROM limit_hits WHERE key = %s AND at <= %s", (key, now - period))
-            cur.execute("SELECT at FROM limit_hits WHERE key = %s ORDER BY at", (key,))
-            hits[key] = [float(r[0]) for r in cur.fetchall()]
-    kept: list[ClaimedJob] = []
-    # Highest priority first, so what runs under a limit is what the queue order says.
-    for job in sorted(claimed, key=lambda j: (-j.priority, j.run_at, j.id)):
-        found = keyed.get(job.id)
-        if found is None:
-            kept.append(job)
-            continue
-        key = found
-        concurrency, rate_count, period = config.get(key, (None, None, None))
-        deferred = limit_deferral(
-            concurrency=concurrency,
-            running=running[key],
-            rate_count=rate_count,
-            period=period,
-            starts=hits.get(key, ()),
-            now=now,
-            jitter=random.random(),
-        )
-        if deferred is not None:
-            cur.execute(
-                "UPDATE jobs SET state = 'scheduled', run_at = %s, attempt = attempt - 1, "
-                "worker_id = NULL, lease_until = NULL WHERE id = %s AND token = %s",
-                (deferred, job.id, job.token),
-            )
-            continue
-        running[key] += 1
-        if key in hits:
-            hits[key].append(now)
-            cur.execute("INSERT INTO limit_hits (key, at) VALUES (%s, %s)", (key, now))
-        kept.append(job)
-    return kept

@@ -1,8 +1,8 @@
 """The flow-control methods of the SQLite backend (kept apart so backend.py stays small).
 
 Snooze is one more finish query (``job_finish_snooze.sql``); progress, unique jobs,
-workflows, limits and periodic slots live here and in ``flow_writes.py`` /
-``claim_limits.py``.
+workflows, limits and periodic slots are the SQL engine's (:mod:`conveyor.backends.sql`),
+bound here and in ``flow_writes.py`` / ``claim_limits.py``.
 Every write is one ``BEGIN IMMEDIATE`` transaction like the rest of the backend.
 
 Example:
@@ -29,12 +29,9 @@ from conveyor.backends.base import (
     PeriodicFireParams,
     PeriodicRecord,
 )
+from conveyor.backends.sql import periodic
 from conveyor.backends.sqlite import flow_writes
-
-#: Slot rows older than this before the oldest slot being fired are pruned (seconds).
-#: Only slots after the schedule's last fired one are ever fired again, so this is slack
-#: for a worker that stalls between reading the schedule and firing.
-SLOT_RETENTION = 86400.0
+from conveyor.backends.sqlite.dialect import SQLITE
 
 
 class FlowMixin:
@@ -78,44 +75,10 @@ class FlowMixin:
 
     def periodic_fire(self, params: PeriodicFireParams) -> list[float]:
         now = time.time()
-        fired: list[float] = []
-        last: tuple[float, str] | None = None
         with self._write() as conn:
-            for slot, job in params.slots:
-                # The primary key (name, slot) makes this exactly once across workers.
-                if (
-                    conn.execute(
-                        "INSERT OR IGNORE INTO periodic_slots (name, slot, job_id, fired_at) "
-                        "VALUES (?, ?, ?, ?)",
-                        (params.name, slot, job.id, now),
-                    ).rowcount
-                    != 1
-                ):
-                    continue
-                if job.is_plain:
-                    self._insert_plain(conn, job, now)
-                else:
-                    flow_writes.insert_flow(conn, [job], now)
-                fired.append(slot)
-                last = (slot, job.id)
-            conn.execute(
-                "INSERT INTO periodic_schedules (name, spec, next_slot) VALUES (?, ?, ?) "
-                "ON CONFLICT (name) DO UPDATE SET spec = excluded.spec, "
-                "next_slot = excluded.next_slot",
-                (params.name, params.spec, params.next_slot),
+            return periodic.periodic_fire(
+                SQLITE, conn, params, now, lambda job: self._insert_plain(conn, job, now)
             )
-            if fired:
-                conn.execute(
-                    "DELETE FROM periodic_slots WHERE name = ? AND slot < ?",
-                    (params.name, min(fired) - SLOT_RETENTION),
-                )
-            if last is not None:
-                conn.execute(
-                    "UPDATE periodic_schedules SET last_slot = ?, last_fired_at = ?, "
-                    "last_job_id = ? WHERE name = ? AND (last_slot IS NULL OR last_slot < ?)",
-                    (last[0], now, last[1], params.name, last[0]),
-                )
-        return fired
 
     def periodic_list(self) -> list[PeriodicRecord]:
         found = self._read(

@@ -1,0 +1,134 @@
+"""Concurrency and rate limits on any SQL store, enforced inside the claim transaction.
+
+Claim-then-check: the claim stays one statement; then, only if a claimed job has a
+``limit_key``, the running jobs and recent starts of that key are counted, and jobs
+over the limit are put back (``scheduled`` a little later, the attempt given back, no
+error; :func:`conveyor.rules.limit_deferral`) in the same transaction, so no other
+worker ever sees them running. Running jobs are counted by state, so a holder whose
+worker died frees its slot as soon as the rescuer requeues it. Where the store locks
+rows (:attr:`Dialect.lock`), the keys' ``limits`` rows are locked in key order first,
+so two claimers never both take the last slot (nor deadlock).
+
+Example::
+
+    keyed = limit_keys(SQLITE, conn, [j.id for j in claimed])
+    claimed = apply_limits(SQLITE, conn, claimed, keyed, now)
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from conveyor.backends.base import ClaimedJob
+from conveyor.backends.sql.dialect import Dialect, Executor
+from conveyor.rules import limit_deferral
+
+#: A key's settings: (concurrency, rate_count, rate_period), each None when unset.
+Config = tuple[Any, Any, Any]
+_UNSET: Config = (None, None, None)
+
+
+def limits_exist(d: Dialect, ex: Executor) -> bool:
+    """One indexed probe per claim: no limit ever declared -> nothing else to do."""
+    return ex.execute("SELECT 1 FROM limits LIMIT 1").fetchone() is not None
+
+
+def limit_keys(d: Dialect, ex: Executor, ids: Sequence[str]) -> dict[str, str]:
+    """The limit key of each of ``ids`` that has one (for a claim that does not return it)."""
+    keyed: dict[str, str] = {}
+    for where, args in d.in_list("id", ids):
+        query = d.sql(f"SELECT id, limit_key FROM jobs WHERE {where} AND limit_key IS NOT NULL")
+        keyed.update((str(i), str(k)) for i, k in ex.execute(query, args).fetchall())
+    return keyed
+
+
+def apply_limits(
+    d: Dialect,
+    ex: Executor,
+    claimed: Sequence[ClaimedJob],
+    keyed: Mapping[str, str],
+    now: float | None = None,
+) -> list[ClaimedJob]:
+    """The claimed jobs that may run; the others are deferred (see the module docstring).
+    ``keyed``: the limit key of each claimed job that has one; ``now``: the claim's
+    clock, or None to read the store's once the keys are locked."""
+    if not keyed:
+        return list(claimed)
+    keys = sorted(set(keyed.values()))
+    config: dict[str, Config] = {}
+    for where, args in d.in_list("key", keys):
+        query = d.sql(
+            "SELECT key, concurrency, rate_count, rate_period FROM limits "
+            f"WHERE {where} ORDER BY key{d.lock}"
+        )
+        config.update((str(k), (c, n, p)) for k, c, n, p in ex.execute(query, args).fetchall())
+    if now is None:
+        now = d.clock(ex)
+    running = _running_before(d, ex, keys, keyed)
+    hits = _recent_starts(d, ex, keys, config, now)
+    kept: list[ClaimedJob] = []
+    # Highest priority first, so what runs under a limit is what the queue order says.
+    for job in sorted(claimed, key=lambda j: (-j.priority, j.run_at, j.id)):
+        key = keyed.get(job.id)
+        if key is None:
+            kept.append(job)
+            continue
+        concurrency, rate_count, period = config.get(key, _UNSET)
+        deferred = limit_deferral(
+            concurrency=concurrency,
+            running=running[key],
+            rate_count=rate_count,
+            period=period,
+            starts=hits.get(key, ()),
+            now=now,
+            jitter=random.random(),
+        )
+        if deferred is not None:
+            ex.execute(
+                d.sql(
+                    "UPDATE jobs SET state = 'scheduled', run_at = ?, attempt = attempt - 1, "
+                    "worker_id = NULL, lease_until = NULL WHERE id = ? AND token = ?"
+                ),
+                (deferred, job.id, job.token),
+            )
+            continue
+        running[key] += 1
+        if key in hits:
+            hits[key].append(now)
+            ex.execute(d.sql("INSERT INTO limit_hits (key, at) VALUES (?, ?)"), (key, now))
+        kept.append(job)
+    return kept
+
+
+def _running_before(
+    d: Dialect, ex: Executor, keys: Sequence[str], keyed: Mapping[str, str]
+) -> dict[str, int]:
+    """Each key's running jobs held before this claim (this claim's own taken out)."""
+    totals: dict[str, int] = {}
+    for where, args in d.in_list("limit_key", keys):
+        query = d.sql(
+            f"SELECT limit_key, count(*) FROM jobs WHERE state = 'running' AND {where} "
+            "GROUP BY limit_key"
+        )
+        totals.update((str(k), int(n)) for k, n in ex.execute(query, args).fetchall())
+    mine: dict[str, int] = {}
+    for key in keyed.values():
+        mine[key] = mine.get(key, 0) + 1
+    return {key: totals.get(key, 0) - mine[key] for key in keys}
+
+
+def _recent_starts(
+    d: Dialect, ex: Executor, keys: Sequence[str], config: Mapping[str, Config], now: float
+) -> dict[str, list[float]]:
+    """The starts within its period of each rate-limited key (older ones pruned)."""
+    hits: dict[str, list[float]] = {}
+    prune = d.sql("DELETE FROM limit_hits WHERE key = ? AND at <= ?")
+    read = d.sql("SELECT at FROM limit_hits WHERE key = ? ORDER BY at")
+    for key in keys:
+        _, rate_count, period = config.get(key, _UNSET)
+        if rate_count is not None and period is not None:
+            ex.execute(prune, (key, now - period))
+            hits[key] = [float(r[0]) for r in ex.execute(read, (key,)).fetchall()]
+    return hits
