@@ -52,13 +52,12 @@ from conveyor.backends.base import (
     check_histogram,
 )
 from conveyor.backends.filter_sql import job_list_sql
-from conveyor.backends.postgres.connection import read_packaged
+from conveyor.backends.postgres import dialect
 from conveyor.backends.postgres.filter_sql import POSTGRES, filter_sql
 from conveyor.backends.postgres.ops_bulk import LOG_INSERT, PostgresBulkOps, log_args
 from conveyor.backends.postgres.sql import JOB_COLUMNS, NOW
 from conveyor.backends.records import queue_list_of
 from conveyor.errors import ConfigurationError
-from conveyor.rules import sql_states
 from conveyor.states import JobState
 
 if TYPE_CHECKING:
@@ -78,9 +77,6 @@ _QUEUE_PAUSE = f"""
 INSERT INTO queues (name, paused, updated_at) VALUES (%s, %s, {NOW})
 ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at
 """
-#: Every state conveyor writes; anything else in the state column is reported.
-_KNOWN_STATES = sql_states(tuple(JobState))
-_INTEGRITY_SQL = read_packaged("integrity_check.sql").replace("{known_states}", _KNOWN_STATES)
 #: Buckets count from since: bucket n starts at since + n * bucket_s (as on SQLite).
 #: The bucket is clamped below 2**63 before the cast: a finished_at written around the API
 #: (infinity, NaN, 1e300) lands in the last bucket, as SQLite's saturating CAST puts it,
@@ -237,7 +233,9 @@ class PostgresOperations(PostgresBulkOps):
     # -- audit, history and backup -------------------------------------------------------
 
     def integrity_check(self, params: IntegrityCheckParams) -> list[IntegrityProblem]:
-        found = self._rows(_INTEGRITY_SQL, {"heartbeat_ttl": params.heartbeat_ttl})
+        found = self._rows(
+            dialect.POSTGRES.queries["integrity_check"], {"heartbeat_ttl": params.heartbeat_ttl}
+        )
         return [
             IntegrityProblem(str(k), None if j is None else str(j), str(d)) for k, j, d in found
         ]

@@ -109,7 +109,6 @@ _QUERY_NAMES = (
     "job_finish_retry",
     "job_finish_snooze",
     "job_finish_succeeded",
-    "integrity_check",
     "job_insert",
     "job_insert_batch",
     "job_log_insert",

@@ -53,7 +53,7 @@ from conveyor.backends.base import (
 from conveyor.backends.filter_sql import job_list_sql
 from conveyor.backends.params import check_importable
 from conveyor.backends.records import queue_list_of
-from conveyor.backends.sqlite import rows
+from conveyor.backends.sqlite import dialect, rows
 from conveyor.backends.sqlite.connection import load_query
 from conveyor.backends.sqlite.filter_sql import SQLITE, filter_sql
 from conveyor.private_files import create_private
@@ -251,7 +251,8 @@ class SQLiteOpsMixin:
 
     def integrity_check(self, params: IntegrityCheckParams) -> list[IntegrityProblem]:
         found = self._read(
-            self._sql["integrity_check"], {"stale_before": time.time() - params.heartbeat_ttl}
+            dialect.SQLITE.queries["integrity_check"],
+            {"stale_before": time.time() - params.heartbeat_ttl},
         )
         problems = [
             IntegrityProblem(str(k), None if j is None else str(j), str(d)) for k, j, d in found
