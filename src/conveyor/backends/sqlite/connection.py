@@ -189,6 +189,13 @@ def _create_private_file(path: str) -> None:
     directory = os.path.dirname(path)
     if directory and not os.path.isdir(directory):
         os.makedirs(directory, exist_ok=True)
+    if os.path.exists(path):
+        # Never open and close an existing store: closing any descriptor of the file
+        # drops every POSIX lock this process holds on it, the shared lock of another
+        # open connection included. Another process then believes it closes the last
+        # connection and deletes the -wal that connection still writes to (its commits
+        # vanish; a second App on one store in one process did it).
+        return
     # O_EXCL is not used: a second process creating the same file at once is fine.
     fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
     os.close(fd)
