@@ -41,6 +41,7 @@ def django_project(
         "DJANGO_DB": str(where / "django.sqlite3"),
         "CONVEYOR_JOBS_URL": f"sqlite:///{where / 'jobs.db'}",
         "CONVEYOR_DIRECT_URL": f"sqlite:///{where / 'direct.db'}",
+        "CONVEYOR_TIMED_URL": f"sqlite:///{where / 'timed.db'}",
     }
     postgres = _postgres_url(request)
     if postgres is not None:

@@ -288,9 +288,9 @@ def test_the_process_pool_s_children_set_django_up_and_run_the_task(
     from shop.reports import process_id
 
     result = process_id.enqueue()
-    _worker(django_project, "--pool", "process", "--concurrency", "1")
+    proc = _worker(django_project, "--pool", "process", "--concurrency", "1")
     done = process_id.get_result(result.id)
-    assert done.status == TaskResultStatus.SUCCESSFUL
+    assert done.status == TaskResultStatus.SUCCESSFUL, proc.stderr
     # a child ran it: not the worker's own process (its id is in the worker id, host:pid:...)
     (worker_id,) = done.worker_ids
     assert done.return_value != int(worker_id.split(":")[1])

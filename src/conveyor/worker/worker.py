@@ -143,6 +143,9 @@ class Worker:
         #: Prefetched: claimed and in ``_inflight`` (leases extended), not yet started.
         self._buffer: collections.deque[_InFlight] = collections.deque()
         self._released: set[str] = set()
+        #: jobs out of _inflight whose finish is not handed to the completer yet: burst
+        #: mode must not stop in between (the finish would be lost, the job left running)
+        self._finishing = 0
         self._stopping = threading.Event()
         self._hard = threading.Event()
         self._quiet = threading.Event()
@@ -385,8 +388,17 @@ class Worker:
             released = job.id in self._released
             self._released.discard(job.id)
             self._slot_freed.notify()
+            if not released and entry is not None:
+                self._finishing += 1
         if released or entry is None:
             return
+        try:
+            self._finish(job, outcome, entry)
+        finally:
+            with self._lock:
+                self._finishing -= 1
+
+    def _finish(self, job: ClaimedJob, outcome: Outcome, entry: _InFlight) -> None:
         self.claims.observe(outcome.finished_at - entry.started)
         committed = entry.ctx.finished_by_transaction  # current_job().transaction()
         if committed is not None:
@@ -505,7 +517,7 @@ class Worker:
         as one may make a retry due, then one more claim looks; the inline fetch wrote
         its finishes with the empty claim it just made, so it passes ``None``."""
         with self._lock:
-            if self._inflight:
+            if self._inflight or self._finishing:
                 return False
         if claim_again is not None and (self.completer.pending or claim_again()):
             return False

@@ -19,7 +19,15 @@ hands back a ``READY`` ``TaskResult`` whose id is the job's id. The job is writt
 - ``"immediately"``: at once, through conveyor's own connection, whatever the
   transaction does.
 
-Outside a transaction (autocommit) all three write at once.
+Outside a transaction (autocommit) all three write at once; ``"on_commit"`` then needs
+no Django database connection at all (none is opened: ``SimpleTestCase`` and a request
+that never queries its database enqueue to any store).
+
+``OPTIONS["periodic"]``: jobs to enqueue on a schedule, run by the workers'
+scheduler (:mod:`conveyor.contrib.django.periodic`).
+
+The backend's ``task_class`` takes conveyor's job options in ``@task(...)`` (Django >=
+6.1; :mod:`conveyor.contrib.django.task`).
 
 Example::
 
@@ -43,15 +51,20 @@ from django.tasks import TaskResult, TaskResultStatus, task_backends
 from django.tasks.backends.base import BaseTaskBackend
 from django.tasks.exceptions import InvalidTask, InvalidTaskBackend, TaskResultDoesNotExist
 from django.tasks.signals import task_enqueued
-from django.utils import timezone
 
 import conveyor
 from conveyor.app import App, check_url
 from conveyor.backends.base import JobInsertBatchParams
-from conveyor.contrib.django import db
+from conveyor.contrib.django import db, periodic
 from conveyor.contrib.django.registry import TaskRegistry
-from conveyor.contrib.django.results import task_result
-from conveyor.errors import ConfigurationError, ConveyorError, DecodeError
+from conveyor.contrib.django.results import (
+    enqueued_at,
+    plain_arguments,
+    plain_result,
+    task_result,
+)
+from conveyor.contrib.django.task import ConveyorDjangoTask, check_options
+from conveyor.errors import ConfigurationError, ConveyorError
 from conveyor.task import Enqueuer, Plan
 from conveyor.task import Task as ConveyorTask
 
@@ -59,7 +72,7 @@ if TYPE_CHECKING:
     from conveyor.backends.postgres.backend import PostgresBackend
 
 #: OPTIONS the backend itself reads; every other key is an App() option.
-_OWN_OPTIONS = {"url", "enqueue", "database"}
+_OWN_OPTIONS = {"url", "enqueue", "database", "periodic"}
 #: OPTIONS["enqueue"]: when the job is written (see the module docstring)
 ENQUEUE_MODES = ("on_commit", "in_transaction", "immediately")
 
@@ -71,6 +84,7 @@ class ConveyorBackend(BaseTaskBackend):  # type: ignore[misc]  # Django is untyp
     supports_async_task = True  # an async def task is a conveyor async task
     supports_get_result = True  # any process reads the job from the store
     supports_priority = True  # same direction as conveyor's: higher runs first
+    task_class = ConveyorDjangoTask  # @task(max_attempts=..., ...) on Django >= 6.1
 
     def __init__(self, alias: str, params: dict[str, Any]) -> None:
         super().__init__(alias, params)
@@ -87,6 +101,8 @@ class ConveyorBackend(BaseTaskBackend):  # type: ignore[misc]  # Django is untyp
                 f"one of {', '.join(map(repr, ENQUEUE_MODES))}"
             )
         self.database: str = options.get("database") or DEFAULT_DB_ALIAS
+        #: OPTIONS["periodic"], checked (their tasks are imported by the worker)
+        self.periodic = periodic.parse(alias, options.get("periodic"))
         #: the conveyor App the jobs go through (``app.testing("capture")`` in tests)
         self.app, self.registry = _shared_app(alias, options)
         if self.enqueue_mode == "in_transaction":
@@ -102,9 +118,14 @@ class ConveyorBackend(BaseTaskBackend):  # type: ignore[misc]  # Django is untyp
 
     def validate_task(self, task: DjangoTask) -> None:
         """Django's checks, then register the task on the app (Django validates every
-        task it builds, at ``@task`` and ``using()``)."""
+        task it builds, at ``@task`` and ``using()``): a conveyor option it refuses
+        (``@task(max_attempts=0)``) is Django's ``InvalidTask``."""
         super().validate_task(task)
-        self.registry.register(task)
+        try:
+            check_options(task, self.app.task_defaults)
+            self.registry.register(task)
+        except (ConfigurationError, TypeError) as exc:
+            raise InvalidTask(f"{task.module_path}: {exc}") from exc
 
     def enqueue(
         self, task: DjangoTask, args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any]
@@ -120,7 +141,7 @@ class ConveyorBackend(BaseTaskBackend):  # type: ignore[misc]  # Django is untyp
             task=task,
             id=job_id,
             status=TaskResultStatus.READY,
-            enqueued_at=timezone.now(),
+            enqueued_at=enqueued_at(job_id),  # as get_result() reads it: the id's time
             started_at=None,
             last_attempted_at=None,
             finished_at=None,
@@ -132,11 +153,20 @@ class ConveyorBackend(BaseTaskBackend):  # type: ignore[misc]  # Django is untyp
         )
 
         def write() -> None:
-            enqueuer._write(plan)
+            written = enqueuer._write(plan)
+            if written and written[0].id != result.id:  # a unique job kept: its own id
+                object.__setattr__(result, "id", written[0].id)
+                object.__setattr__(result, "enqueued_at", enqueued_at(written[0].id))
             task_enqueued.send(type(self), task_result=result)
 
         if self.enqueue_mode == "on_commit":
-            transaction.on_commit(write, using=self.database)
+            # Outside atomic() there is nothing to wait for: write now. Asking
+            # transaction.on_commit would open a connection (it checks autocommit), and
+            # SimpleTestCase refuses any.
+            if connections[self.database].in_atomic_block:
+                transaction.on_commit(write, using=self.database)
+            else:
+                write()
         elif self.enqueue_mode == "in_transaction":
             wrapper = connections[self.database]
             with conveyor.transaction(wrapper):
@@ -158,13 +188,10 @@ class ConveyorBackend(BaseTaskBackend):  # type: ignore[misc]  # Django is untyp
                 f"{result_id}: its task {record.task!r} is not a Django task of backend "
                 f"{self.alias!r} importable here"
             )
-        try:
-            args, kwargs = conveyor_task.decoder.arguments(record.payload)
-        except DecodeError:
-            args, kwargs = [], {}
-        value = None
-        if record.result is not None:
-            value = conveyor_task.decoder.result(record.result)
+        # The stored JSON, as enqueue() returned it and Django's backends give it back
+        # (the worker decodes arguments by the function's type hints; this does not).
+        args, kwargs = plain_arguments(record.payload)
+        value = plain_result(record.result)
         attempts = self.app.backend.job_attempts(result_id)
         return task_result(django_task, self.alias, record, attempts, args, kwargs, value)
 
@@ -179,6 +206,10 @@ class ConveyorBackend(BaseTaskBackend):  # type: ignore[misc]  # Django is untyp
             if why is not None:
                 error = db.refuse(self.alias, self.database, why)
                 return [checks.Error(str(error), obj=f"TASKS[{self.alias!r}]", id="conveyor.E002")]
+        try:
+            periodic.check(self)
+        except ConfigurationError as exc:
+            return [checks.Error(str(exc), obj=f"TASKS[{self.alias!r}]", id="conveyor.E003")]
         return []
 
     # -- helpers -------------------------------------------------------------------------

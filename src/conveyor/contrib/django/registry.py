@@ -16,8 +16,6 @@ Example::
 
 from __future__ import annotations
 
-import functools
-import inspect
 import logging
 import threading
 from collections.abc import Callable
@@ -26,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 from django.tasks import Task as DjangoTask
 from django.utils.module_loading import import_string
 
+from conveyor.contrib.django.running import final_hook, runner
+from conveyor.contrib.django.task import options_of
 from conveyor.task import Task
 
 if TYPE_CHECKING:
@@ -63,14 +63,22 @@ class TaskRegistry(dict[str, Task[Any, Any]]):
         if found is not None and _django_task_of(found) is django_task.func:
             return found
         # Its queue and priority as decorated: the worker's default queues come from
-        # them; each enqueue passes the Django task's own (``using()``) explicitly.
+        # them; each enqueue passes the Django task's own (``using()``) explicitly. Its
+        # conveyor options (``@task(max_attempts=...)``) over the backend's defaults; the
+        # retry hook ends a result that is not JSON at once (running.final_hook).
+        options = options_of(django_task)
+        user_hook = options.pop("retry_delay", None) or self._app.task_defaults.get("retry_delay")
         register = self._app.task(
-            name=name, queue=django_task.queue_name, priority=django_task.priority
+            name=name,
+            queue=django_task.queue_name,
+            priority=django_task.priority,
+            retry_delay=final_hook(user_hook),
+            **options,
         )
         with self._lock:
             self._registering.add(name)
             try:
-                registered: Task[Any, Any] = register(_runner(django_task))
+                registered: Task[Any, Any] = register(runner(django_task))
             finally:
                 self._registering.discard(name)
         return registered
@@ -111,50 +119,3 @@ class TaskRegistry(dict[str, Task[Any, Any]]):
 def _django_task_of(task: Task[Any, Any]) -> Callable[..., Any] | None:
     made_of: DjangoTask | None = getattr(task.fn, "django_task", None)
     return None if made_of is None else made_of.func
-
-
-def _runner(django_task: DjangoTask) -> Callable[..., Any]:
-    """The function the conveyor task calls: the Django function itself, with the
-    ``context`` argument filled in for ``takes_context`` tasks. It keeps the function's
-    name, module and signature (minus ``context``): arguments are checked at enqueue
-    against what the caller passes."""
-    func = django_task.func
-    signature = inspect.signature(func)
-    if django_task.takes_context:
-        signature = signature.replace(parameters=list(signature.parameters.values())[1:])
-
-    if inspect.iscoroutinefunction(func):
-
-        @functools.wraps(func)
-        async def run_async(*args: Any, **kwargs: Any) -> Any:
-            if django_task.takes_context:
-                return await func(_context(django_task), *args, **kwargs)
-            return await func(*args, **kwargs)
-
-        runner: Callable[..., Any] = run_async
-    else:
-
-        @functools.wraps(func)
-        def run(*args: Any, **kwargs: Any) -> Any:
-            if django_task.takes_context:
-                return func(_context(django_task), *args, **kwargs)
-            return func(*args, **kwargs)
-
-        runner = run
-    runner.__signature__ = signature  # type: ignore[attr-defined]
-    if django_task.takes_context:
-        runner.__annotations__ = {
-            k: v for k, v in func.__annotations__.items() if k in signature.parameters
-        }
-    runner.django_task = django_task  # type: ignore[attr-defined]
-    return runner
-
-
-def _context(django_task: DjangoTask) -> Any:
-    """Django's ``TaskContext`` for the running job: its TaskResult as stored now."""
-    from django.tasks import TaskContext
-
-    from conveyor.context import current_job
-
-    backend = django_task.get_backend()
-    return TaskContext(task_result=backend.get_result(current_job().id))

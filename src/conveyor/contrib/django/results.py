@@ -12,6 +12,11 @@ Status mapping (conveyor state -> ``TaskResultStatus``):
 A job between two attempts (a failure, retried after a backoff) is ``scheduled``, so
 ``READY`` with the failed attempt in ``errors``: Django's "ready to be executed again".
 
+``enqueued_at`` is the time in the job's id (made by ``enqueue``, millisecond grain), so
+the ``TaskResult`` that ``enqueue`` returns and every later ``get_result`` agree, also
+when the write waited for a commit. Arguments and the return value are the stored JSON,
+as Django's backends give them back (not decoded by the function's type hints).
+
 Example:
     >>> {state.value: STATUS[state].name for state in JobState}  # every state is mapped
     {'scheduled': 'READY', 'waiting': 'READY', 'queued': 'READY', 'running': 'RUNNING', 'succeeded': 'SUCCESSFUL', 'dead': 'FAILED', 'cancelled': 'FAILED', 'expired': 'FAILED'}
@@ -30,6 +35,7 @@ from django.tasks import TaskResult, TaskResultStatus
 from django.tasks.base import TaskError
 
 from conveyor.backends.records import AttemptRecord, JobRecord
+from conveyor.ids import id_time
 from conveyor.states import JobState
 
 STATUS: dict[str, TaskResultStatus] = {
@@ -67,7 +73,7 @@ def task_result(
         task=django_task,
         id=record.id,
         status=STATUS[record.state],
-        enqueued_at=_time(record.created_at),
+        enqueued_at=enqueued_at(record.id, record.created_at),
         started_at=_time(min(started)) if started else None,
         finished_at=_time(record.finished_at) if record.state.is_finished else None,
         last_attempted_at=_time(max(started)) if started else None,
@@ -80,6 +86,51 @@ def task_result(
     if record.state is JobState.SUCCEEDED:
         object.__setattr__(result, "_return_value", return_value)  # as Django's own backends
     return result
+
+
+def enqueued_at(job_id: str, created_at: float | None = None) -> datetime.datetime | None:
+    """When the job was enqueued: the time in its id (``created_at`` for an id that
+    carries none).
+
+    >>> enqueued_at("06H4XTKJYNPE5CDRNS025A49J4")
+    datetime.datetime(2026, 12, 7, 5, 11, 57, 429000, tzinfo=datetime.timezone.utc)
+    >>> enqueued_at("not-an-id", 0.0)
+    datetime.datetime(1970, 1, 1, 0, 0, tzinfo=datetime.timezone.utc)
+    """
+    try:
+        return _time(id_time(job_id))
+    except (ValueError, UnicodeError):  # binascii.Error is a ValueError
+        return _time(created_at)
+
+
+def plain_arguments(payload: str) -> tuple[list[Any], dict[str, Any]]:
+    """A stored payload's arguments as JSON (``[], {}`` for one that is not).
+
+    >>> plain_arguments('{"args":[1,"2026-01-02"],"kwargs":{"n":3}}')
+    ([1, '2026-01-02'], {'n': 3})
+    """
+    try:
+        data = json.loads(payload)
+        args, kwargs = data.get("args", []), data.get("kwargs", {})
+    except (ValueError, AttributeError):
+        return [], {}
+    if not isinstance(args, list) or not isinstance(kwargs, dict):
+        return [], {}
+    return args, kwargs
+
+
+def plain_result(stored: str | None) -> Any:
+    """A stored return value as JSON (None when there is none or it is not JSON).
+
+    >>> plain_result('[1, {"a": 2}]'), plain_result(None)
+    ([1, {'a': 2}], None)
+    """
+    if stored is None:
+        return None
+    try:
+        return json.loads(stored)
+    except ValueError:
+        return None
 
 
 def _time(ts: float | None) -> datetime.datetime | None:

@@ -5,8 +5,9 @@ worker_app:ALIAS`` is the App of ``TASKS[ALIAS]``.
 interpreter pools (whose children import the app by its spec) get the same App in each
 child: getting the attribute sets Django up from ``$DJANGO_SETTINGS_MODULE`` (which must
 be set, as manage.py does) when nobody has, and imports every installed app's ``tasks``
-module, so the worker's start-up lists the tasks and consumes their queues. A task in another module is imported by its module path when
-its first job arrives (:class:`~conveyor.contrib.django.registry.TaskRegistry`).
+module, so the worker's start-up lists the tasks and consumes their queues, and registers
+the schedules of ``OPTIONS["periodic"]``. A task in another module is imported by its
+module path when its first job arrives (:class:`~conveyor.contrib.django.registry.TaskRegistry`).
 
 Example::
 
@@ -40,8 +41,10 @@ def __getattr__(alias: str) -> App:
         raise AttributeError(f"TASKS has no backend {alias!r}")
     if not apps.ready:
         django.setup()
+    from conveyor.contrib.django import periodic
     from conveyor.contrib.django.backend import backend_for
 
-    app = backend_for(alias).app
+    backend = backend_for(alias)
     autodiscover_modules("tasks")
-    return app
+    periodic.install(backend)  # OPTIONS["periodic"]: the worker's scheduler runs them
+    return backend.app

@@ -1,7 +1,7 @@
 """A small real Django project: auth models on SQLite, tasks on conveyor.
 
-The test sets DJANGO_DB (Django's database file), CONVEYOR_JOBS_URL and
-CONVEYOR_DIRECT_URL (one job store per backend: a worker runs one backend's tasks);
+The test sets DJANGO_DB (Django's database file), CONVEYOR_JOBS_URL, CONVEYOR_DIRECT_URL
+and CONVEYOR_TIMED_URL (one job store per backend: a worker runs one backend's tasks);
 the worker subprocess inherits them. The "together" backend's store is Django's own
 database file (jobs enqueued in Django's transaction); with DJANGO_PG_URL set (a
 PostgreSQL the tests started), a "pg" database and its "together_pg" backend too.
@@ -66,6 +66,16 @@ TASKS = {
     "together": {
         "BACKEND": "conveyor.contrib.django.ConveyorBackend",
         "OPTIONS": {"url": f"sqlite:///{os.environ['DJANGO_DB']}", "enqueue": "in_transaction"},
+    },
+    # Periodic tasks declared in settings: the worker enqueues shop.timed.beat each second.
+    "timed": {
+        "BACKEND": "conveyor.contrib.django.ConveyorBackend",
+        "OPTIONS": {
+            "url": os.environ["CONVEYOR_TIMED_URL"],
+            "periodic": {
+                "heartbeat": {"task": "shop.timed.beat", "every": 1, "args": ["settings"]},
+            },
+        },
     },
 }
 if os.environ.get("DJANGO_PG_URL"):
