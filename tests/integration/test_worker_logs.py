@@ -318,7 +318,7 @@ def test_an_app_without_tasks_warns_with_the_fix_and_unknown_tasks_say_it_once(
         f"WARNING conveyor.worker: tasks: none: {empty}:app registers no task, so every "
         "job this worker claims ends dead (unknown task): import the module that defines "
         f"them from {empty}, the module of {empty}:app (e.g. import tests.integration.tasks "
-        "there)"
+        "there), or name it: --include tests.integration.tasks"
     ) in text, text
     reason = f"unknown task {_task('noop')!r}: not registered in this worker"
     dead = [line for line in out.lines if f"job {job.id}" in line]

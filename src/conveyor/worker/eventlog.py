@@ -101,12 +101,13 @@ def no_tasks_hint(app_spec: str | None) -> str:
     >>> hint = no_tasks_hint("proj.worker:app")
     >>> hint.split(": ", 1)[1]
     'import the module that defines them from proj.worker, the module of proj.worker:app \
-(e.g. import proj.tasks there)'
+(e.g. import proj.tasks there), or name it: --include proj.tasks'
     """
     if not app_spec:
         return (
             "the app registers no task, so every job this worker claims ends dead (unknown "
-            "task): import the modules that define them before the worker starts"
+            "task): import the modules that define them before the worker starts, or name "
+            "them: App(include=[...])"
         )
     module = app_spec.partition(":")[0]
     if module == DJANGO_WORKER_APP:  # manage.py conveyor_worker: tasks are autodiscovered
@@ -120,7 +121,7 @@ def no_tasks_hint(app_spec: str | None) -> str:
     return (
         f"{app_spec} registers no task, so every job this worker claims ends dead (unknown "
         f"task): import the module that defines them from {module}, the module of "
-        f"{app_spec} (e.g. import {example} there)"
+        f"{app_spec} (e.g. import {example} there), or name it: --include {example}"
     )
 
 
