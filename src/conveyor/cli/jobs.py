@@ -112,7 +112,7 @@ def jobs(
                 iso_time(j.run_at, utc=utc) if j.state is JobState.SCHEDULED else "-",
                 iso_time(j.finished_at, utc=utc),
                 # the last error of a job that failed (dead, or scheduled for a retry)
-                rowtext.preview(_error_line(j.error)) if j.error else "-",
+                _listed_error(j.error),
                 # bounded in a pipe too: one huge row must not make a huge listing;
                 # secret arguments show as "•••"
                 rowtext.preview(mask_payload(j.payload)),
@@ -284,6 +284,20 @@ def state_label(job: JobRecord) -> str:
     return (
         str(job.state) if job.stored_state is None else f"{rowtext.preview(job.stored_state, 40)}?"
     )
+
+
+#: Longest stored error the listing parses for its type and message (a row written by
+#: hand can hold megabytes; past this its text is previewed as it is).
+LISTED_ERROR_CHARS = 100_000
+
+
+def _listed_error(text: str | None) -> str:
+    """The error cell of ``conveyor jobs``: ``Type: message``, bounded; ``-`` for none."""
+    if not text:
+        return "-"
+    if len(text) > LISTED_ERROR_CHARS:
+        return rowtext.preview(text)
+    return rowtext.preview(_error_line(text))
 
 
 def _error_line(text: str | None) -> str:
