@@ -94,8 +94,8 @@ def _bulk(
             gone = set(missing)
             targets = [i for i in targets if i not in gone]
         else:
-            job_filter = bound_to(job_filter, app, note=not as_json)
             refuse_secret_where(backend, job_filter)  # secret arguments cannot be queried
+            job_filter = bound_to(job_filter, app, note=not as_json)  # after: one-line errors
             count = backend.job_count(JobCountParams(job_filter))
             if count == 0:
                 _report(as_json, verb, 0, 0)

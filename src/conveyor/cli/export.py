@@ -71,8 +71,8 @@ def export(
     UTC, or epoch seconds with --epoch)."""
     app = open_app(url, app_spec)
     backend = app.backend
-    job_filter = bound_to(job_filter, app)
     refuse_secret_where(backend, job_filter)  # secret arguments cannot be queried
+    job_filter = bound_to(job_filter, app)  # after: an error stays one line
     total = backend.job_count(JobCountParams(job_filter))
     with contextlib.ExitStack() as stack:
         out: IO[str] = stack.enter_context(open_private(output)) if output else sys.stdout

@@ -77,8 +77,8 @@ def jobs(
     last error, scheduled ones when they run."""
     app = open_app(url, app_spec)
     backend = app.backend
-    job_filter = bound_to(job_filter, app, note=not as_json)
     refuse_secret_where(backend, job_filter)  # secret arguments cannot be queried
+    job_filter = bound_to(job_filter, app, note=not as_json)  # after: errors stay one line
     found = backend.job_list(
         JobListParams(after_id=after, limit=limit, filter=job_filter, descending=not oldest_first)
     )
