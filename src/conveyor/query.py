@@ -7,23 +7,30 @@ types can become SQL or a script fragment, even on a backend that did splice it.
 
 Example:
     >>> parse_where("kwargs.user_id=42")
-    WhereCondition(root='kwargs', path=('user_id',), value=42)
+    WhereCondition(root='kwargs', path=('user_id',), value=42, bound=())
     >>> parse_where("args.0=seven").value
     'seven'
     >>> json_path(parse_where("args.0.name=x").path)
     '$[0].name'
     >>> parse_duration("7d")
     604800.0
+
+A filter by parameter name matches however the argument was passed once it is bound to
+the tasks' signatures (:func:`bind_filter`): ``kwargs.user_id=42`` then also matches
+``send_welcome.enqueue(42)``, whose payload holds ``{"args": [42], "kwargs": {}}``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import inspect
 import json
 import re
 import time
+from collections.abc import Mapping
 
-from conveyor.backends.base import WhereCondition
+from conveyor import records
+from conveyor.backends.base import ArgSlot, JobFilter, WhereCondition
 
 ROOTS = ("args", "kwargs", "result")
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -59,6 +66,63 @@ def parse_where(text: str) -> WhereCondition:
     except ValueError:
         value = raw
     return WhereCondition(root=root, path=tuple(path), value=value)
+
+
+def bind_filter(f: JobFilter, signatures: Mapping[str, inspect.Signature]) -> JobFilter:
+    """``f`` with each ``args``/``kwargs`` condition bound to the signatures of the tasks
+    it can concern (``f.task`` alone when the filter names one): ``kwargs.NAME`` also
+    looks at NAME's position in ``args``, ``args.N`` at the name of position N in
+    ``kwargs``, each only for jobs of the tasks whose signature says so.
+
+    Example:
+        >>> def send_welcome(user_id: int, subject: str = "hi") -> None: ...
+        >>> sigs = {"tasks.send_welcome": inspect.signature(send_welcome)}
+        >>> bind_filter(JobFilter(where=(parse_where("kwargs.user_id=42"),)), sigs).where[0].bound
+        (ArgSlot(tasks=('tasks.send_welcome',), root='args', key=0),)
+        >>> bind_filter(JobFilter(where=(parse_where("args.1=x"),)), sigs).where[0].bound
+        (ArgSlot(tasks=('tasks.send_welcome',), root='kwargs', key='subject'),)
+    """
+    if f.task is not None:
+        signatures = {f.task: signatures[f.task]} if f.task in signatures else {}
+    if not f.where or not signatures:
+        return f
+    return records.replace(f, where=tuple(bind_where(c, signatures) for c in f.where))
+
+
+def bind_where(cond: WhereCondition, signatures: Mapping[str, inspect.Signature]) -> WhereCondition:
+    """One condition bound (see :func:`bind_filter`); ``result`` conditions as they are."""
+    if cond.root not in ("args", "kwargs") or not cond.path:
+        return cond
+    by_slot: dict[tuple[str, str | int], list[str]] = {}
+    for task, signature in sorted(signatures.items()):
+        slot = _other_slot(signature, cond.root, cond.path[0])
+        if slot is not None:
+            by_slot.setdefault(slot, []).append(task)
+    bound = tuple(
+        ArgSlot(tasks=tuple(tasks), root=root, key=key) for (root, key), tasks in by_slot.items()
+    )
+    return records.replace(cond, bound=bound) if bound else cond
+
+
+def _other_slot(
+    signature: inspect.Signature, root: str, key: str | int
+) -> tuple[str, str | int] | None:
+    """Where an argument held at ``root[key]`` is held when passed the other way."""
+    positional = [
+        p
+        for p in signature.parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    if root == "kwargs":
+        for index, param in enumerate(positional):
+            if param.name == key:
+                return "args", index
+        return None
+    if isinstance(key, int) and key < len(positional):
+        param = positional[key]
+        # positional-only: it can never be in kwargs, so there is no other slot
+        return ("kwargs", param.name) if param.kind is param.POSITIONAL_OR_KEYWORD else None
+    return None
 
 
 def json_path(path: tuple[str | int, ...]) -> str:

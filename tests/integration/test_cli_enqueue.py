@@ -36,6 +36,10 @@ def greet(name: str, *, punct: str = "!") -> dict:
 @app.task(max_attempts=1)
 def fail(why: str) -> None:
     raise ValueError(why)
+
+
+@app.task
+def keep(value: object) -> None: ...
 """
 
 
@@ -121,6 +125,12 @@ def test_expires_sets_the_deadline_and_a_late_job_ends_expired(project: Path) ->
         (["--args", "[1, 2]", "--expires", "soon"], ["--expires", "has no unit"]),
         (["--args", "[1, 2]", "--delay", "1m", "--at", "2031-05-06T07:08Z"], ["not both"]),
         (["--args", "[1, 2]", "--timeout", "3"], ["--timeout needs --wait"]),
+        # what enqueue itself checks, as one line too (was a traceback): type hints,
+        # options, values JSON cannot hold faithfully
+        (["--args", '["abc", 2]'], ["argument 'a' must be int", "(task tasks.add)"]),
+        (["--kwargs", '{"a": 1, "b": true}'], ["argument 'b' must be int"]),
+        (["--args", "[1, 2]", "--priority", "5000"], ["priority must be in"]),
+        (["--args", "[1, 2]", "--queue", ""], ["queue must not be empty"]),
     ],
 )
 def test_a_wrong_call_is_one_usage_error_and_writes_nothing(
@@ -130,6 +140,13 @@ def test_a_wrong_call_is_one_usage_error_and_writes_nothing(
     assert_one_error(proc, 2, *fragments)
     assert proc.stdout == ""
     assert not (project / "a.db").exists()  # checked before the store is even opened
+
+
+def test_values_json_cannot_hold_are_one_usage_error(project: Path) -> None:
+    for value in ("[NaN]", "[[Infinity]]"):
+        proc = run_cli("enqueue", "keep", "--app", "tasks:app", "--args", value, cwd=project)
+        assert_one_error(proc, 2, "(task tasks.keep)")
+    assert not (project / "a.db").exists()
 
 
 def test_an_unknown_task_lists_the_registered_ones(project: Path) -> None:

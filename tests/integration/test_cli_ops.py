@@ -55,8 +55,10 @@ def features(url: str) -> frozenset[str]:
 def test_status_jobs_filters_and_paging(store: Store) -> None:
     url, ids = store.url, store.ids
     assert run(url, "status").exit_code == 0
-    listed = json.loads(run(url, "jobs", "--json").output)["jobs"]
-    assert len(listed) == 6 and [j["id"] for j in listed] == sorted(ids.values())
+    listed = json.loads(run(url, "jobs", "--json").output)["jobs"]  # newest first
+    assert len(listed) == 6 and [j["id"] for j in listed] == sorted(ids.values(), reverse=True)
+    oldest = json.loads(run(url, "jobs", "--json", "--oldest-first").output)["jobs"]
+    assert [j["id"] for j in oldest] == sorted(ids.values())
 
     def matching(*args: str) -> set[str]:
         return {j["id"] for j in json.loads(run(url, "jobs", "--json", *args).output)["jobs"]}
@@ -72,6 +74,12 @@ def test_status_jobs_filters_and_paging(store: Store) -> None:
     page = json.loads(run(url, "jobs", "--json", "--limit", "4").output)
     rest = json.loads(run(url, "jobs", "--json", "--after", page["next_after"]).output)
     assert len(page["jobs"]) == 4 and len(rest["jobs"]) == 2 and rest["next_after"] is None
+    assert [j["id"] for j in page["jobs"] + rest["jobs"]] == [j["id"] for j in listed]
+    page = json.loads(run(url, "jobs", "--json", "--limit", "4", "--oldest-first").output)
+    rest = json.loads(
+        run(url, "jobs", "--json", "--oldest-first", "--after", page["next_after"]).output
+    )
+    assert [j["id"] for j in page["jobs"] + rest["jobs"]] == sorted(ids.values())
     human = run(url, "jobs", "--state", "dead")
     assert human.exit_code == 0 and "dead" in human.output
 

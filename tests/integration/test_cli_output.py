@@ -117,7 +117,7 @@ def test_pipe_listing_has_whole_ids_that_awk_feeds_back(sqlite_store: Store) -> 
     url, ids = sqlite_store
     out = shell(f"{CONVEYOR} jobs --url {shlex.quote(url)} | awk 'NR > 1 {{print $1}}'")
     listed = out.split()
-    assert listed == sorted(ids.values())
+    assert listed == sorted(ids.values(), reverse=True)  # newest first
     for job_id in listed:
         assert json.loads(pipe(url, "job", job_id, "--json"))["job"]["id"] == job_id
     cut = shell(f"{CONVEYOR} jobs --url {shlex.quote(url)} | tr -s ' ' | cut -d' ' -f1,4")
@@ -148,7 +148,7 @@ def test_pipe_prints_job_text_literally(sqlite_store: Store) -> None:
 
 def test_pipe_times_are_iso_local_or_utc(sqlite_store: Store) -> None:
     url, ids = sqlite_store
-    record = json.loads(pipe(url, "job", ids["dead"], "--json"))["job"]
+    record = json.loads(pipe(url, "job", ids["dead"], "--json", "--epoch"))["job"]
     local = dt.datetime.fromtimestamp(record["run_at"], LOCAL_OFFSET).isoformat("T", "seconds")
     utc = dt.datetime.fromtimestamp(record["run_at"], dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     assert local.endswith("+05:30")
@@ -208,7 +208,7 @@ def test_terminal_shows_whole_ids_names_and_literal_text(sqlite_store: Store, co
 
 def test_terminal_times_are_iso(sqlite_store: Store) -> None:
     url, ids = sqlite_store
-    record = json.loads(pipe(url, "job", ids["dead"], "--json"))["job"]
+    record = json.loads(pipe(url, "job", ids["dead"], "--json", "--epoch"))["job"]
     run_at = dt.datetime.fromtimestamp(record["run_at"], LOCAL_OFFSET).isoformat("T", "seconds")
     text = visible(tty(url, "job", ids["dead"], columns=200))
     assert re.search(rf"run_at\s+{re.escape(run_at)}", text)
@@ -233,7 +233,7 @@ def test_redis_listing_pipe_and_terminal(request: pytest.FixtureRequest) -> None
     url = isolated_url(request)
     ids = fill(url)
     listed = [line.split()[0] for line in pipe(url, "jobs").splitlines()[1:]]
-    assert listed == sorted(ids.values())
+    assert listed == sorted(ids.values(), reverse=True)
     raw = tty(url, "jobs", columns=80)
     assert_literal(raw)
     assert set(ID.findall(visible(raw))) == set(ids.values())

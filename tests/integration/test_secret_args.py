@@ -134,6 +134,7 @@ def test_where_on_a_secret_argument_is_an_error(
             )
             assert proc.returncode != 0, (command, proc.stdout)
             assert "secret argument" in proc.stderr, proc.stderr
+            assert len(proc.stderr.splitlines()) == 1, proc.stderr  # no note before it
     # a plain field of the same task is still queryable
     assert "shop.charge" in _cli(tmp_path, "jobs", "--where", "args.1=1")
 

@@ -59,10 +59,32 @@ def filter_sql(f: JobFilter, dialect: Dialect) -> tuple[str, list[object]]:
             where.append(f"{column} {op} {mark}")
             args.append(bound)
     for cond in f.where:
-        sql, more = dialect.where_sql(cond)
+        sql, more = where_bound_sql(cond, dialect)
         where.append(sql)
         args.extend(more)
     return (" AND ".join(where) or dialect.always), args
+
+
+def where_bound_sql(cond: WhereCondition, dialect: Dialect) -> tuple[str, list[object]]:
+    """One ``--where`` condition: the path as written, OR'd with its bound slots (each
+    only for the tasks whose signature put the argument there).
+
+    Example:
+        >>> from conveyor.backends.base import ArgSlot
+        >>> plain = Dialect(mark="?", always="1", where_sql=lambda c: (f"{c.root}", []))
+        >>> bound = (ArgSlot(tasks=("t.a", "t.b"), root="args", key=0),)
+        >>> where_bound_sql(WhereCondition("kwargs", ("user_id",), 42, bound), plain)
+        ('(kwargs OR (task IN (?, ?) AND args))', ['t.a', 't.b'])
+    """
+    sql, args = dialect.where_sql(cond)
+    if not cond.bound:
+        return sql, args
+    parts = [sql]
+    for tasks, slot in cond.slot_conditions():
+        slot_sql, slot_args = dialect.where_sql(slot)
+        parts.append(f"(task IN ({', '.join([dialect.mark] * len(tasks))}) AND {slot_sql})")
+        args.extend([*tasks, *slot_args])
+    return f"({' OR '.join(parts)})", args
 
 
 def job_list_sql(

@@ -183,14 +183,38 @@ class PeriodicFireParams:
 
 
 @record
+class ArgSlot:
+    """Where jobs of ``tasks`` hold an argument when it was passed the other way: ``root``
+    ``args`` with ``key`` its position, or ``kwargs`` with ``key`` its parameter name
+    (from the tasks' signatures: :func:`conveyor.query.bind_filter`)."""
+
+    tasks: tuple[str, ...]
+    root: str
+    key: str | int
+
+
+@record
 class WhereCondition:
     """``<root>.<path> = value`` on a job's JSON: root is ``args``, ``kwargs`` or
     ``result``; ``path`` holds object keys (identifiers) and list indexes (ints).
-    Build it with :func:`conveyor.query.parse_where`, which validates the path."""
+    Build it with :func:`conveyor.query.parse_where`, which validates the path.
+
+    ``bound``: the same argument's other slot for the tasks whose signature is known
+    (``kwargs.user_id`` is ``args.0`` of ``send_welcome(user_id)``); a job of one of
+    those tasks matches when either slot does, so a filter by parameter name matches
+    however the argument was passed. Empty: the path as written, nothing else."""
 
     root: str
     path: tuple[str | int, ...]
     value: object  # a decoded JSON value (str, int, float, bool, None, list, dict)
+    bound: tuple[ArgSlot, ...] = ()
+
+    def slot_conditions(self) -> list[tuple[tuple[str, ...], WhereCondition]]:
+        """Each bound slot as (its tasks, the condition on that slot)."""
+        return [
+            (slot.tasks, WhereCondition(slot.root, (slot.key, *self.path[1:]), self.value))
+            for slot in self.bound
+        ]
 
 
 @record

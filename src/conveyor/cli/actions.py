@@ -1,9 +1,11 @@
 """``conveyor retry|cancel|delete`` (by ids, or by the ``jobs`` filters after a
 confirmation that shows the count; ``--yes`` skips it) and ``conveyor purge``.
 
+``retry`` and ``cancel`` take whole ids or unique prefixes of them; ``delete`` whole ids.
+
 Example::
 
-    conveyor retry 01JD8X... 01JD8Y...
+    conveyor retry 01JD8X2K 01JD8Y...
     conveyor retry --state dead --task billing.charge          # asks: "Retry 12 job(s)?"
     conveyor delete --queue tmp --yes
     conveyor purge --older-than 7d --state succeeded --yes
@@ -25,7 +27,8 @@ from conveyor.backends.base import (
     JobRetryParams,
 )
 from conveyor.cli.common import echo_json, open_app, store_options
-from conveyor.cli.filters import STATES, Duration, filter_options, is_empty, iter_jobs
+from conveyor.cli.filters import STATES, Duration, bound_to, filter_options, is_empty, iter_jobs
+from conveyor.cli.prefix import resolve_prefix
 from conveyor.secrets import refuse_secret_where
 from conveyor.states import FINISHED_STATES, JobState
 
@@ -50,7 +53,10 @@ def _delete(backend: Backend, ids: Sequence[str]) -> int:
 
 
 def _bulk(
-    verb: str, action: Callable[[Backend, Sequence[str]], int], help_text: str
+    verb: str,
+    action: Callable[[Backend, Sequence[str]], int],
+    help_text: str,
+    prefixes: bool = True,
 ) -> click.Command:
     @click.command(verb, help=help_text)
     @store_options
@@ -70,11 +76,17 @@ def _bulk(
             raise click.UsageError("give job ids or filters, not both")
         if not ids and is_empty(job_filter):
             raise click.UsageError("give job ids, or filters (e.g. --state dead) to act on many")
-        backend = open_app(url, app_spec, create=True).backend
+        app = open_app(url, app_spec, create=True)
+        backend = app.backend
         missing: list[str] = []
         if ids:
             targets = list(dict.fromkeys(ids))  # a repeated id is acted on once
             missing = unknown_ids(backend, targets)
+            if missing and prefixes:
+                # What is not a whole id may be a unique prefix of one (copied short).
+                named = {m: resolve_prefix(backend, m) for m in missing}
+                targets = list(dict.fromkeys(named.get(i) or i for i in targets))
+                missing = [m for m, found in named.items() if found is None]
             if len(missing) == len(targets):
                 raise click.ClickException(
                     f"no job {', '.join(missing)} (never enqueued, or pruned or deleted)"
@@ -83,6 +95,7 @@ def _bulk(
             targets = [i for i in targets if i not in gone]
         else:
             refuse_secret_where(backend, job_filter)  # secret arguments cannot be queried
+            job_filter = bound_to(job_filter, app, note=not as_json)  # after: one-line errors
             count = backend.job_count(JobCountParams(job_filter))
             if count == 0:
                 _report(as_json, verb, 0, 0)
@@ -126,13 +139,22 @@ def _report(
         click.echo(f"{verb}: {changed} of {matched} job(s) changed{missing}")
 
 
-retry = _bulk("retry", _retry, "Retry finished jobs (dead, cancelled, succeeded) now.")
+retry = _bulk(
+    "retry",
+    _retry,
+    "Retry finished jobs (dead, cancelled, succeeded) now. IDS: whole ids or unique "
+    "prefixes (4 characters or more).",
+)
 cancel = _bulk(
     "cancel",
     _cancel,
-    "Cancel jobs: waiting ones at once, running ones at their worker's next heartbeat.",
+    "Cancel jobs: waiting ones at once, running ones at their worker's next heartbeat. "
+    "IDS: whole ids or unique prefixes (4 characters or more).",
 )
-delete = _bulk("delete", _delete, "Delete jobs with their attempts and logs.")
+# Deleting cannot be undone: it takes whole ids only.
+delete = _bulk(
+    "delete", _delete, "Delete jobs with their attempts and logs (IDS: whole ids).", False
+)
 
 
 @click.command("purge")

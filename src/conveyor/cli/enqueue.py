@@ -1,8 +1,9 @@
 """``conveyor enqueue TASK``: enqueue a job of a registered task from the shell.
 
 The job goes through the app's own task, exactly as ``task.with_options(...).enqueue``
-from code: the same signature check (a wrong argument is a usage error, exit 2, and
-nothing is written), the same codec, the same defaults. ``--wait`` blocks for the result
+from code: the same checks of options, signature, type hints and encoding (any of them
+failing is a usage error on one line, exit 2, and nothing is written), the same codec,
+the same defaults. ``--wait`` blocks for the result
 and prints it as JSON; a job that ends dead or cancelled exits 1 with its error on one
 line.
 
@@ -26,7 +27,7 @@ from conveyor.app import App
 from conveyor.cli.common import _valid_app_spec, echo_json, valid_url
 from conveyor.cli.config import config_option, configured_app, open_store, read_layers
 from conveyor.cli.filters import Duration
-from conveyor.errors import JobCancelled, JobFailed
+from conveyor.errors import EncodeError, JobCancelled, JobFailed, PayloadTooLarge
 from conveyor.task import Task
 
 
@@ -80,6 +81,21 @@ def find_task(app: App, name: str) -> Task[Any, Any]:
             f"task name {name!r} is ambiguous: {', '.join(sorted(t.name for t in suffixed))}"
         )
     raise click.UsageError(f"no task named {name!r} in the app; registered: {known}")
+
+
+def check_call(task: Task[Any, Any], args: list[Any], kwargs: dict[str, Any]) -> None:
+    """Raise ``TypeError``/``ValueError`` (a usage error for the CLI) when ``task`` could
+    not be enqueued with these arguments: what ``enqueue`` checks, without a store.
+
+    Example::
+
+        check_call(app.tasks["tasks.sync_user"], ["abc"], {})
+        # TypeError: sync_user() argument 'user_id' must be int, not str ...
+    """
+    task.check_arguments(*args, **kwargs)
+    if task.check_types is not None:
+        task.check_types(tuple(args), kwargs, 0)
+    codec.encode_payload(args, kwargs, max_bytes=task.app.settings.max_payload_bytes)
 
 
 @click.command("enqueue")
@@ -163,13 +179,18 @@ def enqueue(
     task = find_task(app, task_name)
     # --expires is passed only when given: otherwise the task's own default stays.
     extra: dict[str, Any] = {} if expires is None else {"expires": expires}
-    enqueuer = task.with_options(queue=queue, priority=priority, delay=delay, at=at, **extra)
     try:
-        task.check_arguments(*args, **kwargs)  # what enqueue checks, before the store opens
-    except TypeError as exc:
+        # Everything enqueue checks, before the store opens: the options, the arguments
+        # against the signature and its type hints, and that they encode.
+        enqueuer = task.with_options(queue=queue, priority=priority, delay=delay, at=at, **extra)
+        check_call(task, args, kwargs)
+    except (TypeError, ValueError) as exc:
         raise click.UsageError(f"{exc} (task {task.name})") from None
     open_store(app)
-    job = enqueuer.enqueue(*args, **kwargs)
+    try:
+        job = enqueuer.enqueue(*args, **kwargs)
+    except (EncodeError, PayloadTooLarge) as exc:  # e.g. larger once secrets are sealed
+        raise click.UsageError(f"{exc} (task {task.name})") from None
     if not wait:
         if as_json:
             echo_json({"id": job.id, "state": job.status.value, "result": None})

@@ -5,6 +5,10 @@ Example::
 
     conveyor export --format jsonl --state dead -o dead.jsonl
     conveyor export --format csv --queue mail > mail.csv
+    conveyor export --epoch --state succeeded        # times as epoch seconds
+
+Times are ISO 8601 in UTC to the microsecond (``2030-01-31T09:00:00.000000Z``), or
+epoch seconds as stored with ``--epoch``.
 
 A file written with ``-o`` is mode 0600 (an existing one is truncated and made 0600);
 with ``>`` the shell creates it, with the umask's mode.
@@ -25,7 +29,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from conveyor import records
 from conveyor.backends.base import JobCountParams, JobFilter, JobRecord
 from conveyor.cli.common import open_app, store_options
-from conveyor.cli.filters import filter_options, iter_jobs, job_dict
+from conveyor.cli.filters import bound_to, filter_options, iter_jobs, job_dict
+from conveyor.cli.output import epoch_option
 from conveyor.private_files import create_private
 from conveyor.rowtext import printable
 from conveyor.secrets import refuse_secret_where
@@ -52,6 +57,7 @@ FIELDS = list(records.fields(JobRecord))
     show_default=True,
     help="Jobs read per query.",
 )
+@epoch_option
 def export(
     url: str | None,
     app_spec: str | None,
@@ -59,10 +65,14 @@ def export(
     fmt: str,
     output: str | None,
     page: int,
+    epoch: bool,
 ) -> None:
-    """Export matching jobs (payload, result and error as JSON)."""
-    backend = open_app(url, app_spec).backend
+    """Export matching jobs (payload, result and error as JSON; times as ISO 8601 in
+    UTC, or epoch seconds with --epoch)."""
+    app = open_app(url, app_spec)
+    backend = app.backend
     refuse_secret_where(backend, job_filter)  # secret arguments cannot be queried
+    job_filter = bound_to(job_filter, app)  # after: an error stays one line
     total = backend.job_count(JobCountParams(job_filter))
     with contextlib.ExitStack() as stack:
         out: IO[str] = stack.enter_context(open_private(output)) if output else sys.stdout
@@ -80,7 +90,7 @@ def export(
             bar = progress.add_task("export", total=total)
             for records in iter_jobs(backend, job_filter, page=page):
                 for j in records:
-                    _write(out, writer, job_dict(j))
+                    _write(out, writer, job_dict(j, epoch=epoch))
                 out.flush()
                 progress.advance(bar, len(records))
 

@@ -4,7 +4,8 @@
 ``--created-after/--created-before``, ``--finished-after/--finished-before`` (ISO time,
 epoch seconds, or an age with its unit such as ``2h``) and ``--where FIELD=VALUE`` (repeatable;
 ``kwargs.user_id=42``, ``args.0=7``, ``result.ok=true``), and hands the command one
-``job_filter`` argument.
+``job_filter`` argument. :func:`bound_to` binds its ``--where`` conditions to the app's
+task signatures, so ``kwargs.user_id=42`` also finds ``send_welcome.enqueue(42)``.
 
 Example::
 
@@ -18,6 +19,7 @@ Example::
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -26,18 +28,24 @@ import click
 
 from conveyor import records, rowtext
 from conveyor.backends.base import Backend, JobFilter, JobListParams, JobRecord
+from conveyor.cli.output import iso_json
 from conveyor.headers import decode as decode_headers
-from conveyor.query import parse_duration, parse_time, parse_where
+from conveyor.query import bind_filter, parse_duration, parse_time, parse_where
 from conveyor.secrets import mask_payload
 from conveyor.states import JobState
 
 STATES = [s.value for s in JobState]
+#: Fields of a job record that hold epoch timestamps (ISO 8601 when shown or exported).
+TIME_FIELDS = ("run_at", "created_at", "lease_until", "started_at", "finished_at", "expires_at")
 #: Units a duration must carry: a bare "1" could mean seconds or days.
 DURATION_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 #: Bare numbers in a time option are epoch seconds; below this (1973) they are almost
 #: surely an age whose unit was forgotten.
 _EPOCH_FLOOR = 100_000_000
 
+
+if TYPE_CHECKING:
+    from conveyor.app import App
 
 if TYPE_CHECKING:  # click >= 8.2 types ParamType; 8.1 (still supported) cannot subscript it
     _FloatParam = click.ParamType[float]
@@ -163,6 +171,32 @@ def build_filter(
     )
 
 
+def bound_to(job_filter: JobFilter, app: App, *, note: bool = True) -> JobFilter:
+    """``job_filter`` with its ``--where`` conditions bound to the signatures of ``app``'s
+    tasks (an argument matches by parameter name however it was passed). Without an
+    app's tasks (no ``--app``), a condition on ``args``/``kwargs`` matches only the slot
+    it names, and (with ``note``: not for ``--json``) a note on stderr says how to
+    match both.
+
+    Example::
+
+        job_filter = bound_to(job_filter, open_app(url, app_spec))
+    """
+    signatures: dict[str, inspect.Signature] = {}
+    for name, task in app.tasks.items():
+        try:
+            signatures[name] = inspect.signature(task.fn)
+        except (TypeError, ValueError):  # a callable without one: nothing to bind to
+            continue
+    if note and not signatures and any(c.root in ("args", "kwargs") for c in job_filter.where):
+        click.echo(
+            "note: without --app, kwargs.NAME matches only arguments passed by keyword "
+            "and args.N only by position; give --app MODULE:ATTR to match both",
+            err=True,
+        )
+    return bind_filter(job_filter, signatures)
+
+
 def is_empty(f: JobFilter) -> bool:
     return f == JobFilter()
 
@@ -181,9 +215,13 @@ def iter_jobs(
         after = found[-1].id
 
 
-def job_dict(j: JobRecord) -> dict[str, Any]:
-    """A job as JSON-ready data: payload/result/error decoded back to values."""
+def job_dict(j: JobRecord, *, epoch: bool = True) -> dict[str, Any]:
+    """A job as JSON-ready data: payload/result/error decoded back to values; times as
+    ISO 8601 in UTC, or epoch seconds as stored with ``epoch``."""
     data = records.asdict(j)
+    if not epoch:
+        for key in TIME_FIELDS:
+            data[key] = iso_json(data[key])
     # A row written outside the API: its own state, and what decoding had to repair.
     data["state"] = j.stored_state if j.stored_state is not None else str(j.state)
     data["problems"] = list(j.problems)

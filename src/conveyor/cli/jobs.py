@@ -1,11 +1,12 @@
-"""``conveyor jobs`` (a filtered page of jobs) and ``conveyor job ID`` (one job in full:
-record, every attempt with worker, timings, outcome, error and traceback, and its logs).
+"""``conveyor jobs`` (a filtered page of jobs, newest first) and ``conveyor job ID`` (one
+job in full: record, every attempt with worker, timings, outcome, error and traceback,
+and its logs). ``job`` takes a whole id or a unique prefix of one.
 
 Example::
 
-    conveyor jobs --state dead --where kwargs.user_id=42 --limit 20
+    conveyor jobs --state dead --where kwargs.user_id=42 --limit 20 --app tasks:app
     conveyor jobs --after 01JD... --json
-    conveyor job 01JD8X2K3Q4R5S6T7V8W9XYZ
+    conveyor job 01JD8X2K
 """
 
 from __future__ import annotations
@@ -25,23 +26,41 @@ from conveyor.backends.base import (
     JobRecord,
 )
 from conveyor.cli.common import echo_json, open_app, store_options
-from conveyor.cli.filters import filter_options, is_empty, job_dict
-from conveyor.cli.output import Column, Output, iso_time, utc_option
+from conveyor.cli.filters import TIME_FIELDS, bound_to, filter_options, is_empty, job_dict
+from conveyor.cli.output import (
+    Column,
+    Output,
+    epoch_option,
+    iso_json,
+    iso_time,
+    percent,
+    utc_option,
+)
+from conveyor.cli.prefix import MIN_PREFIX, resolve
 from conveyor.redaction import redacted
 from conveyor.secrets import mask_payload, refuse_secret_where
+from conveyor.states import JobState
 
 #: Most characters of a payload or result ``conveyor job ID`` shows (``--payload``: all).
 SHOW_CHARS = 20_000
-#: Fields of a job record that hold epoch timestamps (shown as ISO 8601).
-TIME_FIELDS = frozenset({"run_at", "created_at", "lease_until", "started_at", "finished_at"})
 
 
 @click.command("jobs")
 @store_options
 @filter_options
 @click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
-@click.option("--after", metavar="ID", help="Page: only ids after this one.")
+@click.option(
+    "--after",
+    metavar="ID",
+    help="Page: only the jobs listed after this id (older ones; with --oldest-first, newer).",
+)
+@click.option(
+    "--oldest-first",
+    is_flag=True,
+    help="List in creation order (default: newest first, as the dashboard).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@epoch_option
 @utc_option
 def jobs(
     url: str | None,
@@ -49,16 +68,23 @@ def jobs(
     job_filter: JobFilter,
     limit: int,
     after: str | None,
+    oldest_first: bool,
     as_json: bool,
+    epoch: bool,
     utc: bool,
 ) -> None:
-    """List jobs matching the filters, in id (= creation) order."""
-    backend = open_app(url, app_spec).backend
+    """List jobs matching the filters, newest first. Failed and dead jobs show their
+    last error, scheduled ones when they run."""
+    app = open_app(url, app_spec)
+    backend = app.backend
     refuse_secret_where(backend, job_filter)  # secret arguments cannot be queried
-    found = backend.job_list(JobListParams(after_id=after, limit=limit, filter=job_filter))
+    job_filter = bound_to(job_filter, app, note=not as_json)  # after: errors stay one line
+    found = backend.job_list(
+        JobListParams(after_id=after, limit=limit, filter=job_filter, descending=not oldest_first)
+    )
     next_after = found[-1].id if len(found) == limit else None
     if as_json:
-        echo_json({"jobs": [job_dict(j) for j in found], "next_after": next_after})
+        echo_json({"jobs": [job_dict(j, epoch=epoch) for j in found], "next_after": next_after})
         return
     out = Output()
     out.table(
@@ -69,7 +95,9 @@ def jobs(
             Column("state", key=True),
             Column("attempt", key=True, right=True),
             Column("created"),
+            Column("run_at"),
             Column("finished"),
+            Column("error", preview=60),
             Column("payload", preview=60),
         ],
         [
@@ -80,7 +108,11 @@ def jobs(
                 state_label(j),
                 f"{j.attempt}/{j.max_attempts}",
                 iso_time(j.created_at, utc=utc),
+                # when a scheduled job (a delay, a schedule, a retry's backoff) runs
+                iso_time(j.run_at, utc=utc) if j.state is JobState.SCHEDULED else "-",
                 iso_time(j.finished_at, utc=utc),
+                # the last error of a job that failed (dead, or scheduled for a retry)
+                _listed_error(j.error),
                 # bounded in a pipe too: one huge row must not make a huge listing;
                 # secret arguments show as "•••"
                 rowtext.preview(mask_payload(j.payload)),
@@ -91,7 +123,8 @@ def jobs(
         empty="no jobs" if is_empty(job_filter) and after is None else "no jobs match",
     )
     if next_after:
-        out.line(f"more: --after {next_after}")
+        order = " --oldest-first" if oldest_first else ""
+        out.line(f"more: --after {next_after}{order}")
 
 
 @click.command("job")
@@ -105,6 +138,7 @@ def jobs(
     help="Print only the stored payload, whole and as stored (the record shows a "
     f"bounded part: {SHOW_CHARS:,} characters).",
 )
+@epoch_option
 @utc_option
 def job(
     url: str | None,
@@ -112,14 +146,19 @@ def job(
     job_id: str,
     as_json: bool,
     raw_payload: bool,
+    epoch: bool,
     utc: bool,
 ) -> None:
-    """One job in full: record, every attempt (with traceback), and its logs."""
+    """One job in full: record, every attempt (with traceback), and its logs. JOB_ID is
+    a whole id or a unique prefix of one (at least 4 characters)."""
     backend = open_app(url, app_spec).backend
-    found = backend.job_get_many([job_id])
+    resolved = resolve(backend, job_id)
+    found = backend.job_get_many([resolved]) if resolved is not None else []
     if not found:
-        raise click.ClickException(f"no job {job_id}")
+        short = f" (a prefix needs {MIN_PREFIX} characters)" if len(job_id) < MIN_PREFIX else ""
+        raise click.ClickException(f"no job {job_id}{short}")
     record = found[0]
+    job_id = record.id
     if raw_payload:
         # Whole, and as stored: bytes that were not UTF-8 go out as they were read.
         sys.stdout.flush()
@@ -132,10 +171,10 @@ def job(
     if as_json:
         echo_json(
             {
-                "job": job_dict(record),
+                "job": job_dict(record, epoch=epoch),
                 "depends_on": parents,
-                "attempts": [_decoded(records.asdict(a)) for a in attempts],
-                "logs": [records.asdict(r) for r in logs],
+                "attempts": [_decoded(records.asdict(a), epoch) for a in attempts],
+                "logs": [_timed(records.asdict(r), ("ts",), epoch) for r in logs],
             }
         )
         return
@@ -213,9 +252,12 @@ def job(
 
 
 def _field(name: str, value: object, utc: bool) -> object:
-    """A job field as shown by ``conveyor job ID``: times ISO 8601, JSON values as JSON."""
+    """A job field as shown by ``conveyor job ID``: times ISO 8601, progress as a
+    percentage, JSON values as JSON."""
     if name in TIME_FIELDS and isinstance(value, (int, float)):
         return iso_time(value, utc=utc)
+    if name == "progress" and isinstance(value, (int, float)):
+        return percent(value)
     if isinstance(value, (dict, list)):
         return rowtext.dumps(value) or str(value)
     return value
@@ -242,6 +284,20 @@ def state_label(job: JobRecord) -> str:
     return (
         str(job.state) if job.stored_state is None else f"{rowtext.preview(job.stored_state, 40)}?"
     )
+
+
+#: Longest stored error the listing parses for its type and message (a row written by
+#: hand can hold megabytes; past this its text is previewed as it is).
+LISTED_ERROR_CHARS = 100_000
+
+
+def _listed_error(text: str | None) -> str:
+    """The error cell of ``conveyor jobs``: ``Type: message``, bounded; ``-`` for none."""
+    if not text:
+        return "-"
+    if len(text) > LISTED_ERROR_CHARS:
+        return rowtext.preview(text)
+    return rowtext.preview(_error_line(text))
 
 
 def _error_line(text: str | None) -> str:
@@ -276,7 +332,15 @@ def _error(text: str | None) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"message": text}
 
 
-def _decoded(data: dict[str, Any]) -> dict[str, Any]:
+def _decoded(data: dict[str, Any], epoch: bool) -> dict[str, Any]:
     if data.get("error"):
         data["error"] = _error(data["error"])
+    return _timed(data, ("started_at", "finished_at"), epoch)
+
+
+def _timed(data: dict[str, Any], keys: tuple[str, ...], epoch: bool) -> dict[str, Any]:
+    """``data`` with its time ``keys`` as ISO 8601 in UTC (as stored with ``epoch``)."""
+    if not epoch:
+        for key in keys:
+            data[key] = iso_json(data.get(key))
     return data

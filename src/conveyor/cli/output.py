@@ -10,7 +10,11 @@ Rules (see docs/operations.md, "Reading the output"):
 - **Literal text**: whatever comes from jobs, queues, tasks, errors, logs or progress is
   never read as rich markup, control characters are shown escaped (``\\x1b``), and a
   lone surrogate (text no terminal can encode) shows as U+FFFD.
-- **Times**: ISO 8601 to the second in the local zone, or UTC (``Z``) with ``--utc``.
+- **Times**: ISO 8601 to the second in the local zone, or UTC (``Z``) with ``--utc``;
+  machine-readable output (``--json``, ``export``) has ISO 8601 in UTC to the
+  microsecond, or epoch seconds with ``--epoch``.
+- **Progress** is a percentage (``13%``) wherever a person reads it; ``--json`` keeps
+  the fraction the task reported.
 - **Empty results** print one line saying so (``no jobs match``), in both modes.
 
 Example::
@@ -47,6 +51,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: Narrowest a wrapping column is squeezed to before rows become blocks instead (a
 #: column whose values are all shorter needs only their width).
 MIN_OTHER_WIDTH = 16
+#: Narrowest a preview column (payload, error) is squeezed to, after every preview is at
+#: MIN_OTHER_WIDTH and before the other columns (times) start to wrap.
+MIN_PREVIEW_WIDTH = 8
 #: Space between columns (rich's padding of one each side, outer edges unpadded).
 _GAP = 2
 
@@ -69,6 +76,41 @@ def iso_time(ts: float | None, *, utc: bool = False) -> str:
     if utc:
         return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
     return moment.isoformat(timespec="seconds")
+
+
+def iso_json(ts: float | None) -> str | float | None:
+    """An epoch timestamp for machine-readable output (``--json``, ``export``): ISO 8601
+    in UTC to the microsecond, written with ``Z``; None stays None. A value out of range
+    (a row written by hand) is kept as the number it is.
+
+    >>> iso_json(1.5)
+    '1970-01-01T00:00:01.500000Z'
+    """
+    if ts is None:
+        return None
+    try:
+        moment = dt.datetime.fromtimestamp(ts, dt.UTC)
+    except (ValueError, OverflowError, OSError, TypeError):
+        return ts
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def percent(fraction: float | None) -> str:
+    """Progress as shown to a user everywhere: ``40%``, or ``-`` when none was reported.
+
+    >>> percent(0.1333333)
+    '13%'
+    """
+    return "-" if fraction is None else f"{fraction * 100:.0f}%"
+
+
+def epoch_option(fn: F) -> F:
+    """``--epoch``: times in machine-readable output as epoch seconds, as stored."""
+    return click.option(
+        "--epoch",
+        is_flag=True,
+        help="Times as epoch seconds (default: ISO 8601 in UTC, e.g. 2030-01-31T09:00:00.000000Z).",
+    )(fn)
 
 
 def utc_option(fn: F) -> F:
@@ -200,32 +242,38 @@ class Output:
         """Column widths for the terminal, or None when the table cannot fit.
 
         Key columns get their full width. The others start at theirs and, when the
-        terminal is too narrow, give way: previews (payload, error) first, then the
-        rest evenly, none below its narrowest readable width (MIN_OTHER_WIDTH, or its
-        longest value if shorter, never less than the longest word of its header).
+        terminal is too narrow, give way: previews (payload, error) first, down to
+        MIN_OTHER_WIDTH and then to MIN_PREVIEW_WIDTH, then the rest evenly, none below
+        its narrowest readable width (MIN_OTHER_WIDTH, or its longest value if shorter,
+        never less than the longest word of its header).
         """
         natural = [
             max(cell_len(col.header), *(cell_len(row[i]) for row in cells))
             for i, col in enumerate(columns)
         ]
-        floor = [
-            n
-            if col.key
-            else max(
-                max(cell_len(w) for w in col.header.split() or [""]),
-                min(max(cell_len(row[i]) for row in cells), MIN_OTHER_WIDTH),
-            )
-            for i, (col, n) in enumerate(zip(columns, natural, strict=True))
-        ]
+
+        def floor_of(least: int) -> list[int]:
+            return [
+                n
+                if col.key
+                else max(
+                    max(cell_len(w) for w in col.header.split() or [""]),
+                    min(max(cell_len(row[i]) for row in cells), least),
+                )
+                for i, (col, n) in enumerate(zip(columns, natural, strict=True))
+            ]
+
+        floor, low = floor_of(MIN_OTHER_WIDTH), floor_of(MIN_PREVIEW_WIDTH)
+        previews = [i for i, c in enumerate(columns) if c.preview is not None]
+        others = [i for i, c in enumerate(columns) if not c.key and c.preview is None]
+        # Previews may go below the common floor, so that times stay whole for longer.
+        last = [low[i] if i in previews else floor[i] for i in range(len(columns))]
         room = self.console.width - _GAP * (len(columns) - 1)
-        if sum(floor) > room:
+        if sum(last) > room:
             return None
         widths = list(natural)
-        for group in (
-            [i for i, c in enumerate(columns) if c.preview is not None],
-            [i for i, c in enumerate(columns) if not c.key and c.preview is None],
-        ):
-            _shrink(widths, floor, group, sum(widths) - room)
+        for group, least in ((previews, floor), (previews, low), (others, floor)):
+            _shrink(widths, least, group, sum(widths) - room)
         return widths
 
     def _rich_table(

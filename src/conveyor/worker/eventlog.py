@@ -232,8 +232,9 @@ class EventLog(BaseObserver):
                         }
                     },
                 )
+        used = _queues_in_use(app)  # jobs sent there (with_options(queue=)): no typo
         for queue in sel.names:
-            if queue not in declared and queue != "default":
+            if queue not in declared and queue != "default" and queue not in used:
                 worker_log.warning(
                     "queue %r is consumed but no task of the app declares it (a typo? "
                     "declared: %s)",
@@ -452,3 +453,14 @@ class EventLog(BaseObserver):
                 }
             },
         )
+
+
+def _queues_in_use(app: App) -> set[str]:
+    """The queues that hold jobs in the store now (empty when it cannot be read: the
+    start-up warnings are a courtesy, never a reason not to start)."""
+    try:
+        stats = app.backend.queue_stats()
+    except Exception as exc:
+        worker_log.debug("could not read queue counts at start: %s", exc)
+        return set()
+    return {stat.queue for stat in stats if any(stat.counts.values())}

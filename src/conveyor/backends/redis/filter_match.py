@@ -93,4 +93,15 @@ def matches(f: JobFilter, job: JobRecord) -> bool:
         return False
     if f.finished_before is not None and (fin is None or not fin < f.finished_before):
         return False
-    return all(where_matches(c, job.payload, job.result) for c in f.where)
+    return all(bound_matches(c, job) for c in f.where)
+
+
+def bound_matches(cond: WhereCondition, job: JobRecord) -> bool:
+    """``cond`` as written, or one of its bound slots for the job's task (an argument
+    filtered by parameter name, passed by position, or the other way round)."""
+    if where_matches(cond, job.payload, job.result):
+        return True
+    return any(
+        job.task in tasks and where_matches(slot, job.payload, job.result)
+        for tasks, slot in cond.slot_conditions()
+    )
