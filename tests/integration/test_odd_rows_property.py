@@ -135,6 +135,9 @@ def _pg_value(column: str) -> st.SearchStrategy[Any]:
 
 
 def postgres_columns(state: st.SearchStrategy[str]) -> st.SearchStrategy[dict[str, Any]]:
+    # PostgreSQL's text refuses NUL (the writer would raise, not write an odd row): a
+    # drawn state with one is a state with it taken out, as _pg_text does for the rest.
+    state = state.map(lambda s: s.replace("\x00", ""))
     return st.fixed_dictionaries(
         {"state": state, "task": st.sampled_from(["odd.task", "odd.task", "nope"])},
         optional={c: _pg_value(c) for c in COLUMNS if c not in ("state", "task")},
