@@ -59,6 +59,7 @@ BACKENDS = {
     "rediss": "conveyor.backends.redis.backend:RedisBackend",
     "postgresql": "conveyor.backends.postgres.backend:PostgresBackend",
     "postgres": "conveyor.backends.postgres.backend:PostgresBackend",
+    "memory": "conveyor.backends.memory.backend:MemoryBackend",
 }
 
 #: URL scheme -> the pip extra its driver comes with (when it is not the scheme itself).
@@ -119,6 +120,7 @@ URL_CHECKS = {
     "rediss": "conveyor.backends.redis.url:parse_redis_url",
     "postgresql": "conveyor.backends.postgres.url:parse_postgres_url",
     "postgres": "conveyor.backends.postgres.url:parse_postgres_url",
+    "memory": "conveyor.backends.memory.url:parse_memory_url",
 }
 #: URL scheme -> "module:function" raising StoreNotFound unless the store exists (a
 #: SQLite file, a PostgreSQL schema); a scheme without one (Redis: keys under a prefix,

@@ -142,6 +142,7 @@ FEATURES = frozenset(
         "expires",
         "transactional_enqueue",
         "transactional_completion",
+        "shared",
     }
 )
 
