@@ -245,7 +245,7 @@ def apply_limits(store: MemoryStore, claimed: Sequence[Row], now: float) -> list
         if row.state is JobState.RUNNING and row.limit_key in running:
             running[row.limit_key] += 1
     kept: list[Row] = []
-    for row in sorted(claimed, key=_claim_order):
+    for row in sorted(claimed, key=claim_order):
         key = row.limit_key
         if key is None:
             kept.append(row)
@@ -274,11 +274,9 @@ def apply_limits(store: MemoryStore, claimed: Sequence[Row], now: float) -> list
     return kept
 
 
-def _claim_order(row: Row | ClaimedJob) -> tuple[int, float, str]:
+def claim_order(row: Row | ClaimedJob) -> tuple[int, float, str]:
+    """The order a claim takes ready jobs in (the SQL stores' ``ORDER BY``)."""
     return (-row.priority, row.run_at, row.id)
-
-
-claim_order = _claim_order
 
 
 def delete(store: MemoryStore, ids: Sequence[str], now: float) -> int:
