@@ -413,3 +413,19 @@ def test_a_mode_runs_the_app_on_a_memory_store_its_handles_keep(app: conveyor.Ap
     assert app.substitute is None and not app.backend_is_open
     assert job.status is JobState.QUEUED  # read from the mode's store, after the block
     assert captured.jobs[0].id == job.id
+
+
+def test_a_mode_on_another_app_is_allowed_beside_the_plugin_fixture(
+    conveyor_app: conveyor.App, tmp_path: Path
+) -> None:
+    # The fixture refuses any other App's own store; a mode's memory store is the test's.
+    other = conveyor.App("redis://production-redis:6379/0")
+
+    @other.task
+    def ping(n: int) -> int:
+        return n
+
+    with other.testing("inline"):
+        assert ping.enqueue(3).result() == 3
+    with pytest.raises(conveyor.ConfigurationError, match="conveyor_app = module:app"):
+        ping.enqueue(4)  # no mode: its own store, which the test did not make
