@@ -25,7 +25,8 @@ import os
 import sys
 import threading
 import types
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol, TypeVar, overload
 
 from conveyor.classtask import ClassTask
@@ -37,7 +38,7 @@ from conveyor.records import fields as record_fields
 from conveyor.records import record
 from conveyor.redaction import redacted
 from conveyor.retry import Backoff, RetryDelayHook
-from conveyor.task import AsyncTask, Intercept, Task, TaskOptions
+from conveyor.task import AsyncTask, Task, TaskOptions
 from conveyor.unique import UniqueKey
 
 if TYPE_CHECKING:
@@ -59,6 +60,7 @@ BACKENDS = {
     "rediss": "conveyor.backends.redis.backend:RedisBackend",
     "postgresql": "conveyor.backends.postgres.backend:PostgresBackend",
     "postgres": "conveyor.backends.postgres.backend:PostgresBackend",
+    "memory": "conveyor.backends.memory.backend:MemoryBackend",
 }
 
 #: URL scheme -> the pip extra its driver comes with (when it is not the scheme itself).
@@ -119,6 +121,7 @@ URL_CHECKS = {
     "rediss": "conveyor.backends.redis.url:parse_redis_url",
     "postgresql": "conveyor.backends.postgres.url:parse_postgres_url",
     "postgres": "conveyor.backends.postgres.url:parse_postgres_url",
+    "memory": "conveyor.backends.memory.url:parse_memory_url",
 }
 #: URL scheme -> "module:function" raising StoreNotFound unless the store exists (a
 #: SQLite file, a PostgreSQL schema); a scheme without one (Redis: keys under a prefix,
@@ -266,9 +269,9 @@ class App:
         self.middleware = Middlewares()
         #: periodic schedules by name (``@app.periodic``); run by every worker's scheduler
         self.schedules: dict[str, Schedule] = {}
-        #: Set while a testing mode is active (``app.testing(...)``): takes every enqueue
-        #: plan instead of the store (see ``Enqueuer._write``).
-        self.intercept: Intercept | None = None
+        #: The store a block put in place of the URL's (:meth:`on_store`: a testing
+        #: mode's memory store); ``None`` normally.
+        self.substitute: Backend | None = None
         #: Base of class-based tasks registered with this app:
         #: ``class Recalculate(app.Task, queue="critical"): def execute(self, ...)``
         #: (see :mod:`conveyor.classtask`).
@@ -389,11 +392,37 @@ class App:
         return self._backend
 
     def close(self) -> None:
-        """Close the backend (a later use opens it again)."""
+        """Close the backend (a later use opens it again). Inside :meth:`on_store` the
+        store put in place stays until its block ends."""
         with self._lock:
-            if self._backend is not None:
+            if self._backend is not None and self.substitute is None:
                 self._backend.close()
                 self._backend = None
+
+    @contextmanager
+    def on_store(self, backend: Backend) -> Iterator[Backend]:
+        """While the block runs, this app uses ``backend`` as its store (every thread:
+        enqueues, handles, workers), not the URL's, which is neither opened nor written;
+        the previous store is back when it ends (blocks nest). Handles made meanwhile
+        keep reading ``backend`` after it. The testing modes run on it.
+
+        >>> import conveyor
+        >>> from conveyor.backends.memory.backend import MemoryBackend
+        >>> app = conveyor.App("sqlite:///never-opened.db")
+        >>> with app.on_store(MemoryBackend("memory://")) as store:
+        ...     app.backend is store
+        True
+        >>> app.backend_is_open
+        False
+        """
+        with self._lock:
+            saved = self._backend, self.substitute
+            self._backend = self.substitute = backend
+        try:
+            yield backend
+        finally:
+            with self._lock:
+                self._backend, self.substitute = saved
 
     # -- tasks ---------------------------------------------------------------------------
 
@@ -498,9 +527,10 @@ class App:
     def testing(self, mode: Literal["capture"]) -> Captured: ...
 
     def testing(self, mode: str, *, run_scheduled: bool = True) -> Inline | Captured:
-        """A testing mode, as a context manager: ``"inline"`` runs every job at once in
-        the caller as a worker would; ``"capture"`` records jobs instead of writing them.
-        Nothing reaches the store in either. See :mod:`conveyor.testing`.
+        """A testing mode, as a context manager: the app runs on a memory store of the
+        mode's own (:meth:`on_store`); ``"inline"`` runs every job at once in the caller
+        as a worker would, ``"capture"`` records jobs and runs them at ``drain()``.
+        Nothing reaches the app's own store in either. See :mod:`conveyor.testing`.
 
         >>> import conveyor
         >>> app = conveyor.App("sqlite:///:memory:")
@@ -511,13 +541,10 @@ class App:
         ...     add.enqueue(1, 2).result()
         3
         """
-        from conveyor.testing import Captured, Inline
+        from conveyor.extensions import provided  # the testing package, never imported here
 
-        if mode == "inline":
-            return Inline(self, run_scheduled=run_scheduled)
-        if mode == "capture":
-            return Captured(self)
-        raise ValueError(f"unknown testing mode {mode!r}; use 'inline' or 'capture'")
+        opened: Inline | Captured = provided("modes")(self, mode, run_scheduled=run_scheduled)
+        return opened
 
     def job(self, job_id: str) -> Job[Any]:
         """A handle on an existing job id."""

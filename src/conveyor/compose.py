@@ -220,9 +220,9 @@ def _first_signature(steps: Sequence[Signature | Group]) -> Signature:
 def _insert(app: App, params: list[JobInsertParams]) -> list[Job[Any]]:
     from conveyor.job import Job
 
-    if app.intercept is not None:  # a testing mode takes it, as in Enqueuer._write
-        return app.intercept(params)
-    joined = transactions.active()  # conveyor.transaction(conn): the caller's, as in _write
+    # conveyor.transaction(conn): the caller's connection, as in Enqueuer._write (not
+    # while the app runs on a store put in place of its own: a testing mode's)
+    joined = transactions.active() if app.substitute is None else None
     require_feature(app.backend if joined is None else transactions.store_of(app), "workflows")
     if joined is not None:
         ids = transactions.insert(app, joined, params)

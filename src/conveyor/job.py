@@ -30,6 +30,7 @@ from conveyor.states import JobState
 
 if TYPE_CHECKING:
     from conveyor.app import App
+    from conveyor.backends.base import Backend
     from conveyor.task import Task
 
 R = TypeVar("R")
@@ -38,12 +39,22 @@ R = TypeVar("R")
 class Job(Generic[R]):
     """Handle on one enqueued job."""
 
-    __slots__ = ("_task", "app", "id")
+    __slots__ = ("_store", "_task", "app", "id")
 
-    def __init__(self, app: App, id: str, task: Task[Any, R] | None = None) -> None:
+    def __init__(
+        self, app: App, id: str, task: Task[Any, R] | None = None, store: Backend | None = None
+    ) -> None:
         self.app = app
         self.id = id
         self._task = task
+        #: the store this handle reads: ``store``, else the one put in place of the
+        #: app's while it was made (``App.on_store``: a testing mode's), else the app's
+        self._store = store if store is not None else app.substitute
+
+    @property
+    def _backend(self) -> Backend:
+        store = self._store
+        return store if store is not None else self.app.backend
 
     def __repr__(self) -> str:
         return f"<Job {self.id}>"
@@ -58,7 +69,7 @@ class Job(Generic[R]):
 
     def refresh(self) -> JobRecord:
         """The job's stored record now. Raises JobNotFound when it no longer exists."""
-        found = self.app.backend.job_get_many([self.id])
+        found = self._backend.job_get_many([self.id])
         if not found:
             raise JobNotFound(self.id)
         return found[0]
@@ -85,8 +96,8 @@ class Job(Generic[R]):
         """The parents this job waits for (workflows), in order; empty for a plain job."""
         from conveyor.backends.base import JobDependenciesParams
 
-        deps = self.app.backend.job_dependencies_many(JobDependenciesParams([self.id]))
-        return [Job(self.app, d.parent_id) for d in deps]
+        deps = self._backend.job_dependencies_many(JobDependenciesParams([self.id]))
+        return [Job(self.app, d.parent_id, store=self._store) for d in deps]
 
     def then(self, step: Any, **options: Any) -> Job[Any]:
         """Enqueue ``step`` (a task or ``task.s(...)``) to run after this job succeeds,
@@ -108,11 +119,11 @@ class Job(Generic[R]):
 
     def attempts(self) -> list[AttemptRecord]:
         """Every recorded attempt: worker, start, end, outcome, error."""
-        return self.app.backend.job_attempts(self.id)
+        return self._backend.job_attempts(self.id)
 
     def wait(self, timeout: float | None = None) -> JobRecord:
         """Block until the job is finished; raise ``TimeoutError`` after ``timeout`` s."""
-        record = self.app.backend.job_wait(JobWaitParams(self.id, timeout))
+        record = self._backend.job_wait(JobWaitParams(self.id, timeout))
         if record is None:
             raise TimeoutError(f"job {self.id} not finished after {timeout} s")
         return record
@@ -127,7 +138,7 @@ class Job(Generic[R]):
         """Cancel: a queued or scheduled job at once, a running one as soon as its worker
         sees the request (async tasks are cancelled; sync tasks can check
         ``current_job().cancel_requested``). Finished jobs are left as they are."""
-        found = self.app.backend.job_cancel_many(JobCancelParams([self.id], reason))
+        found = self._backend.job_cancel_many(JobCancelParams([self.id], reason))
         if not found:
             raise JobNotFound(self.id)
         return self

@@ -291,9 +291,6 @@ class _Resolved:
 Calls = Sequence[tuple[Sequence[Any], Mapping[str, Any]]]
 #: What ``_write`` writes: one batch of plain jobs, or one params record per job.
 Plan = JobInsertBatchParams | list[JobInsertParams]
-#: ``App.intercept``: while a testing mode is active it takes every plan instead of the
-#: store (``conveyor.testing``), and hands back the jobs' handles.
-Intercept = Callable[[Plan], "list[Job[Any]]"]
 
 
 _JOB: list[type[Job[Any]]] = []
@@ -444,13 +441,12 @@ class Enqueuer(Generic[P, R]):
     def _write(self, plan: Plan) -> list[Job[R]]:
         """Write a plan in one ``job_insert_many`` (all or nothing) and hand back Jobs.
 
-        The one place every enqueue passes after its plan: a testing mode
-        (``app.testing(...)``) takes the plan here instead of the store, and inside
-        ``conveyor.transaction(conn)`` it goes through the caller's connection."""
+        The one place every enqueue passes after its plan: inside
+        ``conveyor.transaction(conn)`` it goes through the caller's connection, unless
+        the app runs on a store put in place of its own (``App.on_store``: a testing
+        mode's), which takes every write."""
         app = self._task.app
-        if app.intercept is not None:
-            return app.intercept(plan)
-        joined = transactions.active()
+        joined = transactions.active() if app.substitute is None else None
         if joined is not None:
             transactions.store_of(app)  # opened first, with the reason if it cannot be
         if not self._checked(plan):
@@ -462,9 +458,9 @@ class Enqueuer(Generic[P, R]):
     async def _awrite(self, plan: Plan) -> list[Job[R]]:
         """:meth:`_write` for the asyncio twins: the store's own insert in a thread (the
         loop never blocks on it); the caller's connection on the caller's terms."""
-        joined = transactions.active()
         app = self._task.app
-        if joined is None or app.intercept is not None:
+        joined = transactions.active() if app.substitute is None else None
+        if joined is None:
             return await to_thread(self._write, plan)
         transactions.store_of(app)
         if not self._checked(plan):
@@ -512,7 +508,6 @@ class Enqueuer(Generic[P, R]):
         if (
             r.simple
             and task.sealer is None
-            and app.intercept is None
             and not app.middleware.enqueue
             and transactions.active() is None
         ):
@@ -737,8 +732,8 @@ class Task(Enqueuer[P, R]):
         return f"<Task {self.name} queue={self.options.queue}>"
 
     def execute(self, *args: P.args, **kwargs: P.kwargs) -> R:
-        """Run the task body now, as a worker would, without any store: the arguments go
-        through the codec round trip, ``current_job()`` is set, an ``async def`` task
+        """Run the task body now, as a worker would, on a memory store of its own (the
+        app's is not touched): the arguments go through the codec round trip, ``current_job()`` is set, an ``async def`` task
         runs to completion, and the result comes back decoded. One attempt, no retries:
         a failure raises the task's own exception (a job that cannot run at all,
         :class:`~conveyor.errors.JobFailed`). See docs/testing.md.
@@ -751,10 +746,10 @@ class Task(Enqueuer[P, R]):
         >>> double.execute(21)
         42
         """
-        from conveyor.testing.local import execute
+        from conveyor.extensions import provided  # the testing package, never imported here
 
         self.app.import_includes()  # the modules a worker would have imported
-        value: R = execute(self, args, kwargs)
+        value: R = provided("execute")(self, args, kwargs)
         return value
 
 

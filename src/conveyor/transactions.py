@@ -8,7 +8,8 @@ block itself neither begins, commits nor rolls back anything. See docs/transacti
 
 The active transaction is a ``ContextVar`` (right per thread and per asyncio task),
 consulted at the one place every plan is written (``Enqueuer._write`` and
-``compose._insert``); a testing mode (``app.testing(...)``) still takes the plan first.
+``compose._insert``); an app on a store put in place of its own (``App.on_store``: a
+testing mode's) writes there instead.
 The store must declare ``transactional_enqueue`` (SQLite, PostgreSQL); on Redis it is a
 ``ConfigurationError``.
 

@@ -18,6 +18,7 @@ import conveyor
 from conveyor.backends.base import Backend, IntegrityCheckParams
 from conveyor.compose import chain, group, on_failure, then
 from tests.contract.helpers import claim, insert, register
+from tests.support.features import needs
 from tests.support.odd_rows import (
     periodic_row,
     postgres_row,
@@ -25,6 +26,12 @@ from tests.support.odd_rows import (
     sqlite_row,
     worker_row,
 )
+
+
+@pytest.fixture(autouse=True)
+def _rows_written_around_the_api(backend: Backend) -> None:
+    """Every test here writes rows with another connection (SQL, a raw HSET)."""
+    needs(backend, "shared")
 
 
 def _row(url: str, **columns: object) -> str:

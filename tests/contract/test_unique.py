@@ -94,6 +94,7 @@ def test_two_processes_same_key_same_instant_make_one_job(
     app: conveyor.App, backend: Backend, backend_url: str
 ) -> None:
     needs(backend, "unique")
+    needs(backend, "shared")  # other processes enqueue to the same store
     ctx = multiprocessing.get_context("fork")
     out = ctx.Queue()
     start = time.time() + 0.5

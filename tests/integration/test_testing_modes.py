@@ -375,3 +375,57 @@ def test_a_mode_ends_with_its_block_and_modes_nest(tmp_path: Path) -> None:
     assert stored.status is JobState.QUEUED
     assert app.backend.job_get_many([stored.id])[0].payload == '{"args":[4],"kwargs":{}}'
     app.close()
+
+
+def test_modes_apply_unique_keys_and_limits_as_a_store_does(app: conveyor.App) -> None:
+    order: list[tuple[str, object]] = []
+
+    @app.task(concurrency=1, limit_key="one")
+    def limited(n: int) -> int:
+        order.append(("start", n))
+        if n == 1:  # the only slot is this job's: the inner one waits for it
+            order.append(("inner", limited.enqueue(2).status))
+        return n
+
+    @app.task(unique_key=lambda n: str(n))
+    def once(n: int) -> int:
+        return n
+
+    with app.testing("inline"):
+        assert limited.enqueue(1).result() == 1
+    assert order == [("start", 1), ("inner", JobState.SCHEDULED), ("start", 2)]
+    with app.testing("capture") as captured:
+        first, again = once.enqueue(1), once.enqueue(1)
+        assert first.id == again.id  # the holder stands
+        assert len(captured.jobs) == 2  # every enqueue is listed
+        assert [j.result() for j in captured.drain()] == [1]
+
+
+def test_a_mode_runs_the_app_on_a_memory_store_its_handles_keep(app: conveyor.App) -> None:
+    @app.task
+    def ping(n: int) -> int:
+        return n
+
+    with app.testing("capture") as captured:
+        assert app.backend.name == "memory" and app.substitute is app.backend
+        job = ping.enqueue(1)
+        assert app.backend.job_get_many([job.id])[0].state is JobState.QUEUED
+    assert app.substitute is None and not app.backend_is_open
+    assert job.status is JobState.QUEUED  # read from the mode's store, after the block
+    assert captured.jobs[0].id == job.id
+
+
+def test_a_mode_on_another_app_is_allowed_beside_the_plugin_fixture(
+    conveyor_app: conveyor.App, tmp_path: Path
+) -> None:
+    # The fixture refuses any other App's own store; a mode's memory store is the test's.
+    other = conveyor.App("redis://production-redis:6379/0")
+
+    @other.task
+    def ping(n: int) -> int:
+        return n
+
+    with other.testing("inline"):
+        assert ping.enqueue(3).result() == 3
+    with pytest.raises(conveyor.ConfigurationError, match="conveyor_app = module:app"):
+        ping.enqueue(4)  # no mode: its own store, which the test did not make

@@ -6,6 +6,10 @@ test-owned PostgreSQL cluster). Adding a backend = one entry
 here: the contract suite, the CLI tests (tests/integration/test_cli_*.py) and the worker
 process tests then run on it (plus its raw-store helpers in tests/support/stores.py for
 the two tests that reach under the seam).
+
+The memory store (``memory://NAME``) lives in one process, so it is in
+:data:`CONTRACT_URLS` only: the contract suite drives a store in the test's own process,
+while the CLI and worker process tests need one other processes reach.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from conveyor.ids import new_id
 from tests.support import postgres_server
 from tests.support.redis_server import isolated_url
 
@@ -34,4 +39,16 @@ BACKEND_URLS: dict[str, Callable[[pytest.FixtureRequest, Path], str]] = {
     "postgres": _postgres_url,
     "redis": _redis_url,
     "sqlite": lambda request, tmp_path: f"sqlite:///{tmp_path / 'jobs.db'}",
+}
+
+
+def _memory_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    # A store of this process named for this test (an app reopened on it sees its jobs).
+    return f"memory://{new_id()}"
+
+
+#: The contract suite's stores: every backend, and the in-process memory store.
+CONTRACT_URLS: dict[str, Callable[[pytest.FixtureRequest, Path], str]] = {
+    **BACKEND_URLS,
+    "memory": _memory_url,
 }

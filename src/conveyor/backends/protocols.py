@@ -102,6 +102,9 @@ FEATURES: dict[str, str] = {
     "integrity": "integrity_check",
     "backup": "backup (an online copy of the whole store)",
     "sql": "the store answers SQL over the jobs (the raw connection is usable)",
+    #: every store but the in-process memory store: workers in other processes, the CLI
+    #: and a shell (rows written around the API) reach the same jobs
+    "shared": "other processes and connections reach the store (the CLI, a shell)",
     # -- hot path --
     #: a one-slot worker should run jobs in its fetcher and write each finish with its
     #: next claim (job_finish_and_claim): where that saves work (SQLite: one commit

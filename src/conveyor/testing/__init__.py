@@ -1,5 +1,7 @@
 """Testing helpers: ``app.testing("inline")``, ``app.testing("capture")``,
-``task.execute(...)`` and, for tests against a real store, :func:`drain`.
+``task.execute(...)`` and, for tests against a real store, :func:`drain`. The modes and
+``execute`` run the app on a memory store of their own (``memory://``), drained by the
+real runner (``engine.py``).
 
 The pytest plugin (``conveyor.testing.plugin``, registered by the package's
 ``pytest11`` entry point) adds the ``conveyor_app`` and ``conveyor_worker`` fixtures.
@@ -16,8 +18,13 @@ Example:
     5
 """
 
+from conveyor import extensions
 from conveyor.testing.drain import drain
-from conveyor.testing.local import LocalJob
-from conveyor.testing.modes import Captured, CapturedJob, Inline
+from conveyor.testing.engine import execute
+from conveyor.testing.modes import Captured, CapturedJob, Inline, open_mode
 
-__all__ = ["Captured", "CapturedJob", "Inline", "LocalJob", "drain"]
+# The core's hooks (conveyor/extensions.py): App.testing and Task.execute call them.
+extensions.provide("modes", open_mode)
+extensions.provide("execute", execute)
+
+__all__ = ["Captured", "CapturedJob", "Inline", "drain"]

@@ -1,9 +1,11 @@
 """The two testing modes, ``app.testing("inline")`` and ``app.testing("capture")``.
 
-While a mode is active it holds the app's one interception point
-(``App.intercept``, taken by ``Enqueuer._write`` after the plan was checked and
-encoded): no enqueue reaches the store. Both modes keep what was enqueued in order in
-``mode.jobs``; they differ in when jobs run. See ``docs/testing.md``.
+While a mode is active its app runs on a memory store of the mode's own
+(:class:`~conveyor.testing.engine.ModeStore`, put in place by ``App.on_store``): every
+enqueue is checked, encoded and written as for any store, and the app's own store is
+never touched. The mode keeps what was enqueued in order in ``mode.jobs``; the modes
+differ in when jobs run: inline drains the store with the real runner after each
+enqueue, capture when ``drain()`` is called. See ``docs/testing.md``.
 
 Example:
     >>> import conveyor
@@ -22,29 +24,25 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from conveyor.backends.base import JobInsertParams
 from conveyor.classtask import as_task
 from conveyor.job import Job
-from conveyor.states import JobState
-from conveyor.testing.local import LocalJob, LocalJobs
+from conveyor.testing.engine import Engine, ModeStore
 
 if TYPE_CHECKING:
     from typing import TypeAlias
 
     from conveyor.app import App
     from conveyor.classtask import ClassTask
-    from conveyor.task import Enqueuer, Plan
+    from conveyor.task import Enqueuer
 
     #: What the assertions take: a task (or ``with_options(...)``) or a class-based task.
     TaskLike: TypeAlias = Enqueuer[Any, Any] | type[ClassTask]
-
-#: Jobs one ``drain()`` runs at most: more is a task that enqueues itself forever.
-MAX_DRAINED = 100_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,20 +71,20 @@ def _arguments(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
 
 
 class _Mode:
-    """What both modes share: the interception, the jobs list, the assertions, drain."""
+    """What both modes share: the mode's store, the jobs list, the assertions, drain."""
 
     def __init__(self, app: App) -> None:
         self.app = app
-        self.local = LocalJobs(app, self._ready)
+        self.store = ModeStore(self._inserted)
+        self.engine = Engine(app, self.store)
         #: every job enqueued while the mode was active, in order
         self.jobs: list[CapturedJob] = []
-        self._previous: Callable[[Plan], list[Job[Any]]] | None = None
+        self._active = ExitStack()
 
     # -- the context manager -------------------------------------------------------------
 
     def __enter__(self) -> _Mode:
-        self._previous = self.app.intercept
-        self.app.intercept = self._intercept
+        self._active.enter_context(self.app.on_store(self.store))
         return self
 
     def __exit__(
@@ -95,16 +93,14 @@ class _Mode:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.app.intercept = self._previous
-        self.local.runner.close()
+        self._active.close()
+        self.engine.close()
 
-    # -- the interception ----------------------------------------------------------------
+    # -- what the store wrote --------------------------------------------------------------
 
-    def _intercept(self, plan: Plan) -> list[Job[Any]]:
-        params = self.local.add_records(plan)
+    def _inserted(self, params: list[JobInsertParams]) -> None:
         self.jobs.extend(self._captured(p) for p in params)
-        self.local.release(params)
-        return self.local.handles(params)
+        self._ready()
 
     def _captured(self, p: JobInsertParams) -> CapturedJob:
         task = self.app.tasks.get(p.task)
@@ -122,8 +118,8 @@ class _Mode:
             p.depends_on,
         )
 
-    def _ready(self, job_id: str) -> None:
-        """A job became ready (enqueued, or released by its parents)."""
+    def _ready(self) -> None:
+        """Jobs were enqueued (inline runs what is ready now)."""
 
     # -- assertions ----------------------------------------------------------------------
 
@@ -188,31 +184,17 @@ class _Mode:
 
     def drain(self) -> list[Job[Any]]:
         """Run every job not run yet (delayed or not) and what they enqueue, in order,
-        to completion; the finished jobs' handles, in the order they ran."""
-        ran: list[Job[Any]] = []
-        while True:
-            job_id = self._next_ready()
-            if job_id is None:
-                return ran
-            if len(ran) >= MAX_DRAINED:
-                raise RuntimeError(f"drain() ran {MAX_DRAINED} jobs and more keep coming")
-            record = self.local.run(job_id)
-            if record is not None:
-                ran.append(LocalJob(self.local, job_id, self.app.tasks.get(record.task)))
+        to completion; the finished jobs' handles, in the order they finished."""
+        return list(self._handles(self.engine.drain(everything=True)))
 
-    def _next_ready(self) -> str | None:
-        for job_id, record in self.local.records.items():
-            if record.state in (JobState.QUEUED, JobState.SCHEDULED):
-                return job_id
-        return None
+    def _handles(self, ids: list[str]) -> Iterator[Job[Any]]:
+        for record in self.store.job_get_many(ids):
+            yield Job(self.app, record.id, self.app.tasks.get(record.task), store=self.store)
 
     def clear(self) -> None:
         """Forget every job enqueued so far (``jobs`` empty, their handles unknown)."""
         self.jobs.clear()
-        self.local.records.clear()
-        self.local.attempts.clear()
-        self.local.parents.clear()
-        self.local.children.clear()
+        self.store.forget()
 
 
 _MISSING = object()
@@ -227,8 +209,8 @@ def _bound(
 
 
 class Captured(_Mode):
-    """``with app.testing("capture") as captured:`` -- jobs are recorded, not written
-    and not run, until ``captured.drain()``."""
+    """``with app.testing("capture") as captured:`` -- jobs are recorded (written to the
+    mode's memory store only) and not run until ``captured.drain()``."""
 
     def __enter__(self) -> Captured:
         super().__enter__()
@@ -248,7 +230,15 @@ class Inline(_Mode):
         super().__enter__()
         return self
 
-    def _ready(self, job_id: str) -> None:
-        record = self.local.records[job_id]
-        if self.run_scheduled or record.run_at <= time.time():
-            self.local.run(job_id)
+    def _ready(self) -> None:
+        self.engine.drain(everything=self.run_scheduled)
+
+
+def open_mode(app: App, mode: str, *, run_scheduled: bool = True) -> Inline | Captured:
+    """The mode ``app.testing(mode)`` answers (``conveyor/__init__.py`` hands this to
+    the core: ``App`` never imports the testing package)."""
+    if mode == "inline":
+        return Inline(app, run_scheduled=run_scheduled)
+    if mode == "capture":
+        return Captured(app)
+    raise ValueError(f"unknown testing mode {mode!r}; use 'inline' or 'capture'")

@@ -13,7 +13,8 @@ While a test uses ``conveyor_app``, no other App may open a store the test did n
 (issue 21: without the ini option, a test enqueueing through a real task wrote to that
 task's own store, production's if that is what its URL says). Any other App's first use
 of its store raises one line saying so and how to fix it; stores the test made are
-allowed: SQLite in memory or a file under pytest's temporary directory.
+allowed: SQLite in memory or a file under pytest's temporary directory, and the memory
+store a testing mode puts in place of an app's (``app.testing(...)``).
 
 Example (a test module; see docs/testing.md)::
 
@@ -88,7 +89,12 @@ def only_test_stores(fixture_app: App, temp_root: Path) -> Iterator[None]:
     original = App.__dict__["backend"]
 
     def guarded(app: App) -> Backend:
-        if app is not fixture_app and not made_by_a_test(app.url, temp_root):
+        # A store put in place of the app's (a testing mode's memory store) is the test's.
+        if (
+            app is not fixture_app
+            and app.substitute is None
+            and not made_by_a_test(app.url, temp_root)
+        ):
             raise ConfigurationError(refusal(app))
         backend: Backend = original.fget(app)
         return backend

@@ -88,6 +88,7 @@ FEATURES = frozenset(
     {
         *("snooze", "progress", "unique", "workflows", "limits", "periodic"),
         *("filters", "purge", "result_ttl", "queues", "logs", "integrity", "expires"),
+        "shared",
     }
 )
 

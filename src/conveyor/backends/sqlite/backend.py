@@ -141,6 +141,7 @@ FEATURES = frozenset(
         "expires",
         "transactional_enqueue",
         "transactional_completion",
+        "shared",
     }
 )
 
