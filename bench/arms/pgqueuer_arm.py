@@ -17,9 +17,12 @@ Durability: ``pgq install``'s default ``--durability durable`` (logged tables), 
 commit is as durable as the server's ``fsync``/``synchronous_commit`` make it, like
 conveyor's PostgreSQL arms and procrastinate's on the same cluster.
 
-Driver: psycopg 3 (``PsycopgDriver`` over an autocommit ``AsyncConnection``), the same
-driver as conveyor's, procrastinate's and oban-py's arms (pgqueuer also has an asyncpg
-one). Batch enqueue: ``Queries.enqueue`` with lists (one statement). W2 needs a result
+Driver: asyncpg (``AsyncpgDriver`` over one connection: the ``asyncpg`` extra), as its
+README's consumer and producer are written (its psycopg driver ran W1 at about the same
+rate in a trial on this box). The README's factory returns the ``PgQueuer``; 1.6's
+``pgq run`` refuses that and asks for an async context manager, which ``main`` is.
+
+Batch enqueue: ``Queries.enqueue`` with lists (one statement). W2 needs a result
 through the system's API, which pgqueuer does not have (a completion watcher reports a
 job's status, not its return value).
 """
@@ -30,8 +33,8 @@ import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 
-import psycopg
-from pgqueuer import PgQueuer, PsycopgDriver, Queries
+import asyncpg
+from pgqueuer import AsyncpgDriver, PgQueuer, Queries
 from pgqueuer.models import Job
 
 from bench.arms.aio import AsyncArm
@@ -48,8 +51,9 @@ ENTRYPOINT = "job"
 async def main() -> AsyncIterator[PgQueuer]:
     """The factory ``pgq run`` calls: pgqueuer 1.6 wants an async context manager that
     yields the ``PgQueuer`` (and closes its connection after)."""
-    async with await psycopg.AsyncConnection.connect(DSN, autocommit=True) as conn:
-        pgq = PgQueuer(PsycopgDriver(conn))
+    conn = await asyncpg.connect(DSN)
+    try:
+        pgq = PgQueuer(AsyncpgDriver(conn))
 
         @pgq.entrypoint(ENTRYPOINT)
         async def job(job: Job) -> None:
@@ -58,6 +62,8 @@ async def main() -> AsyncIterator[PgQueuer]:
             run_job(i, t0, kind)
 
         yield pgq
+    finally:
+        await conn.close()
 
 
 def _payload(item: Item) -> bytes:
@@ -69,8 +75,8 @@ class PgqueuerArm(AsyncArm):
 
     def open(self) -> None:
         self.start_loop()
-        self.conn = self.run(psycopg.AsyncConnection.connect(DSN, autocommit=True))
-        self.queries = Queries(PsycopgDriver(self.conn))
+        self.conn = self.run(asyncpg.connect(DSN))
+        self.queries = Queries(AsyncpgDriver(self.conn))
 
     def enqueue_one(self, item: Item) -> object:
         return self.run(self.queries.enqueue(ENTRYPOINT, _payload(item)))
@@ -113,7 +119,7 @@ VARIANTS = [
         "asyncio",
         BATCH,
         f"pgq run --batch-size {BATCH} (its default); async entrypoint, unbounded "
-        "concurrency, LISTEN/NOTIFY, psycopg driver, durable (logged) tables; finished "
+        "concurrency, LISTEN/NOTIFY, asyncpg driver, durable (logged) tables; finished "
         "jobs moved to its log table",
         unsupported=(("W2", "no API returns a job's result"),),
     ),
