@@ -97,6 +97,12 @@ def checklist(
             if defaults
             else " (the defaults-configuration arms were not in this run)."
         ),
+        "Each arm's settings, and what a job it has accepted survives (durability):",
+        *[
+            f"  {arm}: {c.get('config', '')}; durability: {c.get('durability') or '-'}"
+            for arm, c in checks.items()
+            if c.get("available")
+        ],
         "Bytecode: every system runs from compiled .pyc files (pip compiles the peers at "
         "install; the harness compiles conveyor's and the suite's sources before the run), "
         "so no arm pays compilation in W5 or anywhere else.",

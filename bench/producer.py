@@ -17,7 +17,7 @@ import traceback
 from typing import Any
 
 from bench import arms
-from bench.arms.base import Arm, Item
+from bench.arms.base import Arm, Item, durability
 
 
 def _timed(fn: Any) -> float:
@@ -41,6 +41,7 @@ def check(arm_cls: type[Arm], name: str) -> dict[str, Any]:
         "reason": reason,
         "config": variant.config,
         "storage": variant.storage,
+        "durability": durability(variant),
         "unsupported": {**dict(variant.unsupported), **arm_cls.gaps(variant)},
         "w4": variant.w4,
     }

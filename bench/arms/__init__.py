@@ -32,6 +32,7 @@ _CATALOGUE: dict[str, tuple[str, ...]] = {
     "floor_arm": ("floor-sqlite", "floor-redis"),
     "procrastinate_arm": ("procrastinate",),
     "oban_arm": ("oban-py",),
+    "pgqueuer_arm": ("pgqueuer",),
     "huey_arm": (
         "huey-sqlite-thread1",
         "huey-sqlite-process2",
@@ -42,6 +43,10 @@ _CATALOGUE: dict[str, tuple[str, ...]] = {
     "celery_arm": ("celery-solo", "celery-prefork2", "celery-threads8", "celery-prefork2-default"),
     "rq_arm": ("rq-simple", "rq-fork"),
     "qler_arm": ("qler", "qler-default"),
+    # The async Redis peers (issue 26): the ones users leaving arq pick.
+    "saq_arm": ("saq",),
+    "streaq_arm": ("streaq",),
+    "taskiq_arm": ("taskiq-redis",),
 }
 
 ALL = [name for names in _CATALOGUE.values() for name in names]
@@ -70,10 +75,14 @@ FULL = [
     "celery-threads8",
     "rq-simple",
     "qler",
+    "saq",
+    "streaq",
+    "taskiq-redis",
     "conveyor-postgres-thread",
     "conveyor-postgres-async",
     "procrastinate",
     "oban-py",
+    "pgqueuer",
 ]
 
 
@@ -85,7 +94,7 @@ def family_of(name: str) -> str:
 
 
 #: families whose every variant runs on Redis (the others say so in the variant's name)
-_REDIS_FAMILIES = ("celery_arm", "dramatiq_arm", "rq_arm")
+_REDIS_FAMILIES = ("celery_arm", "dramatiq_arm", "rq_arm", "saq_arm", "streaq_arm", "taskiq_arm")
 
 
 def needs_redis(name: str) -> bool:
@@ -95,7 +104,7 @@ def needs_redis(name: str) -> bool:
 
 
 #: families whose every variant runs on PostgreSQL
-_POSTGRES_FAMILIES = ("procrastinate_arm", "oban_arm")
+_POSTGRES_FAMILIES = ("procrastinate_arm", "oban_arm", "pgqueuer_arm")
 
 
 def needs_postgres(name: str) -> bool:

@@ -34,9 +34,32 @@ class Variant:
     config: str  # printed with results: exactly what was run
     w4: bool = False  # used for the W4 concurrency matrix (concurrency is varied)
     unsupported: tuple[tuple[str, str], ...] = ()  # (scenario, reason)
+    #: what a committed job survives, printed with the fairness checklist; empty: the
+    #: storage's default statement (:func:`durability`)
+    durability: str = ""
 
     def reason_unsupported(self, scenario: str) -> str | None:
         return dict(self.unsupported).get(scenario)
+
+
+#: what a job survives on each storage as the suite runs it, unless a variant says more
+_DURABILITY = {
+    "sqlite": "SQLite WAL file, synchronous as read back below (NORMAL: survives a process "
+    "crash, not a power cut; FULL: every commit fsynced)",
+    "redis": "the suite's redis-server, no RDB and no AOF: nothing fsynced; survives a "
+    "worker crash, not a Redis restart",
+    "postgres": "logged PostgreSQL tables: as durable as the cluster's fsync and "
+    "synchronous_commit, read back above",
+}
+
+
+def durability(variant: Variant) -> str:
+    """What a committed job of ``variant`` survives (printed in the fairness checklist).
+
+    >>> durability(Variant("x", "x", "redis", "solo", 1, "")).startswith("the suite's redis")
+    True
+    """
+    return variant.durability or _DURABILITY.get(variant.storage, "")
 
 
 def same_enqueue_as(twin: str) -> tuple[tuple[str, str], ...]:
