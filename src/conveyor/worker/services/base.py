@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from conveyor.errors import BackendUnavailable
+from conveyor.errors import BackendUnavailable, ConveyorError
 from conveyor.worker.outage import Outage, OutageLog
 
 log = logging.getLogger("conveyor.worker")
@@ -69,6 +69,8 @@ class Looper:
                 # A bug or a row nothing expected: the service goes on at its next tick.
                 # Logged with its traceback once, not at every tick (one bad row would
                 # repeat it every second), and again only when the error changes.
+                # conveyor's own errors (a store replaced under the worker) explain
+                # themselves in one line: their traceback says nothing more.
                 seen = f"{type(exc).__name__}: {exc}"
                 if seen != failing:
                     log.warning(
@@ -76,7 +78,7 @@ class Looper:
                         self.name,
                         self.interval,
                         seen,
-                        exc_info=exc,
+                        exc_info=None if isinstance(exc, ConveyorError) else exc,
                     )
                 else:
                     log.debug("%s: tick failed again: %s", self.name, seen)
