@@ -17,8 +17,8 @@ completion strategy); then the strategy starts the next buffered job.
 
 Example::
 
-    executor = inline_executor(worker, executor_given=False)   # None: pooled
-    fetch = PooledFetch(worker) if executor is None else InlineFetch(worker, executor, c)
+    inline = inline_executor(worker, executor_given=False)   # None: pooled
+    fetch = PooledFetch(worker) if inline is None else InlineFetch(worker, inline, ride)
     fetch.start()   # the executor
     fetch.run()     # until stopped (or, in burst mode, until nothing is left)
 """

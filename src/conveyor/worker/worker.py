@@ -117,24 +117,12 @@ class Worker:
         )
         self.info = self._describe()
         self.id = self.info.id
-        #: The held jobs, prefetch buffer, slot accounting and quiet/stop state.
-        self.inflight = InFlight()
-        self._lock = self.inflight.lock
-        self._stopping = self.inflight.stopping
         self._started = threading.Event()
         self._finished = threading.Event()
         self._thread: threading.Thread | None = None
         #: Why this worker stopped on its own (``None``: a requested stop or a burst's
         #: end); ``run()`` raises :class:`~conveyor.errors.WorkerFailed` with it.
         self.failure: str | None = None
-        #: One store outage, one warning: shared by the fetcher, completer and services.
-        self.outages = OutageLog()
-        self.completer = Completer(app.backend, outages=self.outages)
-        #: One line per job event and the start/shutdown lines (logging); see eventlog.py.
-        self.events = EventLog()
-        #: Hooks called as jobs are claimed, finish or are rescued (metrics, the event
-        #: log); see observers.py.
-        self.observers: list[WorkerObserver] = [self.events, MiddlewareObserver(app)]
         self._wire(executor_given=executor is not None)
         self._services = self._make_services()
         self.log_capture: LogCapture | None = (
@@ -144,9 +132,20 @@ class Worker:
         )
 
     def _wire(self, *, executor_given: bool) -> None:
-        """The two pipelines, chosen once: pooled fetch + group commit, or (one thread
-        slot on an ack_with_claim store) inline fetch + finishes riding on the claim;
-        both around the same ``inflight`` table and ``attempts`` path."""
+        """The parts a job goes through, built once: the ``inflight`` table (held jobs,
+        buffer, slots, stop state), the completer, and the two pipelines around them:
+        pooled fetch + group commit, or (one thread slot on an ``ack_with_claim`` store)
+        inline fetch + finishes riding on the claim; ``attempts``, a job's path from
+        claim to finish, between the two."""
+        #: One store outage, one warning: shared by the fetcher, completer and services.
+        self.outages = OutageLog()
+        #: One line per job event and the start/shutdown lines (logging); see eventlog.py.
+        self.events = EventLog()
+        observers: list[WorkerObserver] = [self.events, MiddlewareObserver(self.app)]
+        self.inflight = InFlight()
+        self._lock = self.inflight.lock  # also guards ``failure``
+        self._stopping = self.inflight.stopping
+        self.completer = Completer(self.app.backend, outages=self.outages)
         inline = fetching.inline_executor(self, executor_given=executor_given)
         completion: CompletionStrategy
         if inline is not None:
@@ -155,7 +154,7 @@ class Worker:
             completion = GroupCommit(self.completer)
         self.completion = completion
         self.attempts = Attempts(
-            self.app, self.id, self.inflight, self.claims, completion, self.observers
+            self.app, self.id, self.inflight, self.claims, completion, observers
         )
         #: ``next(worker.processed)``: how many attempts ended here (counts one more).
         self.processed = self.attempts.processed
@@ -164,6 +163,16 @@ class Worker:
             if inline is None
             else fetching.InlineFetch(self, inline, ride)
         )
+
+    @property
+    def observers(self) -> list[WorkerObserver]:
+        """Hooks called as jobs are claimed, finish or are rescued (metrics, the event
+        log); see observers.py. Append to it, or assign a new list."""
+        return self.attempts.observers
+
+    @observers.setter
+    def observers(self, observers: list[WorkerObserver]) -> None:
+        self.attempts.observers = observers
 
     def __repr__(self) -> str:
         return f"<Worker {self.id} pool={self.pool} c={self.concurrency}>"
