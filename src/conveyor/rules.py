@@ -165,7 +165,7 @@ def rescue_state(
     them may have caused: it goes back to ``queued`` whatever its counts, its attempt
     given back (:func:`rescue_gives_back_attempt`), one rescue more. A job with
     ``rescues > 0`` is then run alone by the next worker that claims it (the worker's
-    side of the rule: ``Worker.isolate`` in ``conveyor/worker/worker.py``), so the job
+    side of the rule: ``Attempts.isolate`` in ``conveyor/worker/attempts.py``), so the job
     that really kills workers reaches the cap alone and is the only one to end ``dead``
     "worker lost".
     ``max_rescues=0`` (never requeue) is obeyed either way.

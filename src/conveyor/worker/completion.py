@@ -7,12 +7,13 @@
   store that declares ``ack_with_claim``). Finishes that wait too long (a slow job behind
   them in a prefetched batch) go to the completer instead (:class:`Flusher`).
 
-Chosen once, when the worker is built (see ``conveyor.worker.fetching.choose``).
+Chosen once, when the worker is built (``Worker._wire``, by
+``conveyor.worker.fetching.inline_executor``).
 
 Example::
 
     completion = RideOnClaim(completer)
-    completion.put(params)            # from on_outcome
+    completion.put(params)            # from Attempts.end
     batch = completion.take()         # the fetcher, just before its claim
 """
 

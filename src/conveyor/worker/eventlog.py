@@ -216,24 +216,36 @@ class EventLog(BaseObserver):
                 extra={EVENT_FIELDS: {"event": "worker.tasks", "tasks": tasks}},
             )
         consumed = set(sel.names)
-        for queue, names in declared.items():
+        self._warn_queues(app, declared, consumed, sel.names)
+        self._warn_waiting_elsewhere(app, consumed | set(declared))
+
+    def _warn_queues(
+        self,
+        app: App,
+        declared: dict[str, list[str]],
+        consumed: set[str],
+        names: Sequence[str],
+    ) -> None:
+        """Warn about declared queues this worker does not consume, and consumed queues
+        no task declares (a typo?)."""
+        for queue, tasks in declared.items():
             if queue not in consumed:
                 worker_log.warning(
                     "queue %r is declared by task(s) %s but this worker does not consume "
                     "it: its jobs wait for another worker (add --queue %s)",
                     queue,
-                    ", ".join(names),
+                    ", ".join(tasks),
                     queue,
                     extra={
                         EVENT_FIELDS: {
                             "event": "queue.not_consumed",
                             "queue": queue,
-                            "tasks": names,
+                            "tasks": tasks,
                         }
                     },
                 )
         used = _queues_in_use(app)  # jobs sent there (with_options(queue=)): no typo
-        for queue in sel.names:
+        for queue in names:
             if queue not in declared and queue != "default" and queue not in used:
                 worker_log.warning(
                     "queue %r is consumed but no task of the app declares it (a typo? "
@@ -242,8 +254,6 @@ class EventLog(BaseObserver):
                     ", ".join(declared) or "none",
                     extra={EVENT_FIELDS: {"event": "queue.undeclared", "queue": queue}},
                 )
-
-        self._warn_waiting_elsewhere(app, consumed | set(declared))
 
     def _warn_waiting_elsewhere(self, app: App, known: set[str]) -> None:
         """Warn about queues that hold jobs waiting now that no task declares and this
@@ -313,8 +323,14 @@ class EventLog(BaseObserver):
                     extra=_fields("job.snoozed", job, run_at=_when(params.run_at)),
                 )
             return
-        if not self._info:
-            return
+        if self._info:
+            self._log_unsuccessful(job, params, kind)
+
+    def _log_unsuccessful(self, job: ClaimedJob, params: JobFinishParams, kind: FinishKind) -> None:
+        """One INFO line for a job that failed, died, was cancelled, dropped or expired
+        (successes and snoozes are DEBUG lines, written by ``on_finished`` itself). Over
+        60 lines on purpose: one log call per kind, each with its fields, read as one
+        table of messages; split up, the messages would be scattered."""
         etype, message = _error(params)
         if kind is FinishKind.RETRY:
             run_at = params.run_at or 0.0

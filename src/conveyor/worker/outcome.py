@@ -172,6 +172,13 @@ def finish_params(
             reason=f"snoozed for {seconds:g} s",
             **common,
         )
+    return _failed_params(outcome, job, task, common)
+
+
+def _failed_params(
+    outcome: Outcome, job: ClaimedJob, task: Task[Any, Any] | None, common: dict[str, Any]
+) -> JobFinishParams:
+    """A failed attempt: retried with the task's backoff, dead, or dropped by its hook."""
     error = outcome.error or RemoteError("Error", "unknown error")
     backoff = task.options.retry if task else Backoff()
     hook = task.options.retry_delay if task else None

@@ -1,5 +1,8 @@
 """``Worker``: the lifecycle, services and signals around one fetch strategy and one
-completion strategy (``fetching.py``, ``completion.py``), chosen when it is built.
+completion strategy (``fetching.py``, ``completion.py``), chosen when it is built, and
+the two parts they share: the table of held jobs with its slots, buffer and stop state
+(``inflight.InFlight``) and the path of a job from claim to finish
+(``attempts.Attempts``). This module only builds and wires them.
 
 Run it blocking (``worker.run()``, what ``conveyor worker`` does), start and stop it
 from a thread (``worker.start()`` / ``worker.stop()``), or inside a running asyncio loop
@@ -25,44 +28,34 @@ Example:
 
 from __future__ import annotations
 
-import collections
 import contextlib
-import itertools
 import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from conveyor.backends.base import (
-    ClaimedJob,
-    JobReleaseParams,
-    WorkerHeartbeatParams,
-    WorkerInfo,
-)
-from conveyor.context import JobContext, context_of
+from conveyor.backends.base import WorkerHeartbeatParams, WorkerInfo
+from conveyor.context import JobContext
 from conveyor.errors import BackendUnavailable, ConfigurationError, WorkerFailed
 from conveyor.ids import new_id
-from conveyor.rules import EXPIRED_REASON, is_expired
 from conveyor.worker import fetching, procinfo
+from conveyor.worker.attempts import CANCELLED_BEFORE_START, Attempts
 from conveyor.worker.claim_size import AUTO, ClaimAllowance, Prefetch, parse_prefetch
 from conveyor.worker.completer import Completer
-from conveyor.worker.completion import Flusher, RideOnClaim
+from conveyor.worker.completion import CompletionStrategy, Flusher, GroupCommit, RideOnClaim
 from conveyor.worker.eventlog import EventLog
 from conveyor.worker.executors import make_executor
-from conveyor.worker.fetching import IDLE_WAIT
+from conveyor.worker.inflight import InFlight
 from conveyor.worker.middleware_observer import MiddlewareObserver
 from conveyor.worker.outage import OutageLog
-from conveyor.worker.outcome import OK, Outcome, finish_params
 from conveyor.worker.procinfo import process_start_time
 from conveyor.worker.queues import QueueSelection
 from conveyor.worker.services.base import Looper
 from conveyor.worker.services.heartbeat import Heartbeat
 from conveyor.worker.services.pruner import Pruner
 from conveyor.worker.services.rescuer import Rescuer
-from conveyor.worker.transactional import transact
 
 if TYPE_CHECKING:
     from conveyor.app import App
@@ -70,22 +63,9 @@ if TYPE_CHECKING:
     from conveyor.worker.executors.base import Executor
     from conveyor.worker.observers import WorkerObserver
 
+__all__ = ["CANCELLED_BEFORE_START", "Worker"]
+
 log = logging.getLogger("conveyor.worker")
-
-#: The reason recorded for a prefetched job cancelled while it waited for a slot.
-CANCELLED_BEFORE_START = "cancelled before it started"
-
-
-class _InFlight:
-    __slots__ = ("ctx", "job", "lost", "started")
-
-    def __init__(self, job: ClaimedJob, ctx: JobContext) -> None:
-        self.job = job
-        self.ctx = ctx
-        self.lost = False
-        #: When it started: its claim, or for a prefetched job the moment it left the
-        #: buffer (kept here rather than copying the frozen job: ~10 µs a job).
-        self.started = job.claimed_at
 
 
 class Worker:
@@ -137,48 +117,62 @@ class Worker:
         )
         self.info = self._describe()
         self.id = self.info.id
-        self._lock = threading.Lock()
-        self._slot_freed = threading.Condition(self._lock)
-        self._inflight: dict[str, _InFlight] = {}
-        #: Prefetched: claimed and in ``_inflight`` (leases extended), not yet started.
-        self._buffer: collections.deque[_InFlight] = collections.deque()
-        self._released: set[str] = set()
-        #: jobs out of _inflight whose finish is not handed to the completer yet: burst
-        #: mode must not stop in between (the finish would be lost, the job left running)
-        self._finishing = 0
-        self._stopping = threading.Event()
-        self._hard = threading.Event()
-        self._quiet = threading.Event()
         self._started = threading.Event()
         self._finished = threading.Event()
         self._thread: threading.Thread | None = None
-        self._last_fetch_at: float | None = None
         #: Why this worker stopped on its own (``None``: a requested stop or a burst's
         #: end); ``run()`` raises :class:`~conveyor.errors.WorkerFailed` with it.
         self.failure: str | None = None
-        #: Poison isolation (docs/guarantees.md): the id of a job rescued before that runs
-        #: alone here (nothing else is claimed until it finished), and whether the
-        #: fetcher waits for this worker to empty before claiming such a job.
-        self._solo: str | None = None
-        self._draining = False
-        #: One store outage, one warning: shared by the fetcher, completer and services.
-        self.outages = OutageLog()
-        self.completer = Completer(app.backend, outages=self.outages)
-        # The two pipelines, chosen once: pooled fetch + group commit, or (one thread
-        # slot on an ack_with_claim store) inline fetch + finishes riding on the claim.
-        self._fetch, self._completion = fetching.choose(self, executor_given=executor is not None)
-        self.processed = itertools.count()
+        self._wire(executor_given=executor is not None)
         self._services = self._make_services()
-        #: One line per job event and the start/shutdown lines (logging); see eventlog.py.
-        self.events = EventLog()
-        #: Hooks called as jobs are claimed, finish or are rescued (metrics, the event
-        #: log); see observers.py.
-        self.observers: list[WorkerObserver] = [self.events, MiddlewareObserver(app)]
         self.log_capture: LogCapture | None = (
             self._make_log_capture()
             if app.settings.capture_logs and "logs" in app.backend.features
             else None
         )
+
+    def _wire(self, *, executor_given: bool) -> None:
+        """The parts a job goes through, built once: the ``inflight`` table (held jobs,
+        buffer, slots, stop state), the completer, and the two pipelines around them:
+        pooled fetch + group commit, or (one thread slot on an ``ack_with_claim`` store)
+        inline fetch + finishes riding on the claim; ``attempts``, a job's path from
+        claim to finish, between the two."""
+        #: One store outage, one warning: shared by the fetcher, completer and services.
+        self.outages = OutageLog()
+        #: One line per job event and the start/shutdown lines (logging); see eventlog.py.
+        self.events = EventLog()
+        observers: list[WorkerObserver] = [self.events, MiddlewareObserver(self.app)]
+        self.inflight = InFlight()
+        self._lock = self.inflight.lock  # also guards ``failure``
+        self._stopping = self.inflight.stopping
+        self.completer = Completer(self.app.backend, outages=self.outages)
+        inline = fetching.inline_executor(self, executor_given=executor_given)
+        completion: CompletionStrategy
+        if inline is not None:
+            completion = ride = RideOnClaim(self.completer)
+        else:
+            completion = GroupCommit(self.completer)
+        self.completion = completion
+        self.attempts = Attempts(
+            self.app, self.id, self.inflight, self.claims, completion, observers
+        )
+        #: ``next(worker.processed)``: how many attempts ended here (counts one more).
+        self.processed = self.attempts.processed
+        self.fetch: fetching.FetchStrategy = (
+            fetching.PooledFetch(self)
+            if inline is None
+            else fetching.InlineFetch(self, inline, ride)
+        )
+
+    @property
+    def observers(self) -> list[WorkerObserver]:
+        """Hooks called as jobs are claimed, finish or are rescued (metrics, the event
+        log); see observers.py. Append to it, or assign a new list."""
+        return self.attempts.observers
+
+    @observers.setter
+    def observers(self, observers: list[WorkerObserver]) -> None:
+        self.attempts.observers = observers
 
     def __repr__(self) -> str:
         return f"<Worker {self.id} pool={self.pool} c={self.concurrency}>"
@@ -206,8 +200,8 @@ class Worker:
             Heartbeat(self, s.heartbeat_interval),
             Rescuer(self, s.rescue_interval),
         ]
-        if isinstance(self._completion, RideOnClaim) and (self.claims.auto or self.prefetch):
-            services.append(Flusher(self._completion))
+        if isinstance(self.completion, RideOnClaim) and (self.claims.auto or self.prefetch):
+            services.append(Flusher(self.completion))
         if "purge" in self.app.backend.features:  # retention, where the backend can purge
             services.append(Pruner(self, s.prune_interval))
         # Flow-control services, only where the backend implements them.
@@ -227,7 +221,7 @@ class Worker:
             lambda records: backend.job_log_insert_many(JobLogInsertParams(records, limit)),
             level=self.app.settings.log_level.upper(),
             # Only this worker's jobs: two workers in one process must not both store a record.
-            owns=self._inflight.__contains__,
+            owns=self.inflight.holds,
         )
 
     # -- control -------------------------------------------------------------------------
@@ -244,7 +238,7 @@ class Worker:
         try:
             self._setup()
             self._started.set()
-            self._fetch.run()
+            self.fetch.run()
             failed = False
         except BaseException as exc:
             self.fail(f"{type(exc).__name__}: {exc}", log_it=False)
@@ -327,43 +321,34 @@ class Worker:
 
     def stop_soon(self) -> None:
         """Stop fetching and shut down gracefully (TERM / first INT)."""
-        self._stopping.set()
-        self._wake()
+        self.inflight.stop()
 
     def stop_now(self) -> None:
         """Release running jobs at once and stop (second INT)."""
-        self._hard.set()
-        self.stop_soon()
+        self.inflight.stop_now()
 
     def quiet(self) -> None:
         """Stop fetching new jobs; running ones finish (TSTP)."""
         log.warning("worker %s is quiet: no more jobs will be fetched", self.id)
-        self._quiet.set()
+        self.inflight.quieted.set()
 
-    # -- hooks used by the services and executors ----------------------------------------
+    # -- hooks used by the services ------------------------------------------------------
 
     def beat(self) -> None:
         self.app.backend.worker_heartbeat(
-            WorkerHeartbeatParams(self.info, self._last_fetch_at, len(self._inflight))
+            WorkerHeartbeatParams(self.info, self.inflight.last_fetch_at, len(self.inflight))
         )
 
     def held_claims(self) -> list[tuple[str, int]]:
-        with self._lock:
-            return [
-                (f.job.id, f.job.token)
-                for f in self._inflight.values()
-                if not f.lost and f.job.id not in self._released
-            ]
+        """(id, token) of every job whose lease this worker still extends."""
+        return self.inflight.held_claims()
 
     def running_contexts(self) -> list[tuple[str, int, JobContext]]:
         """(id, token, context) of every job this worker still holds."""
-        with self._lock:
-            return [(f.job.id, f.job.token, f.ctx) for f in self._inflight.values() if not f.lost]
+        return self.inflight.running_contexts()
 
     def request_cancel(self, job_id: str) -> None:
-        with self._lock:
-            entry = self._inflight.get(job_id)
-            buffered = entry is not None and entry in self._buffer
+        entry, buffered = self.inflight.cancel_target(job_id)
         if entry is not None and not entry.ctx.cancel_requested:
             entry.ctx.request_cancel()
             # A prefetched job is not in the executor yet: it finishes as cancelled when
@@ -372,71 +357,11 @@ class Worker:
                 self.executor.cancel(job_id)
 
     def mark_lost(self, job_id: str) -> None:
-        with self._lock:
-            entry = self._inflight.get(job_id)
-            if entry is not None:
-                entry.lost = True
         # A job that finished between the lease snapshot and the answer is not lost.
-        if entry is not None:
+        if self.inflight.mark_lost(job_id):
             log.warning("worker %s lost its claim on job %s (rescued elsewhere)", self.id, job_id)
 
-    def on_outcome(self, job: ClaimedJob, outcome: Outcome) -> None:
-        with self._lock:
-            if job.id == self._solo:
-                self._solo = None
-            entry = self._inflight.pop(job.id, None)
-            released = job.id in self._released
-            self._released.discard(job.id)
-            self._slot_freed.notify()
-            if not released and entry is not None:
-                self._finishing += 1
-        if released or entry is None:
-            return
-        try:
-            self._finish(job, outcome, entry)
-        finally:
-            with self._lock:
-                self._finishing -= 1
-
-    def _finish(self, job: ClaimedJob, outcome: Outcome, entry: _InFlight) -> None:
-        self.claims.observe(outcome.finished_at - entry.started)
-        committed = entry.ctx.finished_by_transaction  # current_job().transaction()
-        if committed is not None:
-            params = committed
-            if outcome.status != OK:
-                log.warning(
-                    "job %s committed its success in transaction(); what it raised "
-                    "after that is not recorded: %s",
-                    job.id,
-                    outcome.error,
-                )
-        else:
-            task = self.app.tasks.get(job.task)
-            params = finish_params(
-                outcome, job, task, self.id, entry.ctx.cancel_requested, started_at=entry.started
-            )
-            self._completion.put(params)
-        if self.observers:
-            for observer in self.observers:
-                observer.on_finished(job, params, outcome)
-        next(self.processed)
-        if self._buffer:
-            self._fetch.slot_freed()
-
-    def _transaction_for(self, ctx: JobContext) -> AbstractContextManager[Any]:
-        """The block of ``current_job().transaction()`` for the job ``ctx`` belongs to,
-        fenced by the claim this worker holds now (worker/transactional.py)."""
-        with self._lock:
-            entry = self._inflight.get(ctx.id)
-        if entry is None:
-            raise ConfigurationError(f"job {ctx.id} is not running in this worker")
-        return transact(self.app.backend, entry.job, self.id, ctx)
-
     # -- internals -----------------------------------------------------------------------
-
-    def _wake(self) -> None:
-        with self._lock:
-            self._slot_freed.notify_all()
 
     def _setup(self) -> None:
         # The heartbeat is written before the first claim: a rescuer can never take
@@ -446,129 +371,24 @@ class Worker:
             self.log_capture.start()
             self.log_capture.install()
         self.completer.start()
-        self._fetch.start()
+        self.fetch.start()
         for service in self._services:
             service.start()
         for observer in self.observers:  # the event log prints the start lines
             observer.on_started(self)
 
-    def _ends_before_start(self, entry: _InFlight) -> bool:
-        """A job about to start that must not run is finished here (True: do not start
-        it): one whose cancel arrived while it waited in the prefetch buffer ends
-        cancelled; one past its ``expires_at`` (``rules.is_expired``: claimed too late,
-        or kept in the buffer past it) ends expired. The one place for these rules, for
-        both fetch strategies."""
-        expires_at = entry.job.expires_at
-        if expires_at is not None and is_expired(expires_at, time.time()):
-            self.on_outcome(entry.job, Outcome.expired(EXPIRED_REASON))
-            return True
-        if not entry.ctx.cancel_requested:
-            return False
-        self.on_outcome(entry.job, Outcome.cancelled(CANCELLED_BEFORE_START))
-        return True
-
-    def claim_paused(self) -> bool:
-        """True while a rescued job runs alone here, or while this worker empties so that
-        one can (poison isolation): the fetcher claims nothing meanwhile. Under the lock."""
-        if self._solo is not None:
-            return True
-        if self._draining and not self._inflight:
-            self._draining = False
-        return self._draining
-
-    def isolate(self, jobs: list[ClaimedJob]) -> list[ClaimedJob]:
-        """Poison isolation, the worker's side: a job rescued before (``rescues > 0``)
-        runs alone. Claimed while this worker holds nothing: it is kept alone and the rest
-        of the batch released; claimed while others run here: it is released and the
-        worker claims nothing more until what runs has finished. Released jobs go back
-        to ``queued`` with their attempt not counted. The store's side
-        (``rules.rescue_state``) charges a rescue only to a job its worker held alone.
-
-        >>> # jobs = worker.isolate(backend.job_claim(params))
-        """
-        if not any(j.rescues for j in jobs):
-            return jobs
-        with self._lock:
-            busy = bool(self._inflight)
-            if busy:
-                self._draining = True
-                keep = [j for j in jobs if not j.rescues]
-            else:
-                keep = [next(j for j in jobs if j.rescues)]
-                self._solo = keep[0].id
-        back = [j for j in jobs if j not in keep]
-        if back:
-            self._give_back(back)
-        return keep
-
-    def _give_back(self, jobs: list[ClaimedJob]) -> None:
-        """Release claimed jobs never started (attempt not counted); if the store refuses
-        now, the rescue takes them once their leases expire."""
-        try:
-            self.app.backend.job_release_many(
-                JobReleaseParams(self.id, [(j.id, j.token) for j in jobs])
-            )
-        except BackendUnavailable as exc:
-            log.warning("could not give back %d job(s): %s; they will be rescued", len(jobs), exc)
-
-    def _burst_over(self, claim_again: Callable[[], bool] | None) -> bool:
-        """Burst mode: True (and logged) once nothing is running and nothing is ready.
-        ``claim_again`` (pooled fetch): the completer's finishes must be written first,
-        as one may make a retry due, then one more claim looks; the inline fetch wrote
-        its finishes with the empty claim it just made, so it passes ``None``."""
-        with self._lock:
-            if self._inflight or self._finishing:
-                return False
-        if claim_again is not None and (self.completer.pending or claim_again()):
-            return False
-        log.info("burst: nothing ready or running; stopping")
-        return True
-
-    def _next_buffered(self) -> _InFlight | None:
-        """The oldest prefetched job, to start now; ``None`` when there is none, or when
-        stopping (the shutdown releases what is still buffered). A job rescued elsewhere
-        while it waited is dropped. Its recorded start time becomes now."""
-        with self._lock:
-            while self._buffer and not self._stopping.is_set():
-                entry = self._buffer.popleft()
-                if not entry.lost:
-                    break
-                self._inflight.pop(entry.job.id, None)
-            else:
-                return None
-        entry.started = entry.ctx.started_at = time.time()
-        return entry
-
-    def _track(self, jobs: list[ClaimedJob]) -> list[_InFlight]:
-        """Record claimed jobs as in flight (heartbeats extend their leases from now on)."""
-        entries = [_InFlight(j, context_of(j)) for j in jobs]
-        for entry in entries:  # current_job().transaction(), in this process's pools
-            entry.ctx._transaction = self._transaction_for
-        with self._lock:
-            for entry in entries:
-                self._inflight[entry.job.id] = entry
-        if self.observers:
-            for observer in self.observers:
-                observer.on_claimed(jobs)
-        return entries
-
     def _shutdown(self) -> None:
         deadline = time.monotonic() + self.shutdown_timeout
-        self._release_buffered()
-        with self._lock:
-            running = len(self._inflight)
+        self.attempts.release_buffered()
+        running = len(self.inflight)
         for observer in self.observers:  # "stopping: waiting up to S s for N job(s)"
-            observer.on_stopping(running, self.shutdown_timeout, self._hard.is_set())
-        with self._lock:
-            while self._inflight and not self._hard.is_set():
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    break
-                self._slot_freed.wait(min(remaining, IDLE_WAIT))
-            leftovers = [f for f in self._inflight.values() if not f.lost]
-            self._released.update(f.job.id for f in leftovers)
+            observer.on_stopping(running, self.shutdown_timeout, self.inflight.hard.is_set())
+        leftovers = self.inflight.wait_empty(deadline)
         if leftovers:
-            self._release(leftovers)
+            for entry in leftovers:
+                entry.ctx.request_cancel()  # cooperative sync tasks can stop early
+                self.executor.cancel(entry.job.id)
+            self.attempts.release(leftovers)
         # The store may still be away (disk full, Redis down): finishes are retried for
         # the shutdown timeout at most, then left to the rescue (at least once).
         self.completer.stop(timeout=max(self.shutdown_timeout, 1.0))
@@ -583,31 +403,3 @@ class Worker:
         except BackendUnavailable as exc:
             log.warning("could not deregister worker %s: %s", self.id, exc)
         log.info("worker %s stopped", self.id)
-
-    def _release_buffered(self) -> None:
-        """Prefetched jobs never started: back to the queue at once, attempt not counted."""
-        with self._lock:
-            buffered = list(self._buffer)
-            self._buffer.clear()
-            for entry in buffered:
-                self._inflight.pop(entry.job.id, None)
-        if buffered:
-            self._release(buffered, started=False)
-
-    def _release(self, leftovers: list[_InFlight], started: bool = True) -> None:
-        for entry in leftovers if started else ():
-            entry.ctx.request_cancel()  # cooperative sync tasks can stop early
-            self.executor.cancel(entry.job.id)
-        try:
-            refused = self.app.backend.job_release_many(
-                JobReleaseParams(self.id, [(f.job.id, f.job.token) for f in leftovers])
-            )
-        except BackendUnavailable as exc:
-            log.error("could not release %d job(s): %s; they will be rescued", len(leftovers), exc)
-            return
-        for job_id in refused:
-            log.warning("release of job %s refused: it was already rescued", job_id)
-        gone = set(refused)
-        released = [f.job for f in leftovers if f.job.id not in gone]
-        for observer in self.observers:  # one line per job, then "released N"
-            observer.on_released(released, started)

@@ -7,7 +7,7 @@ touches storage: the worker turns outcomes into finish writes.
 
 Example (the shape every pool follows)::
 
-    executor.start(done=worker.on_outcome)
+    executor.start(done=fetch.ended)  # the pooled fetch: Attempts.end, then the buffer
     executor.submit(job, ctx)        # returns at once
     executor.cancel(job.id)          # best effort: cancels async tasks
     executor.stop(timeout=5.0)       # after the worker stopped submitting

@@ -3,7 +3,7 @@ chosen by the backend's declared ``features`` so a backend without them costs no
 
 Example::
 
-    worker._services += flow_services(worker)
+    services += flow_services(worker)
 """
 
 from __future__ import annotations

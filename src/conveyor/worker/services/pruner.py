@@ -2,7 +2,7 @@
 drops the results of tasks with a ``result_ttl`` once it passed, and sweeps jobs nobody
 started before their ``expires`` to ``expired`` (``job_expire_due``), so that listings
 and ``conveyor status`` do not show them waiting forever. A claimed job past its expiry
-never needs the sweep: its worker ends it before it starts (``Worker._ends_before_start``).
+never needs the sweep: its worker ends it before it starts (``Attempts.refusal``).
 
 Every worker runs one, so retention needs no separate daemon; running it on several
 workers at once is harmless (each purge is one short transaction over the
