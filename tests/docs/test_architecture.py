@@ -1,10 +1,11 @@
 """docs/architecture.md names only what exists, and its counts and lists are the code's.
 
-Every code span of the page (`` `...` ``, and the names in its layer chart) is resolved
-against the tree: a path must match a file or folder (a glob, under ``src/conveyor``,
-``src/conveyor/backends``, ``tests`` or the repository), a dotted name must resolve member
-by member (``rules.FINISH``: the module ``rules`` defines ``FINISH``; ``Worker._burst_over``:
-the class ``Worker`` defines it), a bare name must be defined somewhere under ``src/``.
+Every code span of the page (`` `...` ``, and the paths in its layer chart) is resolved
+against the tree: a path must match a file or folder (a glob ending anywhere under
+``src/`` or ``tests/``, or at the repository's top), a dotted name must resolve member by
+member (``rules.FINISH``: the module ``rules`` defines ``FINISH``; ``Worker._burst_over``:
+the class ``Worker`` defines it), a bare name must be defined somewhere (Python under
+``src/`` or ``tests/support/``, a word of a Lua script or SQL file, a feature name).
 The method counts of the three protocols, the methods each protocol bullet lists, the
 stores and each store's ``features`` are compared with the code itself, so a new method,
 store or feature fails here until the page says so.
@@ -26,10 +27,10 @@ from conveyor.backends import protocols
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src" / "conveyor"
 PAGE = ROOT / "docs" / "architecture.md"
-#: where a relative path of the page may start (the page writes `sqlite/inserts.py` for
-#: src/conveyor/backends/sqlite/inserts.py and `unit/test_rules.py` for tests/unit/...)
-PATH_ROOTS = (SRC, SRC / "backends", SRC / "worker", SRC / "backends" / "redis" / "scripts",
-              ROOT / "src", ROOT / "tests", ROOT)  # fmt: skip
+#: where a relative path of the page may end: anywhere under these (the page writes
+#: `sqlite/inserts.py` for src/conveyor/backends/sqlite/inserts.py and
+#: `unit/test_rules.py` for tests/unit/...), or at the repository's top (`scripts/test`)
+PATH_ROOTS = (ROOT / "src", ROOT / "tests")
 #: spans that are not names: SQL, expressions, URLs, stdlib names
 NOT_NAMES = {
     "... WHERE state = 'running' AND token = ?",
@@ -118,11 +119,10 @@ def members_of(node: ast.AST) -> set[str]:
 def resolves_path(token: str) -> bool:
     path, _, name = token.partition("::")
     path = path.rstrip(":").rstrip("/")
-    for root in PATH_ROOTS:
-        for hit in [*root.glob(path), *root.glob(f"**/{path}")]:
-            if not name or re.search(rf"\bdef {re.escape(name)}\b", hit.read_text("utf-8")):
-                return True
-    return False
+    hits = [*ROOT.glob(path), *(hit for root in PATH_ROOTS for hit in root.glob(f"**/{path}"))]
+    if name:  # contract/test_claim.py::test_x: the file defines the test
+        return any(re.search(rf"\bdef {re.escape(name)}\b", h.read_text("utf-8")) for h in hits)
+    return bool(hits)
 
 
 def resolves_name(token: str) -> bool:
