@@ -435,6 +435,14 @@ def _task(cls: type[Any]) -> Task[Any, Any]:
     return task
 
 
+class TaskMarker:
+    """Base of every task's enqueue methods (:class:`~conveyor.task.Enqueuer`): lets the
+    modules below task.py (compose.py's ``then`` and chains) know a task when they see
+    one without importing task.py, which builds its signatures with them."""
+
+    __slots__ = ()
+
+
 @overload
 def as_task(target: type[ClassTask]) -> Enqueuer[Any, Any]: ...
 

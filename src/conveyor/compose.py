@@ -39,10 +39,11 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from conveyor import transactions
 from conveyor.backends.base import JobInsertParams, require_feature
+from conveyor.classtask import TaskMarker, as_task
 from conveyor.errors import ConfigurationError
 from conveyor.rules import PIPE_ALL, PIPE_FAILURE, PIPE_NONE, PIPE_ONE
 
@@ -72,12 +73,10 @@ class Signature:
         return self.enqueuer._task.app
 
     def params(self, parents: Sequence[str] = (), pipe: int = PIPE_NONE) -> JobInsertParams:
-        from conveyor.task import Enqueuer
-
         overrides = dict(self.enqueuer._overrides)
         if parents:
             overrides.update(depends_on=tuple(parents), pipe=pipe)
-        return Enqueuer(self.enqueuer._task, overrides)._one(self.args, self.kwargs)
+        return self.enqueuer._overridden(overrides)._one(self.args, self.kwargs)
 
     def enqueue(self) -> Job[Any]:
         """Enqueue this one step on its own."""
@@ -162,7 +161,8 @@ class Chain:
                 members = [s.params(parents, pipe) for s in step.steps]
                 params += members
                 parents = tuple(m.id for m in members)
-        return _insert(_first_signature(self.steps).app, params)
+        first = _first_signature(self.steps)
+        return _insert(first.app, params, first.enqueuer)
 
 
 def chain(*steps: Signature | Group) -> Chain:
@@ -178,7 +178,7 @@ def group(*steps: Signature) -> Group:
 def then(job: Job[Any], step: Any, **options: Any) -> Job[Any]:
     """Enqueue ``step`` after ``job`` succeeds, with ``job``'s result first."""
     sig = _as_signature(step, options)
-    return _insert(job.app, [sig.params((job.id,), PIPE_ONE)])[0]
+    return _insert(job.app, [sig.params((job.id,), PIPE_ONE)], sig.enqueuer)[0]
 
 
 def on_failure(job: Job[Any], step: Any, **options: Any) -> Job[Any]:
@@ -186,18 +186,16 @@ def on_failure(job: Job[Any], step: Any, **options: Any) -> Job[Any]:
     anywhere earlier in its chain cancels it, so this covers the whole chain); it gets
     ``{"job_id", "state", "reason", "error"}`` first. Cancelled if ``job`` succeeds."""
     sig = _as_signature(step, options)
-    return _insert(job.app, [sig.params((job.id,), PIPE_FAILURE)])[0]
+    return _insert(job.app, [sig.params((job.id,), PIPE_FAILURE)], sig.enqueuer)[0]
 
 
 def _as_signature(step: Any, options: dict[str, Any]) -> Signature:
     if isinstance(step, Signature):
         return step
-    from conveyor.classtask import as_task
-    from conveyor.task import Enqueuer
-
     step = as_task(step)
-    if isinstance(step, Enqueuer):
-        return Signature(step.with_options(**options) if options else step, (), {})
+    if isinstance(step, TaskMarker):  # a task: an Enqueuer
+        task = cast("Enqueuer[Any, Any]", step)
+        return Signature(task.with_options(**options) if options else task, (), {})
     raise TypeError(f"then() takes a task or task.s(...), got {type(step).__name__}")
 
 
@@ -217,9 +215,10 @@ def _first_signature(steps: Sequence[Signature | Group]) -> Signature:
     return first if isinstance(first, Signature) else first.steps[0]
 
 
-def _insert(app: App, params: list[JobInsertParams]) -> list[Job[Any]]:
-    from conveyor.job import Job
-
+def _insert(
+    app: App, params: list[JobInsertParams], enqueuer: Enqueuer[Any, Any]
+) -> list[Job[Any]]:
+    """Write ``params`` in one go; their handles, made as ``enqueuer``'s jobs are."""
     # conveyor.transaction(conn): the caller's connection, as in Enqueuer._write (not
     # while the app runs on a store put in place of its own: a testing mode's)
     joined = transactions.active() if app.substitute is None else None
@@ -228,4 +227,4 @@ def _insert(app: App, params: list[JobInsertParams]) -> list[Job[Any]]:
         ids = transactions.insert(app, joined, params)
     else:
         ids = app.backend.job_insert_many(params)
-    return [Job(app, i, app.tasks.get(p.task)) for i, p in zip(ids, params, strict=True)]
+    return [enqueuer._job(app, i, app.tasks.get(p.task)) for i, p in zip(ids, params, strict=True)]

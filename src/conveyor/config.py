@@ -44,8 +44,11 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from conveyor.app_spec import parse_app_spec
 from conveyor.errors import ConfigurationError
-from conveyor.worker.executors import POOLS
+from conveyor.redaction import redacted
+from conveyor.stores import check_url
+from conveyor.worker_options import POOLS, parse_prefetch
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 LOG_FORMATS = ("text", "json")
@@ -117,8 +120,6 @@ def _int(minimum: int, maximum: int | None = None) -> Check:
 
 
 def _prefetch(value: Any) -> Any:
-    from conveyor.worker.claim_size import parse_prefetch
-
     if isinstance(value, str) and value != "auto":  # "4" in TOML is a string: say so
         raise ValueError('"auto" or an integer >= 0')
     try:
@@ -197,8 +198,6 @@ WORKER_CHECKS: dict[str, Check] = {
 
 
 def _check_app(value: Any) -> Any:
-    from conveyor.app import parse_app_spec
-
     if not isinstance(value, str):
         raise ValueError('a string module:attribute, e.g. "tasks:app"')
     try:
@@ -209,9 +208,6 @@ def _check_app(value: Any) -> Any:
 
 
 def _check_url(value: Any) -> Any:
-    from conveyor.app import check_url
-    from conveyor.redaction import redacted
-
     if not isinstance(value, str):
         raise ValueError("a store URL string, e.g. sqlite:///jobs.db or redis://host:6379/0")
     try:

@@ -37,6 +37,7 @@ from conveyor.backends.base import (
     flow_features_of,
     require_feature,
 )
+from conveyor.classtask import TaskMarker
 from conveyor.codec import Decoder, encode_payload
 from conveyor.ids import new_id, new_ids
 from conveyor.limits import LimitKey
@@ -306,7 +307,7 @@ def _job_class() -> type[Job[Any]]:
     return _JOB[0]
 
 
-class Enqueuer(Generic[P, R]):
+class Enqueuer(TaskMarker, Generic[P, R]):
     """The enqueue methods, bound to a task and a set of per-call overrides.
 
     Every method goes through one plan: :meth:`_plan` checks and encodes the calls and
@@ -319,6 +320,15 @@ class Enqueuer(Generic[P, R]):
         self._task = task
         self._overrides = dict(overrides)
         self._options: _Resolved | None = None  # resolved on first use (Task sets options late)
+
+    def _overridden(self, overrides: Mapping[str, Any]) -> Enqueuer[P, R]:
+        """This task with ``overrides`` in place of this enqueuer's (a workflow's steps)."""
+        return Enqueuer(self._task, overrides)
+
+    @staticmethod
+    def _job(app: App, job_id: str, task: Task[Any, Any] | None) -> Job[Any]:
+        """A handle on a job just written (a workflow's steps get theirs here too)."""
+        return _job_class()(app, job_id, task)
 
     def _resolved(self) -> _Resolved:
         if self._options is None:
@@ -494,7 +504,7 @@ class Enqueuer(Generic[P, R]):
     def s(self, *args: Any, **kwargs: Any) -> Signature:
         """A signature: this task with these arguments, to compose into workflows
         (``conveyor.chain``, ``conveyor.group``, ``job.then``). Nothing is enqueued."""
-        from conveyor.compose import Signature
+        from conveyor.compose import Signature  # a workflow's module: not on the enqueue path
 
         return Signature(self, args, kwargs)
 

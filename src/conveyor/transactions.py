@@ -43,6 +43,7 @@ from conveyor.backends.base import (
     require_transactional,
 )
 from conveyor.errors import ConfigurationError, StoreError
+from conveyor.stores import backend_class
 from conveyor.transaction_adapters import Joined, join
 
 if TYPE_CHECKING:
@@ -136,8 +137,6 @@ def store_of(app: App) -> Backend:
     fails, and says so rather than "locked by another process"."""
     if app.backend_is_open:
         return app.backend
-    from conveyor.app import backend_class
-
     require_transactional(backend_class(app.url))
     try:
         return app.backend

@@ -26,7 +26,8 @@ from conveyor.backends.base import (
     JobPurgeParams,
     JobRetryParams,
 )
-from conveyor.cli.common import echo_json, open_app, store_options
+from conveyor.cli.common import echo_json, store_options
+from conveyor.cli.config import open_app
 from conveyor.cli.filters import STATES, Duration, bound_to, filter_options, is_empty, iter_jobs
 from conveyor.cli.prefix import resolve_prefix
 from conveyor.secrets import refuse_secret_where

@@ -16,7 +16,8 @@ import sqlite3
 import click
 
 from conveyor.backends.base import IntegrityCheckParams
-from conveyor.cli.common import echo_json, open_app, store_options
+from conveyor.cli.common import echo_json, store_options
+from conveyor.cli.config import open_app
 from conveyor.cli.output import Column, Output
 from conveyor.errors import ConfigurationError
 

@@ -5,8 +5,8 @@ Every command that uses a store accepts ``--url``, ``--app module:attribute`` an
 the CLI and the dashboard: ``--url`` > the app's explicit ``App(url)`` >
 ``$CONVEYOR_URL`` > ``url`` of ``-C`` FILE > of ./conveyor.toml > of ./pyproject.toml
 ``[tool.conveyor]`` > ``sqlite:///conveyor.db``.
-``open_app`` is read-only by default: a store that does not exist is an error
-(``StoreNotFound``), never a new empty file; commands that write pass ``create=True``.
+``open_app`` (in :mod:`conveyor.cli.config`, beside the file reading it needs) opens
+the store these options name.
 
 Example::
 
@@ -30,11 +30,8 @@ from conveyor.app import (
     App,
     check_url,
     parse_app_spec,
-    require_store,
 )
-from conveyor.cli.errors import explain, sqlite_error
-from conveyor.errors import ConfigurationError, StoreNotFound
-from conveyor.redaction import redacted
+from conveyor.errors import ConfigurationError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -102,36 +99,6 @@ def store_options(fn: F) -> F:
         help="Take the URL from this app (and know its tasks and queues).",
     )(fn)
     return url_option(fn)
-
-
-def open_app(url: str | None, app_spec: str | None, *, create: bool = False) -> App:
-    """The app (``--app``, else ``app`` of the files) or a bare one, pointed at its store
-    by the one URL rule (``-C`` FILE included), with its backend open. A missing store
-    is an error unless ``create`` (commands that write)."""
-    from conveyor.cli.config import configured_app, read_layers  # it imports this module
-
-    context = click.get_current_context(silent=True)
-    config_file = context.meta.get(_CONFIG_META) if context is not None else None
-    app, _ = configured_app(app_spec, url, read_layers(config_file))
-    if not create:
-        try:
-            require_store(app.url)
-        except StoreNotFound as exc:  # say which rule chose that store: a file, the env...
-            raise StoreNotFound(f"{exc}{source_note(app)}") from None
-    try:
-        app.backend  # noqa: B018 - open now, so a failure names the store it was about
-    except (sqlite_error(), OSError) as exc:
-        known = explain(exc)
-        detail = known[0] if known else str(exc)
-        raise click.ClickException(
-            f"cannot open the store {redacted(app.url)}{source_note(app)}: {detail}"
-        ) from exc
-    context = click.get_current_context(silent=True)
-    if context is not None:
-        # Closed when the command ends: a pooled backend (PostgreSQL) left to the garbage
-        # collector may be collected on one of its own threads, which cannot join itself.
-        context.call_on_close(app.close)
-    return app
 
 
 def source_note(app: App) -> str:

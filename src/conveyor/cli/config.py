@@ -24,8 +24,9 @@ from typing import Any
 import click
 
 from conveyor import config
-from conveyor.app import App, check_url, load_app
+from conveyor.app import App, check_url, load_app, require_store
 from conveyor.cli.common import (
+    _CONFIG_META,
     CONFIG_HELP,
     _valid_app_spec,
     echo_json,
@@ -33,7 +34,7 @@ from conveyor.cli.common import (
     valid_url,
 )
 from conveyor.cli.errors import explain, sqlite_error
-from conveyor.errors import ConfigurationError
+from conveyor.errors import ConfigurationError, StoreNotFound
 from conveyor.redaction import redacted
 from conveyor.url_rule import ENV_SOURCE
 
@@ -82,6 +83,39 @@ def configured_app(
     except ConfigurationError as exc:
         raise ConfigurationError(f"{exc}{source_note(target)}") from None
     return target, app_setting
+
+
+def open_app(url: str | None, app_spec: str | None, *, create: bool = False) -> App:
+    """The app (``--app``, else ``app`` of the files) or a bare one, pointed at its store
+    by the one URL rule (``-C`` FILE included), with its backend open. A missing store
+    is an error unless ``create`` (commands that write): never a new empty file.
+
+    Example::
+
+        app = open_app(url, app_spec, create=True)
+    """
+    context = click.get_current_context(silent=True)
+    config_file = context.meta.get(_CONFIG_META) if context is not None else None
+    app, _ = configured_app(app_spec, url, read_layers(config_file))
+    if not create:
+        try:
+            require_store(app.url)
+        except StoreNotFound as exc:  # say which rule chose that store: a file, the env...
+            raise StoreNotFound(f"{exc}{source_note(app)}") from None
+    try:
+        app.backend  # noqa: B018 - open now, so a failure names the store it was about
+    except (sqlite_error(), OSError) as exc:
+        known = explain(exc)
+        detail = known[0] if known else str(exc)
+        raise click.ClickException(
+            f"cannot open the store {redacted(app.url)}{source_note(app)}: {detail}"
+        ) from exc
+    context = click.get_current_context(silent=True)
+    if context is not None:
+        # Closed when the command ends: a pooled backend (PostgreSQL) left to the garbage
+        # collector may be collected on one of its own threads, which cannot join itself.
+        context.call_on_close(app.close)
+    return app
 
 
 def open_store(app: App) -> None:

@@ -22,7 +22,8 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 
-from conveyor.cli.common import open_app, store_options
+from conveyor.cli.common import store_options
+from conveyor.cli.config import open_app
 from conveyor.errors import ConfigurationError
 
 

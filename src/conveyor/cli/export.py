@@ -28,7 +28,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from conveyor import records
 from conveyor.backends.base import JobCountParams, JobFilter, JobRecord
-from conveyor.cli.common import open_app, store_options
+from conveyor.cli.common import store_options
+from conveyor.cli.config import open_app
 from conveyor.cli.filters import bound_to, filter_options, iter_jobs, job_dict
 from conveyor.cli.output import epoch_option
 from conveyor.private_files import create_private

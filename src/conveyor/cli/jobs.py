@@ -25,7 +25,8 @@ from conveyor.backends.base import (
     JobLogListParams,
     JobRecord,
 )
-from conveyor.cli.common import echo_json, open_app, store_options
+from conveyor.cli.common import echo_json, store_options
+from conveyor.cli.config import open_app
 from conveyor.cli.filters import TIME_FIELDS, bound_to, filter_options, is_empty, job_dict
 from conveyor.cli.output import (
     Column,

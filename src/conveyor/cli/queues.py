@@ -17,7 +17,8 @@ import click
 
 from conveyor.app import App
 from conveyor.backends.base import QueuePauseParams, QueueResumeParams
-from conveyor.cli.common import age, echo_json, open_app, store_options
+from conveyor.cli.common import age, echo_json, store_options
+from conveyor.cli.config import open_app
 from conveyor.cli.filters import STATES
 from conveyor.cli.output import Column, Output
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 import click
 
 from conveyor.app import App, check_url
-from conveyor.cli.common import open_app, store_options
+from conveyor.cli.common import store_options
+from conveyor.cli.config import open_app
 
 
 def schema_ddl(url: str) -> str:

@@ -7,7 +7,8 @@ import time
 import click
 
 from conveyor.backends.base import JobListParams
-from conveyor.cli.common import age, echo_json, open_app, since, store_options
+from conveyor.cli.common import age, echo_json, since, store_options
+from conveyor.cli.config import open_app
 from conveyor.cli.output import Column, Output, iso_time, utc_option
 from conveyor.redaction import redacted
 from conveyor.states import JobState

@@ -28,10 +28,11 @@ Example:
 
 from __future__ import annotations
 
-from typing import Literal
+# Re-exported: the values a prefetch setting may take are defined below the config files.
+from conveyor.worker_options import AUTO as AUTO
+from conveyor.worker_options import Prefetch as Prefetch
+from conveyor.worker_options import parse_prefetch as parse_prefetch
 
-#: The prefetch setting that sizes claims from observed job durations.
-AUTO: Literal["auto"] = "auto"
 #: Auto: prefetch what the slots would start within this many seconds.
 HORIZON = 0.01
 #: Auto: never more than this many jobs beyond the free slots (the hoarding bound).
@@ -39,28 +40,6 @@ AUTO_MAX = 32
 #: Weight of the newest duration in the running mean: a long job after many short ones
 #: shrinks the allowance at once (1 s after 0.1 ms jobs: mean ~0.1 s, allowance <= 1).
 WEIGHT = 0.2
-
-Prefetch = int | Literal["auto"]
-
-
-def parse_prefetch(value: object) -> Prefetch:
-    """``"auto"`` or an integer >= 0 (from a flag, a file or the API).
-
-    >>> parse_prefetch("auto"), parse_prefetch("4"), parse_prefetch(0)
-    ('auto', 4, 0)
-    """
-    if value == AUTO:
-        return AUTO
-    if isinstance(value, bool):
-        raise ValueError(f"prefetch must be 'auto' or an integer >= 0, got {value!r}")
-    try:
-        number = int(value)  # type: ignore[call-overload]  # str, float, int: checked below
-    except (TypeError, ValueError):
-        raise ValueError(f"prefetch must be 'auto' or an integer >= 0, got {value!r}") from None
-    if number < 0 or (isinstance(value, float) and value != number):
-        raise ValueError(f"prefetch must be 'auto' or an integer >= 0, got {value!r}")
-    result: Prefetch = number
-    return result
 
 
 class ClaimAllowance:

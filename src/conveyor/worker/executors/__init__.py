@@ -10,12 +10,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from conveyor.errors import ConfigurationError
+from conveyor.worker_options import POOLS as POOLS  # defined below the config files, which check it
 
 if TYPE_CHECKING:
     from conveyor.app import App
     from conveyor.worker.executors.base import Executor
-
-POOLS = ("thread", "async", "process", "interpreter")
 
 
 def make_executor(
