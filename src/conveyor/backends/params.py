@@ -130,6 +130,34 @@ class JobInsertBatchParams:
     expires_at: float | None = None
 
 
+def one_per_job(jobs: Sequence[JobInsertParams] | JobInsertBatchParams) -> list[JobInsertParams]:
+    """An insert as one :class:`JobInsertParams` per job (a batch's shared options copied
+    to each), for a store that writes job by job (the memory store, the testing modes).
+
+    >>> batch = JobInsertBatchParams("t", "q", ["a", "b"], ["{}", "[]"], headers=[None, "{}"])
+    >>> [(p.id, p.payload, p.headers) for p in one_per_job(batch)]
+    [('a', '{}', None), ('b', '[]', '{}')]
+    """
+    if not isinstance(jobs, JobInsertBatchParams):
+        return list(jobs)
+    return [
+        JobInsertParams(
+            id=job_id,
+            task=jobs.task,
+            queue=jobs.queue,
+            payload=payload,
+            priority=jobs.priority,
+            run_at=jobs.run_at,
+            max_attempts=jobs.max_attempts,
+            timeout=jobs.timeout,
+            lease=jobs.lease,
+            headers=None if jobs.headers is None else jobs.headers[n],
+            expires_at=jobs.expires_at,
+        )
+        for n, (job_id, payload) in enumerate(zip(jobs.ids, jobs.payloads, strict=True))
+    ]
+
+
 @record
 class JobInsertThroughParams:
     """Jobs to write through the caller's own database connection, inside its open

@@ -36,6 +36,7 @@ from conveyor.backends.base import (
 )
 from conveyor.backends.memory.backend import MemoryBackend
 from conveyor.backends.memory.store import MemoryStore
+from conveyor.backends.params import one_per_job
 from conveyor.codec import encode_payload
 from conveyor.errors import ConfigurationError, JobFailed, JobNotFound
 from conveyor.ids import new_id
@@ -51,28 +52,6 @@ if TYPE_CHECKING:
 MAX_SNOOZES = 1000
 #: Jobs one drain runs at most: more is a task that enqueues itself forever.
 MAX_DRAINED = 100_000
-
-
-def params_of(jobs: Sequence[JobInsertParams] | JobInsertBatchParams) -> list[JobInsertParams]:
-    """An insert as one params record per job (a batch shares its options)."""
-    if not isinstance(jobs, JobInsertBatchParams):
-        return list(jobs)
-    return [
-        JobInsertParams(
-            id=job_id,
-            task=jobs.task,
-            queue=jobs.queue,
-            payload=payload,
-            priority=jobs.priority,
-            run_at=jobs.run_at,
-            max_attempts=jobs.max_attempts,
-            timeout=jobs.timeout,
-            lease=jobs.lease,
-            headers=None if jobs.headers is None else jobs.headers[n],
-            expires_at=jobs.expires_at,
-        )
-        for n, (job_id, payload) in enumerate(zip(jobs.ids, jobs.payloads, strict=True))
-    ]
 
 
 class ModeStore(MemoryBackend):
@@ -93,7 +72,7 @@ class ModeStore(MemoryBackend):
                 f"depends_on names job {exc.args[0]}, which this testing mode did not "
                 "enqueue (jobs in the store are not visible to it)"
             ) from None
-        self._on_insert(params_of(params))
+        self._on_insert(one_per_job(params))
         return ids
 
     def job_wait(self, params: JobWaitParams) -> JobRecord | None:

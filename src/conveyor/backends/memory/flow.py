@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 
 from conveyor.backends.base import ClaimedJob, JobInsertBatchParams, JobInsertParams
 from conveyor.backends.memory.store import MemoryStore, Row
+from conveyor.backends.params import one_per_job
 from conveyor.errors import ConveyorError, JobNotFound
 from conveyor.rules import (
     FAILED_AT_INSERT,
@@ -48,23 +49,7 @@ def insert(
 ) -> list[str]:
     """Write ``jobs``; the id standing for each (the holder's on a unique conflict).
     All or nothing: a missing parent raises before any job is written."""
-    if isinstance(jobs, JobInsertBatchParams):
-        jobs = [
-            JobInsertParams(
-                id=job_id,
-                task=jobs.task,
-                queue=jobs.queue,
-                payload=payload,
-                priority=jobs.priority,
-                run_at=jobs.run_at,
-                max_attempts=jobs.max_attempts,
-                timeout=jobs.timeout,
-                lease=jobs.lease,
-                headers=None if jobs.headers is None else jobs.headers[n],
-                expires_at=jobs.expires_at,
-            )
-            for n, (job_id, payload) in enumerate(zip(jobs.ids, jobs.payloads, strict=True))
-        ]
+    jobs = one_per_job(jobs)
     known = set(store.jobs)
     for p in jobs:  # checked first: the SQL stores roll the whole batch back instead
         missing = [d for d in p.depends_on if d not in known]
