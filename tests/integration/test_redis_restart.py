@@ -19,7 +19,7 @@ from conveyor.backends.base import (
     WorkerInfo,
 )
 from conveyor.backends.redis.backend import RedisBackend
-from conveyor.backends.redis.retrying import call_with_backoff
+from conveyor.backends.retrying import call_with_backoff
 from conveyor.errors import BackendUnavailable
 from conveyor.states import FinishKind
 from tests.support.redis_server import RedisServer, with_prefix

@@ -9,7 +9,7 @@ import pytest
 
 from conveyor.backends.base import JobClaimParams, JobInsertParams, JobWaitParams
 from conveyor.backends.redis.backend import RedisBackend
-from conveyor.backends.redis.retrying import call_with_backoff
+from conveyor.backends.retrying import call_with_backoff
 from conveyor.errors import BackendUnavailable
 from tests.support.redis_server import RedisServer, with_prefix
 

@@ -3,7 +3,7 @@ queues and workers, import, audit and statistics (flow and logs: ``flow_methods.
 
 A mixin of :class:`~conveyor.backends.memory.backend.MemoryBackend`; every method is one
 step under the store's lock. Filters are evaluated by the same Python matcher as the
-Redis store's (``redis/filter_match.py``: the SQL stores' meaning, typed JSON included).
+Redis store's (``backends/filter_match.py``: the SQL stores' meaning, typed JSON included).
 
 Example:
     >>> from conveyor.backends.memory.backend import MemoryBackend
@@ -44,12 +44,12 @@ from conveyor.backends.base import (
     WorkerInfo,
     check_histogram,
 )
+from conveyor.backends.filter_match import matches
 from conveyor.backends.memory import flow
 from conveyor.backends.memory.audit import audit
 from conveyor.backends.memory.store import MemoryStore, Row
 from conveyor.backends.params import check_importable
 from conveyor.backends.records import queue_list_of
-from conveyor.backends.redis.filter_match import matches
 from conveyor.errors import ConfigurationError, JobNotFound
 from conveyor.records import replace
 from conveyor.rules import (

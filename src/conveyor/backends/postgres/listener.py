@@ -32,7 +32,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from conveyor.backends.redis.retrying import backoff_delays
+from conveyor.backends.retrying import backoff_delays
 
 #: How often a waiter re-checks while the listener is down (seconds).
 POLL_FALLBACK = 0.5

@@ -50,11 +50,11 @@ from conveyor.backends.base import (
     QueueResumeParams,
     check_histogram,
 )
+from conveyor.backends.filter_match import matches
 from conveyor.backends.params import check_importable
 from conveyor.backends.records import JobFlow, queue_list_of
 from conveyor.backends.redis import integrity, reads
 from conveyor.backends.redis.connection import Unavailable
-from conveyor.backends.redis.filter_match import matches
 from conveyor.backends.redis.keys import Keys
 from conveyor.backends.redis.scripts import load_source
 from conveyor.errors import ConfigurationError

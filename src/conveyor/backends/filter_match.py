@@ -1,4 +1,4 @@
-"""``JobFilter`` evaluated in Python for the Redis backend (it has no SQL).
+"""``JobFilter`` evaluated in Python, for the stores without SQL (Redis, memory).
 
 Same meaning as the SQLite backend's ``filter_sql.py``: every field narrows (AND); time
 bounds are ``>=`` after and ``<`` before, and a NULL ``finished_at`` matches neither.
