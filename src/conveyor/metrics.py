@@ -28,16 +28,26 @@ Example::
 from __future__ import annotations
 
 import importlib
+import json
 import logging
-from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+import math
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from socketserver import ThreadingMixIn
+from typing import TYPE_CHECKING, Any, cast
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from conveyor.middleware import Attempt, Middleware, NewJob, RescuedJob
+from conveyor.scaling import Signal, signal_of
 from conveyor.states import FinishKind, JobState
 from conveyor.worker.console import EVENT_FIELDS
 from conveyor.worker.services.base import Looper
 
 if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
+
     from conveyor.context import JobContext
     from conveyor.worker.worker import Worker
 
@@ -124,12 +134,32 @@ class WorkerMetrics(Middleware):
             ["queue"],
             registry=r,
         )
+        self.demand = pc.Gauge(
+            "conveyor_queue_demand",
+            "Slots a queue could use at once: ready jobs plus running ones.",
+            ["queue"],
+            registry=r,
+        )
+        self.capacity = pc.Gauge(
+            "conveyor_queue_capacity",
+            "Concurrency of the live workers consuming a queue.",
+            ["queue"],
+            registry=r,
+        )
+        self.load = pc.Gauge(
+            "conveyor_queue_load",
+            "Demand over capacity (+Inf: demand and no live worker; 0: no demand).",
+            ["queue"],
+            registry=r,
+        )
+        #: The autoscaling signal of the last refresh (served at ``/load``).
+        self.signal: Signal | None = None
         capture = worker.log_capture
         backlog = pc.Gauge("conveyor_log_backlog", "Log records waiting to be stored.", registry=r)
         backlog.set_function(lambda: capture.backlog if capture else 0)
         r.register(_LogDropped(lambda: capture.dropped if capture else 0))
         self.refresher = _Refresher(self, refresh)
-        self._server: Any = None
+        self._server: WSGIServer | None = None
         worker.app.add_middleware(self)
 
     # -- middleware hooks ----------------------------------------------------------------
@@ -161,22 +191,39 @@ class WorkerMetrics(Middleware):
     # -- gauges and serving --------------------------------------------------------------
 
     def refresh(self) -> None:
-        """Read queue_stats once and set the depth and oldest-ready gauges."""
-        for s in self.worker.app.backend.queue_stats():
+        """Read the queues and the workers once; set the depth, oldest-ready and
+        autoscaling gauges and keep the signal for ``/load``."""
+        app = self.worker.app
+        queues = app.backend.queue_list()
+        for q in queues:
             for state in DEPTH_STATES:
-                self.depth.labels(s.queue, str(state)).set(s.counts.get(str(state), 0))
-            self.running.labels(s.queue).set(s.counts.get(str(JobState.RUNNING), 0))
-            self.oldest.labels(s.queue).set(s.oldest_ready_age or 0.0)
+                self.depth.labels(q.queue, str(state)).set(q.counts.get(str(state), 0))
+            self.running.labels(q.queue).set(q.counts.get(str(JobState.RUNNING), 0))
+            self.oldest.labels(q.queue).set(q.oldest_ready_age or 0.0)
+        workers = app.backend.worker_list()
+        signal = signal_of(queues, workers, time.time(), app.settings.heartbeat_ttl)
+        for load in signal.queues:
+            self.demand.labels(load.queue).set(load.demand)
+            self.capacity.labels(load.queue).set(load.capacity)
+            ratio = load.load
+            self.load.labels(load.queue).set(
+                ratio if ratio is not None else (math.inf if load.demand else 0.0)
+            )
+        self.signal = signal
+
+    def load_json(self) -> bytes:
+        """The ``/load`` document: the last refresh's signal (read now if none yet)."""
+        if self.signal is None:
+            self.refresh()
+        assert self.signal is not None
+        return json.dumps(self.signal.as_json()).encode()
 
     def serve(self, port: int, addr: str = "127.0.0.1") -> str:
         """Serve ``/metrics`` on ``addr:port`` from a daemon thread, start the refresher,
         and log (INFO, ``conveyor.worker``) and return the URL it is served at."""
-        pc = _prometheus()
-        self._server = pc.start_http_server(port, addr=addr, registry=self.registry)
+        self._server = serve_wsgi(addr, port, self._wsgi())
         self.refresher.start()
-        if isinstance(self._server, tuple):  # prometheus_client >= 0.17: the port bound
-            port = int(self._server[0].server_port)
-        url = metrics_url(addr, port)
+        url = metrics_url(addr, self._server.server_port)
         logging.getLogger("conveyor.worker").info(
             "metrics: serving %s",
             url,
@@ -187,12 +234,51 @@ class WorkerMetrics(Middleware):
     def close(self) -> None:
         self.refresher.stop()
         self.worker.app.middleware.remove(self)
-        if isinstance(self._server, tuple):  # prometheus_client >= 0.17: (server, thread)
-            self._server[0].shutdown()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    def _wsgi(self) -> WSGIApplication:
+        """``/load`` as JSON; every other path is prometheus_client's exposition."""
+        exposition = _prometheus().make_wsgi_app(self.registry)
+
+        def app(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+            if environ.get("PATH_INFO") != "/load":
+                return cast("Iterable[bytes]", exposition(environ, start_response))
+            body = self.load_json()
+            headers = [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+            start_response("200 OK", headers)
+            return [body]
+
+        return app
 
     def text(self) -> str:
         """The exposition text, as a scrape would see it."""
         return str(_prometheus().generate_latest(self.registry).decode())
+
+
+class _QuietHandler(WSGIRequestHandler):
+    """No access log line per scrape on the worker's stderr."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+class _ThreadingServer(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+
+
+def serve_wsgi(addr: str, port: int, app: WSGIApplication) -> WSGIServer:
+    """Serve ``app`` on ``addr:port`` (0: any free port) from a daemon thread, as
+    prometheus_client's ``start_http_server`` does, with room for ``/load`` beside it."""
+    server_class: type[WSGIServer] = _ThreadingServer
+    if ":" in addr:
+        server_class = type(
+            "_ThreadingServer6", (_ThreadingServer,), {"address_family": socket.AF_INET6}
+        )
+    server = make_server(addr, port, app, server_class, handler_class=_QuietHandler)
+    threading.Thread(target=server.serve_forever, name="conveyor-metrics", daemon=True).start()
+    return server
 
 
 def metrics_url(addr: str, port: int) -> str:

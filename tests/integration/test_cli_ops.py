@@ -175,10 +175,13 @@ def test_queues_pause_resume_listing(store: Store) -> None:
     listed = {q["queue"]: q for q in json.loads(run(url, "queues", "--json").output)}
     assert listed["later"]["paused"] and listed["later"]["depth"] == 1
     assert not listed["default"]["paused"]
+    # the autoscaling signal: a paused queue's ready jobs are no demand; no live worker
+    later = listed["later"]
+    assert (later["ready"], later["demand"], later["capacity"], later["load"]) == (0, 0, 0, None)
     run(url, "queues", "resume", "later")
-    assert not {q["queue"]: q for q in json.loads(run(url, "queues", "--json").output)}["later"][
-        "paused"
-    ]
+    later = {q["queue"]: q for q in json.loads(run(url, "queues", "--json").output)}["later"]
+    assert not later["paused"]
+    assert (later["ready"], later["demand"], later["capacity"], later["load"]) == (1, 1, 0, None)
     assert "later" in run(url, "queues").output
 
 

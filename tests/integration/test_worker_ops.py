@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import threading
 import time
 import urllib.request
 from collections.abc import Callable
@@ -139,3 +140,42 @@ def test_metrics_endpoint(tmp_path: Path) -> None:
     assert 'conveyor_queue_depth{queue="default",state="queued"} 0.0' in body
     assert "conveyor_queue_oldest_ready_age_seconds" in body
     assert "conveyor_log_backlog" in body and "conveyor_log_dropped_total 0.0" in body
+
+
+def test_metrics_serves_the_autoscaling_signal_at_load(tmp_path: Path) -> None:
+    pytest.importorskip("prometheus_client")
+    import json
+
+    from conveyor.metrics import WorkerMetrics
+
+    app, _ = make_app(f"sqlite:///{tmp_path / 'jobs.db'}")
+    release = threading.Event()
+
+    @app.task(name="t.hold", queue="work")
+    def hold() -> None:
+        release.wait(10)
+
+    worker = Worker(app, queues=["work"], concurrency=2)
+    metrics = WorkerMetrics(worker, refresh=0.1)
+    port = free_port()
+    metrics.serve(port)
+    worker.start()
+    try:
+        for _ in range(5):
+            hold.enqueue()
+        assert wait_for(lambda: count(app, JobState.RUNNING) == 2)
+        time.sleep(0.3)  # one refresher tick after the claims
+        doc = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/load", timeout=5).read())
+        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    finally:
+        release.set()
+        worker.stop()
+        metrics.close()
+        app.close()
+    work = doc["queues"]["work"]
+    assert (work["ready"], work["running"], work["demand"]) == (3, 2, 5)
+    assert (work["workers"], work["capacity"], work["load"]) == (1, 2, 2.5)
+    assert doc["total"] == {"ready": 3, "running": 2, "demand": 5, "workers": 1, "capacity": 2}
+    assert 'conveyor_queue_demand{queue="work"} 5.0' in body
+    assert 'conveyor_queue_capacity{queue="work"} 2.0' in body
+    assert 'conveyor_queue_load{queue="work"} 2.5' in body

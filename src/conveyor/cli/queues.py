@@ -13,6 +13,8 @@ Example::
 
 from __future__ import annotations
 
+import time
+
 import click
 
 from conveyor.app import App
@@ -21,6 +23,7 @@ from conveyor.cli.common import age, echo_json, store_options
 from conveyor.cli.config import open_app
 from conveyor.cli.filters import STATES
 from conveyor.cli.output import Column, Output
+from conveyor.scaling import signal_of
 
 
 @click.group("queues", invoke_without_command=True)
@@ -28,22 +31,27 @@ from conveyor.cli.output import Column, Output
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
 def queues(ctx: click.Context, url: str | None, app_spec: str | None, as_json: bool) -> None:
-    """List queues with depth and paused flag (or pause / resume one)."""
+    """List queues with depth and paused flag (or pause / resume one).
+
+    With --json each queue also has its autoscaling signal: ready, running, demand,
+    live workers, their capacity and the load (docs/operations.md#autoscaling)."""
     ctx.obj = {"url": url, "app_spec": app_spec, "as_json": as_json}
     if ctx.invoked_subcommand is not None:
         return
-    found = open_app(url, app_spec).backend.queue_list()
+    app = open_app(url, app_spec)
+    found = app.backend.queue_list()
     if as_json:
+        # with each queue's autoscaling signal (conveyor/scaling.py): one more read
+        workers = app.backend.worker_list()
+        signal = signal_of(found, workers, time.time(), app.settings.heartbeat_ttl)
         echo_json(
             [
                 {
-                    "queue": q.queue,
-                    "paused": q.paused,
+                    **load.as_json(),
                     "counts": q.counts,
                     "depth": q.counts.get("queued", 0),
-                    "oldest_ready_age": q.oldest_ready_age,
                 }
-                for q in found
+                for q, load in zip(found, signal.queues, strict=True)
             ]
         )
         return
