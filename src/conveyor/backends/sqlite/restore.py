@@ -125,6 +125,8 @@ def check_backup(path: str) -> BackupInfo:
             )
     except sqlite3.DatabaseError as exc:
         # "file is not a database", "database disk image is malformed": one line.
+        if "malformed" in str(exc):
+            raise BackupRefused(f"{path} is damaged ({exc})") from None
         raise BackupRefused(f"{path} is not a SQLite database conveyor can read ({exc})") from None
     return BackupInfo(path, version, jobs, running)
 

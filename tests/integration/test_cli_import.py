@@ -1,0 +1,118 @@
+"""``conveyor export --format jsonl`` -> ``conveyor import`` on every store, through the
+real console script: what export writes brings the jobs back whole (ids, states,
+payloads, results, errors, times, headers, attempts, logs), ids already there are
+skipped and counted, and a bad file is refused with its line number, nothing written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import conveyor
+from conveyor.backends.base import JobClaimParams, JobCountParams, JobFilter
+from tests.integration.cli_run import assert_one_error
+from tests.integration.cli_run import conveyor as run
+from tests.support.backends import BACKEND_URLS
+from tests.support.stores import fill
+
+
+def _count(url: str) -> int:
+    app = conveyor.App(url)
+    try:
+        return app.backend.job_count(JobCountParams(JobFilter()))
+    finally:
+        app.close()
+
+
+def _export(url: str, cwd: Path, *args: str) -> list[dict[str, Any]]:
+    done = run("export", "--url", url, *args, cwd=cwd)
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+@pytest.fixture(params=sorted(BACKEND_URLS))
+def two_stores(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
+    """A filled store (the ops CLI's six jobs, plus one claimed by a worker) and an
+    empty one of the same kind."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    source = BACKEND_URLS[request.param](request, tmp_path / "a")
+    target = BACKEND_URLS[request.param](request, tmp_path / "b")
+    fill(source)
+    app = conveyor.App(source)
+
+    @app.task(name="t.hdr", queue="claimed")
+    def hdr(x: int) -> None: ...
+
+    hdr.with_options(headers={"trace": "abc"}).enqueue(1)
+    assert len(app.backend.job_claim(JobClaimParams("w-gone", [("claimed", 1)], 1))) == 1
+    hdr.with_options(headers={"tenant": "t1"}, priority=3).enqueue(2)
+    app.close()
+    return source, target
+
+
+@pytest.mark.parametrize("epoch", [False, True])
+def test_export_import_round_trip(two_stores: tuple[str, str], tmp_path: Path, epoch: bool) -> None:
+    source, target = two_stores
+    flags = ("--epoch",) if epoch else ()
+    exported = _export(source, tmp_path, *flags)
+    path = tmp_path / "jobs.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in exported))
+    done = run("import", str(path), "--url", target, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"imported 8 job(s) into {target}"
+    again = _export(target, tmp_path, *flags)
+    assert [d["id"] for d in again] == [d["id"] for d in exported]
+    running = [d for d in exported if d["state"] == "running"]
+    assert len(running) == 1
+    for before, after in zip(exported, again, strict=True):
+        if before["state"] != "running":
+            assert after == before  # every field, attempts and logs included
+            continue
+        # Its worker belongs to the other store: queued, as a graceful release leaves it.
+        assert after["state"] == "queued" and after["attempt"] == before["attempt"] - 1
+        assert after["worker_id"] is None and after["lease_until"] is None
+        assert [a["outcome"] for a in after["attempts"]] == ["released"]
+        assert after["attempts"][0]["worker_id"] == "w-gone"
+        same = {
+            k
+            for k in before
+            if k not in ("state", "attempt", "worker_id", "lease_until", "attempts")
+        }
+        assert {k: after[k] for k in same} == {k: before[k] for k in same}
+    dead = next(d for d in again if d["state"] == "dead")
+    assert dead["error"]["type"] == "ValueError" and dead["logs"]
+    assert {d["headers"].get("trace") for d in again} >= {"abc"}
+
+    rerun = run("import", str(path), "--url", target, cwd=tmp_path)
+    assert rerun.returncode == 0, rerun.stderr
+    assert "imported 0 job(s)" in rerun.stdout and "8 were already there" in rerun.stdout
+
+
+def test_a_bad_line_is_refused_and_nothing_is_written(
+    two_stores: tuple[str, str], tmp_path: Path
+) -> None:
+    source, target = two_stores
+    lines = [json.dumps(d) for d in _export(source, tmp_path)]
+    cases = {
+        "not JSON": [*lines[:2], "{oops", *lines[2:]],
+        "unknown state 'bogus'": [lines[0], lines[1], json.dumps({**json.loads(lines[2]), "state": "bogus"})],
+        "'max_attempts' must be int": [
+            lines[0], lines[1], json.dumps({**json.loads(lines[2]), "max_attempts": "5"})
+        ],
+        "secret arguments that export masked": [
+            lines[0], lines[1], json.dumps({**json.loads(lines[2]), "secrets_masked": True})
+        ],
+    }  # fmt: skip
+    for fragment, text in cases.items():
+        path = tmp_path / "bad.jsonl"
+        path.write_text("\n".join(text) + "\n")
+        proc = run("import", str(path), "--url", target, cwd=tmp_path)
+        assert_one_error(proc, 1, "line 3 of", fragment)
+        if not target.startswith("sqlite"):
+            assert _count(target) == 0
+        else:  # the store is not even created for a file that cannot be imported
+            assert not Path(target.removeprefix("sqlite:///")).exists()
