@@ -173,6 +173,12 @@ def test_restore_into_a_new_store_needs_no_force(tmp_path: Path) -> None:
     done = run("restore", str(tmp_path / "b.db"), "--url", f"sqlite:///{fresh}", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert _jobs(f"sqlite:///{fresh}") == _jobs(url)
+    # A file that is no conveyor store is not overwritten by mistake either.
+    notes = tmp_path / "notes.db"
+    with sqlite3.connect(notes) as db:
+        db.execute("CREATE TABLE notes (x)")
+    refused = run("restore", str(tmp_path / "b.db"), "--url", f"sqlite:///{notes}", cwd=tmp_path)
+    assert_one_error(refused, 1, "exists but is not a conveyor store", "--force")
 
 
 @pytest.mark.parametrize(

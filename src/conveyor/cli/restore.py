@@ -151,6 +151,11 @@ def restore(
     if target.is_memory:
         raise click.ClickException("cannot restore into sqlite:///:memory:; name a file")
     held = store_jobs(target.path)
+    if held is None and os.path.exists(target.path) and os.path.getsize(target.path) and not force:
+        app.close()
+        raise click.ClickException(
+            f"{target.path} exists but is not a conveyor store; pass --force to replace it"
+        )
     if held and not force:
         live = live_workers(app)
         app.close()
