@@ -13,6 +13,7 @@ import pytest
 
 import conveyor
 from conveyor.backends.base import JobClaimParams, JobCountParams, JobFilter
+from conveyor.worker.worker import Worker
 from tests.integration.cli_run import assert_one_error
 from tests.integration.cli_run import conveyor as run
 from tests.support.backends import BACKEND_URLS
@@ -49,9 +50,21 @@ def two_stores(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str
 
     hdr.with_options(headers={"trace": "abc"}).enqueue(1)
     assert len(app.backend.job_claim(JobClaimParams("w-gone", [("claimed", 1)], 1))) == 1
-    hdr.with_options(headers={"tenant": "t1"}, priority=3).enqueue(2)
+    hdr.with_options(
+        headers={"tenant": "t1"}, priority=3, unique_key="one-two", unique_for=600
+    ).enqueue(2)
+    # A workflow: the callback waits on two parents and is piped their results.
+    conveyor.group(hdr.s(3), hdr.s(4)).then(_total(app).s()).enqueue()
     app.close()
     return source, target
+
+
+def _total(app: conveyor.App) -> Any:
+    @app.task(name="t.total", queue="claimed")
+    def total(values: list[None]) -> int:
+        return len(values)
+
+    return total
 
 
 @pytest.mark.parametrize("epoch", [False, True])
@@ -63,7 +76,7 @@ def test_export_import_round_trip(two_stores: tuple[str, str], tmp_path: Path, e
     path.write_text("".join(json.dumps(d) + "\n" for d in exported))
     done = run("import", str(path), "--url", target, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == f"imported 8 job(s) into {target}"
+    assert done.stdout.strip() == f"imported 11 job(s) into {target}"
     again = _export(target, tmp_path, *flags)
     assert [d["id"] for d in again] == [d["id"] for d in exported]
     running = [d for d in exported if d["state"] == "running"]
@@ -87,9 +100,22 @@ def test_export_import_round_trip(two_stores: tuple[str, str], tmp_path: Path, e
     assert dead["error"]["type"] == "ValueError" and dead["logs"]
     assert {d["headers"].get("trace") for d in again} >= {"abc"}
 
+    waiting = next(d for d in again if d["state"] == "waiting")
+    assert waiting["pipe"] == 2 and len(waiting["parents"]) == 2 and waiting["waiting_on"] == 2
+    assert any(d["unique_key"] for d in again)  # its window: in the equality above
+
+    # The imported workflow still runs on the target: the callback gets both results.
+    app = conveyor.App(target)
+    app.task(name="t.hdr", queue="claimed")(lambda x: None)  # the parents run here too
+    _total(app)
+    Worker(app, burst=True, queues=["claimed"]).run(install_signals=False)
+    callback = app.backend.job_get_many([waiting["id"]])[0]
+    app.close()
+    assert (str(callback.state), callback.result) == ("succeeded", "2")
+
     rerun = run("import", str(path), "--url", target, cwd=tmp_path)
     assert rerun.returncode == 0, rerun.stderr
-    assert "imported 0 job(s)" in rerun.stdout and "8 were already there" in rerun.stdout
+    assert "imported 0 job(s)" in rerun.stdout and "11 were already there" in rerun.stdout
 
 
 def test_a_bad_line_is_refused_and_nothing_is_written(

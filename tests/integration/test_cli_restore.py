@@ -14,7 +14,7 @@ import pytest
 
 import conveyor
 from conveyor.backends.base import JobClaimParams, JobListParams, JobLogListParams
-from conveyor.backends.sqlite.connection import SCHEMA_VERSION
+from conveyor.backends.sqlite.connection import SCHEMA_VERSION, read_packaged
 from tests.integration.cli_run import CONVEYOR, assert_one_error, clean_env
 from tests.integration.cli_run import conveyor as run
 from tests.integration.conftest import wait_for
@@ -275,3 +275,33 @@ def test_restore_into_any_store(kind: str, request: pytest.FixtureRequest, tmp_p
     again = run("restore", str(backup), "--into", target, cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert "restored 0 job(s)" in again.stdout and "7 were already there" in again.stdout
+
+
+def test_a_backup_of_an_older_schema_is_migrated_on_the_way_in(tmp_path: Path) -> None:
+    """A backup taken by an older conveyor (schema version 1, before ops, flow control,
+    headers and expiry): restored, migrated to this release's schema, its claim given
+    back."""
+    old = tmp_path / "v1.db"
+    with sqlite3.connect(old) as db:
+        db.executescript(read_packaged("schema.sql"))
+        db.execute("PRAGMA user_version = 1")
+        row = "INSERT INTO jobs (id, task, queue, state, payload, attempt, max_attempts, token, run_at, created_at, lease, worker_id, lease_until, started_at) VALUES (?, 't.x', 'default', ?, '{\"args\":[],\"kwargs\":{}}', ?, 3, ?, 1.0, 1.0, 30.0, ?, ?, ?)"  # fmt: skip
+        db.execute(row, ("06A", "queued", 0, 0, None, None, None))
+        db.execute(row, ("06B", "running", 1, 1, "w-old", 99.0, 50.0))
+        db.execute(
+            "INSERT INTO workers (id, host, pid, started_at, heartbeat_at, queues, concurrency, pool) "
+            "VALUES ('w-old', 'h', 1, 1.0, 1.0, 'default', 1, 'thread')"
+        )
+    target = tmp_path / "jobs.db"
+    done = run("restore", str(old), "--url", f"sqlite:///{target}", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    with sqlite3.connect(target) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    url = f"sqlite:///{target}"
+    assert _jobs(url) == {
+        "06A": {"state": "queued", "attempt": 0, "rescues": 0},
+        "06B": {"state": "queued", "attempt": 0, "rescues": 0},
+    }
+    assert _outcomes(url, "06B") == ["released"]
+    with sqlite3.connect(old) as db:  # the backup itself is left as it was
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 1
