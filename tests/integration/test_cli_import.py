@@ -5,7 +5,9 @@ skipped and counted, and a bad file is refused with its line number, nothing wri
 
 from __future__ import annotations
 
+import base64
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -142,3 +144,41 @@ def test_a_bad_line_is_refused_and_nothing_is_written(
             assert _count(target) == 0
         else:  # the store is not even created for a file that cannot be imported
             assert not Path(target.removeprefix("sqlite:///")).exists()
+
+
+def test_masked_secret_arguments_are_refused_but_a_backup_keeps_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Export masks secret arguments (it never holds the ciphertext), so import refuses
+    such a job rather than run it with "•••"; restore carries the sealed value whole."""
+    key = "k1:" + base64.b64encode(os.urandom(32)).decode()
+    monkeypatch.setenv("CONVEYOR_SECRET_KEYS", key)
+    url = f"sqlite:///{tmp_path / 'shop.db'}"
+    app = conveyor.App(url)
+
+    @app.task(name="shop.charge", secret=["card"])
+    def charge(card: str) -> None: ...
+
+    plain = app.task(name="shop.note")(lambda text: None)
+    plain.enqueue("hello")
+    sealed = charge.enqueue("4111-PLAIN").id
+    app.backend.backup(str(tmp_path / "b.db"))
+    app.close()
+    lines = _export(url, tmp_path)
+    assert [d["secrets_masked"] for d in lines] == [False, True]
+    assert "4111-PLAIN" not in json.dumps(lines)
+    path = tmp_path / "shop.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in lines))
+    target = f"sqlite:///{tmp_path / 'other.db'}"
+    proc = run("import", str(path), "--url", target, cwd=tmp_path)
+    assert_one_error(proc, 1, "line 2 of", "secret arguments that export masked")
+    into = run("restore", str(tmp_path / "b.db"), "--into", target, cwd=tmp_path)
+    assert into.returncode == 0, into.stderr
+    source, copy = conveyor.App(url), conveyor.App(target)
+    try:
+        [before] = source.backend.job_get_many([sealed])
+        [after] = copy.backend.job_get_many([sealed])
+        assert after.payload == before.payload and '"$secret"' in after.payload
+    finally:
+        source.close()
+        copy.close()
