@@ -80,6 +80,14 @@ def _jobs(url: str) -> dict[str, dict[str, object]]:
         app.close()
 
 
+def _workers(url: str) -> list[str]:
+    app = conveyor.App(url)
+    try:
+        return [w.id for w in app.backend.worker_list()]
+    finally:
+        app.close()
+
+
 def _outcomes(url: str, job_id: str) -> list[str]:
     app = conveyor.App(url)
     try:
@@ -158,6 +166,17 @@ def test_restore_refuses_a_store_another_process_has_open(tmp_path: Path) -> Non
         assert not [p for p in cwd.iterdir() if ".restore-" in p.name]  # no temp file left
     finally:
         app.close()
+    # A live worker process: refused even with --force, and the refusal names it.
+    (cwd / "go").write_text("")  # its jobs end at once: an idle, live worker
+    worker = _worker(cwd)
+    try:
+        wait_for(lambda: bool(_workers(url)), what="the worker's heartbeat")
+        refused = run("restore", "backup.db", "--url", url, "--force", cwd=cwd, env=env)
+        assert_one_error(refused, 1, "is open in another process", "worker(s) live on it")
+        assert len(_jobs(url)) == 2
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(30) == 0
     forced = run("restore", "backup.db", "--url", url, "--force", cwd=cwd, env=env)
     assert forced.returncode == 0, forced.stderr
     assert len(_jobs(url)) == 1

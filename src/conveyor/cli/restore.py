@@ -156,15 +156,15 @@ def restore(
         raise click.ClickException(
             f"{target.path} exists but is not a conveyor store; pass --force to replace it"
         )
+    # Only a store with jobs is opened here (a file that is none would be migrated).
+    live = live_workers(app) if held else []
+    app.close()
+    note = f"; worker(s) live on it: {', '.join(live)}" if live else "; no worker is live on it"
     if held and not force:
-        live = live_workers(app)
-        app.close()
-        note = f"; worker(s) live on it: {', '.join(live)}" if live else "; no worker is live on it"
         raise click.ClickException(
             f"{target.path} holds {held} job(s) that restore would replace{note}; "
             "pass --force to replace them"
         )
-    app.close()
     directory = os.path.dirname(target.path)
     os.makedirs(directory, exist_ok=True)
     # Same directory as the store: the final os.replace is one rename on one file
@@ -176,7 +176,7 @@ def restore(
         copy = prepare_copy(backup, temp)
         replace_store(copy.path, target.path)
     except StoreInUse as exc:
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(f"{exc}{note if live else ''}") from None
     finally:
         if os.path.exists(temp):
             os.unlink(temp)
