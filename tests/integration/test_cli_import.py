@@ -182,3 +182,28 @@ def test_masked_secret_arguments_are_refused_but_a_backup_keeps_them(
     finally:
         source.close()
         copy.close()
+
+
+def test_a_waiting_job_without_its_parents_is_refused(
+    two_stores: tuple[str, str], tmp_path: Path
+) -> None:
+    """``export --state waiting`` leaves the parents behind: imported alone, the
+    callback would wait forever, so the line is refused; with its parents already in
+    the store it imports."""
+    source, target = two_stores
+    waiting = _export(source, tmp_path, "--state", "waiting")
+    path = tmp_path / "waiting.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in waiting))
+    proc = run("import", str(path), "--url", target, cwd=tmp_path)
+    assert_one_error(proc, 1, "line 1 of", "which is neither in the file nor in the store")
+    if target.startswith("sqlite"):
+        assert not Path(target.removeprefix("sqlite:///")).exists()
+    else:
+        assert _count(target) == 0
+    parents = _export(source, tmp_path, "--state", "queued")
+    first = tmp_path / "parents.jsonl"
+    first.write_text("".join(json.dumps(d) + "\n" for d in parents))
+    assert run("import", str(first), "--url", target, cwd=tmp_path).returncode == 0
+    done = run("import", str(path), "--url", target, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "imported 1 job(s)" in done.stdout

@@ -15,7 +15,8 @@ comes back ``queued``, as a graceful release would leave it (attempt given back,
 ``released`` attempt record): its worker belongs to the store the export came from.
 Refused: a job whose secret arguments export masked (``"secrets_masked": true``; the
 ciphertext is not in an export, see docs/secrets.md) and an odd row (``problems`` not
-empty: export wrote what decoding repaired, not what was stored).
+empty: export wrote what decoding repaired, not what was stored), and a ``waiting`` job
+whose parents are neither in the file nor in the store (it would wait forever).
 
 Example::
 
@@ -47,7 +48,7 @@ from conveyor.backends.base import (
 from conveyor.backends.params import check_importable
 from conveyor.cli.common import store_options
 from conveyor.cli.config import open_app
-from conveyor.errors import ConveyorError
+from conveyor.errors import ConveyorError, StoreNotFound
 from conveyor.redaction import redacted
 from conveyor.rules import RELEASED
 from conveyor.states import JobState
@@ -203,9 +204,10 @@ def _log(job_id: str, data: Any) -> JobLogRecord:
     )
 
 
-def read_jobs(f: IO[str], name: str, now: float) -> Iterator[JobImport]:
-    """Every job of the file, in file order; ``click.ClickException`` naming the line
-    of the first one that cannot be imported. Blank lines are skipped."""
+def read_jobs(f: IO[str], name: str, now: float) -> Iterator[tuple[int, JobImport]]:
+    """Every job of the file with its line number, in file order;
+    ``click.ClickException`` naming the line of the first one that cannot be imported.
+    Blank lines are skipped."""
     for number, line in enumerate(f, start=1):
         if not line.strip():
             continue
@@ -214,9 +216,35 @@ def read_jobs(f: IO[str], name: str, now: float) -> Iterator[JobImport]:
         except ValueError as exc:
             raise click.ClickException(f"line {number} of {name}: not JSON ({exc})") from None
         try:
-            yield job_from_line(data, now)
+            yield number, job_from_line(data, now)
         except LineError as exc:
             raise click.ClickException(f"line {number} of {name}: {exc}") from None
+
+
+def _check_parents(
+    waits: list[tuple[int, str, str]],
+    ids: set[str],
+    name: str,
+    url: str | None,
+    app_spec: str | None,
+) -> None:
+    """A waiting job's parents must come with it or be in the store already: an export
+    filtered by state (``--state waiting``) would otherwise make jobs that wait forever.
+    The store is only read here (not created: a missing one has no parent either)."""
+    missing = [(n, child, parent) for n, child, parent in waits if parent not in ids]
+    if not missing:
+        return
+    try:
+        app = open_app(url, app_spec)
+        found = {j.id for j in app.backend.job_get_many(sorted({p for _, _, p in missing}))}
+    except StoreNotFound:
+        found = set()
+    for number, child, parent in missing:
+        if parent not in found:
+            raise click.ClickException(
+                f"line {number} of {name}: job {child} waits on {parent}, which is neither "
+                "in the file nor in the store (export its workflow whole)"
+            )
 
 
 @click.command("import")
@@ -234,8 +262,16 @@ def import_jobs(url: str | None, app_spec: str | None, path: str, batch: int) ->
     their own ids; ids the store has are skipped."""
     now = time.time()
     # Pass 1: check every line before anything is written.
+    ids: set[str] = set()
+    waits: list[tuple[int, str, str]] = []  # (line, waiting job, parent)
+    total = 0
     with open(path, encoding="utf-8") as f:
-        total = sum(1 for _ in read_jobs(f, path, now))
+        for number, item in read_jobs(f, path, now):
+            total += 1
+            ids.add(item.job.id)
+            if item.job.state is JobState.WAITING and item.flow is not None:
+                waits += [(number, item.job.id, p) for p in item.flow.parents]
+    _check_parents(waits, ids, path, url, app_spec)
     app = open_app(url, app_spec, create=True)
     added = 0
     columns = (TextColumn("import"), BarColumn(), MofNCompleteColumn())
@@ -245,7 +281,7 @@ def import_jobs(url: str | None, app_spec: str | None, path: str, batch: int) ->
     ):
         task = bar.add_task("jobs", total=total)
         pending: list[JobImport] = []
-        for item in read_jobs(f, path, now):
+        for _, item in read_jobs(f, path, now):
             pending.append(item)
             if len(pending) == batch:
                 added += len(app.backend.job_import_many(JobImportParams(pending)))
