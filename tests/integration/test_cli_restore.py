@@ -15,6 +15,7 @@ import pytest
 import conveyor
 from conveyor.backends.base import JobClaimParams, JobListParams, JobLogListParams
 from conveyor.backends.sqlite.connection import SCHEMA_VERSION, read_packaged
+from conveyor.worker.worker import Worker
 from tests.integration.cli_run import CONVEYOR, assert_one_error, clean_env
 from tests.integration.cli_run import conveyor as run
 from tests.integration.conftest import wait_for
@@ -263,6 +264,13 @@ def _claimed_backup(tmp_path: Path) -> tuple[Path, dict[str, str], str]:
     app = conveyor.App(url)
     got = app.backend.job_claim(JobClaimParams("w-gone", [("claimed", 1)], 1))
     assert [c.id for c in got] == [claimed]
+
+    @app.task(name="t.step", queue="flow")
+    def step(x: int) -> int:
+        return x
+
+    # A chain: its second step waits on the first, piped its result.
+    ids["chained"] = conveyor.chain(step.s(1), step.s()).enqueue().id
     backup = tmp_path / "b.db"
     app.backend.backup(str(backup))
     app.close()
@@ -277,23 +285,29 @@ def test_restore_into_any_store(kind: str, request: pytest.FixtureRequest, tmp_p
     target = BACKEND_URLS[kind](request, tmp_path / "t")
     first = run("restore", str(backup), "--into", target, cwd=tmp_path)
     assert first.returncode == 0, first.stderr
-    assert "restored 7 job(s)" in first.stdout and "1 job(s) running at backup time" in first.stdout
+    assert "restored 9 job(s)" in first.stdout and "1 job(s) running at backup time" in first.stdout
     assert backup.read_bytes() == before  # the backup itself is never written
     jobs = _jobs(target)
-    assert set(jobs) == {*ids.values(), claimed}
+    assert set(jobs) >= {*ids.values(), claimed} and len(jobs) == 9  # and the chain's head
     assert jobs[claimed] == {"state": "queued", "attempt": 0, "rescues": 0}
     assert jobs[ids["x-1"]]["state"] == "dead" and jobs[ids["x0"]]["state"] == "succeeded"
+    assert jobs[ids["chained"]]["state"] == "waiting"
     app = conveyor.App(target)
     try:
         assert [a.outcome for a in app.backend.job_attempts(claimed)] == ["released"]
         assert [a.outcome for a in app.backend.job_attempts(ids["x-1"])] == ["dead"]
         logs = app.backend.job_log_list(JobLogListParams(ids["x-1"]))
         assert any("working on -1" in r.message for r in logs)
+        # The chain still runs on the target: the second step is given the first's result.
+        app.task(name="t.step", queue="flow")(lambda x: x)
+        Worker(app, burst=True, queues=["flow"]).run(install_signals=False)
+        [chained] = app.backend.job_get_many([ids["chained"]])
+        assert (str(chained.state), chained.result) == ("succeeded", "1")
     finally:
         app.close()
     again = run("restore", str(backup), "--into", target, cwd=tmp_path)
     assert again.returncode == 0, again.stderr
-    assert "restored 0 job(s)" in again.stdout and "7 were already there" in again.stdout
+    assert "restored 0 job(s)" in again.stdout and "9 were already there" in again.stdout
 
 
 def test_a_backup_of_an_older_schema_is_migrated_on_the_way_in(tmp_path: Path) -> None:
