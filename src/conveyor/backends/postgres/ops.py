@@ -26,7 +26,8 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from conveyor.backends.postgres.dialect import POSTGRES, server_now
+from conveyor.backends.postgres.dialect import POSTGRES
+from conveyor.backends.postgres.sql import NOW
 from conveyor.backends.sql.dialect import Executor
 from conveyor.backends.sql.ops import SqlOperations
 from conveyor.errors import ConfigurationError
@@ -67,8 +68,7 @@ class PostgresOperations(SqlOperations):
         self._notify(ex)  # type: ignore[arg-type]  # ex is this store's cursor
 
     def _ops_now(self) -> float:
-        with self._tx() as cur:
-            return server_now(cur)
+        return float(str(self._once(f"SELECT {NOW}")[0][0]))  # one round trip
 
     def backup(self, path: str) -> None:
         """Not this backend's job (feature ``backup`` is not declared): raises
