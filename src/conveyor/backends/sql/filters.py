@@ -9,12 +9,11 @@ typed JSON comparison of a ``--where`` condition (``where_json``: SQLite's
 a bound parameter; column names come from this module only.
 
 Example:
-    >>> from conveyor.backends.base import JobFilter
-    >>> from conveyor.backends.sqlite.dialect import SQLITE
     >>> from conveyor.states import JobState
-    >>> filter_sql(SQLITE, JobFilter(queue="mail", states=(JobState.DEAD,)))
-    ('queue = ? AND state IN (?)', ['mail', 'dead'])
-    >>> filter_sql(SQLITE, JobFilter())
+    >>> d = Dialect("demo", "%s", "", True, None, ("INSERT", ""), lambda ex: 0.0, {})
+    >>> filter_sql(d, JobFilter(queue="mail", states=(JobState.DEAD,)))
+    ('queue = %s AND state IN (%s)', ['mail', 'dead'])
+    >>> filter_sql(d, JobFilter())
     ('1', [])
 """
 
