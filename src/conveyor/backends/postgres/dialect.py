@@ -1,6 +1,8 @@
 """PostgreSQL's :class:`~conveyor.backends.sql.dialect.Dialect`: ``%s`` placeholders,
 lists as one array parameter, ``FOR UPDATE`` row locks (concurrent writers), inserts
-that skip with ``ON CONFLICT DO NOTHING``, the server's clock.
+that skip with ``ON CONFLICT DO NOTHING``, the server's clock, ids in byte order
+(``COLLATE "C"``), logs in ``seq`` order, and ``--where`` conditions as ``jsonb``
+comparisons (:func:`where_json`).
 
 Example:
     >>> POSTGRES.sql("SELECT 1 FROM jobs WHERE id = ?")
@@ -9,10 +11,14 @@ Example:
 
 from __future__ import annotations
 
+import json
+
+from conveyor.backends.base import WhereCondition
 from conveyor.backends.postgres.connection import read_packaged
 from conveyor.backends.postgres.sql import NOW
 from conveyor.backends.sql.dialect import Dialect, Executor
 from conveyor.backends.sql.integrity import integrity_sql
+from conveyor.query import json_path
 
 
 def server_now(cur: Executor) -> float:
@@ -39,6 +45,51 @@ INTEGRITY = {
     "lease_never": "(lease_until IS NULL OR lease_until = 'NaN'::float8)",
 }
 
+_COLUMN = {
+    "args": ("payload", ("args",)),
+    "kwargs": ("payload", ("kwargs",)),
+    "result": ("result", ()),
+}
+
+
+def jsonpath(path: tuple[str | int, ...]) -> str:
+    """A strict SQL/JSON path with every key quoted (``strict $."a"[0]``), so a key named
+    like a jsonpath keyword (``last``, ``true``) is still a key.
+
+    >>> jsonpath(("args", 0, "last"))
+    'strict $."args"[0]."last"'
+    """
+    json_path(tuple(p for p in path if isinstance(p, str)))  # validates every key
+    return "strict $" + "".join(f"[{p}]" if isinstance(p, int) else f'."{p}"' for p in path)
+
+
+def where_json(cond: WhereCondition) -> tuple[str, list[object]]:
+    """One typed JSON comparison: the JSON text column read as ``jsonb`` with a *strict*
+    path, errors silenced, so a missing key or an index past the end is SQL ``NULL``
+    and matches nothing, not even ``null``. ``jsonb = jsonb`` is typed: ``42`` never
+    equals ``"42"`` nor ``true`` ``1``, ``1`` equals ``1.0``, objects and lists compare
+    by content -- the meaning SQLite's ``json_type`` tests and the Redis matcher give it.
+
+    >>> from conveyor.query import parse_where
+    >>> sql, args = where_json(parse_where("kwargs.n=3"))
+    >>> print(sql)
+    jsonb_path_query_first(payload::jsonb, ?::jsonpath, '{}', true) = ?::jsonb
+    >>> args
+    ['strict $."kwargs"."n"', '3']
+    """
+    if cond.root not in _COLUMN:
+        raise ValueError(f"unknown --where root {cond.root!r}")
+    column, base = _COLUMN[cond.root]
+    value = json.dumps(cond.value, separators=(",", ":"))
+    return (
+        f"jsonb_path_query_first({column}::jsonb, ?::jsonpath, '{{}}', true) = ?::jsonb",
+        [jsonpath((*base, *cond.path)), value],
+    )
+
+
+#: The statements of the operations that differ by more than spelling (as on SQLite).
+OPS_QUERIES = ("queue_pause", "job_finished_histogram")
+
 POSTGRES = Dialect(
     name="postgres",
     param="%s",
@@ -50,5 +101,12 @@ POSTGRES = Dialect(
     queries={
         "job_insert_flow": _query("job_insert_flow"),
         "integrity_check": integrity_sql(INTEGRITY),
+        **{name: _query(name) for name in OPS_QUERIES},
     },
+    returning=True,
+    skip_locked=" FOR UPDATE SKIP LOCKED",
+    always="TRUE",
+    id_order='id COLLATE "C"',
+    log_order="seq",
+    where_json=where_json,
 )

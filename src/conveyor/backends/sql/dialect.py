@@ -24,7 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from conveyor.backends.base import WhereCondition
 
 
 class Result(Protocol):
@@ -68,6 +71,25 @@ class Dialect:
     #: The store's own text of the statements that differ by more than spelling, by
     #: role name (the same names on every store: ``job_insert_flow``, ...).
     queries: Mapping[str, str]
+    #: True: ``UPDATE ... RETURNING`` exists (SQLite, PostgreSQL). False (MariaDB): the
+    #: engine selects the ids locked, then updates those
+    #: (:func:`conveyor.backends.sql.ops_bulk.update_returning`).
+    returning: bool = True
+    #: Appended to a ``SELECT`` that picks rows to take (a purge's, a sweep's), so that
+    #: concurrent takers skip each other's rows instead of waiting: ``" FOR UPDATE SKIP
+    #: LOCKED"``; empty where the transaction holds the whole database (SQLite).
+    skip_locked: str = ""
+    #: The ``WHERE`` of a filter with no conditions (``1``; PostgreSQL wants a boolean).
+    always: str = "1"
+    #: How to compare ids to get byte order, the order they were created in
+    #: (PostgreSQL: ``id COLLATE "C"``, whatever the database's collation).
+    id_order: str = "id"
+    #: The column ``job_logs`` are read back in, the order they were written in.
+    log_order: str = "rowid"
+    #: One typed JSON comparison of a ``--where`` condition -> (SQL with ``?``
+    #: placeholders, its arguments): the store's JSON functions
+    #: (:mod:`conveyor.backends.sql.filters`). None: the store cannot filter by JSON.
+    where_json: Callable[[WhereCondition], tuple[str, list[object]]] | None = None
 
     def sql(self, text: str) -> str:
         """``text``, written with ``?`` placeholders, in the driver's style."""

@@ -11,7 +11,7 @@ import sqlite3
 from typing import Any
 
 from conveyor.backends import decoding
-from conveyor.backends.base import AttemptRecord, ClaimedJob, JobRecord, WorkerInfo
+from conveyor.backends.base import ClaimedJob, JobRecord
 
 #: Column order of JobRecord, used by every SELECT that builds one.
 JOB_COLUMNS = (
@@ -19,11 +19,6 @@ JOB_COLUMNS = (
     "run_at, created_at, timeout, lease, worker_id, lease_until, cancel_requested, "
     "result, error, reason, started_at, finished_at, "
     "progress, progress_message, unique_key, waiting_on, headers, expires_at"
-)
-ATTEMPT_COLUMNS = "job_id, attempt, token, worker_id, started_at, finished_at, outcome, error"
-WORKER_COLUMNS = (
-    "id, host, pid, pid_started, started_at, queues, concurrency, pool, heartbeat_at, "
-    "last_fetch_at, running"
 )
 
 
@@ -66,16 +61,6 @@ def lossy_text(data: bytes) -> str:
 def is_undecodable_text(exc: BaseException) -> bool:
     """True for the error sqlite3 raises when a TEXT value is not UTF-8."""
     return isinstance(exc, sqlite3.OperationalError) and "Could not decode" in str(exc)
-
-
-def attempt_record(row: tuple[Any, ...]) -> AttemptRecord:
-    return AttemptRecord(*row)
-
-
-def worker_info(row: tuple[Any, ...]) -> WorkerInfo:
-    """Build a WorkerInfo from a row selected with WORKER_COLUMNS, whatever it holds (see
-    :func:`conveyor.backends.decoding.worker_info`)."""
-    return decoding.worker_info(row)
 
 
 def chunks(items: list[str], size: int = 500) -> list[list[str]]:
