@@ -19,6 +19,7 @@ from conveyor.backends.base import (
     JobInsertParams,
     QueuePauseParams,
 )
+from conveyor.backends.sql import leases
 from conveyor.backends.sql.claim import Claim
 from conveyor.backends.sql.dialect import Dialect, named_queries
 from conveyor.backends.sql.finish import Finish
@@ -29,6 +30,9 @@ from conveyor.states import FinishKind
 #: SQLite spelled as a store without RETURNING and without batched finishes (MariaDB's
 #: shape; its SKIP LOCKED is left out: SQLite has no row locks to skip).
 ROWS_ONLY = dataclasses.replace(SQLITE, returning=False, finish_batch="rows")
+#: Statements the engine runs only if the store names them: SQLite's write transaction
+#: already excludes every other writer, so it locks nothing.
+ONLY_WHERE_ROWS_LOCK = {"worker_lock_lost"}
 SRC = Path(__file__).parents[2] / "src" / "conveyor" / "backends"
 
 
@@ -120,11 +124,30 @@ def test_finish_row_by_row_writes_what_batches_write(
         assert _rows(a, table) == _rows(b, table)
 
 
-@pytest.mark.parametrize("role", ["claim"])
+@pytest.mark.parametrize("role", ["claim", "rescue"])
 def test_both_stores_name_the_same_statements(role: str) -> None:
-    """A role's query file defines the same names on every SQL store."""
+    """A role's query file defines the same names on every SQL store, but for the
+    statements the engine runs only where a store has them (row locks)."""
     names = [
         set(named_queries((SRC / store / "queries" / f"{role}.sql").read_text()))
         for store in ("sqlite", "postgres")
     ]
-    assert names[0] == names[1] != set()
+    assert names[0] == names[1] - ONLY_WHERE_ROWS_LOCK != set()
+
+
+def test_release_without_returning_writes_what_returning_writes(
+    stores: tuple[SQLiteBackend, SQLiteBackend],
+) -> None:
+    a, b = stores
+    now = time.time()
+    params = JobClaimParams("w", [("q0", 4)], 4)
+    claimed = _claim(SQLITE, a, params, now)
+    assert claimed == _claim(SQLITE, b, params, now)
+    jobs = [(str(i), int(str(t))) for i, _, t, *_ in claimed[:3]] + [("nope", 1)]
+    refused = []
+    for d, store in ((ROWS_ONLY, a), (SQLITE, b)):
+        with store._write() as conn:
+            refused.append(leases.release(d, conn, "w", jobs, now))
+    assert refused[0] == refused[1] == ["nope"]
+    for table in ("jobs", "attempts"):
+        assert _rows(a, table) == _rows(b, table)

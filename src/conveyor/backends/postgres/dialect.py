@@ -85,6 +85,10 @@ def claimed(row: Sequence[Any]) -> ClaimedJob:
     return job
 
 
+def _count_problem(attempt: int, token: int, rescues: int) -> str | None:
+    return count_at_limit(attempt=attempt, token=token, rescues=rescues)
+
+
 #: The audit's spellings (``sql/integrity_check.sql``). Typed columns: a value is what
 #: its column says, so what never comes is NaN or +Infinity (NaN sorts after every
 #: number and equals itself), and a NULL lease never expires. Workers are judged by the
@@ -112,10 +116,15 @@ POSTGRES = Dialect(
         "job_insert_flow": _query("job_insert_flow"),
         "integrity_check": integrity_sql(INTEGRITY),
         **named_queries(_query("claim")),
+        **named_queries(_query("leases")),
+        **named_queries(_query("rescue")),
+        **named_queries(_query("workers")),
         **FINISH_QUERIES,
     },
     skip_locked=" FOR UPDATE SKIP LOCKED",
     promote_answers=True,
     claimed=claimed,
     finish_batch="arrays",
+    server_clock=True,
+    count_problem=_count_problem,
 )

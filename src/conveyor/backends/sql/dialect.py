@@ -107,6 +107,15 @@ class Dialect:
     #: one JSON parameter (``job_finish_succeeded_many``, ``attempt_insert_succeeded_many``:
     #: SQLite's ``json_each``); ``"rows"``: one fenced statement per finish (any store).
     finish_batch: str = "rows"
+    #: True: the store's times are its server's clock (:attr:`clock`), so a time the
+    #: caller computed (a rescue's ``stale_before``) is re-anchored on it as an age.
+    server_clock: bool = False
+    #: A whole list as ONE parameter, for a named query that takes it so (a rescue's
+    #: dead workers): an array (PostgreSQL), JSON text for ``json_each`` (SQLite).
+    one_list: Callable[[list[Any]], Any] = list
+    #: What is wrong with a running row's counts that cannot move on (attempt, token,
+    #: rescues), for typed columns with a limit; None: the store has none.
+    count_problem: Callable[[int, int, int], str | None] | None = None
 
     def sql(self, text: str) -> str:
         """``text``, written with ``?`` placeholders, in the driver's style."""
@@ -132,7 +141,7 @@ class Dialect:
 
 
 def named_queries(text: str) -> dict[str, str]:
-    """The statements of one query file by name: each starts at a ``-- name: <name>``
+    r"""The statements of one query file by name: each starts at a ``-- name: <name>``
     line and runs to the next (comments before the first name describe the file).
 
     >>> named_queries("-- the claim\n-- name: a\nSELECT 1;\n-- name: b\n-- why\nSELECT 2\n")

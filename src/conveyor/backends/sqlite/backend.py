@@ -3,8 +3,11 @@
 Every write is one ``BEGIN IMMEDIATE`` transaction on one connection per backend object,
 guarded by a lock (inside a process a lock hands the file over faster than SQLite's busy
 handler; across processes ``busy_timeout`` queues writers, so no "database is locked").
-Claims are one ``UPDATE ... RETURNING`` per queue over a partial index; completions of a
-batch share one transaction (group commit). SQL lives in ``queries/*.sql``.
+The hot path's algorithms (claim, finish, leases, rescue, heartbeat) are the SQL engine's
+(:mod:`conveyor.backends.sql`) spelled by :data:`~conveyor.backends.sqlite.dialect.SQLITE`;
+this module wires them to the connection, its lock and the wake-up notifier. Claims are
+one ``UPDATE ... RETURNING`` per queue over a partial index; completions of a batch
+share one transaction (group commit). SQLite's own statements live in ``queries/*.sql``.
 
 Weaker than Redis in one way: one machine only (the file must be local; SQLite over a
 network filesystem breaks WAL's locking). Stronger in another: every row is queryable
@@ -23,7 +26,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import json
 import sqlite3
 import threading
 import time
@@ -55,6 +57,7 @@ from conveyor.backends.base import (
     WorkerHeartbeatParams,
     WorkerInfo,
 )
+from conveyor.backends.sql import leases, rescue, workers
 from conveyor.backends.sql.claim import Claim, promote_due
 from conveyor.backends.sql.finish import Finish
 from conveyor.backends.sqlite import flow_writes, rows
@@ -82,50 +85,21 @@ from conveyor.backends.sqlite.transactional import (
     task_connection,
 )
 from conveyor.errors import ConfigurationError, JobNotFound
-from conveyor.rules import (
-    CANCEL_AT_ONCE,
-    LOST,
-    LOST_PARENT_FAILED,
-    RELEASED,
-    RETRY_BY_HAND,
-    WAS_CANCELLED,
-    WORKER_LOST_ERROR,
-    WORKER_LOST_REASON,
-    held_alone,
-    rescue_gives_back_attempt,
-    rescue_state,
-    sql_states,
-)
-from conveyor.states import JobState
+from conveyor.rules import CANCEL_AT_ONCE, RETRY_BY_HAND, WAS_CANCELLED, sql_states
 
 _QUERY_NAMES = (
-    "attempt_insert",
-    "job_extend_lease",
     "job_insert",
     "job_insert_batch",
     "job_log_insert",
     "job_purge",
     "job_clear_results",
-    "job_release",
-    "job_rescue_candidates",
     "queue_pause",
-    "worker_heartbeat",
 )
 _DATA_VERSION = "PRAGMA data_version"
 _CANCEL_AT_ONCE = sql_states(CANCEL_AT_ONCE)
 _RETRY_BY_HAND = sql_states(RETRY_BY_HAND)
 #: Everything this backend implements (names: conveyor.backends.protocols.FEATURES).
-FEATURES = frozenset(
-    {
-        *("snooze", "progress", "unique", "workflows", "limits", "periodic"),
-        *("filters", "purge", "result_ttl", "queues", "logs", "integrity", "backup", "sql"),
-        "ack_with_claim",
-        "expires",
-        "transactional_enqueue",
-        "transactional_completion",
-        "shared",
-    }
-)
+FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic", "filters", "purge", "result_ttl", "queues", "logs", "integrity", "backup", "sql", "ack_with_claim", "expires", "transactional_enqueue", "transactional_completion", "shared"})  # fmt: skip
 
 
 def rollback(conn: sqlite3.Connection) -> None:
@@ -276,7 +250,7 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 stale = self._finish_in(self._conn, finishes, now) if finishes else []
-                promoted, claimed = self._claim_in(self._conn, claim, now)
+                promoted, claimed = Claim(SQLITE, self._conn, claim, now).result(self._conn)
                 # work_wait() after an empty claim must see any commit made after it.
                 # data_version is read inside the write transaction (no other connection
                 # can commit until ours does) and only when a wait can follow: outside a
@@ -293,12 +267,6 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
             self._notifier.bump()
         return stale, claimed
 
-    @staticmethod
-    def _claim_in(
-        conn: sqlite3.Connection, params: JobClaimParams, now: float
-    ) -> tuple[int, list[ClaimedJob]]:
-        return Claim(SQLITE, conn, params, now).result(conn)
-
     def job_delete_many(self, ids: Sequence[str]) -> int:
         with self._write() as conn:
             return delete_jobs(conn, ids)
@@ -306,27 +274,8 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
     def job_extend_leases(self, params: JobExtendLeasesParams) -> list[LeaseStatus]:
         if not params.jobs:
             return []
-        now = time.time()
-        tokens = dict(params.jobs)
         with self._write() as conn:
-            conn.executemany(
-                self._sql["job_extend_lease"],
-                [{"id": i, "token": t, "now": now} for i, t in params.jobs],
-            )
-            found: list[tuple[object, ...]] = []
-            for chunk in rows.chunks(list(tokens)):
-                found += conn.execute(
-                    "SELECT id, token, state, cancel_requested FROM jobs "
-                    f"WHERE id IN ({rows.placeholders(len(chunk))})",
-                    chunk,
-                ).fetchall()
-        seen = {r[0]: r for r in found}
-        answer = []
-        for job_id, token in params.jobs:
-            row = seen.get(job_id)
-            held = row is not None and row[1] == token and row[2] == "running"
-            answer.append(LeaseStatus(job_id, held, bool(row and row[3])))
-        return answer
+            return leases.extend_leases(SQLITE, conn, params.jobs, time.time())
 
     def job_finish_many(self, params: Sequence[JobFinishParams]) -> list[str]:
         now = time.time()
@@ -412,98 +361,12 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
             return promote_due(SQLITE, conn, time.time())
 
     def job_release_many(self, params: JobReleaseParams) -> list[str]:
-        now = time.time()
-        refused = []
         with self._write() as conn:
-            for job_id, token in params.jobs:
-                row = conn.execute(
-                    self._sql["job_release"], {"id": job_id, "token": token}
-                ).fetchone()
-                if row is None:
-                    refused.append(job_id)
-                    continue
-                conn.execute(
-                    self._sql["attempt_insert"],
-                    {
-                        "id": job_id,
-                        "token": token,
-                        "attempt": row[0],
-                        "worker_id": params.worker_id,
-                        "started_at": row[1],
-                        "finished_at": now,
-                        "outcome": RELEASED,
-                        "error": None,
-                    },
-                )
-        return refused
+            return leases.release(SQLITE, conn, params.worker_id, params.jobs, time.time())
 
     def job_rescue(self, params: JobRescueParams) -> list[RescueResult]:
-        now = time.time()
-        results: list[RescueResult] = []
         with self._write() as conn:
-            conn.execute("CREATE TEMP TABLE IF NOT EXISTS dead_workers (id TEXT PRIMARY KEY)")
-            conn.execute("DELETE FROM dead_workers")
-            conn.executemany(
-                "INSERT OR IGNORE INTO dead_workers VALUES (?)",
-                [(w,) for w in params.dead_worker_ids],
-            )
-            candidates = conn.execute(
-                self._sql["job_rescue_candidates"], {"stale_before": params.stale_before}
-            ).fetchall()
-            # Poison isolation: was each the one job its dead worker held? (rules.py)
-            alone_flags = held_alone([c[5] for c in candidates])
-            for candidate, alone in zip(candidates, alone_flags, strict=True):
-                job_id, token, *counts, worker_id, started = candidate
-                # A row written around the API may hold anything in its counts: an odd
-                # one ends dead with the problem as its reason, never fails the rescue.
-                attempt, max_attempts, rescues, problem = decoding.rescue_counts(*counts)
-                state = rescue_state(
-                    attempt=attempt,
-                    max_attempts=max_attempts,
-                    rescues=rescues,
-                    max_rescues=params.max_rescues,
-                    alone=alone,
-                    odd=problem is not None,
-                )
-                give_back = int(rescue_gives_back_attempt(alone=alone))
-                lost = state is JobState.DEAD
-                if lost:
-                    conn.execute(
-                        "UPDATE jobs SET state = 'dead', reason = ?, error = ?, "
-                        "finished_at = ?, worker_id = NULL, lease_until = NULL "
-                        "WHERE id = ? AND token = ? AND state = 'running'",
-                        (problem or WORKER_LOST_REASON, WORKER_LOST_ERROR, now, job_id, token),
-                    )
-                else:
-                    conn.execute(
-                        "UPDATE jobs SET state = 'queued', rescues = rescues + 1, "
-                        "attempt = attempt - ?, worker_id = NULL, lease_until = NULL "
-                        "WHERE id = ? AND token = ? AND state = 'running'",
-                        (give_back, job_id, token),
-                    )
-                conn.execute(
-                    self._sql["attempt_insert"],
-                    {
-                        "id": job_id,
-                        "token": token,
-                        "attempt": attempt,
-                        "worker_id": worker_id,
-                        "started_at": started,
-                        "finished_at": now,
-                        "outcome": LOST,
-                        "error": WORKER_LOST_ERROR,
-                    },
-                )
-                if lost:
-                    flow_writes.settle(conn, (), {str(job_id): LOST_PARENT_FAILED}, now)
-                results.append(RescueResult(str(job_id), worker_id, state))
-            conn.execute(
-                "DELETE FROM workers WHERE (heartbeat_at < ? OR id IN (SELECT id FROM dead_workers)) "
-                "AND id NOT IN (SELECT worker_id FROM jobs WHERE state = 'running' "
-                "AND worker_id IS NOT NULL)",
-                (params.stale_before,),
-            )
-        return results
+            return rescue.rescue(SQLITE, conn, params)
 
     def job_retry_many(self, params: JobRetryParams) -> list[JobRecord]:
         ids = list(params.ids)
@@ -561,30 +424,14 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
 
     def worker_deregister(self, worker_id: str) -> None:
         with self._write() as conn:
-            conn.execute("DELETE FROM workers WHERE id = ?", (worker_id,))
+            workers.deregister(SQLITE, conn, worker_id)
 
     def worker_heartbeat(self, params: WorkerHeartbeatParams) -> None:
         # A worker must not go on serving a file deleted or replaced under it (nobody
         # else sees its jobs; new jobs in the new file would never run): StoreReplaced.
         check_same_file(self.target.path, self._identity)
-        w = params.worker
         with self._write() as conn:
-            conn.execute(
-                self._sql["worker_heartbeat"],
-                {
-                    "id": w.id,
-                    "host": w.host,
-                    "pid": w.pid,
-                    "pid_started": w.pid_started,
-                    "started_at": w.started_at,
-                    "now": time.time(),
-                    "last_fetch_at": params.last_fetch_at,
-                    "queues": json.dumps(list(w.queues)),
-                    "concurrency": w.concurrency,
-                    "pool": w.pool,
-                    "running": params.running,
-                },
-            )
+            workers.heartbeat(SQLITE, conn, params, time.time())
 
     def worker_list(self) -> list[WorkerInfo]:
         found = self._read(f"SELECT {rows.WORKER_COLUMNS} FROM workers ORDER BY started_at")

@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import time
 
 from conveyor.backends.sql.dialect import Dialect, Executor, named_queries
@@ -54,7 +55,10 @@ SQLITE = Dialect(
         "integrity_check": integrity_sql(INTEGRITY),
         **named_queries(load_query("claim")),
         **named_queries(load_query("finish")),
+        **named_queries(load_query("rescue")),
+        **named_queries(load_query("workers")),
     },
+    one_list=json.dumps,
     claimed=rows.claimed_job,
     claim_rows=rows.claim_rows,
     finish_batch="json",
