@@ -97,10 +97,12 @@ class Claim:
             rows += ex.execute(d.sql(_READ.format(where=where)), args).fetchall()
         return rows
 
-    def _rows(self, ex: Executor, queue: str, sent: Result | list[Any], seen: list[str]) -> Any:
+    def _rows(
+        self, ex: Executor, queue: str, sent: Result | list[Any], before: list[ClaimedJob]
+    ) -> Any:
         if isinstance(sent, list):
             return sent
-        return self.d.claim_rows(ex, sent, self.params.worker_id, queue, self.now, seen)
+        return self.d.claim_rows(ex, sent, self.params.worker_id, queue, self.now, before)
 
     def result(self, ex: Executor) -> tuple[int, list[ClaimedJob]]:
         """(how many were promoted, the jobs claimed in priority order)."""
@@ -110,9 +112,9 @@ class Claim:
         empty: set[str] = set()
 
         def take(queue: str, want: int, sent: Result | list[Any]) -> None:
-            rows = self._rows(ex, queue, sent, [j.id for j in claimed])
+            rows = self._rows(ex, queue, sent, claimed)
+            claimed.extend(map(d.claimed, rows))
             for r in rows:
-                claimed.append(d.claimed(r))
                 if r[_FIELDS] is not None:
                     keyed[str(r[0])] = str(r[_FIELDS])
             if len(rows) < want:

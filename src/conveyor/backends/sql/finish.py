@@ -25,7 +25,7 @@ Example::
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from conveyor.backends.base import JobFinishParams
@@ -74,6 +74,10 @@ def _row_statement(kind: FinishKind) -> tuple[str, list[str]]:
     return f"UPDATE jobs SET {sets} WHERE {_FENCE}", fields
 
 
+#: Per finish kind: whether the job ends, what its end means to its dependants.
+_ENDS = {kind: FINISH[kind].ends_job for kind in FinishKind}
+_SUCCEEDS = {kind: FINISH[kind].state is JobState.SUCCEEDED for kind in FinishKind}
+_PARENT_FAILED = {kind: FINISH[kind].parent_failed for kind in FinishKind}
 #: One fenced statement per finish kind, with ``?`` placeholders, and its fields.
 ROW_STATEMENTS = {kind: _row_statement(kind) for kind in FinishKind}
 
@@ -113,56 +117,74 @@ class Finish:
         #: Indexes into ``params`` of the finishes not applied, set by result().
         self.unapplied: list[int] = []
         self._sent: list[Result] = []
-        self._applied: dict[int, float] | None = None
+        #: Written already (not "arrays"): the indexes applied, and the clock used.
+        self._applied: tuple[list[int], float] | None = None
+        #: The batch is successes only, each job once (SQLite's JSON batch).
+        self._successes = False
         if d.finish_batch == "arrays":
             for kind, numbered in _by_kind(params).items():
                 name = f"job_finish_many_{kind.value}" + ("_alone" if alone else "")
                 self._sent.append(ex.execute(d.queries[name], _arrays(numbered)))
             return
         now = d.clock(ex) if now is None else now
-        if d.finish_batch == "json" and batchable(params):
+        self._successes = d.finish_batch == "json" and batchable(params)
+        if self._successes:
             applied = _succeeded_json(d, ex, params, now)
         else:
             applied = _rows(d, ex, params, now)
-        # Every job applied may have dependants: settle reads their edges.
-        self._applied = dict.fromkeys(applied, now)
+        self._applied = (applied, now)
 
     def result(self, ex: Executor) -> tuple[list[str], bool]:
         """(refused ids, whether anything became ready or scheduled: wake workers)."""
         params = self.params
-        parents = self._applied
-        applied = set() if parents is None else set(parents)
-        if parents is None:
-            parents = {}  # index -> the store's clock, for jobs with dependants
-            for sent in self._sent:
-                for n, _finished, now, has_dependants in sent.fetchall():
-                    applied.add(int(n))
-                    if has_dependants:
-                        parents[int(n)] = float(now)
-        self.unapplied = [n for n in range(len(params)) if n not in applied]
-        ends = [FINISH[params[n].kind].ends_job for n in sorted(applied)]
-        wake = not all(ends)
-        self.ended = [params[n].id for n, end in zip(sorted(applied), ends, strict=True) if end]
-        if parents:
-            wake = _settle(self.d, ex, params, parents) > 0 or wake
+        if self._applied is None:
+            applied, clocks = self._answers()
+            parents = list(clocks)
+            now = max(clocks.values(), default=0.0)
+        else:  # every job applied may have dependants: settle reads their edges
+            applied, now = self._applied
+            parents = applied
+        if len(applied) == len(params):
+            self.unapplied = []
+        else:
+            seen = set(applied)
+            self.unapplied = [n for n in range(len(params)) if n not in seen]
+        if self._successes:
+            self.ended = ended = [params[n].id for n in applied]
+            wake = flow.settle(self.d, ex, ended, {}, now) > 0 if ended else False
+        else:
+            self.ended = ended = [params[n].id for n in applied if _ENDS[params[n].kind]]
+            wake = len(ended) < len(applied)  # a retry or snooze made a job scheduled
+            if parents:
+                wake = _settle(self.d, ex, params, parents, now) > 0 or wake
         return [params[n].id for n in self.unapplied], wake
+
+    def _answers(self) -> tuple[list[int], dict[int, float]]:
+        """The sent statements' answers: the indexes applied, in order, and the store's
+        clock for each that has dependants."""
+        applied: list[int] = []
+        parents: dict[int, float] = {}
+        for sent in self._sent:
+            for n, _finished, now, has_dependants in sent.fetchall():
+                applied.append(int(n))
+                if has_dependants:
+                    parents[int(n)] = float(now)
+        applied.sort()
+        return applied, parents
 
 
 def _settle(
-    d: Dialect, ex: Executor, params: Sequence[JobFinishParams], parents: Mapping[int, float]
+    d: Dialect, ex: Executor, params: Sequence[JobFinishParams], parents: Iterable[int], now: float
 ) -> int:
-    """Dependants move in the same commit as their parent's finish."""
-    succeeded = [
-        params[n].id for n in parents if FINISH[params[n].kind].state is JobState.SUCCEEDED
-    ]
+    """Dependants move in the same commit as their parent's finish (``parents``: the
+    indexes of finishes whose job may have dependants)."""
+    succeeded = [params[n].id for n in parents if _SUCCEEDS[params[n].kind]]
     failed = {
-        params[n].id: why
-        for n in parents
-        if (why := FINISH[params[n].kind].parent_failed) is not None
+        params[n].id: why for n in parents if (why := _PARENT_FAILED[params[n].kind]) is not None
     }
     if not succeeded and not failed:
         return 0
-    return flow.settle(d, ex, succeeded, failed, max(parents.values()))
+    return flow.settle(d, ex, succeeded, failed, now)
 
 
 def _rows(d: Dialect, ex: Executor, params: Sequence[JobFinishParams], now: float) -> list[int]:

@@ -65,7 +65,12 @@ def claimed_job(row: tuple[Any, ...]) -> ClaimedJob:
 
 
 def claim_rows(
-    conn: Any, sent: Any, worker_id: str, queue: str, now: float | None, seen: Sequence[str]
+    conn: Any,
+    sent: Any,
+    worker_id: str,
+    queue: str,
+    now: float | None,
+    before: Sequence[ClaimedJob],
 ) -> list[Any]:
     """The rows of one ``job_claim`` statement. A claimed row holding text that is not
     UTF-8 fails the fetch after the UPDATE has applied (SQLite applies RETURNING's
@@ -85,6 +90,7 @@ def claim_rows(
         ).fetchall()
     finally:
         conn.text_factory = str
+    seen = {j.id for j in before}  # claimed by this claim's earlier statements
     return [_Lossy(r) for r in found if r[0] not in seen]
 
 
