@@ -5,7 +5,15 @@ turns them into the driver's style. A list of values is a ``col IN (?, ?, ...)``
 into chunks where the database caps its parameters (SQLite) or one array parameter
 ``col = ANY(?)`` where it has arrays (PostgreSQL). Statements run on an
 :class:`Executor`: a ``sqlite3.Connection`` or a psycopg cursor, whose ``execute``
-both return something to fetch from.
+both return something to fetch from. The claim and the finish send statements before
+reading earlier ones (PostgreSQL's pipeline), so theirs must hand back an independent
+result per ``execute``: a ``sqlite3.Connection``, or ``postgres/dialect.Cursors``.
+
+A new SQL store is a Dialect: its spelling (``param``, ``array``/``chunk``, ``lock``,
+``skip_locked``, ``ignore``, ``clock``/``server_clock``), its capabilities
+(``returning``, ``finish_batch``, ``promote_answers``) and its ``queries``, each role's
+file parsed by :func:`named_queries` (the names each engine module reads are listed in
+its docstring).
 
 Example:
     >>> import time
