@@ -1,8 +1,9 @@
 """SQLite's :class:`~conveyor.backends.sql.dialect.Dialect`: ``?`` placeholders, lists
 as ``IN (...)`` in chunks under the variable limit, no row locks (every write holds
 the database's write lock from ``BEGIN IMMEDIATE``), ``INSERT OR IGNORE``, this
-process's clock, logs in ``rowid`` order, and ``--where`` conditions as
-``json_type``/``json_extract`` over the JSON text columns (:func:`where_json`).
+process's clock; claims by ``UPDATE ... RETURNING``, a batch of successes as one JSON
+parameter (``queries/finish.sql``), logs in ``rowid`` order, and ``--where`` conditions
+as ``json_type``/``json_extract`` over the JSON text columns (:func:`where_json`).
 
 Example:
     >>> SQLITE.insert_ignore("job_deps (parent_id, child_id) VALUES (?, ?)")
@@ -15,8 +16,9 @@ import json
 import time
 
 from conveyor.backends.base import WhereCondition
-from conveyor.backends.sql.dialect import Dialect, Executor
+from conveyor.backends.sql.dialect import Dialect, Executor, named_queries
 from conveyor.backends.sql.integrity import integrity_sql
+from conveyor.backends.sqlite import rows
 from conveyor.backends.sqlite.connection import load_query
 from conveyor.query import json_path
 
@@ -100,6 +102,14 @@ SQLITE = Dialect(
         "job_insert_flow": load_query("job_insert_flow"),
         "integrity_check": integrity_sql(INTEGRITY),
         **{name: load_query(name) for name in OPS_QUERIES},
+        **named_queries(load_query("claim")),
+        **named_queries(load_query("finish")),
+        **named_queries(load_query("rescue")),
+        **named_queries(load_query("workers")),
     },
     where_json=where_json,
+    one_list=json.dumps,
+    claimed=rows.claimed_job,
+    claim_rows=rows.claim_rows,
+    finish_batch="json",
 )
