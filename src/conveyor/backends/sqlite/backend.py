@@ -56,6 +56,7 @@ from conveyor.backends.base import (
     WorkerInfo,
 )
 from conveyor.backends.sqlite import flow_writes, rows
+from conveyor.backends.sqlite.action_log import SQLiteActionLog
 from conveyor.backends.sqlite.claim_limits import apply_limits, limits_exist
 from conveyor.backends.sqlite.connection import (
     load_query,
@@ -142,6 +143,7 @@ FEATURES = frozenset(
         "transactional_enqueue",
         "transactional_completion",
         "shared",
+        "action_log",
     }
 )
 
@@ -158,7 +160,7 @@ def rollback(conn: sqlite3.Connection) -> None:
 
 
 @translate_store_errors
-class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
+class SQLiteBackend(SQLiteOpsMixin, FlowMixin, SQLiteActionLog):
     """Backend on one SQLite file. Internal: use ``conveyor.App("sqlite:///file.db")``."""
 
     name = "sqlite"
