@@ -137,7 +137,7 @@ def audit(url: str | None, app_spec: str | None, limit: int, as_json: bool) -> N
         return
     Output().table(
         [
-            Column("time (UTC)", key=True),
+            Column("time", key=True),
             Column("actor", key=True),
             Column("source", key=True),
             Column("action", key=True),
