@@ -15,9 +15,12 @@ Example:
 from __future__ import annotations
 
 from conveyor.backends.params import (
+    MAX_ACTION_IDS,
     MAX_HISTOGRAM_BUCKETS,
     TRUNCATED_LOGGER,
     TRUNCATED_MESSAGE,
+    ActionLogInsertParams,
+    ActionLogListParams,
     ArgSlot,
     IntegrityCheckParams,
     JobCancelParams,
@@ -51,9 +54,11 @@ from conveyor.backends.params import (
     QueueResumeParams,
     WhereCondition,
     WorkerHeartbeatParams,
+    action_log_entry,
     check_histogram,
 )
 from conveyor.backends.protocols import (
+    ACTION_LOG_CAP,
     FEATURES,
     Backend,
     Flow,
@@ -64,6 +69,7 @@ from conveyor.backends.protocols import (
     require_transactional,
 )
 from conveyor.backends.records import (
+    ActionLogRecord,
     AttemptRecord,
     ClaimedJob,
     Dependency,
@@ -81,10 +87,15 @@ from conveyor.backends.records import (
 )
 
 __all__ = [
+    "ACTION_LOG_CAP",
     "FEATURES",
+    "MAX_ACTION_IDS",
     "MAX_HISTOGRAM_BUCKETS",
     "TRUNCATED_LOGGER",
     "TRUNCATED_MESSAGE",
+    "ActionLogInsertParams",
+    "ActionLogListParams",
+    "ActionLogRecord",
     "ArgSlot",
     "AttemptRecord",
     "Backend",
@@ -136,6 +147,7 @@ __all__ = [
     "WhereCondition",
     "WorkerHeartbeatParams",
     "WorkerInfo",
+    "action_log_entry",
     "check_histogram",
     "flow_features_of",
     "require_feature",

@@ -10,6 +10,7 @@ Example:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 from conveyor.backends.records import AttemptRecord, JobFlow, JobLogRecord, JobRecord, WorkerInfo
@@ -430,6 +431,64 @@ class QueuePauseParams:
 @record
 class QueueResumeParams:
     queue: str
+
+
+#: The most job ids one action-log entry keeps (``count`` says how many were acted on).
+MAX_ACTION_IDS = 100
+
+
+@record
+class ActionLogInsertParams:
+    """Record one operator action (feature ``action_log``); the caller fills every
+    field, the store only keeps it. ``job_ids`` is cut to :data:`MAX_ACTION_IDS` by
+    the caller (:func:`action_log_entry`)."""
+
+    at: float
+    actor: str
+    source: str  # "cli" or "dashboard"
+    action: str
+    count: int = 0
+    job_ids: Sequence[str] = ()
+    detail: str = ""
+    host: str = ""
+
+
+def action_log_entry(
+    actor: str,
+    source: str,
+    action: str,
+    *,
+    count: int = 0,
+    job_ids: Sequence[str] = (),
+    detail: str = "",
+    host: str = "",
+    at: float | None = None,
+) -> ActionLogInsertParams:
+    """An entry for ``action`` now, its ids cut to :data:`MAX_ACTION_IDS`.
+
+    >>> e = action_log_entry("ada", "cli", "retry", count=150, job_ids=[str(i) for i in range(150)])
+    >>> len(e.job_ids), e.count
+    (100, 150)
+    """
+    return ActionLogInsertParams(
+        at=time.time() if at is None else at,
+        actor=actor,
+        source=source,
+        action=action,
+        count=count,
+        job_ids=tuple(job_ids[:MAX_ACTION_IDS]),
+        detail=detail,
+        host=host,
+    )
+
+
+@record
+class ActionLogListParams:
+    """Entries newest first; ``before_id``: only those older than that entry (the last
+    id of the previous page). An id the store cannot have made gives no entries."""
+
+    limit: int = 100
+    before_id: str | None = None
 
 
 @record

@@ -37,6 +37,8 @@ from contextlib import AbstractContextManager
 from typing import Protocol
 
 from conveyor.backends.params import (
+    ActionLogInsertParams,
+    ActionLogListParams,
     IntegrityCheckParams,
     JobCancelParams,
     JobClaimParams,
@@ -67,6 +69,7 @@ from conveyor.backends.params import (
     WorkerHeartbeatParams,
 )
 from conveyor.backends.records import (
+    ActionLogRecord,
     AttemptRecord,
     ClaimedJob,
     Dependency,
@@ -82,6 +85,9 @@ from conveyor.backends.records import (
     RescueResult,
     WorkerInfo,
 )
+
+#: The most operator actions a store that bounds its log (Redis, memory) keeps.
+ACTION_LOG_CAP = 10_000
 
 #: Every feature name a backend may declare, and what it promises.
 FEATURES: dict[str, str] = {
@@ -101,6 +107,9 @@ FEATURES: dict[str, str] = {
     "logs": "job_log_insert_many, job_log_list",
     "integrity": "integrity_check",
     "backup": "backup (an online copy of the whole store)",
+    #: who did what from the dashboard and the CLI (``conveyor audit``); not the
+    #: integrity check, which is "integrity"
+    "action_log": "action_log_insert, action_log_list (the operator actions log)",
     "sql": "the store answers SQL over the jobs (the raw connection is usable)",
     #: every store but the in-process memory store: workers in other processes, the CLI
     #: and a shell (rows written around the API) reach the same jobs
@@ -229,6 +238,16 @@ class Flow(Protocol):
 
 class Operations(Protocol):
     """Handles, listing, bulk actions, import, backup, audit and statistics."""
+
+    def action_log_insert(self, params: ActionLogInsertParams) -> str:
+        """Keep one operator action (feature ``action_log``); returns its id. Redis and
+        the memory store keep the newest :data:`ACTION_LOG_CAP` entries; SQL stores all."""
+        ...
+
+    def action_log_list(self, params: ActionLogListParams) -> list[ActionLogRecord]:
+        """Operator actions newest first, at most ``params.limit``, older than
+        ``params.before_id`` when given."""
+        ...
 
     def backup(self, path: str) -> None:
         """An online, consistent copy of the store into ``path`` (feature ``backup``)."""

@@ -243,3 +243,21 @@ class FinishedBucket:
     queue: str
     state: JobState  # succeeded, dead or cancelled
     count: int
+
+
+@record
+class ActionLogRecord:
+    """One operator action as the store recorded it (``conveyor audit``, ``/audit``).
+
+    Not the integrity check of ``conveyor check``: this is who did what to the jobs."""
+
+    #: the store's own id for the entry; ids order entries (a later one sorts after)
+    id: str
+    at: float  # when the action was done (the caller's clock, epoch seconds)
+    actor: str  # the dashboard token's name, or the OS user who ran the CLI
+    source: str  # "cli" or "dashboard"
+    action: str  # retry, cancel, delete, purge, queue_pause, queue_resume, migrate, ...
+    count: int  # how many jobs it changed
+    job_ids: tuple[str, ...]  # the jobs it acted on (at most MAX_ACTION_IDS of them)
+    detail: str  # filters, a queue, a file or a store URL (password removed)
+    host: str  # where from: the client's address (dashboard) or the host name (CLI)

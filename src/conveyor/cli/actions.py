@@ -26,6 +26,7 @@ from conveyor.backends.base import (
     JobPurgeParams,
     JobRetryParams,
 )
+from conveyor.cli.action_log import describe_filter, record_cli_action
 from conveyor.cli.common import echo_json, store_options
 from conveyor.cli.config import open_app
 from conveyor.cli.filters import STATES, Duration, bound_to, filter_options, is_empty, iter_jobs
@@ -112,6 +113,14 @@ def _bulk(
         changed = sum(
             action(backend, targets[i : i + CHUNK]) for i in range(0, len(targets), CHUNK)
         )
+        chosen = "by id" if ids else describe_filter(job_filter)
+        record_cli_action(
+            backend,
+            verb,
+            count=changed,
+            job_ids=targets,
+            detail=f"{chosen}; {changed} of {len(targets)} changed",
+        )
         _report(as_json, verb, len(targets) + len(missing), changed, missing)
         if missing:
             raise SystemExit(1)  # some of the ids named no job: the caller must know
@@ -197,4 +206,8 @@ def purge(
         total += n
         if n < CHUNK:
             break
+    states_text = ",".join(s.value for s in wanted)
+    record_cli_action(
+        backend, "purge", count=total, detail=f"finished {older_than:g}s ago or more: {states_text}"
+    )
     _report(as_json, "purge", count, total)

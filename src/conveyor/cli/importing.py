@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import time
 from collections.abc import Iterator
 from typing import IO, Any
@@ -46,6 +47,7 @@ from conveyor.backends.base import (
     JobRecord,
 )
 from conveyor.backends.params import check_importable
+from conveyor.cli.action_log import record_cli_action
 from conveyor.cli.common import store_options
 from conveyor.cli.config import open_app
 from conveyor.errors import ConveyorError, StoreNotFound
@@ -273,7 +275,7 @@ def import_jobs(url: str | None, app_spec: str | None, path: str, batch: int) ->
                 waits += [(number, item.job.id, p) for p in item.flow.parents]
     _check_parents(waits, ids, path, url, app_spec)
     app = open_app(url, app_spec, create=True)
-    added = 0
+    new_ids: list[str] = []
     columns = (TextColumn("import"), BarColumn(), MofNCompleteColumn())
     with (
         open(path, encoding="utf-8") as f,
@@ -284,13 +286,21 @@ def import_jobs(url: str | None, app_spec: str | None, path: str, batch: int) ->
         for _, item in read_jobs(f, path, now):
             pending.append(item)
             if len(pending) == batch:
-                added += len(app.backend.job_import_many(JobImportParams(pending)))
+                new_ids += app.backend.job_import_many(JobImportParams(pending))
                 bar.advance(task, len(pending))
                 pending = []
         if pending:
-            added += len(app.backend.job_import_many(JobImportParams(pending)))
+            new_ids += app.backend.job_import_many(JobImportParams(pending))
             bar.advance(task, len(pending))
+    added = len(new_ids)
     skipped = total - added
+    record_cli_action(
+        app.backend,
+        "import",
+        count=added,
+        job_ids=new_ids,
+        detail=f"from {os.path.abspath(path)}; {skipped} skipped",
+    )
     click.echo(
         f"imported {added} job(s) into {redacted(app.url)}"
         + (f"; {skipped} were already there (same id), skipped" if skipped else "")

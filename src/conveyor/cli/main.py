@@ -37,6 +37,7 @@ COMMANDS = {
     "export": ("conveyor.cli.export", "export"),
     "backup": ("conveyor.cli.admin", "backup"),
     "check": ("conveyor.cli.admin", "check"),
+    "audit": ("conveyor.cli.action_log", "audit"),
     "restore": ("conveyor.cli.restore", "restore"),
     "import": ("conveyor.cli.importing", "import_jobs"),
     "queues": ("conveyor.cli.queues", "queues"),

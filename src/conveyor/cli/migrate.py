@@ -45,6 +45,7 @@ from conveyor.backends.base import (
     JobRecord,
     QueuePauseParams,
 )
+from conveyor.cli.action_log import record_cli_action
 from conveyor.cli.common import valid_url
 from conveyor.cli.migrate_flows import Component, workflow_components
 from conveyor.records import record
@@ -195,6 +196,15 @@ def migrate(
                 components=components,
             )
         moved, skipped = done.moved, done.skipped
+        # In both stores: the target got the jobs, the source lost them (and its pause).
+        for backend, way in ((source.backend, "to"), (target.backend, "from")):
+            other = target.backend.url if way == "to" else source.backend.url
+            record_cli_action(
+                backend,
+                "migrate",
+                count=moved,
+                detail=f"{way} {redacted(other)}; {skipped} skipped",
+            )
         left = source.backend.job_count(JobCountParams(JobFilter(states=MOVED)))
         click.echo(
             f"moved {moved} job(s) to {redacted(target.backend.url)}"

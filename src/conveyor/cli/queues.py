@@ -19,6 +19,7 @@ import click
 
 from conveyor.app import App
 from conveyor.backends.base import QueuePauseParams, QueueResumeParams
+from conveyor.cli.action_log import record_cli_action
 from conveyor.cli.common import age, echo_json, store_options
 from conveyor.cli.config import open_app
 from conveyor.cli.filters import STATES
@@ -87,6 +88,9 @@ def _toggle(ctx: click.Context, name: str, pause: bool, force: bool = False) -> 
         backend.queue_pause(QueuePauseParams(name))
     else:
         backend.queue_resume(QueueResumeParams(name))
+    record_cli_action(
+        backend, "queue_pause" if pause else "queue_resume", count=0, detail=f"queue {name}"
+    )
     verb = "paused" if pause else "resumed"
     if obj.get("as_json"):
         echo_json({"queue": name, "paused": pause})

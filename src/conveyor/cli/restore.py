@@ -55,6 +55,7 @@ from conveyor.backends.sqlite.restore import (
     replace_store,
     store_jobs,
 )
+from conveyor.cli.action_log import record_cli_action
 from conveyor.cli.common import _CONFIG_META, store_options, valid_url
 from conveyor.cli.config import configured_app, read_layers
 from conveyor.records import record
@@ -180,6 +181,18 @@ def restore(
     finally:
         if os.path.exists(temp):
             os.unlink(temp)
+    # In the restored store: the log it had went with the file it replaced.
+    restored = App(app.url)
+    try:
+        record_cli_action(
+            restored.backend,
+            "restore",
+            count=copy.jobs,
+            job_ids=copy.released,
+            detail=f"replaced by {os.path.abspath(backup)}; {len(copy.released)} released",
+        )
+    finally:
+        restored.close()
     click.echo(f"restored {copy.jobs} job(s) from {backup} into {target.path}")
     if copy.released:
         click.echo(
@@ -201,6 +214,12 @@ def _restore_into(backup: str, url: str, total: int) -> None:
                     source.backend, target.backend, on_page=lambda n: bar.advance(task, n)
                 )
             left = target.backend.job_count(JobCountParams(JobFilter()))
+            record_cli_action(
+                target.backend,
+                "restore",
+                count=done.added,
+                detail=f"jobs of {os.path.abspath(backup)}; {done.skipped} skipped",
+            )
         finally:
             source.close()
             target.close()

@@ -13,7 +13,7 @@ Serve it with any ASGI server (``uvicorn.run(web, host="127.0.0.1")``), or use
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 from starlette.applications import Starlette
@@ -25,25 +25,31 @@ from conveyor.web import views
 from conveyor.web.security import Guard, SecurityMiddleware
 from conveyor.web.state import DashboardState
 from conveyor.web.throughput import ThroughputHistory
+from conveyor.web.tokens import OPERATOR, DashboardToken
 
 
 def create_app(
     conveyor_app_or_url: App | str,
     *,
     token: str | None = None,
+    tokens: Sequence[DashboardToken] = (),
     page_size: int = 50,
     history_minutes: int = 60,
 ) -> Starlette:
     """Build a dashboard for an app (or a store URL; then the dashboard owns and closes it).
 
-    ``token``: when set, every request must carry it (see :mod:`conveyor.web.security`).
+    ``token``: when set, every request must carry it (see :mod:`conveyor.web.security`);
+    an operator named ``token``. ``tokens``: several, each with a name and a role
+    (:mod:`conveyor.web.tokens`); give one or the other.
     ``history_minutes``: how far back the throughput chart reads the store (by minute).
     """
     owns = isinstance(conveyor_app_or_url, str)
     conveyor_app = (
         App(conveyor_app_or_url) if isinstance(conveyor_app_or_url, str) else conveyor_app_or_url
     )
-    guard = Guard(token)
+    if token is not None and tokens:
+        raise ValueError("give token or tokens, not both")
+    guard = Guard(tokens or ([DashboardToken("token", OPERATOR, token)] if token else []))
     state = DashboardState(
         conveyor_app=conveyor_app,
         guard=guard,
@@ -67,6 +73,7 @@ def create_app(
         Route("/jobs/{job_id}/{action}", views.job_action, methods=["POST"]),
         Route("/queues/{queue}/{action}", views.queue_action, methods=["POST"]),
         Route("/workers", views.workers),
+        Route("/audit", views.audit),
         Route("/static/dashboard.css", views.stylesheet),
         Route("/static/dashboard.js", views.script),
     ]

@@ -16,6 +16,7 @@ header .brand { font-weight:700; letter-spacing:.02em; }
 header nav a { color:#cbd5e1; text-decoration:none; margin-right:16px; padding:4px 0; }
 header nav a.on, header nav a:hover { color:#fff; border-bottom:2px solid #60a5fa; }
 header .store { margin-left:auto; color:#9ca3af; font:12px ui-monospace,monospace; }
+header .user { color:#e5e7eb; font-size:12px; border:1px solid #374151; border-radius:4px; padding:2px 8px; }
 main { padding:20px 24px; max-width:1280px; }
 h1 { font-size:20px; margin:0 0 14px; } h2 { font-size:16px; margin:22px 0 8px; }
 a { color:var(--accent); }

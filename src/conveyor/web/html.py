@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from urllib.parse import urlencode
 
 from conveyor.rowtext import printable
-from conveyor.web.security import CSRF_FIELD
+from conveyor.web.security import CSRF_FIELD, NO_ACTIONS
 
 
 def esc(value: object) -> str:
@@ -104,7 +104,14 @@ def post_button(
     cls: str = "",
     confirm: str | None = None,
 ) -> str:
-    """A one-button POST form carrying the CSRF field (and optional hidden fields)."""
+    """A one-button POST form carrying the CSRF field (and optional hidden fields);
+    nothing for :data:`~conveyor.web.security.NO_ACTIONS` (a viewer's page).
+
+    >>> post_button("/jobs/j1/retry", "Retry", NO_ACTIONS)
+    ''
+    """
+    if csrf == NO_ACTIONS:
+        return ""
     fields = "".join(
         f'<input type="hidden" name="{esc(k)}" value="{esc(v)}">' for k, v in (hidden or {}).items()
     )
@@ -228,7 +235,7 @@ def bar_chart(
     return "".join(parts)
 
 
-NAV = (("/", "Overview"), ("/jobs", "Jobs"), ("/workers", "Workers"))
+NAV = (("/", "Overview"), ("/jobs", "Jobs"), ("/workers", "Workers"), ("/audit", "Audit"))
 
 
 def layout(
@@ -239,13 +246,16 @@ def layout(
     store: str,
     refresh: bool = False,
     flash: str | None = None,
+    user: str | None = None,
 ) -> str:
-    """The page around ``body``; ``refresh`` makes the page re-read itself every 5 s."""
+    """The page around ``body``; ``refresh`` makes the page re-read itself every 5 s;
+    ``user``: who is signed in, shown in the header (``alice (viewer)``)."""
     nav = "".join(
         f'<a href="{p}" class="{"on" if p == active else ""}">{esc(n)}</a>' for p, n in NAV
     )
     note = f'<div class="flash">{esc(flash)}</div>' if flash else ""
     attr = ' data-refresh="5000"' if refresh else ""
+    who = f'<span class="user" title="signed in as">{esc(user)}</span>' if user else ""
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -255,6 +265,6 @@ def layout(
 <script src="/static/dashboard.js" defer></script>
 </head><body>
 <header><span class="brand">conveyor</span><nav>{nav}</nav>
-<span class="store" title="store">{esc(store)}</span></header>
+<span class="store" title="store">{esc(store)}</span>{who}</header>
 <main id="main"{attr}>{note}{body}</main>
 </body></html>"""

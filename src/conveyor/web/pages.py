@@ -240,8 +240,10 @@ def jobs_page(
     queues: Sequence[str],
     paged: bool,
     limit: int,
+    actions: bool = True,
 ) -> str:
-    """``paged``: this is not the first page (the request had ``after`` or ``offset``)."""
+    """``paged``: this is not the first page (the request had ``after`` or ``offset``);
+    ``actions``: offer the bulk actions (not to a viewer)."""
 
     def select(name: str, options: Sequence[str], current: str | None) -> str:
         opts = '<option value="">any</option>' + "".join(
@@ -293,7 +295,7 @@ def jobs_page(
         f'<a class="btn{" danger" if a == "delete" else ""}" '
         f'href="{url("/jobs/bulk", {**query.to_params(), "action": a})}">'
         f"{ACTION_LABELS[a]} all matching</a>"
-        for a in bulk_actions(query)
+        for a in (bulk_actions(query) if actions else ())
     )
     here = {**query.to_params(), **sort.to_params(), "limit": str(limit)}
     nav = []

@@ -5,7 +5,8 @@ The model, in the order a request meets it:
 1. **Host**: without a token the dashboard serves only loopback ``Host`` names, so a
    hostile page cannot reach it through DNS rebinding (a name of theirs resolving to
    127.0.0.1 would still carry their name in ``Host``).
-2. **Token** (when set): ``Authorization: Bearer T``, or a cookie set by visiting any page
+2. **Token** (when set; several, each with a name and a role: :mod:`conveyor.web.tokens`):
+   ``Authorization: Bearer T``, or a cookie set by visiting any page
    once with ``?token=T`` (the dashboard then redirects to the same page, on this host, to
    drop it from the address bar). Anything else gets 401. Binding beyond loopback
    without a token is refused at start (:func:`check_bind`). The cookie is named after
@@ -15,7 +16,8 @@ The model, in the order a request meets it:
 3. **Actions** are POST only, and need both a same-origin ``Origin`` (or, when a browser
    sends none, ``Referer``) and a CSRF token: a random per-browser nonce in a
    ``SameSite=Strict`` cookie, and in the form its HMAC under a per-app secret (the
-   "signed double-submit cookie"). Failing either gets 403.
+   "signed double-submit cookie"). Failing either gets 403; so does any POST of a
+   ``viewer`` token, first, with its one-line reason.
 4. **Headers** on every answer: a CSP allowing only the dashboard's own scripts, styles
    and form targets (``form-action 'self'``, ``base-uri 'none'``), no framing, no sniffing.
 
@@ -32,6 +34,7 @@ import hashlib
 import hmac
 import ipaddress
 import secrets
+from collections.abc import Sequence
 from urllib.parse import parse_qsl, quote, urlsplit
 
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
@@ -40,12 +43,18 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp
 
 from conveyor.errors import ConfigurationError
+from conveyor.web.tokens import OPERATOR, DashboardToken, check_tokens
 
 TOKEN_COOKIE = "conveyor_token"  # the prefix: the name ends with the port (token_cookie)
 CSRF_COOKIE = "conveyor_csrf"
 CSRF_FIELD = "csrf"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+#: Who acts on a dashboard without tokens (it answers loopback names only).
+LOCAL = DashboardToken("local", OPERATOR, "")
+#: The CSRF value of a page rendered for a viewer: no form is drawn with it
+#: (:func:`conveyor.web.html.post_button`), and none would be accepted.
+NO_ACTIONS = ""
 
 # A strict CSP is cheap here: every script and style is served by the dashboard itself.
 SECURITY_HEADERS = {
@@ -70,7 +79,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_bind(host: str, token: str | None) -> None:
+def check_bind(host: str, token: str | Sequence[DashboardToken] | None) -> None:
     """Refuse to serve beyond loopback without a token (raises ConfigurationError)."""
     if not is_loopback(host) and not token:
         raise ConfigurationError(
@@ -82,33 +91,60 @@ def check_bind(host: str, token: str | None) -> None:
 
 
 class Guard:
-    """The per-app secrets and checks; one per ``create_app`` call, never shared."""
+    """The per-app secrets and checks; one per ``create_app`` call, never shared.
 
-    def __init__(self, token: str | None) -> None:
-        self.token = token
+    ``tokens``: who may use the dashboard (none: anyone on loopback, as an operator
+    named :data:`LOCAL`)."""
+
+    def __init__(self, tokens: Sequence[DashboardToken] = ()) -> None:
+        check_tokens(tokens)
+        self.tokens = tuple(tokens)
         self._secret = secrets.token_bytes(32)
+
+    @property
+    def token(self) -> str | None:
+        """Whether a token is required (the first one's secret; None: no token)."""
+        return self.tokens[0].secret if self.tokens else None
 
     def csrf_for(self, nonce: str) -> str:
         """The form value that proves a page was rendered for the browser holding ``nonce``."""
         return hmac.new(self._secret, _bytes(nonce), hashlib.sha256).hexdigest()
 
-    def session_value(self) -> str:
+    def session_value(self, token: DashboardToken) -> str:
         """What the login cookie holds: derived from the token, so it survives a restart
         of the dashboard but does not reveal the token (which also works as a Bearer)."""
-        assert self.token is not None
-        return hmac.new(_bytes(self.token), b"conveyor-dashboard-cookie", "sha256").hexdigest()
+        return hmac.new(_bytes(token.secret), b"conveyor-dashboard-cookie", "sha256").hexdigest()
+
+    def token_for(self, given: str | None) -> DashboardToken | None:
+        """The token whose secret is ``given`` (every one compared, in constant time)."""
+        found = None
+        for token in self.tokens:
+            if given is not None and _same(given, token.secret):
+                found = token
+        return found
 
     def token_ok(self, given: str | None) -> bool:
-        return self.token is not None and given is not None and _same(given, self.token)
+        return self.token_for(given) is not None
+
+    def who(self, request: Request) -> DashboardToken | None:
+        """The token this request carries (Bearer, else the login cookie); :data:`LOCAL`
+        when the dashboard has no token; None when it carries none of them."""
+        if not self.tokens:
+            return LOCAL
+        auth = request.headers.get("authorization", "")
+        if auth.lower().startswith("bearer "):
+            bearer = self.token_for(auth[7:].strip())
+            if bearer is not None:
+                return bearer
+        cookie = request.cookies.get(token_cookie(request))
+        found = None
+        for token in self.tokens:
+            if cookie is not None and _same(cookie, self.session_value(token)):
+                found = token
+        return found
 
     def authorized(self, request: Request) -> bool:
-        if self.token is None:
-            return True
-        auth = request.headers.get("authorization", "")
-        if auth.lower().startswith("bearer ") and self.token_ok(auth[7:].strip()):
-            return True
-        cookie = request.cookies.get(token_cookie(request))
-        return cookie is not None and _same(cookie, self.session_value())
+        return self.who(request) is not None
 
     def csrf_ok(self, request: Request, submitted: str | None) -> bool:
         nonce = request.cookies.get(csrf_cookie(request))
@@ -181,20 +217,23 @@ class SecurityMiddleware(BaseHTTPMiddleware):
         refusal = await self._refusal(request)
         if refusal is not None:
             return _with_headers(refusal)
-        login = request.query_params.get("token")
+        login = self.guard.token_for(request.query_params.get("token"))
         if login is not None:
             # Logged in by ?token=: keep it in a cookie, drop it from the address bar.
             response: Response = RedirectResponse(local_path(request), status_code=303)
             response.set_cookie(
                 token_cookie(request),
-                self.guard.session_value(),
+                self.guard.session_value(login),
                 httponly=True,
                 samesite="strict",
                 secure=request.url.scheme == "https",
             )
             return _with_headers(response)
         nonce = request.cookies.get(csrf_cookie(request)) or secrets.token_urlsafe(24)
-        request.state.csrf = self.guard.csrf_for(nonce)
+        user = self.guard.who(request)
+        request.state.user = user
+        # A viewer's pages are drawn without forms (post_button draws none for it).
+        request.state.csrf = self.guard.csrf_for(nonce) if user and user.may_act else NO_ACTIONS
         response = await call_next(request)
         if request.cookies.get(csrf_cookie(request)) != nonce:
             response.set_cookie(
@@ -226,6 +265,13 @@ class SecurityMiddleware(BaseHTTPMiddleware):
             )
         if request.method in SAFE_METHODS:
             return None
+        user = guard.who(request)
+        if user is not None and not user.may_act:
+            return PlainTextResponse(
+                f"403: {user.name} has a viewer token, which only reads; actions need an "
+                "operator token",
+                status_code=403,
+            )
         if not same_origin(request):
             return PlainTextResponse("403: cross-origin request refused", status_code=403)
         submitted = (await form_fields(request)).get(CSRF_FIELD)

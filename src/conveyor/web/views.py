@@ -27,10 +27,11 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
-from conveyor.backends.base import JobFilter
+from conveyor.backends.base import ActionLogListParams, ActionLogRecord, JobFilter
 from conveyor.redaction import redacted
-from conveyor.secrets import secret_where_error
+from conveyor.secrets import mask_payload, secret_where_error
 from conveyor.web import pages
+from conveyor.web.action_log_page import PAGE, action_log_page, dashboard_entry, keep
 from conveyor.web.assets import CSS, JS
 from conveyor.web.html import esc, layout
 from conveyor.web.query import (
@@ -45,8 +46,9 @@ from conveyor.web.query import (
     paused_queues,
     set_paused,
 )
-from conveyor.web.security import form_fields
+from conveyor.web.security import LOCAL, form_fields
 from conveyor.web.state import DashboardState
+from conveyor.web.tokens import DashboardToken
 
 MAX_PAGE = 500
 
@@ -98,6 +100,7 @@ def _render(
     status_code: int = 200,
 ) -> HTMLResponse:
     flash = flash_text(request.query_params.get("flash"))
+    user = request.state.user
     page = layout(
         title,
         body,
@@ -105,6 +108,7 @@ def _render(
         store=redacted(dashboard(request).backend.url),
         refresh=refresh,
         flash=flash,
+        user=None if user is LOCAL else f"{user.name} ({user.role})",
     )
     return HTMLResponse(page, status_code=status_code)
 
@@ -154,6 +158,7 @@ async def jobs(request: Request) -> Response:
         queues=[s.queue for s in stats],
         paged=bool(after or offset),
         limit=limit,
+        actions=_may_act(request),
     )
     if refused:
         body = f'<p class="error">where ignored: {esc(refused)}</p>{body}'
@@ -185,7 +190,11 @@ async def job_payload(request: Request) -> Response:
     found = await run_in_threadpool(backend.job_get_many, [job_id])
     if not found:
         return _not_found(request, job_id)
-    body = found[0].payload.encode("utf-8", "surrogateescape")
+    payload = found[0].payload
+    if not _may_act(request):
+        # A viewer never gets a secret argument, not even sealed (mask_payload: •••).
+        payload = mask_payload(payload) or ""
+    body = payload.encode("utf-8", "surrogateescape")
     return Response(
         body,
         media_type="application/json",
@@ -237,6 +246,8 @@ async def job_action(request: Request) -> Response:
         )
         return _render(request, "Not applicable", body, active="/jobs", status_code=409)
     done = await run_in_threadpool(apply_action, backend, action, [job_id])
+    entry = dashboard_entry(request, action, count=done, job_ids=[job_id], detail="by id")
+    await run_in_threadpool(keep, backend, entry)
     flash = verb if done else f"not-{verb}"
     target = "/jobs" if action == "delete" and done else page
     return RedirectResponse(f"{target}?{urlencode({'flash': flash})}", status_code=303)
@@ -244,6 +255,13 @@ async def job_action(request: Request) -> Response:
 
 async def bulk_confirm(request: Request) -> Response:
     backend = dashboard(request).backend
+    if not _may_act(request):
+        # The confirmation is the first step of an action: a viewer is told at once.
+        return PlainTextResponse(
+            f"403: {request.state.user.name} has a viewer token, which only reads; actions "
+            "need an operator token",
+            status_code=403,
+        )
     action = request.query_params.get("action", "")
     if action not in ACTION_STATES:
         return PlainTextResponse("unknown action", status_code=404)
@@ -277,6 +295,15 @@ async def bulk_action(request: Request) -> Response:
         )
         return _render(request, "Confirm", body, active="/jobs", status_code=409)
     done = await run_in_threadpool(apply_action, backend, action, ids)
+    described = " ".join(f"{k}={v}" for k, v in query.to_params().items()) or "all jobs"
+    entry = dashboard_entry(
+        request,
+        action,
+        count=done,
+        job_ids=ids,
+        detail=f"{described}; {done} of {len(ids)} changed",
+    )
+    await run_in_threadpool(keep, backend, entry)
     flash = f"{action}-{done}-of-{len(ids)}"
     return RedirectResponse(
         f"/jobs?{urlencode({**query.to_params(), 'flash': flash})}", status_code=303
@@ -289,8 +316,29 @@ async def queue_action(request: Request) -> Response:
     if action not in ("pause", "resume"):
         return PlainTextResponse("unknown action", status_code=404)
     await run_in_threadpool(set_paused, backend, queue, action == "pause")
+    entry = dashboard_entry(request, f"queue_{action}", count=0, detail=f"queue {queue}")
+    await run_in_threadpool(keep, backend, entry)
     flash = "paused" if action == "pause" else "resumed"
     return RedirectResponse(f"/?{urlencode({'flash': flash})}", status_code=303)
+
+
+async def audit(request: Request) -> Response:
+    """``GET /audit[?before=ID]``: one page of the operator actions log."""
+    backend = dashboard(request).backend
+    kept = "action_log" in backend.features
+    entries: list[ActionLogRecord] = []
+    if kept:
+        params = ActionLogListParams(PAGE, request.query_params.get("before") or None)
+        entries = await run_in_threadpool(backend.action_log_list, params)
+    next_before = entries[-1].id if len(entries) == PAGE else None
+    body = action_log_page(entries, next_before=next_before, kept=kept, store=backend.name)
+    return _render(request, "Audit", body, active="/audit")
+
+
+def _may_act(request: Request) -> bool:
+    """The request's token may act (an operator, or no token on loopback)."""
+    user: DashboardToken = request.state.user
+    return user.may_act
 
 
 async def workers(request: Request) -> Response:

@@ -45,6 +45,7 @@ from conveyor.backends.base import (
     require_transactional,
 )
 from conveyor.backends.memory import flow
+from conveyor.backends.memory.action_log import MemoryActionLog
 from conveyor.backends.memory.flow_methods import MemoryFlowMixin
 from conveyor.backends.memory.ops import MemoryOpsMixin
 from conveyor.backends.memory.store import MemoryStore, Row, Worker, store_for
@@ -72,6 +73,7 @@ FEATURES = frozenset(
         *("snooze", "progress", "unique", "workflows", "limits", "periodic"),
         *("filters", "purge", "result_ttl", "expires", "queues", "logs", "integrity"),
         "ack_with_claim",
+        "action_log",
     }
 )
 
@@ -81,7 +83,7 @@ _NO_TRANSACTION = (
 )
 
 
-class MemoryBackend(MemoryOpsMixin, MemoryFlowMixin):
+class MemoryBackend(MemoryOpsMixin, MemoryFlowMixin, MemoryActionLog):
     """Backend on a store in this process's memory. Internal: use
     ``conveyor.App("memory://name")``."""
 

@@ -22,10 +22,13 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from conveyor.backends.protocols import ACTION_LOG_CAP
 from conveyor.backends.records import (
+    ActionLogRecord,
     AttemptRecord,
     ClaimedJob,
     JobLogRecord,
@@ -167,6 +170,10 @@ class MemoryStore:
         self.schedules: dict[str, Schedule] = {}
         #: (schedule name, slot) -> job id: each slot fired once
         self.slots: dict[tuple[str, float], str] = {}
+        #: operator actions, oldest first, the newest ACTION_LOG_CAP kept (as on Redis);
+        #: ``action_seq`` numbers them (ids never reused, as a SQL identity)
+        self.actions: deque[ActionLogRecord] = deque(maxlen=ACTION_LOG_CAP)
+        self.action_seq = 0
 
     @contextmanager
     def write(self) -> Iterator[MemoryStore]:

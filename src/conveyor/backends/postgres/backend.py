@@ -50,6 +50,7 @@ from conveyor.backends.base import (
     WorkerHeartbeatParams,
 )
 from conveyor.backends.postgres import flow, inserts, sql, transactional
+from conveyor.backends.postgres.action_log import PostgresActionLog
 from conveyor.backends.postgres.connection import connect_options, open_pool
 from conveyor.backends.postgres.dialect import POSTGRES, Cursors
 from conveyor.backends.postgres.faults import translate_faults
@@ -75,11 +76,11 @@ if TYPE_CHECKING:
 WAIT_FIRST, WAIT_GROWTH, WAIT_MAX = 0.002, 1.5, 0.25
 
 # -- FEATURES (one line; pg-ops adds the Operations names as they land) --------------------
-FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic", "ack_with_claim", "transactional_enqueue", "transactional_completion", "filters", "purge", "result_ttl", "queues", "logs", "integrity", "expires", "shared"})  # fmt: skip
+FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic", "ack_with_claim", "transactional_enqueue", "transactional_completion", "filters", "purge", "result_ttl", "queues", "logs", "integrity", "expires", "shared", "action_log"})  # fmt: skip
 
 
 @translate_faults
-class PostgresBackend(PostgresOperations):
+class PostgresBackend(PostgresOperations, PostgresActionLog):
     """Backend on a PostgreSQL schema. Internal: use ``conveyor.App("postgresql://...")``."""
 
     name = "postgres"

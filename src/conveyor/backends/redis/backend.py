@@ -55,6 +55,7 @@ from conveyor.backends.base import (
     require_transactional,
 )
 from conveyor.backends.redis import hashes, reads
+from conveyor.backends.redis.action_log import RedisActionLog
 from conveyor.backends.redis.connection import Unavailable, open_client
 from conveyor.backends.redis.flow_methods import RedisFlowMixin
 from conveyor.backends.redis.hashes import chunks, num, opt_num
@@ -89,6 +90,7 @@ FEATURES = frozenset(
         *("snooze", "progress", "unique", "workflows", "limits", "periodic"),
         *("filters", "purge", "result_ttl", "queues", "logs", "integrity", "expires"),
         "shared",
+        "action_log",
     }
 )
 
@@ -105,7 +107,7 @@ _NO_COMPLETION = (
 )
 
 
-class RedisBackend(RedisOpsMixin, RedisFlowMixin):
+class RedisBackend(RedisOpsMixin, RedisFlowMixin, RedisActionLog):
     """Backend on Redis. Internal: use ``conveyor.App("redis://host:6379/0")``.
 
     URL options: ``?prefix=conveyor&result_ttl=604800&cluster=0`` (see ``url.py``).

@@ -56,6 +56,7 @@ from conveyor.backends.sql import leases, rescue, workers
 from conveyor.backends.sql.claim import Claim, promote_due
 from conveyor.backends.sql.finish import Finish
 from conveyor.backends.sqlite import rows
+from conveyor.backends.sqlite.action_log import SQLiteActionLog
 from conveyor.backends.sqlite.connection import (
     load_query,
     memory_key,
@@ -87,7 +88,18 @@ _QUERY_NAMES = (
 )
 _DATA_VERSION = "PRAGMA data_version"
 #: Everything this backend implements (names: conveyor.backends.protocols.FEATURES).
-FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic", "filters", "purge", "result_ttl", "queues", "logs", "integrity", "backup", "sql", "ack_with_claim", "expires", "transactional_enqueue", "transactional_completion", "shared"})  # fmt: skip
+FEATURES = frozenset(
+    {
+        *("snooze", "progress", "unique", "workflows", "limits", "periodic"),
+        *("filters", "purge", "result_ttl", "queues", "logs", "integrity", "backup", "sql"),
+        "ack_with_claim",
+        "expires",
+        "transactional_enqueue",
+        "transactional_completion",
+        "shared",
+        "action_log",
+    }
+)
 
 
 def rollback(conn: sqlite3.Connection) -> None:
@@ -102,7 +114,7 @@ def rollback(conn: sqlite3.Connection) -> None:
 
 
 @translate_store_errors
-class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
+class SQLiteBackend(SQLiteOpsMixin, FlowMixin, SQLiteActionLog):
     """Backend on one SQLite file. Internal: use ``conveyor.App("sqlite:///file.db")``."""
 
     name = "sqlite"
