@@ -107,49 +107,9 @@ def job_page(
     logs: Sequence[JobLogRecord] | None,
     csrf: str,
 ) -> str:
-    fields = [
-        ("task", f'<span class="mono">{esc(job.task)}</span>'),
-        ("queue", f'<a href="{url("/jobs", {"queue": job.queue})}">{esc(job.queue)}</a>'),
-        ("state", state_badge(job) + (" (cancel requested)" if job.cancel_requested else "")),
-        ("attempt", f"{job.attempt} of {job.max_attempts}"),
-        ("priority", esc(job.priority)),
-        ("rescues", esc(job.rescues)),
-        ("created", f"{utc(job.created_at)} ({ago(job.created_at)})"),
-        ("run at", utc(job.run_at)),
-        ("started", utc(job.started_at)),
-        ("finished", utc(job.finished_at)),
-        ("worker", esc(job.worker_id or "-")),
-        ("timeout", esc(job.timeout or "-")),
-        ("lease", f"{job.lease:g} s"),
-        ("reason", esc(job.reason or "-")),
-        ("headers", _headers_cell(job)),
-    ]
-    dl = "".join(f"<dt>{esc(k)}</dt><dd>{v}</dd>" for k, v in fields)
-    att_rows = [
-        [
-            str(a.attempt),
-            f'<span class="mono">{esc(a.worker_id or "-")}</span>',
-            utc(a.started_at),
-            duration(a.started_at, a.finished_at),
-            badge(a.outcome),
-            _error(a.error, folded=True) if a.error else '<span class="muted">-</span>',
-        ]
-        for a in attempts
-    ]
-    html_logs = ""
-    if logs is not None:
-        log_rows = [
-            [
-                utc(r.ts),
-                esc(r.level),
-                esc(r.logger),
-                f'<span class="mono">{esc(r.message)}</span>',
-            ]
-            for r in logs
-        ]
-        html_logs = "<h2>Logs</h2>" + table(
-            ["time", "level", "logger", "message"], log_rows, empty="No log records."
-        )
+    dl = _fields_list(job)
+    att_rows = [_attempt_row(a) for a in attempts]
+    html_logs = _logs_section(logs)
     # A failed or dead job's error is why the user opened it: first, above the fields.
     failure = ""
     history = f"<h2>Error</h2>{_error(job.error)}"
@@ -181,4 +141,56 @@ def job_page(
             cls="attempts",
         )
         + html_logs
+    )
+
+
+def _fields_list(job: JobRecord) -> str:
+    """The job's fields as a definition list's items (task, queue, state, times, ...)."""
+    fields = [
+        ("task", f'<span class="mono">{esc(job.task)}</span>'),
+        ("queue", f'<a href="{url("/jobs", {"queue": job.queue})}">{esc(job.queue)}</a>'),
+        ("state", state_badge(job) + (" (cancel requested)" if job.cancel_requested else "")),
+        ("attempt", f"{job.attempt} of {job.max_attempts}"),
+        ("priority", esc(job.priority)),
+        ("rescues", esc(job.rescues)),
+        ("created", f"{utc(job.created_at)} ({ago(job.created_at)})"),
+        ("run at", utc(job.run_at)),
+        ("started", utc(job.started_at)),
+        ("finished", utc(job.finished_at)),
+        ("worker", esc(job.worker_id or "-")),
+        ("timeout", esc(job.timeout or "-")),
+        ("lease", f"{job.lease:g} s"),
+        ("reason", esc(job.reason or "-")),
+        ("headers", _headers_cell(job)),
+    ]
+    return "".join(f"<dt>{esc(k)}</dt><dd>{v}</dd>" for k, v in fields)
+
+
+def _attempt_row(a: AttemptRecord) -> list[str]:
+    """One row of the attempts table."""
+    return [
+        str(a.attempt),
+        f'<span class="mono">{esc(a.worker_id or "-")}</span>',
+        utc(a.started_at),
+        duration(a.started_at, a.finished_at),
+        badge(a.outcome),
+        _error(a.error, folded=True) if a.error else '<span class="muted">-</span>',
+    ]
+
+
+def _logs_section(logs: Sequence[JobLogRecord] | None) -> str:
+    """The job's captured log records ('' when the store keeps none)."""
+    if logs is None:
+        return ""
+    log_rows = [
+        [
+            utc(r.ts),
+            esc(r.level),
+            esc(r.logger),
+            f'<span class="mono">{esc(r.message)}</span>',
+        ]
+        for r in logs
+    ]
+    return "<h2>Logs</h2>" + table(
+        ["time", "level", "logger", "message"], log_rows, empty="No log records."
     )

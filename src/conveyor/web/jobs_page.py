@@ -70,6 +70,44 @@ def jobs_page(
     limit: int,
 ) -> str:
     """``paged``: this is not the first page (the request had ``after`` or ``offset``)."""
+    with_errors = query.state is JobState.DEAD or any(shows_error(j) for j in page.jobs)
+    columns = [c for c in JOB_COLUMNS if c[0] != "error" or with_errors]
+    rows = [_job_row(j, columns) for j in page.jobs]
+    bulk = " ".join(
+        f'<a class="btn{" danger" if a == "delete" else ""}" '
+        f'href="{url("/jobs/bulk", {**query.to_params(), "action": a})}">'
+        f"{ACTION_LABELS[a]} all matching</a>"
+        for a in bulk_actions(query)
+    )
+    scan = ""
+    if page.truncated:
+        scan = (
+            f" · sorted only the newest {page.scanned} jobs these filters select; narrow them"
+            if not sort.by_id
+            else f" · search scanned {page.scanned} jobs and stopped; narrow the filters or go on"
+        )
+    order = (
+        "newest first"
+        if sort == Sort()
+        else f"by {sort.column}, " + ("descending" if sort.descending else "ascending")
+    )
+    return (
+        "<h1>Jobs</h1>"
+        + _filter_form(query, sort, queues)
+        + f'<div class="bar"><span>{len(page.jobs)} shown, {esc(order)}{esc(scan)}</span>{bulk}</div>'
+        + table(
+            [name for name, _ in columns],
+            rows,
+            empty="No jobs match these filters.",
+            cls="jobs",
+            head_html=[sort_link(name, col, query, sort, limit) for name, col in columns],
+        )
+        + f'<div class="bar">{_page_nav(query, page, sort, paged=paged, limit=limit)}</div>'
+    )
+
+
+def _filter_form(query: JobQuery, sort: Sort, queues: Sequence[str]) -> str:
+    """The filters above the table (queue, state, task, search, where), the sort kept."""
 
     def select(name: str, options: Sequence[str], current: str | None) -> str:
         opts = '<option value="">any</option>' + "".join(
@@ -82,7 +120,7 @@ def jobs_page(
         f'<input type="hidden" name="{esc(k)}" value="{esc(v)}">'
         for k, v in sort.to_params().items()
     )
-    form = (
+    return (
         '<form class="filters" method="get" action="/jobs">'
         + select(
             "queue", sorted(set(queues) | ({query.queue} if query.queue else set())), query.queue
@@ -101,28 +139,26 @@ def jobs_page(
             else ""
         )
     )
-    with_errors = query.state is JobState.DEAD or any(shows_error(j) for j in page.jobs)
-    columns = [c for c in JOB_COLUMNS if c[0] != "error" or with_errors]
-    rows = []
-    for j in page.jobs:
-        cells = {
-            "id": f'<a class="mono" href="/jobs/{esc(j.id)}">{esc(j.id)}</a>',
-            "task": f'<span class="mono">{esc(rowtext.preview(j.task))}</span>',
-            "queue": esc(rowtext.preview(j.queue)),
-            "state": state_badge(j),
-            "attempt": f"{j.attempt}/{j.max_attempts}",
-            "arguments": _args_cell(j),
-            "error": error_cell(j),
-            "created": ago(j.created_at),
-            "finished": ago(j.finished_at),
-        }
-        rows.append([cells[name] for name, _ in columns])
-    bulk = " ".join(
-        f'<a class="btn{" danger" if a == "delete" else ""}" '
-        f'href="{url("/jobs/bulk", {**query.to_params(), "action": a})}">'
-        f"{ACTION_LABELS[a]} all matching</a>"
-        for a in bulk_actions(query)
-    )
+
+
+def _job_row(j: JobRecord, columns: Sequence[tuple[str, str | None]]) -> list[str]:
+    """One job's cells, in the order of the shown ``columns``."""
+    cells = {
+        "id": f'<a class="mono" href="/jobs/{esc(j.id)}">{esc(j.id)}</a>',
+        "task": f'<span class="mono">{esc(rowtext.preview(j.task))}</span>',
+        "queue": esc(rowtext.preview(j.queue)),
+        "state": state_badge(j),
+        "attempt": f"{j.attempt}/{j.max_attempts}",
+        "arguments": _args_cell(j),
+        "error": error_cell(j),
+        "created": ago(j.created_at),
+        "finished": ago(j.finished_at),
+    }
+    return [cells[name] for name, _ in columns]
+
+
+def _page_nav(query: JobQuery, page: Page, sort: Sort, *, paged: bool, limit: int) -> str:
+    """The links under the table: back to the first page, on to the next."""
     here = {**query.to_params(), **sort.to_params(), "limit": str(limit)}
     nav = []
     if paged:
@@ -135,31 +171,7 @@ def jobs_page(
         nav.append(
             f'<a class="btn" href="{url("/jobs", {**here, "offset": str(page.next_offset)})}">Next page »</a>'
         )
-    scan = ""
-    if page.truncated:
-        scan = (
-            f" · sorted only the newest {page.scanned} jobs these filters select; narrow them"
-            if not sort.by_id
-            else f" · search scanned {page.scanned} jobs and stopped; narrow the filters or go on"
-        )
-    order = (
-        "newest first"
-        if sort == Sort()
-        else f"by {sort.column}, " + ("descending" if sort.descending else "ascending")
-    )
-    return (
-        "<h1>Jobs</h1>"
-        + form
-        + f'<div class="bar"><span>{len(page.jobs)} shown, {esc(order)}{esc(scan)}</span>{bulk}</div>'
-        + table(
-            [name for name, _ in columns],
-            rows,
-            empty="No jobs match these filters.",
-            cls="jobs",
-            head_html=[sort_link(name, col, query, sort, limit) for name, col in columns],
-        )
-        + f'<div class="bar">{"".join(nav)}</div>'
-    )
+    return "".join(nav)
 
 
 def _args_cell(job: JobRecord) -> str:
