@@ -12,17 +12,20 @@ Example::
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import click
 
 from conveyor import records, rowtext
 from conveyor.backends.base import (
+    AttemptRecord,
     Backend,
     JobDependenciesParams,
     JobFilter,
     JobListParams,
     JobLogListParams,
+    JobLogRecord,
     JobRecord,
 )
 from conveyor.cli.common import echo_json, store_options
@@ -179,6 +182,19 @@ def job(
             }
         )
         return
+    _print_job(record, parents, attempts, logs, utc=utc)
+
+
+def _print_job(
+    record: JobRecord,
+    parents: list[dict[str, str]],
+    attempts: Sequence[AttemptRecord],
+    logs: Sequence[JobLogRecord],
+    *,
+    utc: bool,
+) -> None:
+    """``conveyor job``'s sections: fields, odd-row note, parents, attempts (and their
+    tracebacks), logs."""
     out = Output(sections=True)
     out.fields(
         [
@@ -205,6 +221,29 @@ def job(
             title="depends on (workflow parents, in order)",
             empty="no parents",
         )
+    _attempts_table(out, attempts, utc=utc)
+    for a in attempts:
+        tb = _error(a.error).get("traceback")
+        if tb:
+            out.block(str(tb), title=f"attempt {a.attempt} traceback")
+    if record.error and not attempts:
+        out.block(str(_error(record.error).get("traceback") or record.error), title="error")
+    out.table(
+        [
+            Column("time"),
+            Column("#", key=True, right=True),
+            Column("level", key=True),
+            Column("logger", key=True),
+            Column("message"),
+        ],
+        [[iso_time(r.ts, utc=utc), r.attempt, r.level, r.logger, r.message] for r in logs],
+        title=f"logs ({len(logs)})",
+        empty="no logs",
+    )
+
+
+def _attempts_table(out: Output, attempts: Sequence[AttemptRecord], *, utc: bool) -> None:
+    """One row per attempt: token, worker, start, duration, outcome, first error line."""
     out.table(
         [
             Column("#", key=True, right=True),
@@ -231,24 +270,6 @@ def job(
         ],
         title="attempts",
         empty="no attempts yet",
-    )
-    for a in attempts:
-        tb = _error(a.error).get("traceback")
-        if tb:
-            out.block(str(tb), title=f"attempt {a.attempt} traceback")
-    if record.error and not attempts:
-        out.block(str(_error(record.error).get("traceback") or record.error), title="error")
-    out.table(
-        [
-            Column("time"),
-            Column("#", key=True, right=True),
-            Column("level", key=True),
-            Column("logger", key=True),
-            Column("message"),
-        ],
-        [[iso_time(r.ts, utc=utc), r.attempt, r.level, r.logger, r.message] for r in logs],
-        title=f"logs ({len(logs)})",
-        empty="no logs",
     )
 
 
