@@ -7,7 +7,7 @@ Settings come from the flags, else ``-C FILE``, else ``[tool.conveyor.worker]`` 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -15,7 +15,7 @@ from conveyor.app import App, check_url, load_app
 from conveyor.cli.common import valid_url
 from conveyor.cli.config import apply_url, config_option, read_layers
 from conveyor.cli.other_stores import warn_other_stores
-from conveyor.config import WORKER_DEFAULTS, Setting, app_setting, worker_settings
+from conveyor.config import WORKER_DEFAULTS, Layer, Setting, app_setting, worker_settings
 from conveyor.errors import ConfigurationError
 from conveyor.worker.executors import POOLS
 
@@ -166,21 +166,7 @@ def worker(
     from conveyor.worker.eventlog import default_queue_specs
     from conveyor.worker.worker import Worker
 
-    files = read_layers(config_file)
-    named = app_setting(files, app_spec, "APP")
-    if named is None:
-        raise click.UsageError(
-            "Missing argument 'APP' (module:attribute, e.g. tasks:app); or set app in "
-            "-C FILE or in [tool.conveyor] of ./pyproject.toml"
-        )
-    app_spec = named.value
-    given = {k: v for k, v in ctx.params.items() if k in _FLAGS}
-    flags = {
-        k: Setting(list(v) if k == "queues" else v, _FLAGS[k])
-        for k, v in given.items()
-        if ctx.get_parameter_source(k) is click.core.ParameterSource.COMMANDLINE
-    }
-    s = {k: setting.value for k, setting in worker_settings(files, flags).items()}
+    files, app_spec, s = _settings(ctx, config_file, app_spec)
     concurrency, pool, prefetch = s["concurrency"], s["pool"], s["prefetch"]
     max_jobs_per_child, max_memory_per_child = s["max_jobs_per_child"], s["max_memory_per_child"]
     shutdown_timeout, log_level, log_format = s["shutdown_timeout"], s["log_level"], s["log_format"]
@@ -191,16 +177,7 @@ def worker(
     # (and counted) lines, never job time. Drained with a deadline on the way out.
     handler = console.install(logging.getLevelName(log_level.upper()), log_format)
     try:
-        app = load_app(app_spec)  # imports App(include=...) too
-        app.import_includes(include)  # before the queues: their tasks declare some
-        apply_url(app, url, files)  # --url > App(url) > $CONVEYOR_URL > the files > default
-        if files:  # settings the command line does not show: say where they came from
-            logging.getLogger("conveyor.worker").info(
-                "config: %s (conveyor config shows each setting's source)",
-                ", ".join(layer.source for layer in files),
-            )
-        check_url(app.url)  # App(url) or $CONVEYOR_URL: a typo is one line, not a traceback
-        warn_other_stores(app, files)  # jobs waiting where producers here may write
+        app = _load(app_spec, include, url, files)
         w = Worker(
             app,
             queues=list(queues) or default_queue_specs(app),
@@ -228,6 +205,44 @@ def worker(
         raise click.ClickException(str(exc)) from exc  # --debug shows the cause
     finally:
         console.uninstall(handler)
+
+
+def _settings(
+    ctx: click.Context, config_file: str | None, app_spec: str | None
+) -> tuple[list[Layer], str, dict[str, Any]]:
+    """The config files, the APP and every worker setting's value (flags given on the
+    command line > the files > defaults)."""
+    files = read_layers(config_file)
+    named = app_setting(files, app_spec, "APP")
+    if named is None:
+        raise click.UsageError(
+            "Missing argument 'APP' (module:attribute, e.g. tasks:app); or set app in "
+            "-C FILE or in [tool.conveyor] of ./pyproject.toml"
+        )
+    app_spec = named.value
+    given = {k: v for k, v in ctx.params.items() if k in _FLAGS}
+    flags = {
+        k: Setting(list(v) if k == "queues" else v, _FLAGS[k])
+        for k, v in given.items()
+        if ctx.get_parameter_source(k) is click.core.ParameterSource.COMMANDLINE
+    }
+    s = {k: setting.value for k, setting in worker_settings(files, flags).items()}
+    return files, app_spec, s
+
+
+def _load(app_spec: str, include: tuple[str, ...], url: str | None, files: list[Layer]) -> App:
+    """The app, its include modules imported and its URL settled and checked."""
+    app = load_app(app_spec)  # imports App(include=...) too
+    app.import_includes(include)  # before the queues: their tasks declare some
+    apply_url(app, url, files)  # --url > App(url) > $CONVEYOR_URL > the files > default
+    if files:  # settings the command line does not show: say where they came from
+        logging.getLogger("conveyor.worker").info(
+            "config: %s (conveyor config shows each setting's source)",
+            ", ".join(layer.source for layer in files),
+        )
+    check_url(app.url)  # App(url) or $CONVEYOR_URL: a typo is one line, not a traceback
+    warn_other_stores(app, files)  # jobs waiting where producers here may write
+    return app
 
 
 def _close_store(app: App) -> None:
