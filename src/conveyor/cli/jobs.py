@@ -104,31 +104,33 @@ def jobs(
             Column("error", preview=60),
             Column("payload", preview=60),
         ],
-        [
-            [
-                j.id,
-                rowtext.preview(j.task),  # names the API makes are far shorter
-                rowtext.preview(j.queue),
-                state_label(j),
-                f"{j.attempt}/{j.max_attempts}",
-                iso_time(j.created_at, utc=utc),
-                # when a scheduled job (a delay, a schedule, a retry's backoff) runs
-                iso_time(j.run_at, utc=utc) if j.state is JobState.SCHEDULED else "-",
-                iso_time(j.finished_at, utc=utc),
-                # the last error of a job that failed (dead, or scheduled for a retry)
-                _listed_error(j.error),
-                # bounded in a pipe too: one huge row must not make a huge listing;
-                # secret arguments show as "•••"
-                rowtext.preview(mask_payload(j.payload)),
-            ]
-            for j in found
-        ],
+        [_listed_row(j, utc) for j in found],
         title=f"jobs — {redacted(backend.url)}",
         empty="no jobs" if is_empty(job_filter) and after is None else "no jobs match",
     )
     if next_after:
         order = " --oldest-first" if oldest_first else ""
         out.line(f"more: --after {next_after}{order}")
+
+
+def _listed_row(j: JobRecord, utc: bool) -> list[object]:
+    """One row of ``conveyor jobs``."""
+    return [
+        j.id,
+        rowtext.preview(j.task),  # names the API makes are far shorter
+        rowtext.preview(j.queue),
+        state_label(j),
+        f"{j.attempt}/{j.max_attempts}",
+        iso_time(j.created_at, utc=utc),
+        # when a scheduled job (a delay, a schedule, a retry's backoff) runs
+        iso_time(j.run_at, utc=utc) if j.state is JobState.SCHEDULED else "-",
+        iso_time(j.finished_at, utc=utc),
+        # the last error of a job that failed (dead, or scheduled for a retry)
+        _listed_error(j.error),
+        # bounded in a pipe too: one huge row must not make a huge listing;
+        # secret arguments show as "•••"
+        rowtext.preview(mask_payload(j.payload)),
+    ]
 
 
 @click.command("job")
