@@ -112,6 +112,8 @@ class ClassTask(ClassEnqueueMethods):
         result_ttl: Seconds | None = None,
         expires: Seconds | None = None,
     ) -> None:
+        """Register the class as a task. Over 60 lines: its keywords are the options of
+        ``@app.task``, one line each in the signature and in ``given``."""
         # The options of @app.task, spelled out so that type checkers check them (an
         # unknown keyword is a TypeError); retry_delay is the classmethod instead.
         super().__init_subclass__()

@@ -261,7 +261,8 @@ def _lua(value: object) -> str:
 
 @functools.cache  # the rules are constants; a Redis backend asks once per script
 def _lua_definitions() -> tuple[tuple[str, str], ...]:
-    """(name, Lua definition) of every rule, constants before the functions using them."""
+    """(name, Lua definition) of every rule, constants before the functions using them.
+    Over 60 lines: one Lua text per rule, in the order the scripts need them."""
     finish = ",\n  ".join(
         f"{r.code} = {{state = {_lua(r.state)}, outcome = {_lua(r.attempt_outcome)}, "
         f"give_back = {_lua(r.gives_back_attempt)}, parent_failed = {_lua(r.parent_failed)}, "

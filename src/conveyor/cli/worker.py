@@ -21,6 +21,7 @@ from conveyor.worker.executors import POOLS
 
 if TYPE_CHECKING:
     from conveyor.worker.claim_size import Prefetch
+    from conveyor.worker.worker import Worker
 
 
 class PrefetchType(click.ParamType):  # type: ignore[type-arg]
@@ -163,38 +164,16 @@ def worker(
     stop gracefully, a second INT stops at once, TSTP stops fetching, TTIN prints every
     thread's stack."""
     from conveyor.worker import console
-    from conveyor.worker.eventlog import default_queue_specs
-    from conveyor.worker.worker import Worker
 
     files, app_spec, s = _settings(ctx, config_file, app_spec)
-    concurrency, pool, prefetch = s["concurrency"], s["pool"], s["prefetch"]
-    max_jobs_per_child, max_memory_per_child = s["max_jobs_per_child"], s["max_memory_per_child"]
-    shutdown_timeout, log_level, log_format = s["shutdown_timeout"], s["log_level"], s["log_format"]
-    metrics_port, metrics_host = s["metrics_port"], s["metrics_host"]
-    queues = tuple(s["queues"] or ())
+    log_level, log_format = s["log_level"], s["log_format"]
 
     # Every line goes through a bounded queue to stderr: a slow reader costs dropped
     # (and counted) lines, never job time. Drained with a deadline on the way out.
     handler = console.install(logging.getLevelName(log_level.upper()), log_format)
     try:
         app = _load(app_spec, include, url, files)
-        w = Worker(
-            app,
-            queues=list(queues) or default_queue_specs(app),
-            concurrency=concurrency,
-            pool=pool,
-            shutdown_timeout=shutdown_timeout,
-            burst=burst,
-            app_spec=app_spec,
-            max_jobs_per_child=max_jobs_per_child,
-            max_memory_per_child=max_memory_per_child,
-            prefetch=prefetch,
-        )
-        w.events.queues_defaulted = not queues
-        if metrics_port is not None:
-            from conveyor.metrics import WorkerMetrics  # imports prometheus_client
-
-            WorkerMetrics(w).serve(metrics_port, metrics_host)
+        w = _worker(app, app_spec, s, burst)
         # Inside the try: process/interpreter pools import the app at start and report
         # a module that cannot load there as a ConfigurationError.
         try:
@@ -243,6 +222,32 @@ def _load(app_spec: str, include: tuple[str, ...], url: str | None, files: list[
     check_url(app.url)  # App(url) or $CONVEYOR_URL: a typo is one line, not a traceback
     warn_other_stores(app, files)  # jobs waiting where producers here may write
     return app
+
+
+def _worker(app: App, app_spec: str, s: dict[str, Any], burst: bool) -> Worker:
+    """The worker the settings ``s`` describe, its metrics served when asked for."""
+    from conveyor.worker.eventlog import default_queue_specs
+    from conveyor.worker.worker import Worker
+
+    queues = tuple(s["queues"] or ())
+    w = Worker(
+        app,
+        queues=list(queues) or default_queue_specs(app),
+        concurrency=s["concurrency"],
+        pool=s["pool"],
+        shutdown_timeout=s["shutdown_timeout"],
+        burst=burst,
+        app_spec=app_spec,
+        max_jobs_per_child=s["max_jobs_per_child"],
+        max_memory_per_child=s["max_memory_per_child"],
+        prefetch=s["prefetch"],
+    )
+    w.events.queues_defaulted = not queues
+    if s["metrics_port"] is not None:
+        from conveyor.metrics import WorkerMetrics  # imports prometheus_client
+
+        WorkerMetrics(w).serve(s["metrics_port"], s["metrics_host"])
+    return w
 
 
 def _close_store(app: App) -> None:
