@@ -96,3 +96,25 @@ def test_a_waiting_job_imports_with_its_parents_and_is_piped_when_they_succeed(
     )
     (released,) = backend.job_claim(JobClaimParams("w", [("q", 10)], 10))
     assert released.id == "c1" and released.payload.startswith('{"args":[10,2]')
+
+
+def test_a_unique_key_goes_to_one_job_and_a_passed_window_gives_it_up(backend: Backend) -> None:
+    old = time.time() - 100
+    done = records.replace(
+        record("h1", JobState.SUCCEEDED, finished_at=old, started_at=old), unique_key="k1"
+    )
+    backend.job_import_many(
+        JobImportParams([JobImport(done, flow=JobFlow("h1", unique_until=old))])
+    )
+    # k1's holder finished and its window passed: the key moves; k2 is given twice in
+    # one batch (two jobs never hold one key: the first keeps it); a rerun changes nothing.
+    jobs = [
+        JobImport(records.replace(record("a1", JobState.QUEUED), unique_key="k1")),
+        JobImport(records.replace(record("a2", JobState.QUEUED), unique_key="k2")),
+        JobImport(records.replace(record("a3", JobState.QUEUED), unique_key="k2")),
+    ]
+    assert backend.job_import_many(JobImportParams(jobs)) == ["a1", "a2", "a3"]
+    assert backend.job_import_many(JobImportParams(jobs)) == []
+    got = {j.id: j.unique_key for j in backend.job_get_many(["h1", "a1", "a2", "a3"])}
+    assert got == {"h1": None, "a1": "k1", "a2": "k2", "a3": None}
+    assert backend.integrity_check(IntegrityCheckParams(30.0)) == []

@@ -27,14 +27,21 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from conveyor import records
-from conveyor.backends.base import JobCountParams, JobFilter, JobRecord
+from conveyor.backends.base import (
+    Backend,
+    JobCountParams,
+    JobFilter,
+    JobFlow,
+    JobLogListParams,
+    JobRecord,
+)
 from conveyor.cli.common import store_options
 from conveyor.cli.config import open_app
-from conveyor.cli.filters import bound_to, filter_options, iter_jobs, job_dict
-from conveyor.cli.output import epoch_option
+from conveyor.cli.filters import _json_or_text, bound_to, filter_options, iter_jobs, job_dict
+from conveyor.cli.output import epoch_option, iso_json
 from conveyor.private_files import create_private
 from conveyor.rowtext import printable
-from conveyor.secrets import refuse_secret_where
+from conveyor.secrets import mask_payload, refuse_secret_where
 
 FIELDS = list(records.fields(JobRecord))
 
@@ -90,10 +97,57 @@ def export(
         with progress:
             bar = progress.add_task("export", total=total)
             for records in iter_jobs(backend, job_filter, page=page):
+                flows = (
+                    {}
+                    if writer
+                    else {f.id: f for f in backend.job_flow_many([j.id for j in records])}
+                )
                 for j in records:
-                    _write(out, writer, job_dict(j, epoch=epoch))
+                    data = job_dict(j, epoch=epoch)
+                    if writer is None:  # JSON lines: all `conveyor import` needs
+                        data.update(history(backend, j, flows.get(j.id), epoch=epoch))
+                    _write(out, writer, data)
                 out.flush()
                 progress.advance(bar, len(records))
+
+
+def history(backend: Backend, j: JobRecord, flow: JobFlow | None, *, epoch: bool) -> dict[str, Any]:
+    """The JSON-lines fields beyond the job's row, so ``conveyor import`` brings a job
+    back whole: its workflow fields, attempt history and logs, and whether export
+    masked secret arguments (then the payload cannot be imported: docs/secrets.md).
+    CSV keeps the row's columns only."""
+
+    def when(ts: float | None) -> Any:
+        return ts if epoch else iso_json(ts)
+
+    return {
+        "pipe": flow.pipe if flow else 0,
+        "parents": list(flow.parents) if flow else [],
+        "unique_until": when(flow.unique_until if flow else None),
+        "secrets_masked": mask_payload(j.payload) != j.payload,
+        "attempts": [
+            {
+                "attempt": a.attempt,
+                "token": a.token,
+                "worker_id": a.worker_id,
+                "started_at": when(a.started_at),
+                "finished_at": when(a.finished_at),
+                "outcome": a.outcome,
+                "error": None if a.error is None else _json_or_text(a.error),
+            }
+            for a in backend.job_attempts(j.id)
+        ],
+        "logs": [
+            {
+                "attempt": r.attempt,
+                "ts": when(r.ts),
+                "level": r.level,
+                "logger": r.logger,
+                "message": r.message,
+            }
+            for r in backend.job_log_list(JobLogListParams(j.id))
+        ],
+    }
 
 
 def open_private(path: str) -> IO[str]:

@@ -37,6 +37,8 @@ COMMANDS = {
     "export": ("conveyor.cli.export", "export"),
     "backup": ("conveyor.cli.admin", "backup"),
     "check": ("conveyor.cli.admin", "check"),
+    "restore": ("conveyor.cli.restore", "restore"),
+    "import": ("conveyor.cli.importing", "import_jobs"),
     "queues": ("conveyor.cli.queues", "queues"),
     "migrate": ("conveyor.cli.migrate", "migrate"),
     "dashboard": ("conveyor.cli.dashboard", "dashboard"),

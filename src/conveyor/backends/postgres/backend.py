@@ -4,10 +4,12 @@ One psycopg 3 connection pool per backend object (``self._pool``; see connection
 for its settings; autocommit on); every method is one transaction: ``_tx()`` (BEGIN ...
 COMMIT, for statements that read as they go), ``_pipelined()`` (the hot path: one
 implicit transaction that the pipeline's Sync commits) or ``_once()`` (one statement).
-Claims are ``UPDATE ... WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED LIMIT n)
-RETURNING`` over the partial index of ready jobs, so concurrent workers never wait on
-each other's rows; every transition out of ``running`` is fenced by the claim token.
-Wake-ups travel by LISTEN/NOTIFY. docs/postgres.md has the schema and the locks held.
+The hot path's algorithms are the SQL engine's (:mod:`conveyor.backends.sql`) spelled by
+:data:`~conveyor.backends.postgres.dialect.POSTGRES`; this module wires them to the pool,
+the pipeline and LISTEN/NOTIFY. Claims are ``UPDATE ... WHERE id IN (SELECT ... FOR
+UPDATE SKIP LOCKED LIMIT n) RETURNING`` over the partial index of ready jobs, so
+concurrent workers never wait on each other's rows; every transition out of ``running``
+is fenced by the claim token. docs/postgres.md has the schema and the locks held.
 
 Example (needs a server; the test suite starts one)::
 
@@ -18,7 +20,6 @@ Example (needs a server; the test suite starts one)::
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -49,29 +50,19 @@ from conveyor.backends.base import (
     WorkerHeartbeatParams,
 )
 from conveyor.backends.postgres import flow, inserts, sql, transactional
-from conveyor.backends.postgres.claim import PROMOTE_DUE, Claim
 from conveyor.backends.postgres.connection import connect_options, open_pool
-from conveyor.backends.postgres.dialect import POSTGRES
+from conveyor.backends.postgres.dialect import POSTGRES, Cursors
 from conveyor.backends.postgres.faults import translate_faults
-from conveyor.backends.postgres.finish import ATTEMPT_INSERT, Finishes
 from conveyor.backends.postgres.listener import CHANNEL, DoneListener, Listener, notify_done
 from conveyor.backends.postgres.ops import PostgresOperations
-from conveyor.backends.postgres.sql import count_at_limit
 from conveyor.backends.postgres.url import parse_postgres_url
-from conveyor.backends.sql import periodic
+from conveyor.backends.sql import leases, periodic, rescue, workers
+from conveyor.backends.sql.claim import Claim, promote_due
+from conveyor.backends.sql.finish import Finish
 from conveyor.errors import JobNotFound
 from conveyor.rules import (
     FINISH,
-    LOST,
-    LOST_PARENT_FAILED,
-    RELEASED,
-    WORKER_LOST_ERROR,
-    WORKER_LOST_REASON,
-    held_alone,
-    rescue_gives_back_attempt,
-    rescue_state,
 )
-from conveyor.states import JobState
 
 if TYPE_CHECKING:
     import psycopg
@@ -159,13 +150,6 @@ class PostgresBackend(PostgresOperations):
 
     # -- insert and read -----------------------------------------------------------------
 
-    def job_get_many(self, ids: Sequence[str]) -> list[JobRecord]:
-        if not ids:
-            return []
-        rows = self._once(f"SELECT {sql.JOB_COLUMNS} FROM jobs WHERE id = ANY(%s)", (list(ids),))
-        found = {r.id: r for r in map(decoding.job_record, rows)}
-        return [found[i] for i in ids if i in found]
-
     def job_insert_many(
         self, params: Sequence[JobInsertParams] | JobInsertBatchParams
     ) -> Sequence[str]:
@@ -217,11 +201,12 @@ class PostgresBackend(PostgresOperations):
         # The finishes, the promotion and each queue's claim go to the server together;
         # what they decide (notifications, dependants, top-ups) goes with the commit.
         with self._pipelined() as conn:
-            sent = Finishes(conn, finishes) if finishes else None
-            started = Claim(conn, claim)
+            ex = Cursors(conn)
+            sent = Finish(POSTGRES, ex, finishes, None) if finishes else None
+            started = Claim(POSTGRES, ex, claim, None)
             cur = conn.cursor()
-            stale, wake = sent.result(cur) if sent is not None else ([], False)
-            promoted, claimed = started.result(cur)
+            stale, wake = sent.result(ex) if sent is not None else ([], False)
+            promoted, claimed = started.result(ex)
             if wake or promoted:
                 self._notify(cur)
             if sent is not None:
@@ -241,13 +226,14 @@ class PostgresBackend(PostgresOperations):
         # a refused finish only makes its waiter read the row once more.
         with self._pool.connection() as conn:
             with conn.pipeline():
-                sent = Finishes(conn, params, alone=True)
+                ex = Cursors(conn)
+                sent = Finish(POSTGRES, ex, params, None, alone=True)
                 cur = conn.cursor()
                 if not all(FINISH[p.kind].ends_job for p in params):
                     self._notify(cur)  # a retry or snooze made a job scheduled
                 notify_done(cur, self.schema, [p.id for p in params if FINISH[p.kind].ends_job])
             # The pipeline's closing Sync committed and brought every answer back.
-            sent.result(cur)
+            sent.result(ex)
         if not sent.unapplied:
             return []
         # Refused, or parents of dependants, which move in the same transaction as the
@@ -257,8 +243,9 @@ class PostgresBackend(PostgresOperations):
     def _finish_settling(self, params: Sequence[JobFinishParams]) -> list[str]:
         with self._pipelined() as conn:
             cur = conn.cursor()
-            sent = Finishes(conn, params)
-            stale, wake = sent.result(cur)
+            ex = Cursors(conn)
+            sent = Finish(POSTGRES, ex, params, None)
+            stale, wake = sent.result(ex)
             if wake:
                 self._notify(cur)
             notify_done(cur, self.schema, sent.ended)
@@ -267,30 +254,12 @@ class PostgresBackend(PostgresOperations):
     def job_extend_leases(self, params: JobExtendLeasesParams) -> list[LeaseStatus]:
         if not params.jobs:
             return []
-        ids = [i for i, _ in params.jobs]
         with self._tx() as cur:
-            cur.execute(
-                f"UPDATE jobs SET lease_until = {sql.NOW} + lease "
-                "FROM unnest(%s::text[], %s::bigint[]) AS f(id, token) "
-                "WHERE jobs.id = f.id AND jobs.token = f.token AND jobs.state = 'running'",
-                (ids, [t for _, t in params.jobs]),
-            )
-            cur.execute(
-                "SELECT id, token, state, cancel_requested FROM jobs WHERE id = ANY(%s)", (ids,)
-            )
-            seen = {str(r[0]): r for r in cur.fetchall()}
-        answer = []
-        for job_id, token in params.jobs:
-            row = seen.get(job_id)
-            held = row is not None and row[1] == token and row[2] == "running"
-            answer.append(LeaseStatus(job_id, held, bool(row and row[3])))
-        return answer
+            return leases.extend_leases(POSTGRES, cur, params.jobs, None)
 
     def job_promote_due(self) -> int:
         with self._tx() as cur:
-            cur.execute(PROMOTE_DUE)
-            row = cur.fetchone()
-            count = int(str(row[0])) if row is not None else 0
+            count = promote_due(POSTGRES, cur, None)
             if count:
                 self._notify(cur)
         return count
@@ -299,113 +268,14 @@ class PostgresBackend(PostgresOperations):
         if not params.jobs:
             return []
         with self._tx() as cur:
-            # Graceful shutdown: back to ready, and the attempt is not counted.
-            cur.execute(
-                "UPDATE jobs SET state = 'queued', attempt = attempt - 1, worker_id = NULL, "
-                "lease_until = NULL FROM unnest(%s::text[], %s::bigint[]) AS f(id, token) "
-                "WHERE jobs.id = f.id AND jobs.token = f.token AND jobs.state = 'running' "
-                f"RETURNING jobs.id, jobs.token, jobs.attempt + 1, jobs.started_at, {sql.NOW}",
-                ([i for i, _ in params.jobs], [t for _, t in params.jobs]),
-            )
-            released = cur.fetchall()
-            if released:
-                cur.execute(
-                    ATTEMPT_INSERT,
-                    (
-                        [r[0] for r in released],
-                        [r[1] for r in released],
-                        [r[2] for r in released],
-                        [params.worker_id] * len(released),
-                        [r[3] for r in released],
-                        [r[4] for r in released],
-                        [RELEASED] * len(released),
-                        [None] * len(released),
-                    ),
-                )
+            refused = leases.release(POSTGRES, cur, params.worker_id, params.jobs, None)
+            if len(refused) < len(params.jobs):
                 self._notify(cur)
-        done = {str(r[0]) for r in released}
-        return [job_id for job_id, _ in params.jobs if job_id not in done]
+        return refused
 
     def job_rescue(self, params: JobRescueParams) -> list[RescueResult]:
-        # The caller's stale_before becomes an age, re-anchored on the server's clock
-        # (heartbeats and leases are written with it).
-        age = time.time() - params.stale_before
-        dead = list(params.dead_worker_ids)
-        results: list[RescueResult] = []
         with self._tx() as cur:
-            now = self._server_now(cur)
-            stale_before = now - age
-            # Lock the lost workers' rows first: a heartbeat arriving now waits for this
-            # commit (and then finds its jobs gone), so liveness cannot change under us.
-            cur.execute(
-                "SELECT id FROM workers WHERE heartbeat_at < %s OR id = ANY(%s) "
-                "ORDER BY id FOR UPDATE",
-                (stale_before, dead),
-            )
-            # SKIP LOCKED: a row being finished right now is left to its finish.
-            cur.execute(
-                "SELECT j.id, j.token, j.attempt, j.max_attempts, j.rescues, j.worker_id, "
-                "j.started_at FROM jobs AS j LEFT JOIN workers AS w ON w.id = j.worker_id "
-                "WHERE j.state = 'running' AND (w.id IS NULL OR w.heartbeat_at < %(stale)s "
-                "OR j.lease_until < %(stale)s OR j.worker_id = ANY(%(dead)s)) "
-                "ORDER BY j.id FOR UPDATE OF j SKIP LOCKED",
-                {"stale": stale_before, "dead": dead},
-            )
-            candidates = cur.fetchall()
-            # Poison isolation: was each the one job its dead worker held? (rules.py)
-            alone_flags = held_alone([c[5] for c in candidates])  # type: ignore[misc]
-            lost_ids: dict[str, str] = {}
-            attempts: list[tuple[object, ...]] = []
-            for candidate, alone in zip(candidates, alone_flags, strict=True):
-                job_id, token, attempt, max_attempts, rescues, worker_id, started = candidate
-                # Typed columns hold whole numbers, but a row written around the API may
-                # hold one at its column's limit: rescues + 1 would fail every pass, so
-                # such a row ends dead with that as its reason (rules.rescue_state, odd).
-                problem = count_at_limit(
-                    attempt=int(attempt),  # type: ignore[call-overload]
-                    token=int(token),  # type: ignore[call-overload]
-                    rescues=int(rescues),  # type: ignore[call-overload]
-                )
-                state = rescue_state(
-                    attempt=int(attempt),  # type: ignore[call-overload]
-                    max_attempts=int(max_attempts),  # type: ignore[call-overload]
-                    rescues=int(rescues),  # type: ignore[call-overload]
-                    max_rescues=params.max_rescues,
-                    alone=alone,
-                    odd=problem is not None,
-                )
-                if state is JobState.DEAD:
-                    cur.execute(
-                        "UPDATE jobs SET state = 'dead', reason = %s, error = %s, "
-                        "finished_at = %s, worker_id = NULL, lease_until = NULL "
-                        "WHERE id = %s AND token = %s AND state = 'running'",
-                        (problem or WORKER_LOST_REASON, WORKER_LOST_ERROR, now, job_id, token),
-                    )
-                    lost_ids[str(job_id)] = LOST_PARENT_FAILED
-                else:
-                    cur.execute(
-                        "UPDATE jobs SET state = 'queued', rescues = rescues + 1, "
-                        "attempt = attempt - %s, worker_id = NULL, lease_until = NULL "
-                        "WHERE id = %s AND token = %s AND state = 'running'",
-                        (int(rescue_gives_back_attempt(alone=alone)), job_id, token),
-                    )
-                attempts.append((job_id, token, attempt, worker_id, started))
-                results.append(RescueResult(str(job_id), worker_id, state))  # type: ignore[arg-type]
-            if attempts:
-                columns = [list(c) for c in zip(*attempts, strict=True)]
-                n = len(attempts)
-                cur.execute(
-                    ATTEMPT_INSERT,
-                    (*columns[:5], [now] * n, [LOST] * n, [WORKER_LOST_ERROR] * n),
-                )
-            if lost_ids:
-                flow.settle(cur, (), lost_ids, now)
-            cur.execute(
-                "DELETE FROM workers WHERE (heartbeat_at < %s OR id = ANY(%s)) "
-                "AND id NOT IN (SELECT worker_id FROM jobs WHERE state = 'running' "
-                "AND worker_id IS NOT NULL)",
-                (stale_before, dead),
-            )
+            results = rescue.rescue(POSTGRES, cur, params)
             if results:
                 self._notify(cur)
         return results
@@ -468,32 +338,12 @@ class PostgresBackend(PostgresOperations):
 
     def worker_deregister(self, worker_id: str) -> None:
         with self._tx() as cur:
-            cur.execute("DELETE FROM workers WHERE id = %s", (worker_id,))
+            workers.deregister(POSTGRES, cur, worker_id)
 
     def worker_heartbeat(self, params: WorkerHeartbeatParams) -> None:
-        w = params.worker
-        self._size_pool_for(w.concurrency)
+        self._size_pool_for(params.worker.concurrency)
         with self._tx() as cur:
-            cur.execute(
-                "INSERT INTO workers (id, host, pid, pid_started, started_at, heartbeat_at, "
-                "last_fetch_at, queues, concurrency, pool, running) "
-                f"VALUES (%s, %s, %s, %s, %s, {sql.NOW}, %s, %s, %s, %s, %s) "
-                "ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, "
-                "last_fetch_at = COALESCE(excluded.last_fetch_at, workers.last_fetch_at), "
-                "running = excluded.running",
-                (
-                    w.id,
-                    w.host,
-                    w.pid,
-                    w.pid_started,
-                    w.started_at,
-                    params.last_fetch_at,
-                    json.dumps(list(w.queues)),
-                    w.concurrency,
-                    w.pool,
-                    params.running,
-                ),
-            )
+            workers.heartbeat(POSTGRES, cur, params, None)
 
     def _size_pool_for(self, concurrency: int) -> None:
         """The pool sized to the worker it serves: one connection per task slot plus

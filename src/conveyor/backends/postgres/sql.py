@@ -47,8 +47,6 @@ def count_at_limit(*, attempt: int, token: int, rescues: int) -> str | None:
 #: Column order of JobRecord: the columns are named as its fields (``decoding.JOB_NAMES``,
 #: the same list as SQLite's rows.JOB_COLUMNS), so the two cannot drift apart.
 JOB_COLUMNS = ", ".join(decoding.JOB_NAMES)
-#: The RETURNING columns of a claim, in ClaimedJob order (``decoding.CLAIM_NAMES``).
-CLAIM_COLUMNS = ", ".join(decoding.CLAIM_NAMES)
 
 #: Plain jobs, many per statement: one array per column, unnested into rows. A job
 #: whose run_at is still ahead of the server's clock is scheduled, else queued.

@@ -4,6 +4,10 @@ small :class:`~conveyor.backends.sql.dialect.Dialect` that says how one store sp
 what differs (placeholders, list parameters, row locks, insert-or-ignore, clock, chunk
 sizes). Each store keeps its own named queries where a statement must differ.
 
+The operations (listing and filters, bulk actions, logs, import, queue statistics, the
+audit) are mixins here too (:class:`~conveyor.backends.sql.ops.SqlOperations`), bound
+to a store by the hooks of :class:`~conveyor.backends.sql.store.SqlStore`.
+
 Example:
     >>> from conveyor.backends.sql.dialect import Dialect
     >>> Dialect.__name__

@@ -9,10 +9,12 @@ worker died frees its slot as soon as the rescuer requeues it. Where the store l
 rows (:attr:`Dialect.lock`), the keys' ``limits`` rows are locked in key order first,
 so two claimers never both take the last slot (nor deadlock).
 
+The claim (:mod:`conveyor.backends.sql.claim`) reads each job's ``limit_key`` with its
+row, so a claim of jobs without one pays nothing here.
+
 Example::
 
-    keyed = limit_keys(SQLITE, conn, [j.id for j in claimed])
-    claimed = apply_limits(SQLITE, conn, claimed, keyed, now)
+    claimed = apply_limits(SQLITE, conn, claimed, {"j1": "api"}, now)
 """
 
 from __future__ import annotations
@@ -28,20 +30,6 @@ from conveyor.rules import limit_deferral
 #: A key's settings: (concurrency, rate_count, rate_period), each None when unset.
 Config = tuple[Any, Any, Any]
 _UNSET: Config = (None, None, None)
-
-
-def limits_exist(d: Dialect, ex: Executor) -> bool:
-    """One indexed probe per claim: no limit ever declared -> nothing else to do."""
-    return ex.execute("SELECT 1 FROM limits LIMIT 1").fetchone() is not None
-
-
-def limit_keys(d: Dialect, ex: Executor, ids: Sequence[str]) -> dict[str, str]:
-    """The limit key of each of ``ids`` that has one (for a claim that does not return it)."""
-    keyed: dict[str, str] = {}
-    for where, args in d.in_list("id", ids):
-        query = d.sql(f"SELECT id, limit_key FROM jobs WHERE {where} AND limit_key IS NOT NULL")
-        keyed.update((str(i), str(k)) for i, k in ex.execute(query, args).fetchall())
-    return keyed
 
 
 def apply_limits(

@@ -3,8 +3,11 @@
 Every write is one ``BEGIN IMMEDIATE`` transaction on one connection per backend object,
 guarded by a lock (inside a process a lock hands the file over faster than SQLite's busy
 handler; across processes ``busy_timeout`` queues writers, so no "database is locked").
-Claims are one ``UPDATE ... RETURNING`` per queue over a partial index; completions of a
-batch share one transaction (group commit). SQL lives in ``queries/*.sql``.
+The hot path's algorithms (claim, finish, leases, rescue, heartbeat) are the SQL engine's
+(:mod:`conveyor.backends.sql`) spelled by :data:`~conveyor.backends.sqlite.dialect.SQLITE`;
+this module wires them to the connection, its lock and the wake-up notifier. Claims are
+one ``UPDATE ... RETURNING`` per queue over a partial index; completions of a batch
+share one transaction (group commit). SQLite's own statements live in ``queries/*.sql``.
 
 Weaker than Redis in one way: one machine only (the file must be local; SQLite over a
 network filesystem breaks WAL's locking). Stronger in another: every row is queryable
@@ -23,7 +26,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import json
 import sqlite3
 import threading
 import time
@@ -33,10 +35,8 @@ from typing import TYPE_CHECKING
 
 from conveyor.backends import decoding
 from conveyor.backends.base import (
-    AttemptRecord,
     Backend,
     ClaimedJob,
-    JobCancelParams,
     JobClaimParams,
     JobExtendLeasesParams,
     JobFinishParams,
@@ -47,33 +47,32 @@ from conveyor.backends.base import (
     JobRecord,
     JobReleaseParams,
     JobRescueParams,
-    JobRetryParams,
     JobWaitParams,
     LeaseStatus,
-    QueueStats,
     RescueResult,
     WorkerHeartbeatParams,
-    WorkerInfo,
 )
-from conveyor.backends.sqlite import flow_writes, rows
-from conveyor.backends.sqlite.claim_limits import apply_limits, limits_exist
+from conveyor.backends.sql import leases, rescue, workers
+from conveyor.backends.sql.claim import Claim, promote_due
+from conveyor.backends.sql.finish import Finish
+from conveyor.backends.sqlite import rows
 from conveyor.backends.sqlite.connection import (
     load_query,
     memory_key,
     open_connection,
     parse_sqlite_url,
 )
+from conveyor.backends.sqlite.dialect import SQLITE
 from conveyor.backends.sqlite.faults import (
     check_same_file,
     file_identity,
     store_error,
     translate_store_errors,
 )
-from conveyor.backends.sqlite.finish_batch import batchable, finish_succeeded
 from conveyor.backends.sqlite.flow_methods import FlowMixin
 from conveyor.backends.sqlite.inserts import batch_rows, insert_values
 from conveyor.backends.sqlite.notify import MAX_POLL, MIN_POLL, POLL_GROWTH, notifier_for
-from conveyor.backends.sqlite.ops import SQLiteOpsMixin, delete_jobs
+from conveyor.backends.sqlite.ops import SQLiteOpsMixin
 from conveyor.backends.sqlite.transactional import (
     ASYNC_REFUSED,
     insert_through,
@@ -81,69 +80,14 @@ from conveyor.backends.sqlite.transactional import (
     task_connection,
 )
 from conveyor.errors import ConfigurationError, JobNotFound
-from conveyor.rules import (
-    CANCEL_AT_ONCE,
-    FINISH,
-    LOST,
-    LOST_PARENT_FAILED,
-    RELEASED,
-    RETRY_BY_HAND,
-    WAS_CANCELLED,
-    WORKER_LOST_ERROR,
-    WORKER_LOST_REASON,
-    held_alone,
-    rescue_gives_back_attempt,
-    rescue_state,
-    sql_states,
-)
-from conveyor.states import FinishKind, JobState
 
 _QUERY_NAMES = (
-    "attempt_insert",
-    "job_claim",
-    "job_extend_lease",
-    "job_finish_cancelled",
-    "job_finish_dead",
-    "job_finish_drop",
-    "job_finish_expired",
-    "job_finish_retry",
-    "job_finish_snooze",
-    "job_finish_succeeded",
     "job_insert",
     "job_insert_batch",
-    "job_log_insert",
-    "job_promote_due",
-    "job_purge",
-    "job_clear_results",
-    "job_release",
-    "job_rescue_candidates",
-    "queue_pause",
-    "worker_heartbeat",
 )
-_FINISH_QUERY = {
-    FinishKind.SUCCEEDED: "job_finish_succeeded",
-    FinishKind.RETRY: "job_finish_retry",
-    FinishKind.DEAD: "job_finish_dead",
-    FinishKind.CANCELLED: "job_finish_cancelled",
-    FinishKind.DROP: "job_finish_drop",
-    FinishKind.SNOOZE: "job_finish_snooze",
-    FinishKind.EXPIRED: "job_finish_expired",
-}
 _DATA_VERSION = "PRAGMA data_version"
-_CANCEL_AT_ONCE = sql_states(CANCEL_AT_ONCE)
-_RETRY_BY_HAND = sql_states(RETRY_BY_HAND)
 #: Everything this backend implements (names: conveyor.backends.protocols.FEATURES).
-FEATURES = frozenset(
-    {
-        *("snooze", "progress", "unique", "workflows", "limits", "periodic"),
-        *("filters", "purge", "result_ttl", "queues", "logs", "integrity", "backup", "sql"),
-        "ack_with_claim",
-        "expires",
-        "transactional_enqueue",
-        "transactional_completion",
-        "shared",
-    }
-)
+FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic", "filters", "purge", "result_ttl", "queues", "logs", "integrity", "backup", "sql", "ack_with_claim", "expires", "transactional_enqueue", "transactional_completion", "shared"})  # fmt: skip
 
 
 def rollback(conn: sqlite3.Connection) -> None:
@@ -252,33 +196,6 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
 
     # -- jobs ----------------------------------------------------------------------------
 
-    def job_attempts(self, job_id: str) -> list[AttemptRecord]:
-        found = self._read(
-            f"SELECT {rows.ATTEMPT_COLUMNS} FROM attempts WHERE job_id = ? ORDER BY token",
-            (job_id,),
-        )
-        return [rows.attempt_record(r) for r in found]
-
-    def job_cancel_many(self, params: JobCancelParams) -> list[JobRecord]:
-        now = time.time()
-        ids = list(params.ids)
-        with self._write() as conn:
-            for chunk in rows.chunks(ids):
-                marks = rows.placeholders(len(chunk))
-                cancelled = conn.execute(
-                    "UPDATE jobs SET state = 'cancelled', reason = ?, finished_at = ? "
-                    f"WHERE id IN ({marks}) AND state IN ({_CANCEL_AT_ONCE}) "
-                    "RETURNING id",
-                    (params.reason, now, *chunk),
-                ).fetchall()
-                flow_writes.settle(conn, (), {str(r[0]): WAS_CANCELLED for r in cancelled}, now)
-                conn.execute(
-                    "UPDATE jobs SET cancel_requested = 1, reason = ? "
-                    f"WHERE id IN ({marks}) AND state = 'running'",
-                    (params.reason, *chunk),
-                )
-        return self.job_get_many(ids)
-
     def job_claim(self, params: JobClaimParams) -> list[ClaimedJob]:
         return self.job_finish_and_claim((), params)[1]
 
@@ -294,7 +211,7 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 stale = self._finish_in(self._conn, finishes, now) if finishes else []
-                promoted, claimed = self._claim_in(self._conn, claim, now)
+                promoted, claimed = Claim(SQLITE, self._conn, claim, now).result(self._conn)
                 # work_wait() after an empty claim must see any commit made after it.
                 # data_version is read inside the write transaction (no other connection
                 # can commit until ours does) and only when a wait can follow: outside a
@@ -311,158 +228,23 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
             self._notifier.bump()
         return stale, claimed
 
-    def _claim_in(
-        self, conn: sqlite3.Connection, params: JobClaimParams, now: float
-    ) -> tuple[int, list[ClaimedJob]]:
-        claimed: list[ClaimedJob] = []
-        remaining = params.total
-        sql = self._sql["job_claim"]
-        promoted: int = conn.execute(self._sql["job_promote_due"], {"now": now}).rowcount
-        empty: set[str] = set()
-        # First pass: each queue its weighted share; second: top up from any.
-        for pass_limits in (params.queues, [(q, params.total) for q, _ in params.queues]):
-            for queue, limit in pass_limits:
-                want = min(limit, remaining)
-                if want <= 0 or queue in empty:
-                    continue
-                got = self._claim_rows(conn, sql, params.worker_id, now, queue, want, claimed)
-                if len(got) < want:
-                    empty.add(queue)
-                remaining -= len(got)
-                claimed.extend(got)
-        if claimed and limits_exist(conn):
-            claimed = apply_limits(conn, claimed, now)
-        if len(claimed) > 1:
-            claimed.sort(key=lambda j: (-j.priority, j.run_at, j.id))
-        return promoted, claimed
-
-    @staticmethod
-    def _claim_rows(
-        conn: sqlite3.Connection,
-        sql: str,
-        worker_id: str,
-        now: float,
-        queue: str,
-        want: int,
-        before: Sequence[ClaimedJob],
-    ) -> list[ClaimedJob]:
-        """One claim statement's jobs. A claimed row holding text that is not UTF-8
-        fails the fetch after the UPDATE has applied (SQLite applies RETURNING's changes
-        on the first step), so those rows are read again, bad bytes escaped: they run as
-        ClaimedJobs with a ``problem`` and end dead, rather than failing every claim."""
-        args = {"worker_id": worker_id, "now": now, "queue": queue, "limit": want}
-        try:
-            return [rows.claimed_job(r) for r in conn.execute(sql, args).fetchall()]
-        except sqlite3.OperationalError as exc:
-            if not rows.is_undecodable_text(exc):
-                raise
-        seen = [j.id for j in before]
-        conn.text_factory = rows.lossy_text
-        try:
-            found = conn.execute(
-                f"SELECT {rows.CLAIM_COLUMNS} FROM jobs WHERE state = 'running' "
-                "AND worker_id = ? AND started_at = ? AND queue = ?",
-                (worker_id, now, queue),
-            ).fetchall()
-        finally:
-            conn.text_factory = str
-        return [rows.claimed_job(r, lossy=True) for r in found if r[0] not in seen]
-
-    def job_delete_many(self, ids: Sequence[str]) -> int:
-        with self._write() as conn:
-            return delete_jobs(conn, ids)
-
     def job_extend_leases(self, params: JobExtendLeasesParams) -> list[LeaseStatus]:
         if not params.jobs:
             return []
-        now = time.time()
-        tokens = dict(params.jobs)
         with self._write() as conn:
-            conn.executemany(
-                self._sql["job_extend_lease"],
-                [{"id": i, "token": t, "now": now} for i, t in params.jobs],
-            )
-            found: list[tuple[object, ...]] = []
-            for chunk in rows.chunks(list(tokens)):
-                found += conn.execute(
-                    "SELECT id, token, state, cancel_requested FROM jobs "
-                    f"WHERE id IN ({rows.placeholders(len(chunk))})",
-                    chunk,
-                ).fetchall()
-        seen = {r[0]: r for r in found}
-        answer = []
-        for job_id, token in params.jobs:
-            row = seen.get(job_id)
-            held = row is not None and row[1] == token and row[2] == "running"
-            answer.append(LeaseStatus(job_id, held, bool(row and row[3])))
-        return answer
+            return leases.extend_leases(SQLITE, conn, params.jobs, time.time())
 
     def job_finish_many(self, params: Sequence[JobFinishParams]) -> list[str]:
         now = time.time()
         with self._write() as conn:
             return self._finish_in(conn, params, now)
 
+    @staticmethod
     def _finish_in(
-        self, conn: sqlite3.Connection, params: Sequence[JobFinishParams], now: float
+        conn: sqlite3.Connection, params: Sequence[JobFinishParams], now: float
     ) -> list[str]:
-        if batchable(params):  # the common batch: successes only, one statement each
-            moved, refused = finish_succeeded(conn, params, now)
-            flow_writes.settle(conn, moved, {}, now)
-            return refused
-        stale: list[str] = []
-        attempts = []
-        succeeded: list[str] = []
-        failed: dict[str, str] = {}
-        for p in params:
-            finished = p.finished_at or now
-            args = {
-                "id": p.id,
-                "token": p.token,
-                "result": p.result,
-                "error": p.error,
-                "reason": p.reason,
-                "run_at": p.run_at or now,
-                "finished_at": finished,
-            }
-            if conn.execute(self._sql[_FINISH_QUERY[p.kind]], args).rowcount != 1:
-                stale.append(p.id)
-                continue
-            rule = FINISH[p.kind]
-            if rule.state is JobState.SUCCEEDED:
-                succeeded.append(p.id)
-            elif rule.parent_failed is not None:
-                failed[p.id] = rule.parent_failed
-            if rule.attempt_outcome is None:  # the row went: its history goes with it
-                conn.execute("DELETE FROM attempts WHERE job_id = ?", (p.id,))
-                conn.execute("DELETE FROM job_logs WHERE job_id = ?", (p.id,))
-                continue
-            attempts.append(
-                {
-                    "id": p.id,
-                    "token": p.token,
-                    "attempt": p.attempt,
-                    "worker_id": p.worker_id,
-                    "started_at": p.started_at,
-                    "finished_at": finished,
-                    "outcome": rule.attempt_outcome,
-                    "error": p.error,
-                }
-            )
-        conn.executemany(self._sql["attempt_insert"], attempts)
         # Dependants move in the same commit as their parent's finish.
-        flow_writes.settle(conn, succeeded, failed, now)
-        return stale
-
-    def job_get_many(self, ids: Sequence[str]) -> list[JobRecord]:
-        found: dict[str, JobRecord] = {}
-        for chunk in rows.chunks(list(ids)):
-            sql = (
-                f"SELECT {rows.JOB_COLUMNS} FROM jobs WHERE id IN ({rows.placeholders(len(chunk))})"
-            )
-            for r in self._read(sql, chunk):
-                record = rows.job_record(r)
-                found[record.id] = record
-        return [found[i] for i in ids if i in found]
+        return Finish(SQLITE, conn, params, now).result(conn)[0]
 
     def job_insert_many(
         self, params: Sequence[JobInsertParams] | JobInsertBatchParams
@@ -522,116 +304,15 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
 
     def job_promote_due(self) -> int:
         with self._write() as conn:
-            count: int = conn.execute(self._sql["job_promote_due"], {"now": time.time()}).rowcount
-        return count
+            return promote_due(SQLITE, conn, time.time())
 
     def job_release_many(self, params: JobReleaseParams) -> list[str]:
-        now = time.time()
-        refused = []
         with self._write() as conn:
-            for job_id, token in params.jobs:
-                row = conn.execute(
-                    self._sql["job_release"], {"id": job_id, "token": token}
-                ).fetchone()
-                if row is None:
-                    refused.append(job_id)
-                    continue
-                conn.execute(
-                    self._sql["attempt_insert"],
-                    {
-                        "id": job_id,
-                        "token": token,
-                        "attempt": row[0],
-                        "worker_id": params.worker_id,
-                        "started_at": row[1],
-                        "finished_at": now,
-                        "outcome": RELEASED,
-                        "error": None,
-                    },
-                )
-        return refused
+            return leases.release(SQLITE, conn, params.worker_id, params.jobs, time.time())
 
     def job_rescue(self, params: JobRescueParams) -> list[RescueResult]:
-        now = time.time()
-        results: list[RescueResult] = []
         with self._write() as conn:
-            conn.execute("CREATE TEMP TABLE IF NOT EXISTS dead_workers (id TEXT PRIMARY KEY)")
-            conn.execute("DELETE FROM dead_workers")
-            conn.executemany(
-                "INSERT OR IGNORE INTO dead_workers VALUES (?)",
-                [(w,) for w in params.dead_worker_ids],
-            )
-            candidates = conn.execute(
-                self._sql["job_rescue_candidates"], {"stale_before": params.stale_before}
-            ).fetchall()
-            # Poison isolation: was each the one job its dead worker held? (rules.py)
-            alone_flags = held_alone([c[5] for c in candidates])
-            for candidate, alone in zip(candidates, alone_flags, strict=True):
-                job_id, token, *counts, worker_id, started = candidate
-                # A row written around the API may hold anything in its counts: an odd
-                # one ends dead with the problem as its reason, never fails the rescue.
-                attempt, max_attempts, rescues, problem = decoding.rescue_counts(*counts)
-                state = rescue_state(
-                    attempt=attempt,
-                    max_attempts=max_attempts,
-                    rescues=rescues,
-                    max_rescues=params.max_rescues,
-                    alone=alone,
-                    odd=problem is not None,
-                )
-                give_back = int(rescue_gives_back_attempt(alone=alone))
-                lost = state is JobState.DEAD
-                if lost:
-                    conn.execute(
-                        "UPDATE jobs SET state = 'dead', reason = ?, error = ?, "
-                        "finished_at = ?, worker_id = NULL, lease_until = NULL "
-                        "WHERE id = ? AND token = ? AND state = 'running'",
-                        (problem or WORKER_LOST_REASON, WORKER_LOST_ERROR, now, job_id, token),
-                    )
-                else:
-                    conn.execute(
-                        "UPDATE jobs SET state = 'queued', rescues = rescues + 1, "
-                        "attempt = attempt - ?, worker_id = NULL, lease_until = NULL "
-                        "WHERE id = ? AND token = ? AND state = 'running'",
-                        (give_back, job_id, token),
-                    )
-                conn.execute(
-                    self._sql["attempt_insert"],
-                    {
-                        "id": job_id,
-                        "token": token,
-                        "attempt": attempt,
-                        "worker_id": worker_id,
-                        "started_at": started,
-                        "finished_at": now,
-                        "outcome": LOST,
-                        "error": WORKER_LOST_ERROR,
-                    },
-                )
-                if lost:
-                    flow_writes.settle(conn, (), {str(job_id): LOST_PARENT_FAILED}, now)
-                results.append(RescueResult(str(job_id), worker_id, state))
-            conn.execute(
-                "DELETE FROM workers WHERE (heartbeat_at < ? OR id IN (SELECT id FROM dead_workers)) "
-                "AND id NOT IN (SELECT worker_id FROM jobs WHERE state = 'running' "
-                "AND worker_id IS NOT NULL)",
-                (params.stale_before,),
-            )
-        return results
-
-    def job_retry_many(self, params: JobRetryParams) -> list[JobRecord]:
-        ids = list(params.ids)
-        now = time.time()
-        with self._write() as conn:
-            for chunk in rows.chunks(ids):
-                conn.execute(
-                    "UPDATE jobs SET state = 'queued', attempt = 0, rescues = 0, run_at = ?, "
-                    "cancel_requested = 0, finished_at = NULL, result = NULL, reason = NULL "
-                    f"WHERE id IN ({rows.placeholders(len(chunk))}) "
-                    f"AND state IN ({_RETRY_BY_HAND})",
-                    (now, *chunk),
-                )
-        return self.job_get_many(ids)
+            return rescue.rescue(SQLITE, conn, params)
 
     def job_wait(self, params: JobWaitParams) -> JobRecord | None:
         deadline = None if params.timeout is None else time.monotonic() + params.timeout
@@ -649,23 +330,6 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
 
     # -- queues and workers --------------------------------------------------------------
 
-    def queue_stats(self) -> list[QueueStats]:
-        now = time.time()
-        counts: dict[str, dict[str, int]] = {}
-        for queue, state, count in self._read(
-            "SELECT queue, state, COUNT(*) FROM jobs GROUP BY queue, state"
-        ):
-            counts.setdefault(str(queue), {})[str(state)] = int(str(count))
-        oldest = {
-            str(q): now - run_at
-            for q, t in self._read(
-                "SELECT queue, MIN(run_at) FROM jobs WHERE state = 'queued' GROUP BY queue"
-            )
-            # a row written as text or -inf: no age (Infinity is no JSON for status --json)
-            if (run_at := decoding.finite_or_none(t)) is not None
-        }
-        return [QueueStats(q, counts[q], oldest.get(q)) for q in sorted(counts)]
-
     def work_wait(self, timeout: float) -> None:
         due = self._read("SELECT MIN(run_at) FROM jobs WHERE state = 'scheduled'")[0][0]
         due = decoding.number_or_none(due)  # text or a BLOB (a row written around the API)
@@ -675,34 +339,14 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
 
     def worker_deregister(self, worker_id: str) -> None:
         with self._write() as conn:
-            conn.execute("DELETE FROM workers WHERE id = ?", (worker_id,))
+            workers.deregister(SQLITE, conn, worker_id)
 
     def worker_heartbeat(self, params: WorkerHeartbeatParams) -> None:
         # A worker must not go on serving a file deleted or replaced under it (nobody
         # else sees its jobs; new jobs in the new file would never run): StoreReplaced.
         check_same_file(self.target.path, self._identity)
-        w = params.worker
         with self._write() as conn:
-            conn.execute(
-                self._sql["worker_heartbeat"],
-                {
-                    "id": w.id,
-                    "host": w.host,
-                    "pid": w.pid,
-                    "pid_started": w.pid_started,
-                    "started_at": w.started_at,
-                    "now": time.time(),
-                    "last_fetch_at": params.last_fetch_at,
-                    "queues": json.dumps(list(w.queues)),
-                    "concurrency": w.concurrency,
-                    "pool": w.pool,
-                    "running": params.running,
-                },
-            )
-
-    def worker_list(self) -> list[WorkerInfo]:
-        found = self._read(f"SELECT {rows.WORKER_COLUMNS} FROM workers ORDER BY started_at")
-        return [rows.worker_info(r) for r in found]
+            workers.heartbeat(SQLITE, conn, params, time.time())
 
 
 if TYPE_CHECKING:
