@@ -17,11 +17,8 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
-import importlib
 import inspect
-import os
 import sys
 import threading
 import types
@@ -29,14 +26,13 @@ from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol, TypeVar, overload
 
+from conveyor.app_import import import_app
+from conveyor.app_settings import SETTINGS, TASK_DEFAULTS, TASK_ONLY, AppSettings
 from conveyor.app_spec import parse_app_spec as parse_app_spec
 from conveyor.classtask import ClassTask
-from conveyor.codec import DEFAULT_MAX_PAYLOAD_BYTES
 from conveyor.errors import ConfigurationError
 from conveyor.limits import LimitKey
 from conveyor.middleware import Middlewares
-from conveyor.records import fields as record_fields
-from conveyor.records import record
 from conveyor.redaction import redacted
 from conveyor.retry import Backoff, RetryDelayHook
 
@@ -63,9 +59,6 @@ T = TypeVar("T")
 
 DEFAULT_URL = "sqlite:///conveyor.db"
 
-#: per-task only (not App defaults): the name, and which parameters are secret
-_TASK_ONLY = {"name", "secret"}
-
 
 class TaskDecorator(Protocol):
     """What ``@app.task(...)`` with options returns: an ``async def`` function becomes an
@@ -76,38 +69,6 @@ class TaskDecorator(Protocol):
 
     @overload
     def __call__(self, fn: Callable[P, R], /) -> Task[P, R]: ...
-
-
-_TASK_DEFAULTS = {f.name for f in dataclasses.fields(TaskOptions)} - _TASK_ONLY
-
-
-@record  # a light frozen record: one dataclass fewer to create at import (issue 16)
-class AppSettings:
-    """App-wide settings (as opposed to per-task defaults)."""
-
-    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
-    max_rescues: int = 3
-    heartbeat_interval: float = 1.0
-    heartbeat_ttl: float = 30.0
-    rescue_interval: float = 2.0
-    #: Finished jobs are kept this long (seconds), then pruned by the workers.
-    retention: float = 7 * 86400.0
-    #: How often each worker's pruner runs (seconds).
-    prune_interval: float = 60.0
-    #: Capture ``logging`` records emitted inside tasks and store them with the job.
-    capture_logs: bool = True
-    #: Lowest level captured ("DEBUG", "INFO", ...).
-    log_level: str = "INFO"
-    #: Records kept per job; the first one past it becomes a truncation marker.
-    log_max_per_job: int = 1000
-    #: On worker shutdown, seconds the log writer gets to drain its queue.
-    log_drain_timeout: float = 2.0
-    #: Check arguments against primitive annotations (int, float, str, bool, None and
-    #: their list/dict/Optional/union forms) at enqueue; False turns it off.
-    check_types: bool = True
-
-
-_SETTINGS = set(record_fields(AppSettings))
 
 
 class App:
@@ -146,11 +107,11 @@ class App:
             from conveyor.url_rule import implicit_url  # conveyor.toml, pyproject.toml
 
             self.url, self.url_source = implicit_url(DEFAULT_URL)
-        unknown = set(defaults) - _TASK_DEFAULTS - _SETTINGS
+        unknown = set(defaults) - TASK_DEFAULTS - SETTINGS
         if unknown:
             raise TypeError(f"App() got unknown options: {sorted(unknown)}")
-        self.task_defaults = {k: v for k, v in defaults.items() if k in _TASK_DEFAULTS}
-        self.settings = AppSettings(**{k: v for k, v in defaults.items() if k in _SETTINGS})
+        self.task_defaults = {k: v for k, v in defaults.items() if k in TASK_DEFAULTS}
+        self.settings = AppSettings(**{k: v for k, v in defaults.items() if k in SETTINGS})
         TaskOptions(name="_check_defaults", **self.task_defaults)  # fail fast on bad defaults
         self.tasks: dict[str, Task[Any, Any]] = {}
         #: The middlewares (``add_middleware``): the one hook API, see conveyor/middleware.py.
@@ -352,7 +313,7 @@ class App:
         Use bare (``@app.task``) or with options (``@app.task(queue="mail")``). The
         default name is ``module.qualname``; jobs refer to tasks by name only.
         """
-        unknown = set(options) - _TASK_DEFAULTS - _TASK_ONLY
+        unknown = set(options) - TASK_DEFAULTS - TASK_ONLY
         if unknown:
             raise TypeError(f"task() got unknown options: {sorted(unknown)}")
 
@@ -474,56 +435,6 @@ def load_app(spec: str) -> App:
         ...
         conveyor.errors.ConfigurationError: conveyor.app:DEFAULT_URL is a str, not a conveyor.App; APP names the App object (module:attribute, e.g. tasks:app)
     """
-    module_name, attr = parse_app_spec(spec)
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    module = _import_app_module(module_name)
-    found: Any = module
-    for part in attr.split("."):
-        try:
-            found = getattr(found, part)
-        except AttributeError:
-            apps = [k for k, v in vars(module).items() if isinstance(v, App)]
-            hint = f"; it defines {', '.join(f'{module_name}:{a}' for a in apps)}" if apps else ""
-            raise ConfigurationError(
-                f"module {module_name!r} has no attribute {attr!r}{hint}"
-            ) from None
-    if not isinstance(found, App):
-        raise ConfigurationError(
-            f"{spec} is {_kind(found)}, not a conveyor.App; APP names the App object "
-            "(module:attribute, e.g. tasks:app)"
-        )
+    found = import_app(spec, App)
     found.import_includes()  # App(include=[...]): after the app's module, which they import
     return found
-
-
-def _import_app_module(name: str) -> Any:
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
-            raise ConfigurationError(
-                f"no module named {exc.name!r} (looked in {os.getcwd()} and sys.path); "
-                "run from the directory that holds it, or set PYTHONPATH"
-            ) from exc
-        raise ConfigurationError(
-            f"importing {name!r} failed: {type(exc).__name__}: {exc} (--debug shows where)"
-        ) from exc
-    except Exception as exc:  # the module's own code raised while being imported
-        raise ConfigurationError(
-            f"importing {name!r} failed: {type(exc).__name__}: {exc} (--debug shows where)"
-        ) from exc
-
-
-def _kind(value: object) -> str:
-    """'a function', 'a class', 'a module', 'an int', ... for an error message."""
-    import inspect  # here: it costs milliseconds at import, and only errors need it
-
-    if inspect.isfunction(value) or inspect.isbuiltin(value) or inspect.ismethod(value):
-        return "a function"
-    if inspect.isclass(value):
-        return "a class"
-    if inspect.ismodule(value):
-        return "a module"
-    name = type(value).__name__
-    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"

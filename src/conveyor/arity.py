@@ -187,6 +187,8 @@ def type_checker(fn: Callable[..., Any]) -> TypeChecker | None:
     and the expected type when an argument does not match a primitive annotation of
     ``fn``; ``skip`` positional arguments are not checked (a workflow step's input
     stand-in). None when ``fn`` has no checked annotation (nothing to pay per call).
+    Over 60 lines with its example: the checks are compiled here once, so the closure run
+    per enqueue stays a few lookups.
 
     Example:
         >>> def add(a: int, b: float = 1.0) -> int: ...

@@ -49,58 +49,26 @@ Example:
 
 from __future__ import annotations
 
-import datetime
 import inspect
-from collections.abc import Coroutine, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Never, ParamSpec, Protocol, TypeVar, overload
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
+from conveyor.classtask_enqueue import (
+    REGISTERED_TASK,
+    ClassEnqueueMethods,
+    RegisteredTask,
+    task_of,
+)
 from conveyor.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from conveyor.app import App
-    from conveyor.compose import Signature
-    from conveyor.job import Job
     from conveyor.limits import LimitKey
     from conveyor.retry import Backoff
-    from conveyor.task import Args, AsyncTask, Delay, Enqueuer, Task, When
+    from conveyor.task import Enqueuer
     from conveyor.unique import Seconds, UniqueKey
 
-P = ParamSpec("P")
-R = TypeVar("R")
-R_co = TypeVar("R_co", covariant=True)
 T = TypeVar("T")
-
-
-class _Body(Protocol[P, R_co]):
-    """A class whose ``execute`` takes ``P`` and returns ``R``."""
-
-    def execute(self, *args: P.args, **kwargs: P.kwargs) -> R_co: ...
-
-
-class _AsyncBody(Protocol[P, R_co]):
-    """A class whose ``async def execute`` takes ``P`` and returns ``R`` when awaited."""
-
-    def execute(self, *args: P.args, **kwargs: P.kwargs) -> Coroutine[Any, Any, R_co]: ...
-
-
-class _RegisteredTask:
-    """``X.task``: the :class:`~conveyor.task.Task` registered for class ``X``, typed from
-    ``X.execute`` (an :class:`~conveyor.task.AsyncTask` for ``async def execute``)."""
-
-    @overload
-    def __get__(self, obj: object, owner: type[_AsyncBody[P, R]]) -> AsyncTask[P, R]: ...
-
-    @overload
-    def __get__(self, obj: object, owner: type[_Body[P, R]]) -> Task[P, R]: ...
-
-    def __get__(self, obj: object, owner: type[Any]) -> Any:
-        task = owner.__dict__.get("_conveyor_task")
-        if task is None:
-            raise TypeError(
-                f"{owner.__qualname__} defines no execute method: it is an abstract task "
-                "base, not a task"
-            )
-        return task
 
 
 #: what ``retry_delay`` hooks may take besides (attempt, error): the job, as decorated
@@ -108,7 +76,7 @@ class _RegisteredTask:
 _HOOK_ARITIES = (2, 3)
 
 
-class ClassTask:
+class ClassTask(ClassEnqueueMethods):
     """Base of class-based tasks; ``app.Task`` is this class bound to ``app``.
 
     See the module docstring. Class keywords: ``app`` (when not subclassing
@@ -117,8 +85,8 @@ class ClassTask:
 
     #: the app the task registers with (``app.Task`` or ``app=``)
     app: ClassVar[App]
-    #: the registered task (see :class:`_RegisteredTask`)
-    task: ClassVar[_RegisteredTask] = _RegisteredTask()
+    #: the registered task (see :class:`~conveyor.classtask_enqueue.RegisteredTask`)
+    task: ClassVar[RegisteredTask] = REGISTERED_TASK
     #: class keywords given on this class and its bases, merged
     _conveyor_options: ClassVar[dict[str, Any]] = {}
 
@@ -144,6 +112,8 @@ class ClassTask:
         result_ttl: Seconds | None = None,
         expires: Seconds | None = None,
     ) -> None:
+        """Register the class as a task. Over 60 lines: its keywords are the options of
+        ``@app.task``, one line each in the signature and in ``given``."""
         # The options of @app.task, spelled out so that type checkers check them (an
         # unknown keyword is a TypeError); retry_delay is the classmethod instead.
         super().__init_subclass__()
@@ -198,242 +168,6 @@ class ClassTask:
         task = cls.app.task(name=name, **cls._conveyor_options, **extra)(_body_of(cls, execute))
         cls._conveyor_task = task  # type: ignore[attr-defined]  # read by _RegisteredTask
 
-    # -- the enqueue methods of the registered task ---------------------------------------
-
-    @overload
-    @classmethod
-    def enqueue(cls: type[_AsyncBody[P, R]], *args: P.args, **kwargs: P.kwargs) -> Job[R]: ...
-
-    @overload
-    @classmethod
-    def enqueue(cls: type[_Body[P, R]], *args: P.args, **kwargs: P.kwargs) -> Job[R]: ...
-
-    @classmethod
-    def enqueue(cls, *args: Any, **kwargs: Any) -> Job[Any]:
-        """Enqueue one job now (``Task.enqueue``)."""
-        return _task(cls).enqueue(*args, **kwargs)
-
-    @overload
-    @classmethod
-    async def aenqueue(
-        cls: type[_AsyncBody[P, R]], *args: P.args, **kwargs: P.kwargs
-    ) -> Job[R]: ...
-
-    @overload
-    @classmethod
-    async def aenqueue(cls: type[_Body[P, R]], *args: P.args, **kwargs: P.kwargs) -> Job[R]: ...
-
-    @classmethod
-    async def aenqueue(cls, *args: Any, **kwargs: Any) -> Job[Any]:
-        """Asyncio twin of :meth:`enqueue`."""
-        return await _task(cls).aenqueue(*args, **kwargs)
-
-    @overload
-    @classmethod
-    def enqueue_many(
-        cls: type[_AsyncBody[P, R]], items: Iterable[Args[P] | Sequence[Any] | Mapping[str, Any]]
-    ) -> list[Job[R]]: ...
-
-    @overload
-    @classmethod
-    def enqueue_many(
-        cls: type[_Body[P, R]], items: Iterable[Args[P] | Sequence[Any] | Mapping[str, Any]]
-    ) -> list[Job[R]]: ...
-
-    @classmethod
-    def enqueue_many(cls, items: Iterable[Any]) -> list[Job[Any]]:
-        """Enqueue many jobs in one transaction (``Task.enqueue_many``)."""
-        return _task(cls).enqueue_many(items)
-
-    @overload
-    @classmethod
-    async def aenqueue_many(
-        cls: type[_AsyncBody[P, R]], items: Iterable[Args[P] | Sequence[Any] | Mapping[str, Any]]
-    ) -> list[Job[R]]: ...
-
-    @overload
-    @classmethod
-    async def aenqueue_many(
-        cls: type[_Body[P, R]], items: Iterable[Args[P] | Sequence[Any] | Mapping[str, Any]]
-    ) -> list[Job[R]]: ...
-
-    @classmethod
-    async def aenqueue_many(cls, items: Iterable[Any]) -> list[Job[Any]]:
-        """Asyncio twin of :meth:`enqueue_many`."""
-        return await _task(cls).aenqueue_many(items)
-
-    @overload
-    @classmethod
-    def enqueue_after(
-        cls: type[_AsyncBody[P, R]], delay: Delay, *args: P.args, **kwargs: P.kwargs
-    ) -> Job[R]: ...
-
-    @overload
-    @classmethod
-    def enqueue_after(
-        cls: type[_Body[P, R]], delay: Delay, *args: P.args, **kwargs: P.kwargs
-    ) -> Job[R]: ...
-
-    @classmethod
-    def enqueue_after(cls, delay: Delay, *args: Any, **kwargs: Any) -> Job[Any]:
-        """Enqueue to run after ``delay`` (``Task.enqueue_after``)."""
-        return _task(cls).enqueue_after(delay, *args, **kwargs)
-
-    @overload
-    @classmethod
-    async def aenqueue_after(
-        cls: type[_AsyncBody[P, R]], delay: Delay, *args: P.args, **kwargs: P.kwargs
-    ) -> Job[R]: ...
-
-    @overload
-    @classmethod
-    async def aenqueue_after(
-        cls: type[_Body[P, R]], delay: Delay, *args: P.args, **kwargs: P.kwargs
-    ) -> Job[R]: ...
-
-    @classmethod
-    async def aenqueue_after(cls, delay: Delay, *args: Any, **kwargs: Any) -> Job[Any]:
-        """Asyncio twin of :meth:`enqueue_after`."""
-        return await _task(cls).aenqueue_after(delay, *args, **kwargs)
-
-    @overload
-    @classmethod
-    def schedule_at(
-        cls: type[_AsyncBody[P, R]], when: When, *args: P.args, **kwargs: P.kwargs
-    ) -> Job[R]: ...
-
-    @overload
-    @classmethod
-    def schedule_at(
-        cls: type[_Body[P, R]], when: When, *args: P.args, **kwargs: P.kwargs
-    ) -> Job[R]: ...
-
-    @classmethod
-    def schedule_at(cls, when: When, *args: Any, **kwargs: Any) -> Job[Any]:
-        """Enqueue to run at ``when`` (``Task.schedule_at``)."""
-        return _task(cls).schedule_at(when, *args, **kwargs)
-
-    @overload
-    @classmethod
-    async def aschedule_at(
-        cls: type[_AsyncBody[P, R]], when: When, *args: P.args, **kwargs: P.kwargs
-    ) -> Job[R]: ...
-
-    @overload
-    @classmethod
-    async def aschedule_at(
-        cls: type[_Body[P, R]], when: When, *args: P.args, **kwargs: P.kwargs
-    ) -> Job[R]: ...
-
-    @classmethod
-    async def aschedule_at(cls, when: When, *args: Any, **kwargs: Any) -> Job[Any]:
-        """Asyncio twin of :meth:`schedule_at`."""
-        return await _task(cls).aschedule_at(when, *args, **kwargs)
-
-    @overload
-    @classmethod
-    def with_options(
-        cls: type[_AsyncBody[P, R]],
-        *,
-        queue: str | None = None,
-        priority: int | None = None,
-        delay: Delay | None = None,
-        at: When | None = None,
-        max_attempts: int | None = None,
-        timeout: float | None = None,
-        unique_key: UniqueKey = None,
-        unique_for: Seconds | None = None,
-        on_conflict: str | None = None,
-        depends_on: Sequence[Job[Any] | str] | None = None,
-    ) -> Enqueuer[P, R]: ...
-
-    @overload
-    @classmethod
-    def with_options(
-        cls: type[_Body[P, R]],
-        *,
-        queue: str | None = None,
-        priority: int | None = None,
-        delay: Delay | None = None,
-        at: When | None = None,
-        max_attempts: int | None = None,
-        timeout: float | None = None,
-        unique_key: UniqueKey = None,
-        unique_for: Seconds | None = None,
-        on_conflict: str | None = None,
-        depends_on: Sequence[Job[Any] | str] | None = None,
-    ) -> Enqueuer[P, R]: ...
-
-    @classmethod
-    def with_options(cls, **options: Any) -> Enqueuer[Any, Any]:
-        """The enqueue methods with per-call options (``Task.with_options``)."""
-        return _task(cls).with_options(**options)
-
-    @classmethod
-    def s(cls, *args: Any, **kwargs: Any) -> Signature:
-        """A signature for workflows (``Task.s``): nothing is enqueued."""
-        return _task(cls).s(*args, **kwargs)
-
-    # -- Celery's spellings (docs/migrating.md) ---------------------------------------------
-
-    @overload
-    @classmethod
-    def delay(cls: type[_AsyncBody[P, R]], *args: P.args, **kwargs: P.kwargs) -> Job[R]: ...
-
-    @overload
-    @classmethod
-    def delay(cls: type[_Body[P, R]], *args: P.args, **kwargs: P.kwargs) -> Job[R]: ...
-
-    @classmethod
-    def delay(cls, *args: Any, **kwargs: Any) -> Job[Any]:
-        """Celery's name for :meth:`enqueue` (``Task.delay``)."""
-        return _task(cls).enqueue(*args, **kwargs)
-
-    @overload
-    @classmethod
-    def apply_async(
-        cls: type[_AsyncBody[P, R]],
-        args: Sequence[Any] | None = None,
-        kwargs: Mapping[str, Any] | None = None,
-        *,
-        countdown: Delay | None = None,
-        eta: When | None = None,
-        expires: float | datetime.timedelta | datetime.datetime | None = None,
-        queue: str | None = None,
-        priority: int | None = None,
-        **unsupported: Never,
-    ) -> Job[R]: ...
-
-    @overload
-    @classmethod
-    def apply_async(
-        cls: type[_Body[P, R]],
-        args: Sequence[Any] | None = None,
-        kwargs: Mapping[str, Any] | None = None,
-        *,
-        countdown: Delay | None = None,
-        eta: When | None = None,
-        expires: float | datetime.timedelta | datetime.datetime | None = None,
-        queue: str | None = None,
-        priority: int | None = None,
-        **unsupported: Never,
-    ) -> Job[R]: ...
-
-    @classmethod
-    def apply_async(
-        cls,
-        args: Sequence[Any] | None = None,
-        kwargs: Mapping[str, Any] | None = None,
-        **options: Any,
-    ) -> Job[Any]:
-        """Celery's ``apply_async`` (``Task.apply_async``)."""
-        return _task(cls).apply_async(args, kwargs, **options)
-
-
-def _task(cls: type[Any]) -> Task[Any, Any]:
-    task: Task[Any, Any] = ClassTask.__dict__["task"].__get__(None, cls)
-    return task
-
 
 class TaskMarker:
     """Base of every task's enqueue methods (:class:`~conveyor.task.Enqueuer`): lets the
@@ -455,7 +189,7 @@ def as_task(target: Any) -> Any:
     """What a class-based task stands for where a task is taken (testing assertions,
     ``then``, ``@app.periodic``): its registered task; anything else as it is."""
     if isinstance(target, type) and issubclass(target, ClassTask):
-        return _task(target)
+        return task_of(target)
     return target
 
 

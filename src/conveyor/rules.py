@@ -26,6 +26,7 @@ The rules:
   except for an attempt whose output conveyor refuses (:data:`REFUSED_REASON`): ``DEAD`` at once.
 
 Example:
+    >>> from conveyor.states import FinishKind
     >>> FINISH[FinishKind.RETRY].state
     <JobState.SCHEDULED: 'scheduled'>
     >>> rescue_state(attempt=1, max_attempts=5, rescues=3, max_rescues=3)
@@ -36,101 +37,92 @@ Example:
 
 from __future__ import annotations
 
-import enum
 import functools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from conveyor.records import record
-from conveyor.states import FINISHED_STATES, FinishKind, JobState
+from conveyor.finish_rules import (
+    CANCEL_AT_ONCE,
+    EXPIRED_REASON,
+    FINISH,
+    REFUSED_REASON,
+    RELEASED,
+    RETRY_BY_HAND,
+    WAS_CANCELLED,
+    WAS_DELETED,
+    WAS_EXPIRED,
+    FinishRule,
+    is_expired,
+    sql_states,
+)
+from conveyor.states import FINISHED_STATES, JobState
+from conveyor.workflow_rules import (
+    _DEPENDENCY,
+    _NOT_NEEDED,
+    CHILD_EFFECT,
+    ENDED_AT_INSERT,
+    EXPIRE_UNCLAIMED,
+    FAILED_AT_INSERT,
+    PIPE_ALL,
+    PIPE_FAILURE,
+    PIPE_NONE,
+    PIPE_ONE,
+    ChildEffect,
+    InsertDecision,
+    JobStory,
+    cancelled_reason,
+    failed_dependency,
+    failure_error,
+    insert_decision,
+    not_needed_reason,
+    on_parent_end,
+    ready_state,
+)
 
-# -- finish --------------------------------------------------------------------------------
-
-#: How a cancelled job reads to its dependants (user cancel, or a cancelled parent's).
-WAS_CANCELLED = "was cancelled"
-#: How a deleted unfinished job reads to its dependants (it can never release them).
-WAS_DELETED = "was deleted"
-#: How an expired job reads to its dependants, and the ``reason`` it ends with.
-WAS_EXPIRED = "expired"
-EXPIRED_REASON = "expired before it started"
-
-
-def is_expired(expires_at: float | None, now: float) -> bool:
-    """True when a job with ``expires_at`` (epoch seconds, None: never) may no longer
-    start at ``now``: the claim-time rule (the worker ends it ``expired`` without running
-    it) and the sweep's (``queued``/``scheduled`` jobs nobody claimed in time).
-
-    >>> is_expired(None, 1e12), is_expired(100.0, 99.9), is_expired(100.0, 100.0)
-    (False, False, True)
-    """
-    return expires_at is not None and now >= expires_at
-
-
-@record
-class FinishRule:
-    """What ending one attempt with ``kind`` does to the job."""
-
-    kind: FinishKind
-    #: the state the job lands in; ``None``: the row and its history are deleted
-    state: JobState | None
-    #: the ``outcome`` of the attempt record written with it (``None``: none is kept)
-    attempt_outcome: str | None
-    #: True when the attempt is given back (``attempt - 1``: a snooze is not a try)
-    gives_back_attempt: bool
-    #: how the end reads to the job's dependants ("dependency <id> <this>"); ``None``
-    #: when it is not a failure (success releases them; retry/snooze: not ended yet)
-    parent_failed: str | None
-    #: the one-letter code of this kind on the wire to the Redis finish script
-    code: str
-
-    @property
-    def ends_job(self) -> bool:
-        """True when the job is finished (or deleted) by this finish, not rescheduled."""
-        return self.state is None or self.state.is_finished
-
-
-FINISH: dict[FinishKind, FinishRule] = {
-    r.kind: r
-    for r in (
-        FinishRule(FinishKind.SUCCEEDED, JobState.SUCCEEDED, "succeeded", False, None, "s"),
-        FinishRule(FinishKind.RETRY, JobState.SCHEDULED, "failed", False, None, "r"),
-        FinishRule(FinishKind.DEAD, JobState.DEAD, "dead", False, "ended dead", "d"),
-        FinishRule(
-            FinishKind.CANCELLED, JobState.CANCELLED, "cancelled", False, WAS_CANCELLED, "c"
-        ),
-        FinishRule(FinishKind.DROP, None, None, False, "was dropped", "x"),
-        FinishRule(FinishKind.SNOOZE, JobState.SCHEDULED, "snoozed", True, None, "z"),
-        # Never ran: the attempt is recorded (the claim counted it) as "expired", and
-        # dependants are cancelled as behind a dead parent ("dependency <id> expired").
-        FinishRule(FinishKind.EXPIRED, JobState.EXPIRED, "expired", False, WAS_EXPIRED, "e"),
-    )
-}
-#: The attempt outcome of a graceful release (shutdown): back to queued, not an attempt.
-RELEASED = "released"
-#: ``reason`` of a job whose attempt ran but produced what conveyor refuses to store (a
-#: result that cannot be encoded, ``conveyor.worker.outcome.Outcome.refused``): running
-#: the same code again is refused the same way, so it finishes ``DEAD`` at once, whatever
-#: attempts are left, the job's ``error`` saying what was refused. What the task raises
-#: itself is never such a refusal: it is retried by the task's policy.
-REFUSED_REASON = "not retried: running it again would be refused the same way"
-
-# -- cancel and manual retry ---------------------------------------------------------------
-
-#: A user's cancel ends a job in these states at once (``cancelled``); a ``running`` one
-#: is only marked ``cancel_requested`` and its worker ends it (fenced by its token).
-CANCEL_AT_ONCE = (JobState.QUEUED, JobState.SCHEDULED, JobState.WAITING)
-#: A manual retry (``conveyor retry``) puts jobs in these states back to ``queued`` with
-#: their attempts and rescues starting over; other states are left alone.
-RETRY_BY_HAND = (JobState.DEAD, JobState.CANCELLED, JobState.SUCCEEDED)
-
-
-def sql_states(states: Sequence[JobState]) -> str:
-    """``'a', 'b'`` for an SQL ``IN (...)`` list of states (constants, never user data).
-
-    >>> sql_states(CANCEL_AT_ONCE)
-    "'queued', 'scheduled', 'waiting'"
-    """
-    return ", ".join(f"'{s.value}'" for s in states)
+#: the rules of every part (finish_rules.py, workflow_rules.py) and this module's own
+__all__ = [
+    "CANCEL_AT_ONCE",
+    "CHILD_EFFECT",
+    "ENDED_AT_INSERT",
+    "EXPIRED_REASON",
+    "EXPIRE_UNCLAIMED",
+    "FAILED_AT_INSERT",
+    "FINISH",
+    "LIMIT_RECHECK",
+    "LOST",
+    "LOST_PARENT_FAILED",
+    "PIPE_ALL",
+    "PIPE_FAILURE",
+    "PIPE_NONE",
+    "PIPE_ONE",
+    "RATE_JITTER",
+    "REFUSED_REASON",
+    "RELEASED",
+    "RETRY_BY_HAND",
+    "WAS_CANCELLED",
+    "WAS_DELETED",
+    "WAS_EXPIRED",
+    "WORKER_LOST_ERROR",
+    "WORKER_LOST_REASON",
+    "ChildEffect",
+    "FinishRule",
+    "InsertDecision",
+    "JobStory",
+    "cancelled_reason",
+    "failed_dependency",
+    "failure_error",
+    "held_alone",
+    "insert_decision",
+    "is_expired",
+    "limit_deferral",
+    "lua_prelude",
+    "not_needed_reason",
+    "on_parent_end",
+    "ready_state",
+    "rescue_gives_back_attempt",
+    "rescue_state",
+    "sql_states",
+]
 
 
 # -- rescue --------------------------------------------------------------------------------
@@ -215,170 +207,6 @@ def held_alone(worker_ids: Sequence[str | None]) -> list[bool]:
     return [held[worker] == 1 for worker in worker_ids]
 
 
-# -- workflows: how a child reacts to its parents ------------------------------------------
-
-#: ``pipe`` of a workflow child (``JobInsertParams.pipe``): what it gets from its parents.
-PIPE_NONE = 0  # nothing
-PIPE_ONE = 1  # the one parent's result, as its first argument (a chain step)
-PIPE_ALL = 2  # the list of the parents' results in order (a group's callback)
-PIPE_FAILURE = 3  # an on_failure handler: ready when its one parent fails
-
-
-class ChildEffect(enum.StrEnum):
-    """What a parent's end does to a child that waits on it."""
-
-    COUNT_DOWN = "count_down"  # one parent fewer to wait for; ready (results piped) at 0
-    RELEASE = "release"  # ready now, told what happened to the parent (on_failure)
-    CANCEL = "cancel"  # cancelled, and its own dependants after it (transitively)
-
-
-#: (child is an on_failure handler, the parent succeeded) -> effect. The one table both
-#: backends walk when a parent ends or when a child is inserted behind an ended parent.
-CHILD_EFFECT: dict[tuple[bool, bool], ChildEffect] = {
-    (False, True): ChildEffect.COUNT_DOWN,
-    (False, False): ChildEffect.CANCEL,
-    (True, True): ChildEffect.CANCEL,
-    (True, False): ChildEffect.RELEASE,
-}
-
-
-def on_parent_end(pipe: int, *, parent_succeeded: bool) -> ChildEffect:
-    """The effect on a waiting child (by its ``pipe``) of one parent's end."""
-    return CHILD_EFFECT[(pipe == PIPE_FAILURE, parent_succeeded)]
-
-
-_DEPENDENCY = "dependency "
-_NOT_NEEDED = " succeeded: failure handler not needed"
-
-
-def cancelled_reason(parent: str, why: str) -> str:
-    """``reason`` of a child cancelled because ``parent`` failed (``why``: e.g. "ended dead").
-
-    >>> cancelled_reason("j1", FINISH[FinishKind.DEAD].parent_failed or "")
-    'dependency j1 ended dead'
-    """
-    return f"{_DEPENDENCY}{parent} {why}"
-
-
-def not_needed_reason(parent: str) -> str:
-    """``reason`` of an on_failure handler cancelled because its parent succeeded."""
-    return f"{_DEPENDENCY}{parent}{_NOT_NEEDED}"
-
-
-def failed_dependency(reason: str | None) -> str | None:
-    """The parent whose failure a child was cancelled behind, read back from the child's
-    :func:`cancelled_reason`; None for any other reason (a handler "not needed", a
-    user's cancel).
-
-    >>> failed_dependency(cancelled_reason("j1", "ended dead"))
-    'j1'
-    >>> failed_dependency(not_needed_reason("j1")) is None, failed_dependency(None) is None
-    (True, True)
-    """
-    if not isinstance(reason, str) or not reason.startswith(_DEPENDENCY):
-        return None  # (a row written around the API may hold anything)
-    if reason.endswith(_NOT_NEEDED):
-        return None
-    parent, space, _ = reason[len(_DEPENDENCY) :].partition(" ")
-    return parent if parent and space else None
-
-
-#: (state, reason, error) of a stored job, None when there is no such job.
-JobStory = tuple[str, str | None, str | None] | None
-
-
-def failure_error(parent: str, lookup: Callable[[str], JobStory]) -> str | None:
-    """The stored error (JSON text) an on_failure handler of ``parent`` is given: the
-    parent's own, or, for a parent cancelled behind a failed dependency (a chain's last
-    step after an earlier step died), that dependency's, followed back to the job that
-    failed. None when no job on the way has one (a user's cancel, an expiry). Every
-    store applies it when it releases a handler (Redis: ``_flow.lua`` ``failure_error``).
-
-    >>> rows = {"a": ("dead", "attempts exhausted (1/1)", '{"type": "KeyError"}'),
-    ...         "b": ("cancelled", cancelled_reason("a", "ended dead"), None),
-    ...         "c": ("cancelled", cancelled_reason("b", WAS_CANCELLED), None)}
-    >>> failure_error("c", rows.get)
-    '{"type": "KeyError"}'
-    """
-    seen: set[str] = set()
-    current: str | None = parent
-    while current is not None and current not in seen:
-        seen.add(current)
-        story = lookup(current)
-        if story is None:
-            return None
-        state, reason, error = story
-        if error:
-            return error
-        current = failed_dependency(reason) if state == JobState.CANCELLED else None
-    return None
-
-
-#: How a parent that already ended reads to a child inserted behind it.
-ENDED_AT_INSERT = {
-    JobState.DEAD: "ended dead",
-    JobState.CANCELLED: "ended cancelled",
-    JobState.EXPIRED: WAS_EXPIRED,
-}
-#: States a job may expire from without a worker (the sweep, ``job_expire_due``: nobody
-#: started it in time). A ``waiting`` one is included: it can no longer start in time
-#: either, and its parents' ends touch only children still ``waiting``.
-EXPIRE_UNCLAIMED = (JobState.QUEUED, JobState.SCHEDULED, JobState.WAITING)
-#: How a failed parent reads to an on_failure handler inserted behind it.
-FAILED_AT_INSERT = "failed"
-
-
-@record
-class InsertDecision:
-    """Where a workflow child starts, from its parents' states at insert time."""
-
-    #: ``waiting`` (parents pending), ``cancelled``, or ``ready`` (queued or scheduled by
-    #: its run_at: the store applies :func:`ready_state`)
-    state: str
-    waiting_on: int = 0
-    reason: str | None = None
-    #: ready with the failed parent's story first in its arguments (on_failure)
-    failure_of: str | None = None
-    #: ready with its parents' results first in its arguments (``pipe`` 1 or 2)
-    piped: bool = False
-
-
-def insert_decision(pipe: int, parents: Sequence[str], states: Sequence[str]) -> InsertDecision:
-    """The start of a child whose parents (ids, in order) are in ``states`` now: the same
-    :data:`CHILD_EFFECT` as when they end later, applied to the ones already ended.
-
-    >>> insert_decision(PIPE_ONE, ["p"], ["running"])
-    InsertDecision(state='waiting', waiting_on=1, reason=None, failure_of=None, piped=False)
-    >>> insert_decision(PIPE_NONE, ["p"], ["dead"]).reason
-    'dependency p ended dead'
-    """
-    pending = sum(1 for s in states if s != JobState.SUCCEEDED)
-    failed = [i for i, s in enumerate(states) if s in ENDED_AT_INSERT]
-    if pipe == PIPE_FAILURE:
-        first = states[0]
-        if first == JobState.SUCCEEDED:
-            effect = on_parent_end(pipe, parent_succeeded=True)
-        elif failed:
-            effect = on_parent_end(pipe, parent_succeeded=False)
-        else:
-            return InsertDecision("waiting", pending)
-        if effect is ChildEffect.CANCEL:
-            return InsertDecision("cancelled", reason=not_needed_reason(parents[0]))
-        return InsertDecision("ready", failure_of=parents[0])
-    if failed:
-        i = failed[0]
-        why = ENDED_AT_INSERT[JobState(states[i])]
-        return InsertDecision("cancelled", reason=cancelled_reason(parents[i], why))
-    if pending:
-        return InsertDecision("waiting", pending)
-    return InsertDecision("ready", piped=pipe in (PIPE_ONE, PIPE_ALL))
-
-
-def ready_state(run_at: float, now: float) -> JobState:
-    """A job that may run: ``scheduled`` while its ``run_at`` is ahead, else ``queued``."""
-    return JobState.SCHEDULED if run_at > now else JobState.QUEUED
-
-
 # -- limits: may a claimed job start under its limit key? ----------------------------------
 
 #: How long a job over its concurrency limit waits before it is looked at again (s), up
@@ -433,7 +261,8 @@ def _lua(value: object) -> str:
 
 @functools.cache  # the rules are constants; a Redis backend asks once per script
 def _lua_definitions() -> tuple[tuple[str, str], ...]:
-    """(name, Lua definition) of every rule, constants before the functions using them."""
+    """(name, Lua definition) of every rule, constants before the functions using them.
+    Over 60 lines: one Lua text per rule, in the order the scripts need them."""
     finish = ",\n  ".join(
         f"{r.code} = {{state = {_lua(r.state)}, outcome = {_lua(r.attempt_outcome)}, "
         f"give_back = {_lua(r.gives_back_attempt)}, parent_failed = {_lua(r.parent_failed)}, "

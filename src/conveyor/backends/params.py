@@ -13,15 +13,83 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from conveyor.backends.records import AttemptRecord, JobFlow, JobLogRecord, JobRecord, WorkerInfo
+from conveyor.backends.ops_params import (
+    IMPORTABLE,
+    MAX_HISTOGRAM_BUCKETS,
+    TRUNCATED_LOGGER,
+    TRUNCATED_MESSAGE,
+    ArgSlot,
+    IntegrityCheckParams,
+    JobCancelParams,
+    JobClearResultsParams,
+    JobCountParams,
+    JobExpireDueParams,
+    JobFilter,
+    JobFinishedHistogramParams,
+    JobImport,
+    JobImportParams,
+    JobListParams,
+    JobLogInsertParams,
+    JobLogListParams,
+    JobPurgeParams,
+    JobRetryParams,
+    QueuePauseParams,
+    QueueResumeParams,
+    WhereCondition,
+    check_histogram,
+    check_importable,
+)
+from conveyor.backends.records import WorkerInfo
 from conveyor.records import record
-from conveyor.states import FINISHED_STATES, FinishKind, JobState
+from conveyor.states import FinishKind
 
-
-@record
-class JobCancelParams:
-    ids: Sequence[str]
-    reason: str = "cancelled by user"
+#: the hot path's and flow's records (here) and the operations' (ops_params.py)
+__all__ = [
+    "IMPORTABLE",
+    "MAX_ACTION_IDS",
+    "MAX_HISTOGRAM_BUCKETS",
+    "TRUNCATED_LOGGER",
+    "TRUNCATED_MESSAGE",
+    "ActionLogInsertParams",
+    "ActionLogListParams",
+    "ArgSlot",
+    "IntegrityCheckParams",
+    "JobCancelParams",
+    "JobClaimParams",
+    "JobClearResultsParams",
+    "JobCountParams",
+    "JobDependenciesParams",
+    "JobExpireDueParams",
+    "JobExtendLeasesParams",
+    "JobFilter",
+    "JobFinishParams",
+    "JobFinishThroughParams",
+    "JobFinishedHistogramParams",
+    "JobImport",
+    "JobImportParams",
+    "JobInsertBatchParams",
+    "JobInsertParams",
+    "JobInsertThroughParams",
+    "JobListParams",
+    "JobLogInsertParams",
+    "JobLogListParams",
+    "JobProgressParams",
+    "JobPurgeParams",
+    "JobReleaseParams",
+    "JobRescueParams",
+    "JobRetryParams",
+    "JobWaitParams",
+    "LimitSpec",
+    "PeriodicFireParams",
+    "QueuePauseParams",
+    "QueueResumeParams",
+    "WhereCondition",
+    "WorkerHeartbeatParams",
+    "action_log_entry",
+    "check_histogram",
+    "check_importable",
+    "one_per_job",
+]
 
 
 @record
@@ -212,186 +280,6 @@ class PeriodicFireParams:
 
 
 @record
-class ArgSlot:
-    """Where jobs of ``tasks`` hold an argument when it was passed the other way: ``root``
-    ``args`` with ``key`` its position, or ``kwargs`` with ``key`` its parameter name
-    (from the tasks' signatures: :func:`conveyor.query.bind_filter`)."""
-
-    tasks: tuple[str, ...]
-    root: str
-    key: str | int
-
-
-@record
-class WhereCondition:
-    """``<root>.<path> = value`` on a job's JSON: root is ``args``, ``kwargs`` or
-    ``result``; ``path`` holds object keys (identifiers) and list indexes (ints).
-    Build it with :func:`conveyor.query.parse_where`, which validates the path.
-
-    ``bound``: the same argument's other slot for the tasks whose signature is known
-    (``kwargs.user_id`` is ``args.0`` of ``send_welcome(user_id)``); a job of one of
-    those tasks matches when either slot does, so a filter by parameter name matches
-    however the argument was passed. Empty: the path as written, nothing else."""
-
-    root: str
-    path: tuple[str | int, ...]
-    value: object  # a decoded JSON value (str, int, float, bool, None, list, dict)
-    bound: tuple[ArgSlot, ...] = ()
-
-    def slot_conditions(self) -> list[tuple[tuple[str, ...], WhereCondition]]:
-        """Each bound slot as (its tasks, the condition on that slot)."""
-        return [
-            (slot.tasks, WhereCondition(slot.root, (slot.key, *self.path[1:]), self.value))
-            for slot in self.bound
-        ]
-
-
-@record
-class JobFilter:
-    """Which jobs an ops command acts on; every field narrows (AND). Empty = all jobs."""
-
-    queue: str | None = None
-    states: tuple[JobState, ...] = ()
-    task: str | None = None
-    created_after: float | None = None
-    created_before: float | None = None
-    finished_after: float | None = None
-    finished_before: float | None = None
-    where: tuple[WhereCondition, ...] = ()
-
-
-@record
-class JobCountParams:
-    filter: JobFilter
-
-
-@record
-class JobListParams:
-    """A page of jobs in id order. ``queue``/``state``/``task`` are shortcuts for the
-    common one-field filters; ``filter`` adds the rest (both apply)."""
-
-    queue: str | None = None
-    state: JobState | None = None
-    task: str | None = None
-    after_id: str | None = None  # paging: ids strictly greater (strictly less if descending)
-    limit: int = 100
-    filter: JobFilter | None = None
-    #: newest first (descending id, which is creation order); ``after_id`` pages downwards
-    descending: bool = False
-
-
-#: The record stored in place of the first record past a job's log bound
-#: (``JobLogInsertParams.max_per_job``), the same on every backend.
-TRUNCATED_MESSAGE = "log truncated: this job reached its limit of {limit} records"
-TRUNCATED_LOGGER = "conveyor.logs"
-
-
-@record
-class JobLogInsertParams:
-    """Store captured log records. At most ``max_per_job`` records are kept per job; the
-    first record past it is replaced by one truncation marker, the rest are skipped."""
-
-    records: Sequence[JobLogRecord]
-    max_per_job: int = 1000
-
-
-@record
-class JobImport:
-    """One job copied whole from another store: its row, attempt history and logs."""
-
-    job: JobRecord
-    attempts: Sequence[AttemptRecord] = ()
-    logs: Sequence[JobLogRecord] = ()
-    #: its workflow fields (``job_flow_many``): parents, pipe, unique window; a
-    #: ``waiting`` job is importable only with parents
-    flow: JobFlow | None = None
-
-
-#: States a job may be imported in: the work still to do and finished history (a running
-#: claim belongs to a worker of the other store); ``waiting`` only with its parents.
-IMPORTABLE = frozenset(
-    {JobState.QUEUED, JobState.SCHEDULED, JobState.WAITING, *FINISHED_STATES}
-)  # fmt: skip
-
-
-def check_importable(item: JobImport) -> None:
-    """Raise ConveyorError for a job no store may import (checked before any write).
-
-    >>> from conveyor import records
-    >>> job = JobRecord("j", "t", "q", JobState.RUNNING, 0, "{}", 1, 1, 0, 1, 0.0, 0.0,
-    ...                 None, 30.0, "w", 9.0, False, None, None, None, 0.0, None)
-    >>> check_importable(JobImport(job))
-    Traceback (most recent call last):
-    conveyor.errors.ConveyorError: cannot import job j in state running
-    >>> check_importable(JobImport(records.replace(job, state=JobState.WAITING)))
-    Traceback (most recent call last):
-    conveyor.errors.ConveyorError: cannot import job j in state waiting without its parents
-    """
-    from conveyor.errors import ConveyorError
-
-    j = item.job
-    if j.state not in IMPORTABLE:
-        raise ConveyorError(f"cannot import job {j.id} in state {j.state}")
-    if j.state is JobState.WAITING and not (item.flow and item.flow.parents):
-        raise ConveyorError(f"cannot import job {j.id} in state waiting without its parents")
-
-
-@record
-class JobImportParams:
-    """Jobs to insert under their own ids (``conveyor migrate``). Only queued, scheduled
-    and finished jobs: a running claim belongs to a worker of the other store."""
-
-    jobs: Sequence[JobImport]
-
-
-@record
-class JobLogListParams:
-    job_id: str
-    limit: int = 10_000
-
-
-@record
-class JobPurgeParams:
-    """Delete finished jobs (with their attempts and logs) finished before a time."""
-
-    finished_before: float
-    states: tuple[JobState, ...] = (
-        JobState.SUCCEEDED,
-        JobState.DEAD,
-        JobState.CANCELLED,
-        JobState.EXPIRED,
-    )
-    limit: int = 1000  # per call, so one purge never holds the write lock for long
-
-
-@record
-class JobExpireDueParams:
-    """End up to ``limit`` jobs nobody started before their ``expires_at`` (states
-    :data:`conveyor.rules.EXPIRE_UNCLAIMED`) as ``expired``, their dependants settled as
-    behind a dead parent (the sweep; the claim-time rule is the worker's)."""
-
-    limit: int = 1000  # per call, as for job_purge
-
-
-@record
-class JobClearResultsParams:
-    """Drop the stored results of one task's succeeded jobs that finished in
-    ``[finished_after, finished_before)`` (a task's ``result_ttl``). The jobs stay,
-    ``succeeded`` with no result, until the retention purges them."""
-
-    task: str
-    finished_before: float
-    #: None: from the oldest (the pruner passes where its previous pass ended)
-    finished_after: float | None = None
-    limit: int = 1000  # per call, as for job_purge
-
-
-@record
-class IntegrityCheckParams:
-    heartbeat_ttl: float  # a worker silent for longer than this is not live
-
-
-@record
 class JobReleaseParams:
     """Give running jobs back to ``queued`` without counting an attempt (shutdown)."""
 
@@ -412,25 +300,6 @@ class JobRescueParams:
     dead_worker_ids: Sequence[str]
     stale_before: float
     max_rescues: int = 3
-
-
-@record
-class JobRetryParams:
-    """Manual retry of finished jobs: dead/cancelled (or succeeded) -> queued."""
-
-    ids: Sequence[str]
-
-
-@record
-class QueuePauseParams:
-    """Pause a queue: persisted; claims skip it until it is resumed."""
-
-    queue: str
-
-
-@record
-class QueueResumeParams:
-    queue: str
 
 
 #: The most job ids one action-log entry keeps (``count`` says how many were acted on).
@@ -502,31 +371,3 @@ class WorkerHeartbeatParams:
     worker: WorkerInfo
     last_fetch_at: float | None = None
     running: int = 0
-
-
-#: Bound on ``job_finished_histogram``'s buckets (a week by the minute): one call stays small.
-MAX_HISTOGRAM_BUCKETS = 10_080
-
-
-@record
-class JobFinishedHistogramParams:
-    """Count jobs finished at or after ``since`` in buckets of ``bucket_s`` seconds:
-    bucket ``n`` holds ``since + n * bucket_s <= finished_at < since + (n + 1) * bucket_s``.
-    At most :data:`MAX_HISTOGRAM_BUCKETS` buckets up to now (a ValueError beyond)."""
-
-    since: float
-    bucket_s: int = 60
-
-
-def check_histogram(params: JobFinishedHistogramParams, now: float) -> None:
-    """Refuse a histogram request no backend should answer (shared by the backends).
-
-    >>> check_histogram(JobFinishedHistogramParams(since=0.0, bucket_s=60), now=3600.0)
-    >>> check_histogram(JobFinishedHistogramParams(since=0.0, bucket_s=0), now=1.0)
-    Traceback (most recent call last):
-    ValueError: bucket_s must be a positive number of seconds, not 0
-    """
-    if params.bucket_s <= 0:
-        raise ValueError(f"bucket_s must be a positive number of seconds, not {params.bucket_s}")
-    if (now - params.since) / params.bucket_s > MAX_HISTOGRAM_BUCKETS:
-        raise ValueError(f"more than {MAX_HISTOGRAM_BUCKETS} buckets: raise since or bucket_s")

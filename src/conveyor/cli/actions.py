@@ -82,19 +82,7 @@ def _bulk(
         backend = app.backend
         missing: list[str] = []
         if ids:
-            targets = list(dict.fromkeys(ids))  # a repeated id is acted on once
-            missing = unknown_ids(backend, targets)
-            if missing and prefixes:
-                # What is not a whole id may be a unique prefix of one (copied short).
-                named = {m: resolve_prefix(backend, m) for m in missing}
-                targets = list(dict.fromkeys(named.get(i) or i for i in targets))
-                missing = [m for m, found in named.items() if found is None]
-            if len(missing) == len(targets):
-                raise click.ClickException(
-                    f"no job {', '.join(missing)} (never enqueued, or pruned or deleted)"
-                )
-            gone = set(missing)
-            targets = [i for i in targets if i not in gone]
+            targets, missing = _named_targets(backend, ids, prefixes)
         else:
             refuse_secret_where(backend, job_filter)  # secret arguments cannot be queried
             job_filter = bound_to(job_filter, app, note=not as_json)  # after: one-line errors
@@ -126,6 +114,27 @@ def _bulk(
             raise SystemExit(1)  # some of the ids named no job: the caller must know
 
     return command
+
+
+def _named_targets(
+    backend: Backend, ids: Sequence[str], prefixes: bool
+) -> tuple[list[str], list[str]]:
+    """(the jobs named by ``ids``, whole or by unique prefix; the ids naming none).
+    ClickException when none of them names a job."""
+    targets = list(dict.fromkeys(ids))  # a repeated id is acted on once
+    missing = unknown_ids(backend, targets)
+    if missing and prefixes:
+        # What is not a whole id may be a unique prefix of one (copied short).
+        named = {m: resolve_prefix(backend, m) for m in missing}
+        targets = list(dict.fromkeys(named.get(i) or i for i in targets))
+        missing = [m for m, found in named.items() if found is None]
+    if len(missing) == len(targets):
+        raise click.ClickException(
+            f"no job {', '.join(missing)} (never enqueued, or pruned or deleted)"
+        )
+    gone = set(missing)
+    targets = [i for i in targets if i not in gone]
+    return targets, missing
 
 
 def unknown_ids(backend: Backend, ids: Sequence[str]) -> list[str]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -29,6 +29,9 @@ from conveyor.cli.config import config_option, configured_app, open_store, read_
 from conveyor.cli.filters import Duration
 from conveyor.errors import EncodeError, JobCancelled, JobFailed, PayloadTooLarge
 from conveyor.task import Task
+
+if TYPE_CHECKING:
+    from conveyor.job import Job
 
 
 def _json_of(kind: type, example: str) -> Any:
@@ -197,6 +200,11 @@ def enqueue(
         else:
             click.echo(job.id)
         return
+    _wait_and_print(job, timeout, as_json)
+
+
+def _wait_and_print(job: Job[Any], timeout: float | None, as_json: bool) -> None:
+    """``--wait``: the id first, then the job's result (or why there is none)."""
     if not as_json:
         click.echo(job.id)  # first, so a user who gives up waiting knows which job it was
     try:

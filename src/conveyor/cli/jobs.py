@@ -12,17 +12,20 @@ Example::
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import click
 
 from conveyor import records, rowtext
 from conveyor.backends.base import (
+    AttemptRecord,
     Backend,
     JobDependenciesParams,
     JobFilter,
     JobListParams,
     JobLogListParams,
+    JobLogRecord,
     JobRecord,
 )
 from conveyor.cli.common import echo_json, store_options
@@ -101,31 +104,33 @@ def jobs(
             Column("error", preview=60),
             Column("payload", preview=60),
         ],
-        [
-            [
-                j.id,
-                rowtext.preview(j.task),  # names the API makes are far shorter
-                rowtext.preview(j.queue),
-                state_label(j),
-                f"{j.attempt}/{j.max_attempts}",
-                iso_time(j.created_at, utc=utc),
-                # when a scheduled job (a delay, a schedule, a retry's backoff) runs
-                iso_time(j.run_at, utc=utc) if j.state is JobState.SCHEDULED else "-",
-                iso_time(j.finished_at, utc=utc),
-                # the last error of a job that failed (dead, or scheduled for a retry)
-                _listed_error(j.error),
-                # bounded in a pipe too: one huge row must not make a huge listing;
-                # secret arguments show as "•••"
-                rowtext.preview(mask_payload(j.payload)),
-            ]
-            for j in found
-        ],
+        [_listed_row(j, utc) for j in found],
         title=f"jobs — {redacted(backend.url)}",
         empty="no jobs" if is_empty(job_filter) and after is None else "no jobs match",
     )
     if next_after:
         order = " --oldest-first" if oldest_first else ""
         out.line(f"more: --after {next_after}{order}")
+
+
+def _listed_row(j: JobRecord, utc: bool) -> list[object]:
+    """One row of ``conveyor jobs``."""
+    return [
+        j.id,
+        rowtext.preview(j.task),  # names the API makes are far shorter
+        rowtext.preview(j.queue),
+        state_label(j),
+        f"{j.attempt}/{j.max_attempts}",
+        iso_time(j.created_at, utc=utc),
+        # when a scheduled job (a delay, a schedule, a retry's backoff) runs
+        iso_time(j.run_at, utc=utc) if j.state is JobState.SCHEDULED else "-",
+        iso_time(j.finished_at, utc=utc),
+        # the last error of a job that failed (dead, or scheduled for a retry)
+        _listed_error(j.error),
+        # bounded in a pipe too: one huge row must not make a huge listing;
+        # secret arguments show as "•••"
+        rowtext.preview(mask_payload(j.payload)),
+    ]
 
 
 @click.command("job")
@@ -179,6 +184,19 @@ def job(
             }
         )
         return
+    _print_job(record, parents, attempts, logs, utc=utc)
+
+
+def _print_job(
+    record: JobRecord,
+    parents: list[dict[str, str]],
+    attempts: Sequence[AttemptRecord],
+    logs: Sequence[JobLogRecord],
+    *,
+    utc: bool,
+) -> None:
+    """``conveyor job``'s sections: fields, odd-row note, parents, attempts (and their
+    tracebacks), logs."""
     out = Output(sections=True)
     out.fields(
         [
@@ -205,6 +223,29 @@ def job(
             title="depends on (workflow parents, in order)",
             empty="no parents",
         )
+    _attempts_table(out, attempts, utc=utc)
+    for a in attempts:
+        tb = _error(a.error).get("traceback")
+        if tb:
+            out.block(str(tb), title=f"attempt {a.attempt} traceback")
+    if record.error and not attempts:
+        out.block(str(_error(record.error).get("traceback") or record.error), title="error")
+    out.table(
+        [
+            Column("time"),
+            Column("#", key=True, right=True),
+            Column("level", key=True),
+            Column("logger", key=True),
+            Column("message"),
+        ],
+        [[iso_time(r.ts, utc=utc), r.attempt, r.level, r.logger, r.message] for r in logs],
+        title=f"logs ({len(logs)})",
+        empty="no logs",
+    )
+
+
+def _attempts_table(out: Output, attempts: Sequence[AttemptRecord], *, utc: bool) -> None:
+    """One row per attempt: token, worker, start, duration, outcome, first error line."""
     out.table(
         [
             Column("#", key=True, right=True),
@@ -231,24 +272,6 @@ def job(
         ],
         title="attempts",
         empty="no attempts yet",
-    )
-    for a in attempts:
-        tb = _error(a.error).get("traceback")
-        if tb:
-            out.block(str(tb), title=f"attempt {a.attempt} traceback")
-    if record.error and not attempts:
-        out.block(str(_error(record.error).get("traceback") or record.error), title="error")
-    out.table(
-        [
-            Column("time"),
-            Column("#", key=True, right=True),
-            Column("level", key=True),
-            Column("logger", key=True),
-            Column("message"),
-        ],
-        [[iso_time(r.ts, utc=utc), r.attempt, r.level, r.logger, r.message] for r in logs],
-        title=f"logs ({len(logs)})",
-        empty="no logs",
     )
 
 

@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+from typing import Any
 
 import click
 
-from conveyor.backends.base import JobListParams
+from conveyor.backends.base import (
+    JobListParams,
+    JobRecord,
+    PeriodicRecord,
+    QueueStats,
+    WorkerInfo,
+)
 from conveyor.cli.common import age, echo_json, since, store_options
 from conveyor.cli.config import open_app
 from conveyor.cli.output import Column, Output, iso_time, utc_option
@@ -31,55 +39,86 @@ def status(url: str | None, app_spec: str | None, as_json: bool, utc: bool) -> N
     schedules = backend.periodic_list() if "periodic" in features else []
     now = time.time()
     if as_json:
-        echo_json(
-            {
-                "url": redacted(backend.url),
-                "queues": [
-                    {"queue": s.queue, "counts": s.counts, "oldest_ready_age": s.oldest_ready_age}
-                    for s in stats
-                ],
-                "workers": [
-                    {
-                        "id": w.id,
-                        "host": w.host,
-                        "pid": w.pid,
-                        "pool": w.pool,
-                        "concurrency": w.concurrency,
-                        "queues": list(w.queues),
-                        "running": w.running,
-                        "heartbeat_age": now - w.heartbeat_at,
-                        "last_fetch_age": None
-                        if w.last_fetch_at is None
-                        else now - w.last_fetch_at,
-                        "problems": list(w.problems),
-                    }
-                    for w in workers
-                ],
-                "running": [
-                    {
-                        "id": j.id,
-                        "task": j.task,
-                        "worker_id": j.worker_id,
-                        "progress": j.progress,
-                        "progress_message": j.progress_message,
-                    }
-                    for j in running
-                ],
-                "periodic": [
-                    {
-                        "name": p.name,
-                        "spec": p.spec,
-                        "last_slot": p.last_slot,
-                        "last_fired_at": p.last_fired_at,
-                        "last_job_id": p.last_job_id,
-                        "next_slot": p.next_slot,
-                    }
-                    for p in schedules
-                ],
-            }
-        )
+        echo_json(_status_document(backend.url, stats, workers, running, schedules, now))
         return
+    _print_status(backend.url, stats, workers, running, schedules, now, utc=utc)
+
+
+def _status_document(
+    url: str,
+    stats: Sequence[QueueStats],
+    workers: Sequence[WorkerInfo],
+    running: Sequence[JobRecord],
+    schedules: Sequence[PeriodicRecord],
+    now: float,
+) -> dict[str, Any]:
+    """``status --json``: the same facts as the tables, ages in seconds."""
+    return {
+        "url": redacted(url),
+        "queues": [
+            {"queue": s.queue, "counts": s.counts, "oldest_ready_age": s.oldest_ready_age}
+            for s in stats
+        ],
+        "workers": [
+            {
+                "id": w.id,
+                "host": w.host,
+                "pid": w.pid,
+                "pool": w.pool,
+                "concurrency": w.concurrency,
+                "queues": list(w.queues),
+                "running": w.running,
+                "heartbeat_age": now - w.heartbeat_at,
+                "last_fetch_age": None if w.last_fetch_at is None else now - w.last_fetch_at,
+                "problems": list(w.problems),
+            }
+            for w in workers
+        ],
+        "running": [
+            {
+                "id": j.id,
+                "task": j.task,
+                "worker_id": j.worker_id,
+                "progress": j.progress,
+                "progress_message": j.progress_message,
+            }
+            for j in running
+        ],
+        "periodic": [
+            {
+                "name": p.name,
+                "spec": p.spec,
+                "last_slot": p.last_slot,
+                "last_fired_at": p.last_fired_at,
+                "last_job_id": p.last_job_id,
+                "next_slot": p.next_slot,
+            }
+            for p in schedules
+        ],
+    }
+
+
+def _print_status(
+    url: str,
+    stats: Sequence[QueueStats],
+    workers: Sequence[WorkerInfo],
+    running: Sequence[JobRecord],
+    schedules: Sequence[PeriodicRecord],
+    now: float,
+    *,
+    utc: bool,
+) -> None:
+    """The tables: queues, live workers, then running jobs and periodic schedules if any."""
     out = Output(sections=True)
+    _queues_table(out, url, stats)
+    _workers_table(out, workers)
+    if running:
+        _running_table(out, running)
+    if schedules:
+        _periodic_table(out, schedules, now, utc=utc)
+
+
+def _queues_table(out: Output, url: str, stats: Sequence[QueueStats]) -> None:
     out.table(
         [
             Column("queue", key=True),
@@ -90,9 +129,12 @@ def status(url: str | None, app_spec: str | None, as_json: bool, utc: bool) -> N
             [s.queue, *[s.counts.get(st, 0) for st in STATES], age(s.oldest_ready_age)]
             for s in stats
         ],
-        title=f"queues — {redacted(backend.url)}",
-        empty=f"no queues in {redacted(backend.url)}",
+        title=f"queues — {redacted(url)}",
+        empty=f"no queues in {redacted(url)}",
     )
+
+
+def _workers_table(out: Output, workers: Sequence[WorkerInfo]) -> None:
     out.table(
         [
             Column("id", key=True),
@@ -119,52 +161,58 @@ def status(url: str | None, app_spec: str | None, as_json: bool, utc: bool) -> N
         title="workers",
         empty="no live workers",
     )
-    if running:
-        out.table(
+
+
+def _running_table(out: Output, running: Sequence[JobRecord]) -> None:
+    out.table(
+        [
+            Column("id", key=True),
+            Column("task", key=True),
+            Column("worker", key=True),
+            Column("progress", right=True),
+            Column("message"),
+        ],
+        [
             [
-                Column("id", key=True),
-                Column("task", key=True),
-                Column("worker", key=True),
-                Column("progress", right=True),
-                Column("message"),
-            ],
+                j.id,
+                j.task,
+                j.worker_id or "-",
+                progress_text(j.progress),
+                j.progress_message or "",
+            ]
+            for j in running
+        ],
+        title="running jobs (first 20)",
+        empty="no running jobs",
+    )
+
+
+def _periodic_table(
+    out: Output, schedules: Sequence[PeriodicRecord], now: float, *, utc: bool
+) -> None:
+    out.table(
+        [
+            Column("schedule", key=True),
+            Column("spec", key=True),
+            Column("last fire"),
+            Column("last job", key=True),
+            Column("next fire"),
+            Column("due in", right=True),
+        ],
+        [
             [
-                [
-                    j.id,
-                    j.task,
-                    j.worker_id or "-",
-                    progress_text(j.progress),
-                    j.progress_message or "",
-                ]
-                for j in running
-            ],
-            title="running jobs (first 20)",
-            empty="no running jobs",
-        )
-    if schedules:
-        out.table(
-            [
-                Column("schedule", key=True),
-                Column("spec", key=True),
-                Column("last fire"),
-                Column("last job", key=True),
-                Column("next fire"),
-                Column("due in", right=True),
-            ],
-            [
-                [
-                    p.name,
-                    p.spec,
-                    iso_time(p.last_slot, utc=utc),
-                    p.last_job_id or "-",
-                    iso_time(p.next_slot, utc=utc),
-                    "-" if p.next_slot is None else age(max(0.0, p.next_slot - now)),
-                ]
-                for p in schedules
-            ],
-            title="periodic",
-            empty="no periodic schedules",
-        )
+                p.name,
+                p.spec,
+                iso_time(p.last_slot, utc=utc),
+                p.last_job_id or "-",
+                iso_time(p.next_slot, utc=utc),
+                "-" if p.next_slot is None else age(max(0.0, p.next_slot - now)),
+            ]
+            for p in schedules
+        ],
+        title="periodic",
+        empty="no periodic schedules",
+    )
 
 
 def progress_text(fraction: float | None) -> str:

@@ -7,7 +7,7 @@ Settings come from the flags, else ``-C FILE``, else ``[tool.conveyor.worker]`` 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -15,12 +15,13 @@ from conveyor.app import App, check_url, load_app
 from conveyor.cli.common import valid_url
 from conveyor.cli.config import apply_url, config_option, read_layers
 from conveyor.cli.other_stores import warn_other_stores
-from conveyor.config import WORKER_DEFAULTS, Setting, app_setting, worker_settings
+from conveyor.config import WORKER_DEFAULTS, Layer, Setting, app_setting, worker_settings
 from conveyor.errors import ConfigurationError
 from conveyor.worker.executors import POOLS
 
 if TYPE_CHECKING:
     from conveyor.worker.claim_size import Prefetch
+    from conveyor.worker.worker import Worker
 
 
 class PrefetchType(click.ParamType):  # type: ignore[type-arg]
@@ -163,9 +164,33 @@ def worker(
     stop gracefully, a second INT stops at once, TSTP stops fetching, TTIN prints every
     thread's stack."""
     from conveyor.worker import console
-    from conveyor.worker.eventlog import default_queue_specs
-    from conveyor.worker.worker import Worker
 
+    files, app_spec, s = _settings(ctx, config_file, app_spec)
+    log_level, log_format = s["log_level"], s["log_format"]
+
+    # Every line goes through a bounded queue to stderr: a slow reader costs dropped
+    # (and counted) lines, never job time. Drained with a deadline on the way out.
+    handler = console.install(logging.getLevelName(log_level.upper()), log_format)
+    try:
+        app = _load(app_spec, include, url, files)
+        w = _worker(app, app_spec, s, burst)
+        # Inside the try: process/interpreter pools import the app at start and report
+        # a module that cannot load there as a ConfigurationError.
+        try:
+            w.run()
+        finally:
+            _close_store(app)
+    except ConfigurationError as exc:
+        raise click.ClickException(str(exc)) from exc  # --debug shows the cause
+    finally:
+        console.uninstall(handler)
+
+
+def _settings(
+    ctx: click.Context, config_file: str | None, app_spec: str | None
+) -> tuple[list[Layer], str, dict[str, Any]]:
+    """The config files, the APP and every worker setting's value (flags given on the
+    command line > the files > defaults)."""
     files = read_layers(config_file)
     named = app_setting(files, app_spec, "APP")
     if named is None:
@@ -181,53 +206,48 @@ def worker(
         if ctx.get_parameter_source(k) is click.core.ParameterSource.COMMANDLINE
     }
     s = {k: setting.value for k, setting in worker_settings(files, flags).items()}
-    concurrency, pool, prefetch = s["concurrency"], s["pool"], s["prefetch"]
-    max_jobs_per_child, max_memory_per_child = s["max_jobs_per_child"], s["max_memory_per_child"]
-    shutdown_timeout, log_level, log_format = s["shutdown_timeout"], s["log_level"], s["log_format"]
-    metrics_port, metrics_host = s["metrics_port"], s["metrics_host"]
-    queues = tuple(s["queues"] or ())
+    return files, app_spec, s
 
-    # Every line goes through a bounded queue to stderr: a slow reader costs dropped
-    # (and counted) lines, never job time. Drained with a deadline on the way out.
-    handler = console.install(logging.getLevelName(log_level.upper()), log_format)
-    try:
-        app = load_app(app_spec)  # imports App(include=...) too
-        app.import_includes(include)  # before the queues: their tasks declare some
-        apply_url(app, url, files)  # --url > App(url) > $CONVEYOR_URL > the files > default
-        if files:  # settings the command line does not show: say where they came from
-            logging.getLogger("conveyor.worker").info(
-                "config: %s (conveyor config shows each setting's source)",
-                ", ".join(layer.source for layer in files),
-            )
-        check_url(app.url)  # App(url) or $CONVEYOR_URL: a typo is one line, not a traceback
-        warn_other_stores(app, files)  # jobs waiting where producers here may write
-        w = Worker(
-            app,
-            queues=list(queues) or default_queue_specs(app),
-            concurrency=concurrency,
-            pool=pool,
-            shutdown_timeout=shutdown_timeout,
-            burst=burst,
-            app_spec=app_spec,
-            max_jobs_per_child=max_jobs_per_child,
-            max_memory_per_child=max_memory_per_child,
-            prefetch=prefetch,
+
+def _load(app_spec: str, include: tuple[str, ...], url: str | None, files: list[Layer]) -> App:
+    """The app, its include modules imported and its URL settled and checked."""
+    app = load_app(app_spec)  # imports App(include=...) too
+    app.import_includes(include)  # before the queues: their tasks declare some
+    apply_url(app, url, files)  # --url > App(url) > $CONVEYOR_URL > the files > default
+    if files:  # settings the command line does not show: say where they came from
+        logging.getLogger("conveyor.worker").info(
+            "config: %s (conveyor config shows each setting's source)",
+            ", ".join(layer.source for layer in files),
         )
-        w.events.queues_defaulted = not queues
-        if metrics_port is not None:
-            from conveyor.metrics import WorkerMetrics  # imports prometheus_client
+    check_url(app.url)  # App(url) or $CONVEYOR_URL: a typo is one line, not a traceback
+    warn_other_stores(app, files)  # jobs waiting where producers here may write
+    return app
 
-            WorkerMetrics(w).serve(metrics_port, metrics_host)
-        # Inside the try: process/interpreter pools import the app at start and report
-        # a module that cannot load there as a ConfigurationError.
-        try:
-            w.run()
-        finally:
-            _close_store(app)
-    except ConfigurationError as exc:
-        raise click.ClickException(str(exc)) from exc  # --debug shows the cause
-    finally:
-        console.uninstall(handler)
+
+def _worker(app: App, app_spec: str, s: dict[str, Any], burst: bool) -> Worker:
+    """The worker the settings ``s`` describe, its metrics served when asked for."""
+    from conveyor.worker.eventlog import default_queue_specs
+    from conveyor.worker.worker import Worker
+
+    queues = tuple(s["queues"] or ())
+    w = Worker(
+        app,
+        queues=list(queues) or default_queue_specs(app),
+        concurrency=s["concurrency"],
+        pool=s["pool"],
+        shutdown_timeout=s["shutdown_timeout"],
+        burst=burst,
+        app_spec=app_spec,
+        max_jobs_per_child=s["max_jobs_per_child"],
+        max_memory_per_child=s["max_memory_per_child"],
+        prefetch=s["prefetch"],
+    )
+    w.events.queues_defaulted = not queues
+    if s["metrics_port"] is not None:
+        from conveyor.metrics import WorkerMetrics  # imports prometheus_client
+
+        WorkerMetrics(w).serve(s["metrics_port"], s["metrics_host"])
+    return w
 
 
 def _close_store(app: App) -> None:

@@ -168,7 +168,8 @@ def bar_chart(
 
     ``starts[i]`` is bar i's time (epoch seconds, labelled HH:MM UTC every
     ``tick_every`` bars); ``series`` are (CSS class, values), stacked bottom up. Each bar
-    carries a ``<title>`` with its numbers, which browsers show on hover.
+    carries a ``<title>`` with its numbers, which browsers show on hover. Over 60 lines
+    with its example: one SVG drawn in order (grid, bars, axes, labels).
 
     >>> svg = bar_chart([0.0, 60.0], [("ok", [1, 3])], x_label="time", y_label="jobs/min")
     >>> svg.count('<rect class="ok"'), ">jobs/min<" in svg, ">00:00<" in svg, ">00:01<" in svg

@@ -4,9 +4,10 @@ An observer (see ``observers.py``) on every worker. At INFO: a job failed (task,
 error type and message, attempt n/max, next run time), went dead, was cancelled while
 it ran (a cancel honoured), was dropped by its retry hook, was rescued from a dead
 worker, was released at shutdown; shutdown progress. At DEBUG: a job succeeded or was
-snoozed. At start: the URL (password hidden), queues with weights, pool, concurrency,
-the app's tasks with their queues, and a WARNING for each queue the tasks declare that
-this worker does not consume, and for each consumed queue no task declares (a typo).
+snoozed. At start (written by start_lines.py): the URL (password hidden), queues with
+weights, pool, concurrency, the app's tasks with their queues, and a WARNING for each
+queue the tasks declare that this worker does not consume, and for each consumed queue
+no task declares (a typo).
 
 Lines go to the logger ``conveyor.worker.jobs`` (job events) and ``conveyor.worker``
 (start, shutdown); each record carries its fields in ``extra`` for ``--log-format json``
@@ -34,41 +35,33 @@ from conveyor.backends.base import ClaimedJob, JobFinishParams, RescueResult
 from conveyor.states import FinishKind, JobState
 from conveyor.worker.console import EVENT_FIELDS
 from conveyor.worker.observers import BaseObserver
+from conveyor.worker.start_lines import (
+    DJANGO_WORKER_APP,
+    declared_queues,
+    default_queue_specs,
+    log_started,
+    no_tasks_hint,
+)
 
 if TYPE_CHECKING:
-    from conveyor.app import App
     from conveyor.worker.outcome import Outcome
     from conveyor.worker.worker import Worker
 
 jobs_log = logging.getLogger("conveyor.worker.jobs")
 worker_log = logging.getLogger("conveyor.worker")
 
+#: the start lines' helpers, imported from here by the CLI, contrib/asgi.py and tests
+__all__ = [
+    "DJANGO_WORKER_APP",
+    "MAX_MESSAGE",
+    "EventLog",
+    "declared_queues",
+    "default_queue_specs",
+    "no_tasks_hint",
+]
+
 #: An error message longer than this is cut in the log line (the store keeps all of it).
 MAX_MESSAGE = 300
-
-
-def declared_queues(app: App) -> dict[str, list[str]]:
-    """Queue name -> names of the app's tasks that declare it, in registration order.
-
-    Example:
-        >>> import conveyor
-        >>> app = conveyor.App("sqlite:///:memory:")
-        >>> @app.task(queue="mail")
-        ... def send() -> None: ...
-        >>> {queue: len(names) for queue, names in declared_queues(app).items()}
-        {'mail': 1}
-    """
-    queues: dict[str, list[str]] = {}
-    for name, task in app.tasks.items():
-        queues.setdefault(task.options.queue, []).append(name)
-    return queues
-
-
-def default_queue_specs(app: App) -> list[str]:
-    """What a worker given no ``--queue`` consumes: every queue the app's tasks declare,
-    plus ``default``, weight 1 each."""
-    names = list(declared_queues(app))
-    return names if "default" in names else [*names, "default"]
 
 
 def _when(ts: float) -> str:
@@ -87,42 +80,6 @@ def _error(params: JobFinishParams) -> tuple[str, str]:
     if len(message) > MAX_MESSAGE:
         message = message[:MAX_MESSAGE] + "…"
     return str(doc.get("type", "Error")), message
-
-
-#: The module ``manage.py conveyor_worker`` names its app by (it imports no task module
-#: of its own: Django's autodiscovery imports each installed app's ``tasks``).
-DJANGO_WORKER_APP = "conveyor.contrib.django.worker_app"
-
-
-def no_tasks_hint(app_spec: str | None) -> str:
-    """What a worker whose app registers no task says after ``tasks: none``: every job
-    it claims would end dead as an unknown task, and the fix, for the app it was given.
-
-    >>> hint = no_tasks_hint("proj.worker:app")
-    >>> hint.split(": ", 1)[1]
-    'import the module that defines them from proj.worker, the module of proj.worker:app \
-(e.g. import proj.tasks there), or name it: --include proj.tasks'
-    """
-    if not app_spec:
-        return (
-            "the app registers no task, so every job this worker claims ends dead (unknown "
-            "task): import the modules that define them before the worker starts, or name "
-            "them: App(include=[...])"
-        )
-    module = app_spec.partition(":")[0]
-    if module == DJANGO_WORKER_APP:  # manage.py conveyor_worker: tasks are autodiscovered
-        return (
-            "no @task found in the tasks.py of any INSTALLED_APPS app, so every job this "
-            "worker claims ends dead (unknown task): define them there, or import the "
-            "module that defines them from one"
-        )
-    package = module.rpartition(".")[0]
-    example = f"{package}.tasks" if package else "tasks"
-    return (
-        f"{app_spec} registers no task, so every job this worker claims ends dead (unknown "
-        f"task): import the module that defines them from {module}, the module of "
-        f"{app_spec} (e.g. import {example} there), or name it: --include {example}"
-    )
 
 
 def _because(reason: str | None, message: str) -> str:
@@ -173,117 +130,7 @@ class EventLog(BaseObserver):
     def on_started(self, worker: Worker) -> None:
         self._ready = True
         self._refresh()
-        app, sel = worker.app, worker.selection
-        # "ready: queues=" starts the line as it always did (tools wait for it: bench/).
-        weights = ",".join(f"{name}:{weight}" for name, weight in sel.weights)
-        worker_log.info(
-            "worker %s ready: queues=%s pool=%s concurrency=%d prefetch=%s url=%s",
-            worker.id,
-            weights,
-            worker.pool,
-            worker.concurrency,
-            worker.prefetch,
-            app.backend.url,
-            extra={
-                EVENT_FIELDS: {
-                    "event": "worker.started",
-                    "worker_id": worker.id,
-                    "queues": dict(sel.weights),
-                    "pool": worker.pool,
-                    "concurrency": worker.concurrency,
-                    "prefetch": worker.prefetch,
-                    "url": app.backend.url,
-                }
-            },
-        )
-        declared = declared_queues(app)
-        if self.queues_defaulted:
-            worker_log.info(
-                "no --queue given: consuming every queue the app's tasks declare, plus default",
-                extra={EVENT_FIELDS: {"event": "worker.queues_defaulted"}},
-            )
-        tasks = {name: task.options.queue for name, task in app.tasks.items()}
-        if tasks:
-            worker_log.info(
-                "tasks: %s",
-                ", ".join(f"{name} ({queue})" for name, queue in tasks.items()),
-                extra={EVENT_FIELDS: {"event": "worker.tasks", "tasks": tasks}},
-            )
-        else:
-            worker_log.warning(
-                "tasks: none: %s",
-                no_tasks_hint(worker.app_spec),
-                extra={EVENT_FIELDS: {"event": "worker.tasks", "tasks": tasks}},
-            )
-        consumed = set(sel.names)
-        self._warn_queues(app, declared, consumed, sel.names)
-        self._warn_waiting_elsewhere(app, consumed | set(declared))
-
-    def _warn_queues(
-        self,
-        app: App,
-        declared: dict[str, list[str]],
-        consumed: set[str],
-        names: Sequence[str],
-    ) -> None:
-        """Warn about declared queues this worker does not consume, and consumed queues
-        no task declares (a typo?)."""
-        for queue, tasks in declared.items():
-            if queue not in consumed:
-                worker_log.warning(
-                    "queue %r is declared by task(s) %s but this worker does not consume "
-                    "it: its jobs wait for another worker (add --queue %s)",
-                    queue,
-                    ", ".join(tasks),
-                    queue,
-                    extra={
-                        EVENT_FIELDS: {
-                            "event": "queue.not_consumed",
-                            "queue": queue,
-                            "tasks": tasks,
-                        }
-                    },
-                )
-        used = _queues_in_use(app)  # jobs sent there (with_options(queue=)): no typo
-        for queue in names:
-            if queue not in declared and queue != "default" and queue not in used:
-                worker_log.warning(
-                    "queue %r is consumed but no task of the app declares it (a typo? "
-                    "declared: %s)",
-                    queue,
-                    ", ".join(declared) or "none",
-                    extra={EVENT_FIELDS: {"event": "queue.undeclared", "queue": queue}},
-                )
-
-    def _warn_waiting_elsewhere(self, app: App, known: set[str]) -> None:
-        """Warn about queues that hold jobs waiting now that no task declares and this
-        worker does not consume (``with_options(queue="urgent")``): nobody may ever run
-        them. One read of the store's queue counts, once, at start."""
-        try:
-            stats = app.backend.queue_stats()
-        except Exception as exc:  # a courtesy check: never a reason not to start
-            worker_log.debug("could not read queue counts at start: %s", exc)
-            return
-        for stat in stats:
-            waiting = sum(
-                stat.counts.get(str(st), 0) for st in (JobState.QUEUED, JobState.SCHEDULED)
-            )
-            if stat.queue in known or not waiting:
-                continue
-            worker_log.warning(
-                "queue %r holds %d waiting job(s) but this worker does not consume it "
-                "(add --queue %s)",
-                stat.queue,
-                waiting,
-                stat.queue,
-                extra={
-                    EVENT_FIELDS: {
-                        "event": "queue.not_consumed",
-                        "queue": stat.queue,
-                        "waiting": waiting,
-                    }
-                },
-            )
+        log_started(worker, self.queues_defaulted)
 
     def _refresh(self) -> None:
         self._info = jobs_log.isEnabledFor(logging.INFO)
@@ -469,14 +316,3 @@ class EventLog(BaseObserver):
                 }
             },
         )
-
-
-def _queues_in_use(app: App) -> set[str]:
-    """The queues that hold jobs in the store now (empty when it cannot be read: the
-    start-up warnings are a courtesy, never a reason not to start)."""
-    try:
-        stats = app.backend.queue_stats()
-    except Exception as exc:
-        worker_log.debug("could not read queue counts at start: %s", exc)
-        return set()
-    return {stat.queue for stat in stats if any(stat.counts.values())}

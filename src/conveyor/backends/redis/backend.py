@@ -27,9 +27,6 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-import redis.exceptions
-
-from conveyor.backends import decoding
 from conveyor.backends.base import (
     AttemptRecord,
     Backend,
@@ -39,37 +36,29 @@ from conveyor.backends.base import (
     JobExtendLeasesParams,
     JobFinishParams,
     JobFinishThroughParams,
-    JobInsertBatchParams,
-    JobInsertParams,
     JobInsertThroughParams,
     JobRecord,
     JobReleaseParams,
-    JobRescueParams,
     JobRetryParams,
     JobWaitParams,
     LeaseStatus,
     QueueStats,
-    RescueResult,
-    WorkerHeartbeatParams,
-    WorkerInfo,
     require_transactional,
 )
 from conveyor.backends.redis import hashes, reads
 from conveyor.backends.redis.action_log import RedisActionLog
 from conveyor.backends.redis.connection import Unavailable, open_client
 from conveyor.backends.redis.flow_methods import RedisFlowMixin
-from conveyor.backends.redis.hashes import chunks, num, opt_num
+from conveyor.backends.redis.hashes import chunks, json_text, num
+from conveyor.backends.redis.inserts import RedisInsertMixin
 from conveyor.backends.redis.keys import Keys
 from conveyor.backends.redis.ops import RedisOpsMixin
 from conveyor.backends.redis.scripts import Scripts
 from conveyor.backends.redis.url import parse_redis_url
-from conveyor.errors import ConfigurationError, ConveyorError, JobNotFound
+from conveyor.backends.redis.workers import RedisWorkersMixin
+from conveyor.errors import ConfigurationError, JobNotFound
 from conveyor.rules import (
     FINISH,
-    WORKER_LOST_ERROR,
-    held_alone,
-    rescue_gives_back_attempt,
-    rescue_state,
 )
 from conveyor.states import JobState
 
@@ -95,19 +84,15 @@ FEATURES = frozenset(
 )
 
 
-#: Raw UTF-8 rather than \u escapes: cjson passes bytes through untouched. One encoder
-#: for every call (``json.dumps`` with options builds a new one each time; ~1 µs of a
-#: single enqueue); ``encode`` keeps no state between calls, so threads may share it.
-_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-
-
 _NO_COMPLETION = (
     "current_job().transaction() needs a SQL store (sqlite:// or postgresql://): "
     "the redis backend cannot commit your writes with the job's success"
 )
 
 
-class RedisBackend(RedisOpsMixin, RedisFlowMixin, RedisActionLog):
+class RedisBackend(
+    RedisInsertMixin, RedisWorkersMixin, RedisOpsMixin, RedisFlowMixin, RedisActionLog
+):
     """Backend on Redis. Internal: use ``conveyor.App("redis://host:6379/0")``.
 
     URL options: ``?prefix=conveyor&result_ttl=604800&cluster=0`` (see ``url.py``).
@@ -246,7 +231,7 @@ class RedisBackend(RedisOpsMixin, RedisFlowMixin, RedisActionLog):
         """The JSON argument of each finish script call (``FINISH_CHUNK`` jobs each)."""
         # ``or None``: SQLite treats 0 as "not given" too (``p.run_at or now``).
         return [
-            _json(
+            json_text(
                 [
                     [
                         p.id,
@@ -287,70 +272,6 @@ class RedisBackend(RedisOpsMixin, RedisFlowMixin, RedisActionLog):
     async def job_insert_many_through_async(self, params: JobInsertThroughParams) -> Sequence[str]:
         return self.job_insert_many_through(params)
 
-    def job_insert_many(
-        self, params: Sequence[JobInsertParams] | JobInsertBatchParams
-    ) -> Sequence[str]:
-        if isinstance(params, JobInsertBatchParams):
-            self._insert_batch(params)
-            return params.ids
-        if not params:
-            return []
-        if not all(p.is_plain for p in params):
-            return self._insert_flow(params)
-        self._insert_rows(
-            [
-                [
-                    p.id,
-                    p.task,
-                    p.queue,
-                    p.payload,
-                    str(int(p.priority)),
-                    num(p.run_at) or "",
-                    str(int(p.max_attempts)),
-                    num(p.timeout) or "",
-                    repr(float(p.lease)),
-                    p.headers or "",
-                    num(p.expires_at) or "",
-                ]
-                for p in params
-            ]
-        )
-        return [p.id for p in params]
-
-    def _insert_batch(self, params: JobInsertBatchParams) -> None:
-        if not params.ids:
-            return
-        # The shared fields are formatted once, not once per job.
-        task, queue = params.task, params.queue
-        priority, run_at = str(int(params.priority)), num(params.run_at) or ""
-        attempts, timeout = str(int(params.max_attempts)), num(params.timeout) or ""
-        lease = repr(float(params.lease))
-        expires = num(params.expires_at) or ""
-        if params.headers is None and not expires:
-            rows = [
-                [i, task, queue, p, priority, run_at, attempts, timeout, lease]
-                for i, p in zip(params.ids, params.payloads, strict=True)
-            ]
-        else:
-            headers = params.headers or [None] * len(params.ids)
-            rows = [
-                [i, task, queue, p, priority, run_at, attempts, timeout, lease, h or "", expires]
-                for i, p, h in zip(params.ids, params.payloads, headers, strict=True)
-            ]
-        self._insert_rows(rows)
-
-    def _insert_rows(self, batch: list[list[str]]) -> None:
-        try:
-            with self._guard:
-                # One key: redis-py packs each argument in Python (~0.6 µs apiece
-                # without hiredis); the script names the others from it.
-                self._scripts.job_insert([self.keys.base], [_json(batch)])
-        except redis.exceptions.ResponseError as exc:
-            if "DUPLICATE" in str(exc):
-                job_id = str(exc).rsplit("DUPLICATE ", 1)[-1]
-                raise ConveyorError(f"a job with id {job_id!r} already exists") from None
-            raise
-
     def job_promote_due(self) -> int:
         k = self.keys
         total = 0
@@ -373,50 +294,6 @@ class RedisBackend(RedisOpsMixin, RedisFlowMixin, RedisActionLog):
         with self._guard:
             refused: list[str] = self._scripts.job_release([k.base, k.counts, k.wake], args)
         return refused
-
-    def job_rescue(self, params: JobRescueParams) -> list[RescueResult]:
-        k = self.keys
-        # The caller's stale_before becomes an age, re-anchored on the server's clock.
-        age = time.time() - params.stale_before
-        dead = list(params.dead_worker_ids)
-        with self._guard:
-            found = self._scripts.job_rescue([k.base, k.holders, k.workers], [repr(age), *dead])
-            flat: list[str] = []
-            if found:
-                # Where each goes is the rules' decision; the apply script re-checks the
-                # claim token and the worker's liveness, atomically with the move.
-                rows = list(zip(*[iter(found)] * 6, strict=True))
-                # Poison isolation: was each the one job its dead worker held? (rules.py)
-                alone_flags = held_alone([row[1] for row in rows])
-                decided: list[list[object]] = []
-                for (job_id, worker, token, *counts), alone in zip(rows, alone_flags, strict=True):
-                    # Counts as a hash written around the API may hold them ('', 'x',
-                    # '2.13e+16'; an absent rescues is 0): an odd one buries the job
-                    # dead with the problem as its reason, never fails the rescue.
-                    attempt, max_attempts, rescues, problem = decoding.rescue_counts(
-                        counts[0], counts[1], 0 if counts[2] is None else counts[2]
-                    )
-                    state = rescue_state(
-                        attempt=attempt,
-                        max_attempts=max_attempts,
-                        rescues=rescues,
-                        max_rescues=params.max_rescues,
-                        alone=alone,
-                        odd=problem is not None,
-                    )
-                    give_back = int(rescue_gives_back_attempt(alone=alone))
-                    decided.append([job_id, worker, token, state.value, give_back, problem])
-                flat = self._scripts.job_rescue_apply(
-                    [k.base, k.holders, k.workers, k.counts, k.wake, k.expiry],
-                    [repr(age), self._ttl, WORKER_LOST_ERROR, _json(decided), *dead],
-                )
-            # Rescue runs every few seconds on every worker: a good place to keep the
-            # id index and counters free of expired results, off the hot path.
-            self._prune()
-        return [
-            RescueResult(flat[i], flat[i + 1], JobState(flat[i + 2]))
-            for i in range(0, len(flat), 3)
-        ]
 
     def job_retry_many(self, params: JobRetryParams) -> list[JobRecord]:
         k = self.keys
@@ -471,31 +348,6 @@ class RedisBackend(RedisOpsMixin, RedisFlowMixin, RedisActionLog):
             if timeout < 0.01:
                 return  # BLPOP 0 would block forever
             self._client.blpop([self.keys.wake], timeout)
-
-    def worker_deregister(self, worker_id: str) -> None:
-        with self._guard:
-            self._scripts.worker_deregister([self.keys.base, self.keys.workers], [worker_id])
-
-    def worker_heartbeat(self, params: WorkerHeartbeatParams) -> None:
-        w = params.worker
-        args: list[str | int] = [
-            w.id,
-            w.host,
-            w.pid,
-            opt_num(w.pid_started),
-            repr(float(w.started_at)),
-            opt_num(params.last_fetch_at),
-            json.dumps(list(w.queues)),
-            w.concurrency,
-            w.pool,
-            params.running,
-        ]
-        with self._guard:
-            self._scripts.worker_heartbeat([self.keys.base, self.keys.workers], args)
-
-    def worker_list(self) -> list[WorkerInfo]:
-        with self._guard:
-            return reads.list_workers(self._client, self.keys)
 
 
 if TYPE_CHECKING:
