@@ -233,8 +233,8 @@ def test_sqlite_wait_after_an_empty_claim_sees_another_connection(tmp_path: obje
 
 
 def test_sqlite_batched_success_keeps_times_exact(tmp_path: object) -> None:
-    """SQLite's batch of successes carries times through JSON (finish_batch.py): each
-    float must come back bit for bit (a scalar json_extract(value, '$') would not: up to
+    """SQLite's batch of successes carries times through JSON (sqlite/queries/finish.sql):
+    each float must come back bit for bit (a scalar json_extract(value, '$') would not: up to
     21 ulps off on this SQLite; the array element '$[i]' the batch reads is exact)."""
     import random
 

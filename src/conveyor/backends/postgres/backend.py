@@ -49,16 +49,17 @@ from conveyor.backends.base import (
     WorkerHeartbeatParams,
 )
 from conveyor.backends.postgres import flow, inserts, sql, transactional
-from conveyor.backends.postgres.claim import PROMOTE_DUE, Claim
 from conveyor.backends.postgres.connection import connect_options, open_pool
-from conveyor.backends.postgres.dialect import POSTGRES
+from conveyor.backends.postgres.dialect import POSTGRES, Cursors
 from conveyor.backends.postgres.faults import translate_faults
-from conveyor.backends.postgres.finish import ATTEMPT_INSERT, Finishes
+from conveyor.backends.postgres.finish import ATTEMPT_INSERT
 from conveyor.backends.postgres.listener import CHANNEL, DoneListener, Listener, notify_done
 from conveyor.backends.postgres.ops import PostgresOperations
 from conveyor.backends.postgres.sql import count_at_limit
 from conveyor.backends.postgres.url import parse_postgres_url
 from conveyor.backends.sql import periodic
+from conveyor.backends.sql.claim import Claim, promote_due
+from conveyor.backends.sql.finish import Finish
 from conveyor.errors import JobNotFound
 from conveyor.rules import (
     FINISH,
@@ -217,11 +218,12 @@ class PostgresBackend(PostgresOperations):
         # The finishes, the promotion and each queue's claim go to the server together;
         # what they decide (notifications, dependants, top-ups) goes with the commit.
         with self._pipelined() as conn:
-            sent = Finishes(conn, finishes) if finishes else None
-            started = Claim(conn, claim)
+            ex = Cursors(conn)
+            sent = Finish(POSTGRES, ex, finishes, None) if finishes else None
+            started = Claim(POSTGRES, ex, claim, None)
             cur = conn.cursor()
-            stale, wake = sent.result(cur) if sent is not None else ([], False)
-            promoted, claimed = started.result(cur)
+            stale, wake = sent.result(ex) if sent is not None else ([], False)
+            promoted, claimed = started.result(ex)
             if wake or promoted:
                 self._notify(cur)
             if sent is not None:
@@ -241,13 +243,14 @@ class PostgresBackend(PostgresOperations):
         # a refused finish only makes its waiter read the row once more.
         with self._pool.connection() as conn:
             with conn.pipeline():
-                sent = Finishes(conn, params, alone=True)
+                ex = Cursors(conn)
+                sent = Finish(POSTGRES, ex, params, None, alone=True)
                 cur = conn.cursor()
                 if not all(FINISH[p.kind].ends_job for p in params):
                     self._notify(cur)  # a retry or snooze made a job scheduled
                 notify_done(cur, self.schema, [p.id for p in params if FINISH[p.kind].ends_job])
             # The pipeline's closing Sync committed and brought every answer back.
-            sent.result(cur)
+            sent.result(ex)
         if not sent.unapplied:
             return []
         # Refused, or parents of dependants, which move in the same transaction as the
@@ -257,8 +260,9 @@ class PostgresBackend(PostgresOperations):
     def _finish_settling(self, params: Sequence[JobFinishParams]) -> list[str]:
         with self._pipelined() as conn:
             cur = conn.cursor()
-            sent = Finishes(conn, params)
-            stale, wake = sent.result(cur)
+            ex = Cursors(conn)
+            sent = Finish(POSTGRES, ex, params, None)
+            stale, wake = sent.result(ex)
             if wake:
                 self._notify(cur)
             notify_done(cur, self.schema, sent.ended)
@@ -288,9 +292,7 @@ class PostgresBackend(PostgresOperations):
 
     def job_promote_due(self) -> int:
         with self._tx() as cur:
-            cur.execute(PROMOTE_DUE)
-            row = cur.fetchone()
-            count = int(str(row[0])) if row is not None else 0
+            count = promote_due(POSTGRES, cur, None)
             if count:
                 self._notify(cur)
         return count

@@ -1,6 +1,7 @@
 """PostgreSQL's :class:`~conveyor.backends.sql.dialect.Dialect`: ``%s`` placeholders,
-lists as one array parameter, ``FOR UPDATE`` row locks (concurrent writers), inserts
-that skip with ``ON CONFLICT DO NOTHING``, the server's clock.
+lists as one array parameter, ``FOR UPDATE`` row locks (concurrent writers) and ``SKIP
+LOCKED`` claims, inserts that skip with ``ON CONFLICT DO NOTHING``, the server's clock,
+finishes as arrays (``finish.py``), and :class:`Cursors`, the executor of the hot path.
 
 Example:
     >>> POSTGRES.sql("SELECT 1 FROM jobs WHERE id = ?")
@@ -9,9 +10,17 @@ Example:
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from conveyor import records
+from conveyor.backends import decoding
+from conveyor.backends.base import ClaimedJob
 from conveyor.backends.postgres.connection import read_packaged
-from conveyor.backends.postgres.sql import NOW
-from conveyor.backends.sql.dialect import Dialect, Executor
+from conveyor.backends.postgres.finish import FINISH_QUERIES
+from conveyor.backends.postgres.sql import BIGINT_MAX, INT_MAX, NOW, count_at_limit
+from conveyor.backends.sql.dialect import Dialect, Executor, named_queries
 from conveyor.backends.sql.integrity import integrity_sql
 
 
@@ -22,6 +31,58 @@ def server_now(cur: Executor) -> float:
 
 def _query(name: str) -> str:
     return read_packaged(f"queries/{name}.sql")
+
+
+class Cursors:
+    """A psycopg connection as the engine's executor: every ``execute`` on a new cursor,
+    so that in pipeline mode a statement's result can be read after later ones were
+    sent. ``tuples``: rows as tuples whatever the connection's row factory (a task's
+    own connection); the pool's connections already make tuples."""
+
+    __slots__ = ("_cursor",)
+
+    def __init__(self, conn: Any, tuples: bool = False) -> None:
+        if tuples:
+            from psycopg.rows import tuple_row
+
+            self._cursor = functools.partial(conn.cursor, row_factory=tuple_row)
+        else:
+            self._cursor = conn.cursor
+
+    def execute(self, query: Any, params: Any = None) -> Any:
+        cur = self._cursor()
+        cur.execute(query, params)
+        return cur
+
+    def executemany(self, query: Any, params: Any) -> None:
+        self._cursor().executemany(query, params)
+
+
+#: ClaimedJob's fields a claim row holds (CLAIM_NAMES, then limit_key, left out).
+_FIELDS = len(decoding.CLAIM_NAMES)
+
+
+def claimed(row: Sequence[Any]) -> ClaimedJob:
+    """A claim's row as a ClaimedJob; counts at their column's limit (a row written
+    around the API) make it a problem job, which the worker ends dead with the reason.
+
+    The typed columns make every value what ClaimedJob says (text NOT NULL as str,
+    integers as int, doubles as float) unless the database's encoding is SQL_ASCII,
+    where psycopg hands text back as bytes: only then the checking decoder runs."""
+    if (
+        type(row[0]) is str
+        and type(row[3]) is str
+        and -INT_MAX < row[4] < INT_MAX  # attempt
+        and -BIGINT_MAX < row[6] < BIGINT_MAX  # token
+        and -INT_MAX < row[11] < INT_MAX  # rescues
+    ):
+        return ClaimedJob(*row[:_FIELDS])
+    job = decoding.claimed_job(row[:_FIELDS])
+    if job.problem is None:
+        at_limit = count_at_limit(attempt=job.attempt, token=job.token, rescues=job.rescues)
+        if at_limit is not None:
+            job = records.replace(job, problem=at_limit)
+    return job
 
 
 #: The audit's spellings (``sql/integrity_check.sql``). Typed columns: a value is what
@@ -50,5 +111,11 @@ POSTGRES = Dialect(
     queries={
         "job_insert_flow": _query("job_insert_flow"),
         "integrity_check": integrity_sql(INTEGRITY),
+        **named_queries(_query("claim")),
+        **FINISH_QUERIES,
     },
+    skip_locked=" FOR UPDATE SKIP LOCKED",
+    promote_answers=True,
+    claimed=claimed,
+    finish_batch="arrays",
 )

@@ -42,9 +42,10 @@ from conveyor.backends.base import (
     JobInsertParams,
     JobInsertThroughParams,
 )
-from conveyor.backends.postgres.finish import Finishes
+from conveyor.backends.postgres.dialect import POSTGRES, Cursors
 from conveyor.backends.postgres.inserts import insert_in
 from conveyor.backends.postgres.listener import CHANNEL, notify_done
+from conveyor.backends.sql.finish import Finish
 from conveyor.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -211,10 +212,11 @@ def finish_through(schema: str, params: JobFinishThroughParams) -> list[str]:
         row = cur.fetchone()
         if row is None or row[1] is None:
             raise ConfigurationError(f"the task's database has no conveyor schema {schema!r}")
-        # Finishes opens its own cursors: tuple rows, whatever the caller's connection
+        # The engine opens its own cursors: tuple rows, whatever the caller's connection
         # makes by default.
-        sent = Finishes(_TupleCursors(conn), params.finishes)
-        stale, wake = sent.result(cur)
+        ex = Cursors(conn, tuples=True)
+        sent = Finish(POSTGRES, ex, params.finishes, None)
+        stale, wake = sent.result(ex)
         notify_done(cur, schema, sent.ended)  # delivered at the caller's commit
         notify = (
             sql.SQL("pg_notify({}, {}), ").format(sql.Literal(CHANNEL), sql.Literal(schema))
@@ -227,18 +229,6 @@ def finish_through(schema: str, params: JobFinishThroughParams) -> list[str]:
             )
         )
     return stale
-
-
-class _TupleCursors:
-    """The caller's connection, handing out cursors that read rows as tuples."""
-
-    def __init__(self, conn: Any) -> None:
-        self._conn = conn
-
-    def cursor(self) -> Any:
-        from psycopg.rows import tuple_row
-
-        return self._conn.cursor(row_factory=tuple_row)
 
 
 @contextlib.contextmanager

@@ -26,6 +26,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from conveyor.backends import decoding
+from conveyor.backends.records import ClaimedJob
+
 
 class Result(Protocol):
     """What ``execute`` hands back: rows to fetch, how many rows it wrote."""
@@ -44,6 +47,17 @@ class Executor(Protocol):
     def execute(self, query: Any, params: Any = ..., /) -> Result: ...
 
     def executemany(self, query: Any, params: Any, /) -> object: ...
+
+
+def decode_claimed(row: Sequence[Any]) -> ClaimedJob:
+    """A claim row (``decoding.CLAIM_NAMES``, then ``limit_key``) as a ClaimedJob, checked
+    field by field: what ``Dialect.claimed`` does by default."""
+    return decoding.claimed_job(row[: len(decoding.CLAIM_NAMES)])
+
+
+def fetch_all(ex: Executor, sent: Result, *_: Any) -> list[Any]:
+    """The rows of a statement sent earlier: what ``Dialect.claim_rows`` does by default."""
+    return sent.fetchall()
 
 
 @dataclass(frozen=True)
@@ -66,8 +80,33 @@ class Dialect:
     #: The clock the store's times are read against (epoch seconds).
     clock: Callable[[Executor], float]
     #: The store's own text of the statements that differ by more than spelling, by
-    #: role name (the same names on every store: ``job_insert_flow``, ...).
+    #: role name (the same names on every store: ``job_insert_flow``, ``job_claim``,
+    #: ``job_promote_due``, ...; each engine module lists the names it reads).
     queries: Mapping[str, str]
+    #: True: ``UPDATE ... RETURNING`` exists (SQLite, PostgreSQL): a claim is one
+    #: statement (``job_claim``). False (MariaDB): the engine selects the rows locked,
+    #: updates them, and reads them back (:mod:`conveyor.backends.sql.claim`).
+    returning: bool = True
+    #: Appended to a ``SELECT`` that picks rows to take (a claim's, a rescue's), so that
+    #: concurrent takers skip each other's rows instead of waiting: ``" FOR UPDATE SKIP
+    #: LOCKED"``; empty where the transaction holds the whole database (SQLite).
+    skip_locked: str = ""
+    #: True: ``job_promote_due`` answers one row (how many were promoted, seconds until
+    #: the next scheduled job is due or NULL); False: its row count is how many.
+    promote_answers: bool = False
+    #: A claim row (``decoding.CLAIM_NAMES`` then ``limit_key``) as a ClaimedJob; the
+    #: store's own, because what its driver hands back differs (types, odd rows).
+    claimed: Callable[[Any], ClaimedJob] = decode_claimed
+    #: The rows of one sent ``job_claim`` (``fetch_all`` by default); SQLite's reads the
+    #: claimed rows again when their text is not UTF-8 (see its ``rows.claim_rows``).
+    claim_rows: Callable[..., list[Any]] = fetch_all
+    #: How a batch of finishes is written (:mod:`conveyor.backends.sql.finish`):
+    #: ``"arrays"``: one statement per finish kind whose rows travel as array
+    #: parameters, writing the attempt rows too (``job_finish_many_<kind>``: PostgreSQL's
+    #: writable CTEs); ``"json"``: per-row statements, but a batch of successes only is
+    #: one JSON parameter (``job_finish_succeeded_many``, ``attempt_insert_succeeded_many``:
+    #: SQLite's ``json_each``); ``"rows"``: one fenced statement per finish (any store).
+    finish_batch: str = "rows"
 
     def sql(self, text: str) -> str:
         """``text``, written with ``?`` placeholders, in the driver's style."""
@@ -90,3 +129,20 @@ class Dialect:
         """``INSERT INTO <rest>`` that writes nothing where a unique index holds the row."""
         prefix, suffix = self.ignore
         return f"{prefix} INTO {rest}{suffix}"
+
+
+def named_queries(text: str) -> dict[str, str]:
+    """The statements of one query file by name: each starts at a ``-- name: <name>``
+    line and runs to the next (comments before the first name describe the file).
+
+    >>> named_queries("-- the claim\n-- name: a\nSELECT 1;\n-- name: b\n-- why\nSELECT 2\n")
+    {'a': 'SELECT 1', 'b': '-- why\nSELECT 2'}
+    """
+    found: dict[str, list[str]] = {}
+    lines: list[str] | None = None
+    for line in text.splitlines():
+        if line.startswith("-- name:"):
+            lines = found.setdefault(line.split(":", 1)[1].strip(), [])
+        elif lines is not None:
+            lines.append(line)
+    return {name: "\n".join(body).strip().rstrip(";").strip() for name, body in found.items()}

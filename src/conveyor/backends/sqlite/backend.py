@@ -55,21 +55,22 @@ from conveyor.backends.base import (
     WorkerHeartbeatParams,
     WorkerInfo,
 )
+from conveyor.backends.sql.claim import Claim, promote_due
+from conveyor.backends.sql.finish import Finish
 from conveyor.backends.sqlite import flow_writes, rows
-from conveyor.backends.sqlite.claim_limits import apply_limits, limits_exist
 from conveyor.backends.sqlite.connection import (
     load_query,
     memory_key,
     open_connection,
     parse_sqlite_url,
 )
+from conveyor.backends.sqlite.dialect import SQLITE
 from conveyor.backends.sqlite.faults import (
     check_same_file,
     file_identity,
     store_error,
     translate_store_errors,
 )
-from conveyor.backends.sqlite.finish_batch import batchable, finish_succeeded
 from conveyor.backends.sqlite.flow_methods import FlowMixin
 from conveyor.backends.sqlite.inserts import batch_rows, insert_values
 from conveyor.backends.sqlite.notify import MAX_POLL, MIN_POLL, POLL_GROWTH, notifier_for
@@ -83,7 +84,6 @@ from conveyor.backends.sqlite.transactional import (
 from conveyor.errors import ConfigurationError, JobNotFound
 from conveyor.rules import (
     CANCEL_AT_ONCE,
-    FINISH,
     LOST,
     LOST_PARENT_FAILED,
     RELEASED,
@@ -96,23 +96,14 @@ from conveyor.rules import (
     rescue_state,
     sql_states,
 )
-from conveyor.states import FinishKind, JobState
+from conveyor.states import JobState
 
 _QUERY_NAMES = (
     "attempt_insert",
-    "job_claim",
     "job_extend_lease",
-    "job_finish_cancelled",
-    "job_finish_dead",
-    "job_finish_drop",
-    "job_finish_expired",
-    "job_finish_retry",
-    "job_finish_snooze",
-    "job_finish_succeeded",
     "job_insert",
     "job_insert_batch",
     "job_log_insert",
-    "job_promote_due",
     "job_purge",
     "job_clear_results",
     "job_release",
@@ -120,15 +111,6 @@ _QUERY_NAMES = (
     "queue_pause",
     "worker_heartbeat",
 )
-_FINISH_QUERY = {
-    FinishKind.SUCCEEDED: "job_finish_succeeded",
-    FinishKind.RETRY: "job_finish_retry",
-    FinishKind.DEAD: "job_finish_dead",
-    FinishKind.CANCELLED: "job_finish_cancelled",
-    FinishKind.DROP: "job_finish_drop",
-    FinishKind.SNOOZE: "job_finish_snooze",
-    FinishKind.EXPIRED: "job_finish_expired",
-}
 _DATA_VERSION = "PRAGMA data_version"
 _CANCEL_AT_ONCE = sql_states(CANCEL_AT_ONCE)
 _RETRY_BY_HAND = sql_states(RETRY_BY_HAND)
@@ -311,62 +293,11 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
             self._notifier.bump()
         return stale, claimed
 
-    def _claim_in(
-        self, conn: sqlite3.Connection, params: JobClaimParams, now: float
-    ) -> tuple[int, list[ClaimedJob]]:
-        claimed: list[ClaimedJob] = []
-        remaining = params.total
-        sql = self._sql["job_claim"]
-        promoted: int = conn.execute(self._sql["job_promote_due"], {"now": now}).rowcount
-        empty: set[str] = set()
-        # First pass: each queue its weighted share; second: top up from any.
-        for pass_limits in (params.queues, [(q, params.total) for q, _ in params.queues]):
-            for queue, limit in pass_limits:
-                want = min(limit, remaining)
-                if want <= 0 or queue in empty:
-                    continue
-                got = self._claim_rows(conn, sql, params.worker_id, now, queue, want, claimed)
-                if len(got) < want:
-                    empty.add(queue)
-                remaining -= len(got)
-                claimed.extend(got)
-        if claimed and limits_exist(conn):
-            claimed = apply_limits(conn, claimed, now)
-        if len(claimed) > 1:
-            claimed.sort(key=lambda j: (-j.priority, j.run_at, j.id))
-        return promoted, claimed
-
     @staticmethod
-    def _claim_rows(
-        conn: sqlite3.Connection,
-        sql: str,
-        worker_id: str,
-        now: float,
-        queue: str,
-        want: int,
-        before: Sequence[ClaimedJob],
-    ) -> list[ClaimedJob]:
-        """One claim statement's jobs. A claimed row holding text that is not UTF-8
-        fails the fetch after the UPDATE has applied (SQLite applies RETURNING's changes
-        on the first step), so those rows are read again, bad bytes escaped: they run as
-        ClaimedJobs with a ``problem`` and end dead, rather than failing every claim."""
-        args = {"worker_id": worker_id, "now": now, "queue": queue, "limit": want}
-        try:
-            return [rows.claimed_job(r) for r in conn.execute(sql, args).fetchall()]
-        except sqlite3.OperationalError as exc:
-            if not rows.is_undecodable_text(exc):
-                raise
-        seen = [j.id for j in before]
-        conn.text_factory = rows.lossy_text
-        try:
-            found = conn.execute(
-                f"SELECT {rows.CLAIM_COLUMNS} FROM jobs WHERE state = 'running' "
-                "AND worker_id = ? AND started_at = ? AND queue = ?",
-                (worker_id, now, queue),
-            ).fetchall()
-        finally:
-            conn.text_factory = str
-        return [rows.claimed_job(r, lossy=True) for r in found if r[0] not in seen]
+    def _claim_in(
+        conn: sqlite3.Connection, params: JobClaimParams, now: float
+    ) -> tuple[int, list[ClaimedJob]]:
+        return Claim(SQLITE, conn, params, now).result(conn)
 
     def job_delete_many(self, ids: Sequence[str]) -> int:
         with self._write() as conn:
@@ -402,56 +333,12 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
         with self._write() as conn:
             return self._finish_in(conn, params, now)
 
+    @staticmethod
     def _finish_in(
-        self, conn: sqlite3.Connection, params: Sequence[JobFinishParams], now: float
+        conn: sqlite3.Connection, params: Sequence[JobFinishParams], now: float
     ) -> list[str]:
-        if batchable(params):  # the common batch: successes only, one statement each
-            moved, refused = finish_succeeded(conn, params, now)
-            flow_writes.settle(conn, moved, {}, now)
-            return refused
-        stale: list[str] = []
-        attempts = []
-        succeeded: list[str] = []
-        failed: dict[str, str] = {}
-        for p in params:
-            finished = p.finished_at or now
-            args = {
-                "id": p.id,
-                "token": p.token,
-                "result": p.result,
-                "error": p.error,
-                "reason": p.reason,
-                "run_at": p.run_at or now,
-                "finished_at": finished,
-            }
-            if conn.execute(self._sql[_FINISH_QUERY[p.kind]], args).rowcount != 1:
-                stale.append(p.id)
-                continue
-            rule = FINISH[p.kind]
-            if rule.state is JobState.SUCCEEDED:
-                succeeded.append(p.id)
-            elif rule.parent_failed is not None:
-                failed[p.id] = rule.parent_failed
-            if rule.attempt_outcome is None:  # the row went: its history goes with it
-                conn.execute("DELETE FROM attempts WHERE job_id = ?", (p.id,))
-                conn.execute("DELETE FROM job_logs WHERE job_id = ?", (p.id,))
-                continue
-            attempts.append(
-                {
-                    "id": p.id,
-                    "token": p.token,
-                    "attempt": p.attempt,
-                    "worker_id": p.worker_id,
-                    "started_at": p.started_at,
-                    "finished_at": finished,
-                    "outcome": rule.attempt_outcome,
-                    "error": p.error,
-                }
-            )
-        conn.executemany(self._sql["attempt_insert"], attempts)
         # Dependants move in the same commit as their parent's finish.
-        flow_writes.settle(conn, succeeded, failed, now)
-        return stale
+        return Finish(SQLITE, conn, params, now).result(conn)[0]
 
     def job_get_many(self, ids: Sequence[str]) -> list[JobRecord]:
         found: dict[str, JobRecord] = {}
@@ -522,8 +409,7 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
 
     def job_promote_due(self) -> int:
         with self._write() as conn:
-            count: int = conn.execute(self._sql["job_promote_due"], {"now": time.time()}).rowcount
-        return count
+            return promote_due(SQLITE, conn, time.time())
 
     def job_release_many(self, params: JobReleaseParams) -> list[str]:
         now = time.time()

@@ -1,7 +1,8 @@
 """SQLite's :class:`~conveyor.backends.sql.dialect.Dialect`: ``?`` placeholders, lists
 as ``IN (...)`` in chunks under the variable limit, no row locks (every write holds
 the database's write lock from ``BEGIN IMMEDIATE``), ``INSERT OR IGNORE``, this
-process's clock.
+process's clock; claims by ``UPDATE ... RETURNING``, a batch of successes as one JSON
+parameter (``queries/finish.sql``).
 
 Example:
     >>> SQLITE.insert_ignore("job_deps (parent_id, child_id) VALUES (?, ?)")
@@ -12,8 +13,9 @@ from __future__ import annotations
 
 import time
 
-from conveyor.backends.sql.dialect import Dialect, Executor
+from conveyor.backends.sql.dialect import Dialect, Executor, named_queries
 from conveyor.backends.sql.integrity import integrity_sql
+from conveyor.backends.sqlite import rows
 from conveyor.backends.sqlite.connection import load_query
 
 
@@ -50,5 +52,10 @@ SQLITE = Dialect(
     queries={
         "job_insert_flow": load_query("job_insert_flow"),
         "integrity_check": integrity_sql(INTEGRITY),
+        **named_queries(load_query("claim")),
+        **named_queries(load_query("finish")),
     },
+    claimed=rows.claimed_job,
+    claim_rows=rows.claim_rows,
+    finish_batch="json",
 )

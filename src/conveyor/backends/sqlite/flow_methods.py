@@ -1,8 +1,8 @@
 """The flow-control methods of the SQLite backend (kept apart so backend.py stays small).
 
-Snooze is one more finish query (``job_finish_snooze.sql``); progress, unique jobs,
+Snooze is one more finish kind (``sql/finish.py``); progress, unique jobs,
 workflows, limits and periodic slots are the SQL engine's (:mod:`conveyor.backends.sql`),
-bound here and in ``flow_writes.py`` / ``claim_limits.py``.
+bound here and in ``flow_writes.py`` (limits: the claim engine, ``sql/claim.py``).
 Every write is one ``BEGIN IMMEDIATE`` transaction like the rest of the backend.
 
 Example:

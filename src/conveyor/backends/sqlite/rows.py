@@ -7,7 +7,9 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
+from collections.abc import Sequence
 from typing import Any
 
 from conveyor.backends import decoding
@@ -27,19 +29,24 @@ WORKER_COLUMNS = (
 )
 
 
-#: The RETURNING columns of queries/job_claim.sql, in ClaimedJob order.
-CLAIM_COLUMNS = ", ".join(decoding.CLAIM_NAMES)
+#: The RETURNING columns of queries/claim.sql's job_claim: ClaimedJob's, then limit_key.
+CLAIM_COLUMNS = ", ".join(decoding.CLAIM_NAMES) + ", limit_key"
+_FIELDS = len(decoding.CLAIM_NAMES)
 _NUM = (int, float)
+_OPT_TEXT = (str, type(None))
 #: Column type tuples of a well-formed claim row (the fast path: no per-field work).
 _CLAIM_OK = frozenset(
-    (str, str, str, str, int, int, int, timeout, lease, run_at, started, int, int, headers, expires)
+    (str, str, str, str, int, int, int, timeout, lease, run_at, started, int, int, *tail)
     for timeout in (float, int, type(None))
     for lease in _NUM
     for run_at in _NUM
     for started in _NUM
-    for headers in (str, type(None))
-    for expires in (float, int, type(None))
+    for tail in itertools.product(_OPT_TEXT, (float, int, type(None)), _OPT_TEXT)
 )
+
+
+class _Lossy(tuple):  # type: ignore[type-arg]
+    """A claim row read with :func:`lossy_text`: its text must be checked."""
 
 
 def job_record(row: tuple[Any, ...]) -> JobRecord:
@@ -48,13 +55,37 @@ def job_record(row: tuple[Any, ...]) -> JobRecord:
     return decoding.job_record(row)
 
 
-def claimed_job(row: tuple[Any, ...], *, lossy: bool = False) -> ClaimedJob:
-    """Build a ClaimedJob from a RETURNING row of queries/job_claim.sql (``lossy``: read
-    with :func:`lossy_text`, so check its text). A well-formed row costs one type check;
-    any other still becomes a ClaimedJob, with ``problem`` saying what is wrong."""
-    if not lossy and tuple(map(type, row)) in _CLAIM_OK:
-        return ClaimedJob(*row)
-    return decoding.claimed_job(row)
+def claimed_job(row: tuple[Any, ...]) -> ClaimedJob:
+    """Build a ClaimedJob from a row of :data:`CLAIM_COLUMNS` (one read again with
+    :func:`lossy_text` is checked field by field). A well-formed row costs one type
+    check; any other still becomes a ClaimedJob, with ``problem`` saying what is wrong."""
+    if type(row) is tuple and tuple(map(type, row)) in _CLAIM_OK:
+        return ClaimedJob(*row[:_FIELDS])
+    return decoding.claimed_job(row[:_FIELDS])
+
+
+def claim_rows(
+    conn: Any, sent: Any, worker_id: str, queue: str, now: float | None, seen: Sequence[str]
+) -> list[Any]:
+    """The rows of one ``job_claim`` statement. A claimed row holding text that is not
+    UTF-8 fails the fetch after the UPDATE has applied (SQLite applies RETURNING's
+    changes on the first step), so those rows are read again, bad bytes escaped: they run
+    as ClaimedJobs with a ``problem`` and end dead, rather than failing every claim."""
+    try:
+        return sent.fetchall()  # type: ignore[no-any-return]
+    except sqlite3.OperationalError as exc:
+        if not is_undecodable_text(exc):
+            raise
+    conn.text_factory = lossy_text
+    try:
+        found = conn.execute(
+            f"SELECT {CLAIM_COLUMNS} FROM jobs WHERE state = 'running' "
+            "AND worker_id = ? AND started_at = ? AND queue = ?",
+            (worker_id, now, queue),
+        ).fetchall()
+    finally:
+        conn.text_factory = str
+    return [_Lossy(r) for r in found if r[0] not in seen]
 
 
 def lossy_text(data: bytes) -> str:

@@ -1,7 +1,19 @@
+-- The claim's statements (conveyor.backends.sql.claim), the same names on every store.
+-- SQLite's differ from PostgreSQL's: no row locks (BEGIN IMMEDIATE holds the whole
+-- database, so no SKIP LOCKED), and the clock is the caller's (:now).
+
+-- name: job_promote_due
+-- Scheduled jobs whose time has come become ready (reads the jobs_scheduled index).
+-- Its row count is how many (Dialect.promote_answers is False: SQLite's work_wait reads
+-- the next due time itself).
+UPDATE jobs SET state = 'queued' WHERE state = 'scheduled' AND run_at <= :now;
+
+-- name: job_claim
 -- Claim up to :limit ready jobs of one queue: one statement over the jobs_ready partial
 -- index. The token is the fencing token of this claim; the attempt counts here.
 -- A paused queue (queues.paused = 1) yields nothing: checked in the same statement, so
 -- a pause is obeyed by every worker at its next claim, and survives restarts.
+-- limit_key last: the engine admits jobs that have one (conveyor.backends.sql.limits).
 UPDATE jobs
 SET state = 'running',
     worker_id = :worker_id,
@@ -18,4 +30,4 @@ WHERE state = 'queued'
     LIMIT :limit
   )
 RETURNING id, task, queue, payload, attempt, max_attempts, token, timeout, lease,
-          run_at, started_at, rescues, priority, headers, expires_at
+          run_at, started_at, rescues, priority, headers, expires_at, limit_key;

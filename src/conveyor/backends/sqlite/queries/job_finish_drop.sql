@@ -1,1 +1,0 @@
-DELETE FROM jobs WHERE id = :id AND token = :token AND state = 'running'
