@@ -24,12 +24,11 @@ import time
 
 from bench.postgres_cluster import PostgresCluster
 from conveyor.backends.base import JobFilter, JobInsertParams, JobListParams
-from conveyor.backends.filter_sql import job_list_sql
 from conveyor.backends.postgres.backend import PostgresBackend
 from conveyor.backends.postgres.connection import schema_sql
-from conveyor.backends.postgres.filter_sql import POSTGRES
-from conveyor.backends.postgres.ops import ID_ORDER
+from conveyor.backends.postgres.dialect import POSTGRES
 from conveyor.backends.postgres.sql import JOB_COLUMNS
+from conveyor.backends.sql.filters import job_list_sql
 from conveyor.ids import new_ids
 from conveyor.states import JobState
 
@@ -76,7 +75,7 @@ def queries(ids: list[str]) -> dict[str, JobListParams]:
 
 
 def explain(backend: PostgresBackend, params: JobListParams) -> str:
-    sql, args = job_list_sql(params, POSTGRES, JOB_COLUMNS, ID_ORDER)
+    sql, args = job_list_sql(POSTGRES, params, JOB_COLUMNS)
     with backend._tx() as cur:
         rows = cur.execute(f"EXPLAIN (ANALYZE, BUFFERS) {sql}", args).fetchall()
     return "\n".join(f"    {r[0]}" for r in rows)

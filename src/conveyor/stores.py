@@ -91,6 +91,17 @@ STORES: tuple[Store, ...] = (
         ddl="conveyor.stores:postgres_ddl",
     ),
     Store(
+        name="mariadb",
+        display="MariaDB/MySQL",
+        schemes=("mariadb", "mysql"),
+        backend="conveyor.backends.mariadb.backend:MariaDBBackend",
+        url_checks=("conveyor.backends.mariadb.url:parse_mariadb_url",),
+        example="mariadb://user:pass@host:port/db",
+        extra="mariadb",
+        store_check="conveyor.backends.mariadb.connection:require_existing_store",
+        ddl="conveyor.backends.mariadb.connection:schema_ddl",
+    ),
+    Store(
         name="memory",
         display="memory",
         schemes=("memory",),

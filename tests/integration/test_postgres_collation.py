@@ -14,11 +14,10 @@ import psycopg
 import pytest
 
 from conveyor.backends.base import JobListParams
-from conveyor.backends.filter_sql import job_list_sql
 from conveyor.backends.postgres.backend import PostgresBackend
-from conveyor.backends.postgres.filter_sql import POSTGRES
-from conveyor.backends.postgres.ops import ID_ORDER
+from conveyor.backends.postgres.dialect import POSTGRES
 from conveyor.backends.postgres.sql import JOB_COLUMNS
+from conveyor.backends.sql.filters import job_list_sql
 from tests.contract.helpers import insert
 from tests.contract.test_id_order import check_id_order
 from tests.support.postgres_server import drop_schema, with_schema
@@ -79,7 +78,7 @@ def test_a_listing_page_reads_the_primary_key_in_order(
     # Plans made with the alternatives priced out: a Sort still appears when the index
     # cannot give this order (ids in the database's collation), whatever the table size.
     insert(backend, 20)
-    sql, args = job_list_sql(params, POSTGRES, JOB_COLUMNS, ID_ORDER)
+    sql, args = job_list_sql(POSTGRES, params, JOB_COLUMNS)
     with backend._tx() as cur:
         cur.execute("SET LOCAL enable_seqscan = off")
         cur.execute("SET LOCAL enable_sort = off")

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from conveyor.ids import new_id
-from tests.support import postgres_server
+from tests.support import mariadb_server, postgres_server
 from tests.support.redis_server import isolated_url
 
 
@@ -32,6 +32,11 @@ def _redis_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 def _postgres_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     # The session cluster starts on first use only; each test gets its own schema.
     return postgres_server.isolated_url(request)
+
+
+def _mariadb_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    # The session server starts on first use only; each test gets its own database.
+    return mariadb_server.isolated_url(request)
 
 
 # name -> (request, tmp_path) -> URL
@@ -50,5 +55,6 @@ def _memory_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 #: The contract suite's stores: every backend, and the in-process memory store.
 CONTRACT_URLS: dict[str, Callable[[pytest.FixtureRequest, Path], str]] = {
     **BACKEND_URLS,
+    "mariadb": _mariadb_url,
     "memory": _memory_url,
 }

@@ -1,6 +1,6 @@
 """``JobFilter`` evaluated in Python, for the stores without SQL (Redis, memory).
 
-Same meaning as the SQLite backend's ``filter_sql.py``: every field narrows (AND); time
+Same meaning as the SQL stores' ``sql/filters.py``: every field narrows (AND); time
 bounds are ``>=`` after and ``<`` before, and a NULL ``finished_at`` matches neither.
 ``--where`` compares typed JSON exactly like SQLite's ``json_type``/``json_extract``:
 ``42`` never equals ``"42"``, ``true`` never equals ``1`` (Python's ``True == 1`` is

@@ -160,13 +160,6 @@ class PostgresBackend(PostgresOperations):
 
     # -- insert and read -----------------------------------------------------------------
 
-    def job_get_many(self, ids: Sequence[str]) -> list[JobRecord]:
-        if not ids:
-            return []
-        rows = self._once(f"SELECT {sql.JOB_COLUMNS} FROM jobs WHERE id = ANY(%s)", (list(ids),))
-        found = {r.id: r for r in map(decoding.job_record, rows)}
-        return [found[i] for i in ids if i in found]
-
     def job_insert_many(
         self, params: Sequence[JobInsertParams] | JobInsertBatchParams
     ) -> Sequence[str]:

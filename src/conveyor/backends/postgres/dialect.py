@@ -1,7 +1,9 @@
 """PostgreSQL's :class:`~conveyor.backends.sql.dialect.Dialect`: ``%s`` placeholders,
 lists as one array parameter, ``FOR UPDATE`` row locks (concurrent writers) and ``SKIP
 LOCKED`` claims, inserts that skip with ``ON CONFLICT DO NOTHING``, the server's clock,
-finishes as arrays (``finish.py``), and :class:`Cursors`, the executor of the hot path.
+finishes as arrays (``finish.py``), :class:`Cursors`, the executor of the hot path, ids
+in byte order (``COLLATE "C"``), logs in ``seq`` order, and ``--where`` conditions as
+``jsonb`` comparisons (:func:`where_json`).
 
 Example:
     >>> POSTGRES.sql("SELECT 1 FROM jobs WHERE id = ?")
@@ -11,17 +13,19 @@ Example:
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Sequence
 from typing import Any
 
 from conveyor import records
 from conveyor.backends import decoding
-from conveyor.backends.base import ClaimedJob
+from conveyor.backends.base import ClaimedJob, WhereCondition
 from conveyor.backends.postgres.connection import read_packaged
 from conveyor.backends.postgres.finish import FINISH_QUERIES
 from conveyor.backends.postgres.sql import BIGINT_MAX, INT_MAX, NOW, count_at_limit
 from conveyor.backends.sql.dialect import Dialect, Executor, named_queries
 from conveyor.backends.sql.integrity import integrity_sql
+from conveyor.query import json_path
 
 
 def server_now(cur: Executor) -> float:
@@ -100,6 +104,51 @@ INTEGRITY = {
     "lease_never": "(lease_until IS NULL OR lease_until = 'NaN'::float8)",
 }
 
+_COLUMN = {
+    "args": ("payload", ("args",)),
+    "kwargs": ("payload", ("kwargs",)),
+    "result": ("result", ()),
+}
+
+
+def jsonpath(path: tuple[str | int, ...]) -> str:
+    """A strict SQL/JSON path with every key quoted (``strict $."a"[0]``), so a key named
+    like a jsonpath keyword (``last``, ``true``) is still a key.
+
+    >>> jsonpath(("args", 0, "last"))
+    'strict $."args"[0]."last"'
+    """
+    json_path(tuple(p for p in path if isinstance(p, str)))  # validates every key
+    return "strict $" + "".join(f"[{p}]" if isinstance(p, int) else f'."{p}"' for p in path)
+
+
+def where_json(cond: WhereCondition) -> tuple[str, list[object]]:
+    """One typed JSON comparison: the JSON text column read as ``jsonb`` with a *strict*
+    path, errors silenced, so a missing key or an index past the end is SQL ``NULL``
+    and matches nothing, not even ``null``. ``jsonb = jsonb`` is typed: ``42`` never
+    equals ``"42"`` nor ``true`` ``1``, ``1`` equals ``1.0``, objects and lists compare
+    by content -- the meaning SQLite's ``json_type`` tests and the Redis matcher give it.
+
+    >>> from conveyor.query import parse_where
+    >>> sql, args = where_json(parse_where("kwargs.n=3"))
+    >>> print(sql)
+    jsonb_path_query_first(payload::jsonb, ?::jsonpath, '{}', true) = ?::jsonb
+    >>> args
+    ['strict $."kwargs"."n"', '3']
+    """
+    if cond.root not in _COLUMN:
+        raise ValueError(f"unknown --where root {cond.root!r}")
+    column, base = _COLUMN[cond.root]
+    value = json.dumps(cond.value, separators=(",", ":"))
+    return (
+        f"jsonb_path_query_first({column}::jsonb, ?::jsonpath, '{{}}', true) = ?::jsonb",
+        [jsonpath((*base, *cond.path)), value],
+    )
+
+
+#: The statements of the operations that differ by more than spelling (as on SQLite).
+OPS_QUERIES = ("queue_pause", "job_finished_histogram")
+
 POSTGRES = Dialect(
     name="postgres",
     param="%s",
@@ -113,9 +162,15 @@ POSTGRES = Dialect(
         "integrity_check": integrity_sql(INTEGRITY),
         **named_queries(_query("claim")),
         **FINISH_QUERIES,
+        **{name: _query(name) for name in OPS_QUERIES},
     },
     skip_locked=" FOR UPDATE SKIP LOCKED",
     promote_answers=True,
     claimed=claimed,
     finish_batch="arrays",
+    returning=True,
+    always="TRUE",
+    id_order='id COLLATE "C"',
+    log_order="seq",
+    where_json=where_json,
 )

@@ -24,7 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from conveyor.backends.base import WhereCondition
 
 from conveyor.backends import decoding
 from conveyor.backends.records import ClaimedJob
@@ -107,6 +110,17 @@ class Dialect:
     #: one JSON parameter (``job_finish_succeeded_many``, ``attempt_insert_succeeded_many``:
     #: SQLite's ``json_each``); ``"rows"``: one fenced statement per finish (any store).
     finish_batch: str = "rows"
+    #: The ``WHERE`` of a filter with no conditions (``1``; PostgreSQL wants a boolean).
+    always: str = "1"
+    #: How to compare ids to get byte order, the order they were created in
+    #: (PostgreSQL: ``id COLLATE "C"``, whatever the database's collation).
+    id_order: str = "id"
+    #: The column ``job_logs`` are read back in, the order they were written in.
+    log_order: str = "rowid"
+    #: One typed JSON comparison of a ``--where`` condition -> (SQL with ``?``
+    #: placeholders, its arguments): the store's JSON functions
+    #: (:mod:`conveyor.backends.sql.filters`). None: the store cannot filter by JSON.
+    where_json: Callable[[WhereCondition], tuple[str, list[object]]] | None = None
 
     def sql(self, text: str) -> str:
         """``text``, written with ``?`` placeholders, in the driver's style."""

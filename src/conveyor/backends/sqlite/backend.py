@@ -33,10 +33,8 @@ from typing import TYPE_CHECKING
 
 from conveyor.backends import decoding
 from conveyor.backends.base import (
-    AttemptRecord,
     Backend,
     ClaimedJob,
-    JobCancelParams,
     JobClaimParams,
     JobExtendLeasesParams,
     JobFinishParams,
@@ -47,13 +45,10 @@ from conveyor.backends.base import (
     JobRecord,
     JobReleaseParams,
     JobRescueParams,
-    JobRetryParams,
     JobWaitParams,
     LeaseStatus,
-    QueueStats,
     RescueResult,
     WorkerHeartbeatParams,
-    WorkerInfo,
 )
 from conveyor.backends.sql.claim import Claim, promote_due
 from conveyor.backends.sql.finish import Finish
@@ -74,7 +69,7 @@ from conveyor.backends.sqlite.faults import (
 from conveyor.backends.sqlite.flow_methods import FlowMixin
 from conveyor.backends.sqlite.inserts import batch_rows, insert_values
 from conveyor.backends.sqlite.notify import MAX_POLL, MIN_POLL, POLL_GROWTH, notifier_for
-from conveyor.backends.sqlite.ops import SQLiteOpsMixin, delete_jobs
+from conveyor.backends.sqlite.ops import SQLiteOpsMixin
 from conveyor.backends.sqlite.transactional import (
     ASYNC_REFUSED,
     insert_through,
@@ -83,18 +78,14 @@ from conveyor.backends.sqlite.transactional import (
 )
 from conveyor.errors import ConfigurationError, JobNotFound
 from conveyor.rules import (
-    CANCEL_AT_ONCE,
     LOST,
     LOST_PARENT_FAILED,
     RELEASED,
-    RETRY_BY_HAND,
-    WAS_CANCELLED,
     WORKER_LOST_ERROR,
     WORKER_LOST_REASON,
     held_alone,
     rescue_gives_back_attempt,
     rescue_state,
-    sql_states,
 )
 from conveyor.states import JobState
 
@@ -103,17 +94,11 @@ _QUERY_NAMES = (
     "job_extend_lease",
     "job_insert",
     "job_insert_batch",
-    "job_log_insert",
-    "job_purge",
-    "job_clear_results",
     "job_release",
     "job_rescue_candidates",
-    "queue_pause",
     "worker_heartbeat",
 )
 _DATA_VERSION = "PRAGMA data_version"
-_CANCEL_AT_ONCE = sql_states(CANCEL_AT_ONCE)
-_RETRY_BY_HAND = sql_states(RETRY_BY_HAND)
 #: Everything this backend implements (names: conveyor.backends.protocols.FEATURES).
 FEATURES = frozenset(
     {
@@ -234,33 +219,6 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
 
     # -- jobs ----------------------------------------------------------------------------
 
-    def job_attempts(self, job_id: str) -> list[AttemptRecord]:
-        found = self._read(
-            f"SELECT {rows.ATTEMPT_COLUMNS} FROM attempts WHERE job_id = ? ORDER BY token",
-            (job_id,),
-        )
-        return [rows.attempt_record(r) for r in found]
-
-    def job_cancel_many(self, params: JobCancelParams) -> list[JobRecord]:
-        now = time.time()
-        ids = list(params.ids)
-        with self._write() as conn:
-            for chunk in rows.chunks(ids):
-                marks = rows.placeholders(len(chunk))
-                cancelled = conn.execute(
-                    "UPDATE jobs SET state = 'cancelled', reason = ?, finished_at = ? "
-                    f"WHERE id IN ({marks}) AND state IN ({_CANCEL_AT_ONCE}) "
-                    "RETURNING id",
-                    (params.reason, now, *chunk),
-                ).fetchall()
-                flow_writes.settle(conn, (), {str(r[0]): WAS_CANCELLED for r in cancelled}, now)
-                conn.execute(
-                    "UPDATE jobs SET cancel_requested = 1, reason = ? "
-                    f"WHERE id IN ({marks}) AND state = 'running'",
-                    (params.reason, *chunk),
-                )
-        return self.job_get_many(ids)
-
     def job_claim(self, params: JobClaimParams) -> list[ClaimedJob]:
         return self.job_finish_and_claim((), params)[1]
 
@@ -299,10 +257,6 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
     ) -> tuple[int, list[ClaimedJob]]:
         return Claim(SQLITE, conn, params, now).result(conn)
 
-    def job_delete_many(self, ids: Sequence[str]) -> int:
-        with self._write() as conn:
-            return delete_jobs(conn, ids)
-
     def job_extend_leases(self, params: JobExtendLeasesParams) -> list[LeaseStatus]:
         if not params.jobs:
             return []
@@ -339,17 +293,6 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
     ) -> list[str]:
         # Dependants move in the same commit as their parent's finish.
         return Finish(SQLITE, conn, params, now).result(conn)[0]
-
-    def job_get_many(self, ids: Sequence[str]) -> list[JobRecord]:
-        found: dict[str, JobRecord] = {}
-        for chunk in rows.chunks(list(ids)):
-            sql = (
-                f"SELECT {rows.JOB_COLUMNS} FROM jobs WHERE id IN ({rows.placeholders(len(chunk))})"
-            )
-            for r in self._read(sql, chunk):
-                record = rows.job_record(r)
-                found[record.id] = record
-        return [found[i] for i in ids if i in found]
 
     def job_insert_many(
         self, params: Sequence[JobInsertParams] | JobInsertBatchParams
@@ -505,20 +448,6 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
             )
         return results
 
-    def job_retry_many(self, params: JobRetryParams) -> list[JobRecord]:
-        ids = list(params.ids)
-        now = time.time()
-        with self._write() as conn:
-            for chunk in rows.chunks(ids):
-                conn.execute(
-                    "UPDATE jobs SET state = 'queued', attempt = 0, rescues = 0, run_at = ?, "
-                    "cancel_requested = 0, finished_at = NULL, result = NULL, reason = NULL "
-                    f"WHERE id IN ({rows.placeholders(len(chunk))}) "
-                    f"AND state IN ({_RETRY_BY_HAND})",
-                    (now, *chunk),
-                )
-        return self.job_get_many(ids)
-
     def job_wait(self, params: JobWaitParams) -> JobRecord | None:
         deadline = None if params.timeout is None else time.monotonic() + params.timeout
         while True:
@@ -534,23 +463,6 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
             self._wait_change(snapshot, min(remaining, 1.0))
 
     # -- queues and workers --------------------------------------------------------------
-
-    def queue_stats(self) -> list[QueueStats]:
-        now = time.time()
-        counts: dict[str, dict[str, int]] = {}
-        for queue, state, count in self._read(
-            "SELECT queue, state, COUNT(*) FROM jobs GROUP BY queue, state"
-        ):
-            counts.setdefault(str(queue), {})[str(state)] = int(str(count))
-        oldest = {
-            str(q): now - run_at
-            for q, t in self._read(
-                "SELECT queue, MIN(run_at) FROM jobs WHERE state = 'queued' GROUP BY queue"
-            )
-            # a row written as text or -inf: no age (Infinity is no JSON for status --json)
-            if (run_at := decoding.finite_or_none(t)) is not None
-        }
-        return [QueueStats(q, counts[q], oldest.get(q)) for q in sorted(counts)]
 
     def work_wait(self, timeout: float) -> None:
         due = self._read("SELECT MIN(run_at) FROM jobs WHERE state = 'scheduled'")[0][0]
@@ -585,10 +497,6 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin):
                     "running": params.running,
                 },
             )
-
-    def worker_list(self) -> list[WorkerInfo]:
-        found = self._read(f"SELECT {rows.WORKER_COLUMNS} FROM workers ORDER BY started_at")
-        return [rows.worker_info(r) for r in found]
 
 
 if TYPE_CHECKING:

@@ -2,7 +2,8 @@
 as ``IN (...)`` in chunks under the variable limit, no row locks (every write holds
 the database's write lock from ``BEGIN IMMEDIATE``), ``INSERT OR IGNORE``, this
 process's clock; claims by ``UPDATE ... RETURNING``, a batch of successes as one JSON
-parameter (``queries/finish.sql``).
+parameter (``queries/finish.sql``), logs in ``rowid`` order, and ``--where`` conditions
+as ``json_type``/``json_extract`` over the JSON text columns (:func:`where_json`).
 
 Example:
     >>> SQLITE.insert_ignore("job_deps (parent_id, child_id) VALUES (?, ?)")
@@ -11,12 +12,20 @@ Example:
 
 from __future__ import annotations
 
+import json
 import time
 
+from conveyor.backends.base import WhereCondition
 from conveyor.backends.sql.dialect import Dialect, Executor, named_queries
 from conveyor.backends.sql.integrity import integrity_sql
 from conveyor.backends.sqlite import rows
 from conveyor.backends.sqlite.connection import load_query
+from conveyor.query import json_path
+
+#: The statements of the operations that differ by more than spelling
+#: (:mod:`conveyor.backends.sql.ops_bulk`, ``ops_read``): an upsert, a histogram's
+#: integer division; each store has a file of each name in ``queries/``.
+OPS_QUERIES = ("queue_pause", "job_finished_histogram")
 
 
 def _clock(_: Executor) -> float:
@@ -41,6 +50,46 @@ INTEGRITY = {
     "lease_never": "typeof(lease_until) NOT IN ('integer', 'real')",
 }
 
+_COLUMN = {
+    "args": ("payload", "$.args"),
+    "kwargs": ("payload", "$.kwargs"),
+    "result": ("result", "$"),
+}
+
+
+def where_json(cond: WhereCondition) -> tuple[str, list[object]]:
+    """One typed JSON comparison over the JSON text columns (``payload`` holds ``{"args":
+    [...], "kwargs": {...}}``, ``result`` the return value): typed by ``json_type`` so
+    that ``42`` never matches the string ``"42"`` nor ``true`` ``1``. The path is a
+    bound parameter too.
+
+    >>> from conveyor.query import parse_where
+    >>> where_json(parse_where("kwargs.n=3"))
+    ("json_type(payload, ?) IN ('integer', 'real') AND json_extract(payload, ?) = ?", \
+['$.kwargs.n', '$.kwargs.n', 3])
+    """
+    if cond.root not in _COLUMN:
+        raise ValueError(f"unknown --where root {cond.root!r}")
+    column, base = _COLUMN[cond.root]
+    path = base + json_path(cond.path)[1:]
+    value = cond.value
+    if isinstance(value, bool):
+        return f"json_type({column}, ?) = ?", [path, "true" if value else "false"]
+    if value is None:
+        return f"json_type({column}, ?) = 'null'", [path]
+    if isinstance(value, (int, float)):
+        return (
+            f"json_type({column}, ?) IN ('integer', 'real') AND json_extract({column}, ?) = ?",
+            [path, path, value],
+        )
+    if isinstance(value, str):
+        return (
+            f"json_type({column}, ?) = 'text' AND json_extract({column}, ?) = ?",
+            [path, path, value],
+        )
+    return f"json_extract({column}, ?) = json(?)", [path, json.dumps(value, separators=(",", ":"))]
+
+
 SQLITE = Dialect(
     name="sqlite",
     param="?",
@@ -54,8 +103,10 @@ SQLITE = Dialect(
         "integrity_check": integrity_sql(INTEGRITY),
         **named_queries(load_query("claim")),
         **named_queries(load_query("finish")),
+        **{name: load_query(name) for name in OPS_QUERIES},
     },
     claimed=rows.claimed_job,
     claim_rows=rows.claim_rows,
     finish_batch="json",
+    where_json=where_json,
 )

@@ -1,0 +1,59 @@
+"""MariaDB's :class:`~conveyor.backends.sql.dialect.Dialect`: ``%s`` placeholders, lists
+as ``IN (...)`` in chunks, ``FOR UPDATE`` row locks and ``SKIP LOCKED`` takes (InnoDB),
+``INSERT IGNORE``, the server's clock, no ``UPDATE ... RETURNING`` (the engine selects
+the rows locked, then updates them), logs in ``seq`` order.
+
+Example:
+    >>> MARIADB.sql("SELECT 1 FROM jobs WHERE id = ?")
+    'SELECT 1 FROM jobs WHERE id = %s'
+    >>> MARIADB.insert_ignore("job_deps (parent_id, child_id) VALUES (?, ?)")
+    'INSERT IGNORE INTO job_deps (parent_id, child_id) VALUES (?, ?)'
+"""
+
+from __future__ import annotations
+
+from conveyor.backends.mariadb.connection import read_packaged
+from conveyor.backends.sql.dialect import Dialect, Executor, named_queries
+from conveyor.backends.sql.integrity import integrity_sql
+
+#: The server's clock, epoch seconds to the microsecond: every worker's leases and
+#: heartbeats agree, whatever the hosts' clocks say.
+NOW = "UNIX_TIMESTAMP(NOW(6))"
+
+
+def server_now(ex: Executor) -> float:
+    """The server's clock (epoch seconds), once per transaction that needs a value."""
+    return float(ex.execute(f"SELECT {NOW}").fetchone()[0])
+
+
+#: The audit's spellings (``sql/integrity_check.sql``; ``||`` concatenates: the session
+#: sets PIPES_AS_CONCAT). DOUBLE holds no NaN nor infinity, so no due time or lease is
+#: "never" but a NULL lease.
+INTEGRITY = {
+    "quote": "QUOTE",
+    "stale_before": "%(stale_before)s",
+    "queue_unusable": "queue = ''",
+    "waiting_on_text": "waiting_on",
+    "run_at_text": "run_at",
+    "run_at_never": "1 = 0",
+    "lease_text": "COALESCE(lease_until, 'NULL')",
+    "lease_never": "lease_until IS NULL",
+}
+
+MARIADB = Dialect(
+    name="mariadb",
+    param="%s",
+    lock=" FOR UPDATE",
+    array=False,
+    # Well under max_allowed_packet, and one statement per 1000 ids is few round trips.
+    chunk=1000,
+    ignore=("INSERT IGNORE", ""),
+    clock=server_now,
+    queries={
+        **named_queries(read_packaged("queries/ops.sql")),
+        "integrity_check": integrity_sql(INTEGRITY),
+    },
+    returning=False,
+    skip_locked=" FOR UPDATE SKIP LOCKED",
+    log_order="seq",
+)

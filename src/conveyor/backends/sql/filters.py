@@ -1,0 +1,100 @@
+"""``JobFilter`` -> SQL ``WHERE``, and the ``job_list`` page query, for every SQL store.
+
+The column tests (queue, task, states, time bounds) and the paging are the same SQL on
+every store; what differs is a :class:`~conveyor.backends.sql.dialect.Dialect`'s:
+the placeholder (written ``?`` here, turned into the driver's by ``Dialect.sql``), the
+``WHERE`` of an empty filter (``always``), byte order of ids (``id_order``) and the
+typed JSON comparison of a ``--where`` condition (``where_json``: SQLite's
+``json_type``/``json_extract``, PostgreSQL's ``jsonb_path_query_first``). Every value is
+a bound parameter; column names come from this module only.
+
+Example:
+    >>> from conveyor.backends.base import JobFilter
+    >>> from conveyor.backends.sqlite.dialect import SQLITE
+    >>> from conveyor.states import JobState
+    >>> filter_sql(SQLITE, JobFilter(queue="mail", states=(JobState.DEAD,)))
+    ('queue = ? AND state IN (?)', ['mail', 'dead'])
+    >>> filter_sql(SQLITE, JobFilter())
+    ('1', [])
+"""
+
+from __future__ import annotations
+
+from conveyor.backends.base import JobFilter, JobListParams, WhereCondition
+from conveyor.backends.sql.dialect import Dialect
+
+
+def _marks(n: int) -> str:
+    return ", ".join("?" * n)
+
+
+def filter_sql(d: Dialect, f: JobFilter) -> tuple[str, list[object]]:
+    """The conditions of ``f`` joined with AND (``d.always`` when there are none), in the
+    driver's placeholder style."""
+    where: list[str] = []
+    args: list[object] = []
+    for column, value in (("queue", f.queue), ("task", f.task)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            args.append(value)
+    if f.states:
+        where.append(f"state IN ({_marks(len(f.states))})")
+        args.extend(str(s) for s in f.states)
+    for column, op, bound in (
+        ("created_at", ">=", f.created_after),
+        ("created_at", "<", f.created_before),
+        ("finished_at", ">=", f.finished_after),
+        ("finished_at", "<", f.finished_before),
+    ):
+        if bound is not None:
+            where.append(f"{column} {op} ?")
+            args.append(bound)
+    for cond in f.where:
+        sql, more = where_bound_sql(d, cond)
+        where.append(sql)
+        args.extend(more)
+    return d.sql(" AND ".join(where) or d.always), args
+
+
+def where_bound_sql(d: Dialect, cond: WhereCondition) -> tuple[str, list[object]]:
+    """One ``--where`` condition (``?`` placeholders): the path as written, OR'd with its
+    bound slots (each only for the tasks whose signature put the argument there).
+
+    Example:
+        >>> from conveyor.backends.base import ArgSlot
+        >>> from conveyor.backends.sql.dialect import Dialect
+        >>> plain = Dialect("demo", "?", "", False, None, ("INSERT", ""), lambda ex: 0.0,
+        ...                 {}, where_json=lambda c: (f"{c.root}", []))
+        >>> bound = (ArgSlot(tasks=("t.a", "t.b"), root="args", key=0),)
+        >>> where_bound_sql(plain, WhereCondition("kwargs", ("user_id",), 42, bound))
+        ('(kwargs OR (task IN (?, ?) AND args))', ['t.a', 't.b'])
+    """
+    if d.where_json is None:
+        raise ValueError(f"the {d.name} store cannot filter by --where")
+    sql, args = d.where_json(cond)
+    if not cond.bound:
+        return sql, args
+    parts = [sql]
+    for tasks, slot in cond.slot_conditions():
+        slot_sql, slot_args = d.where_json(slot)
+        parts.append(f"(task IN ({_marks(len(tasks))}) AND {slot_sql})")
+        args.extend([*tasks, *slot_args])
+    return f"({' OR '.join(parts)})", args
+
+
+def job_list_sql(d: Dialect, params: JobListParams, columns: str) -> tuple[str, list[object]]:
+    """The ``SELECT`` of one ``job_list`` page: the legacy queue/task/state fields and
+    ``params.filter`` both narrow; ``after_id`` is the cursor (ids strictly after it in
+    the listing's order, which is creation order: ``d.id_order``)."""
+    legacy = JobFilter(
+        queue=params.queue, task=params.task, states=(params.state,) if params.state else ()
+    )
+    sql_a, args_a = filter_sql(d, legacy)
+    sql_b, args_b = filter_sql(d, params.filter or JobFilter())
+    where, args = f"({sql_a}) AND ({sql_b})", [*args_a, *args_b]
+    if params.after_id is not None:
+        where += f" AND {d.id_order} {'<' if params.descending else '>'} {d.param}"
+        args.append(params.after_id)
+    order = f"{d.id_order} DESC" if params.descending else d.id_order
+    sql = f"SELECT {columns} FROM jobs WHERE {where} ORDER BY {order} LIMIT {d.param}"
+    return sql, [*args, params.limit]

@@ -1,0 +1,140 @@
+"""Reads of the operations on any SQL store: jobs by id and by filter, attempts,
+workflow fields, queues and their statistics, workers, the throughput history and the
+integrity audit. Each is one or two statements through the store's ``_ops_rows``.
+
+Example (any SQL store)::
+
+    backend.job_count(JobCountParams(JobFilter(states=(JobState.DEAD,))))
+    [(q.queue, q.paused) for q in backend.queue_list()]     # [('mail', True)]
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from conveyor.backends import decoding
+from conveyor.backends.base import (
+    AttemptRecord,
+    FinishedBucket,
+    IntegrityCheckParams,
+    IntegrityProblem,
+    JobCountParams,
+    JobFinishedHistogramParams,
+    JobFlow,
+    JobListParams,
+    JobRecord,
+    QueueInfo,
+    QueueStats,
+    WorkerInfo,
+    check_histogram,
+)
+from conveyor.backends.records import queue_list_of
+from conveyor.backends.sql.filters import filter_sql, job_list_sql
+from conveyor.backends.sql.store import SqlStore
+from conveyor.states import JobState
+
+#: Column order of JobRecord: the columns are named as its fields.
+JOB_COLUMNS = ", ".join(decoding.JOB_NAMES)
+ATTEMPT_COLUMNS = "job_id, attempt, token, worker_id, started_at, finished_at, outcome, error"
+WORKER_COLUMNS = (
+    "id, host, pid, pid_started, started_at, queues, concurrency, pool, heartbeat_at, "
+    "last_fetch_at, running"
+)
+
+
+class SqlReads(SqlStore):
+    """The reading half of the Operations protocol, on any SQL store."""
+
+    def job_get_many(self, ids: Sequence[str]) -> list[JobRecord]:
+        d = self._dialect
+        found: dict[str, JobRecord] = {}
+        for where, args in d.in_list("id", ids):
+            sql = d.sql(f"SELECT {JOB_COLUMNS} FROM jobs WHERE {where}")
+            found.update((r.id, r) for r in map(decoding.job_record, self._ops_rows(sql, args)))
+        return [found[i] for i in ids if i in found]
+
+    def job_list(self, params: JobListParams) -> list[JobRecord]:
+        sql, args = job_list_sql(self._dialect, params, JOB_COLUMNS)
+        return [decoding.job_record(r) for r in self._ops_rows(sql, args)]
+
+    def job_count(self, params: JobCountParams) -> int:
+        where, args = filter_sql(self._dialect, params.filter)
+        return int(str(self._ops_rows(f"SELECT COUNT(*) FROM jobs WHERE {where}", args)[0][0]))
+
+    def job_attempts(self, job_id: str) -> list[AttemptRecord]:
+        sql = f"SELECT {ATTEMPT_COLUMNS} FROM attempts WHERE job_id = ? ORDER BY token"
+        return [AttemptRecord(*r) for r in self._ops_rows(self._dialect.sql(sql), (job_id,))]
+
+    def job_flow_many(self, ids: Sequence[str]) -> list[JobFlow]:
+        d = self._dialect
+        parents: dict[str, list[str]] = {}
+        fields: list[tuple[object, ...]] = []
+        for where, args in d.in_list("child_id", ids):
+            edges = d.sql(
+                f"SELECT child_id, parent_id FROM job_deps WHERE {where} "
+                "ORDER BY child_id, position"
+            )
+            for child, parent in self._ops_rows(edges, args):
+                parents.setdefault(str(child), []).append(str(parent))
+        for where, args in d.in_list("id", ids):
+            sql = d.sql(f"SELECT id, pipe, unique_until FROM jobs WHERE {where}")
+            fields += self._ops_rows(sql, args)
+        found = {
+            str(i): JobFlow(
+                str(i), int(str(pipe)), tuple(parents.get(str(i), ())),
+                decoding.number_or_none(until),
+            )
+            for i, pipe, until in fields
+        }  # fmt: skip
+        return [found[i] for i in ids if i in found]
+
+    def queue_stats(self) -> list[QueueStats]:
+        # One scan: the counts, and the oldest ready job per queue (the queued group's min).
+        found = self._ops_rows(
+            "SELECT queue, state, COUNT(*), MIN(run_at) FROM jobs GROUP BY queue, state"
+        )
+        now = self._ops_now()
+        counts: dict[str, dict[str, int]] = {}
+        oldest: dict[str, float] = {}
+        for queue, state, count, run_at in found:
+            counts.setdefault(str(queue), {})[str(state)] = int(str(count))
+            # a row written around the API (text, NaN, inf): no age (inf is no JSON)
+            if str(state) == "queued" and (at := decoding.finite_or_none(run_at)) is not None:
+                oldest[str(queue)] = now - at
+        return [QueueStats(q, counts[q], oldest.get(q)) for q in sorted(counts)]
+
+    def queue_list(self) -> list[QueueInfo]:
+        flags = self._ops_rows("SELECT name, paused FROM queues")
+        paused = {str(n) for n, p in flags if p}
+        return queue_list_of(self.queue_stats(), paused, flagged=[str(n) for n, _ in flags])
+
+    def worker_list(self) -> list[WorkerInfo]:
+        found = self._ops_rows(f"SELECT {WORKER_COLUMNS} FROM workers ORDER BY started_at")
+        return [decoding.worker_info(r) for r in found]  # an odd row is noted, not raised
+
+    def job_finished_histogram(self, params: JobFinishedHistogramParams) -> list[FinishedBucket]:
+        check_histogram(params, time.time())
+        found = self._ops_rows(
+            self._dialect.queries["job_finished_histogram"],
+            {"since": params.since, "bucket_s": params.bucket_s},
+        )
+        return [
+            FinishedBucket(
+                params.since + int(str(b)) * params.bucket_s, str(q), JobState(str(s)), int(str(n))
+            )
+            for b, q, s, n in found
+        ]
+
+    def integrity_check(self, params: IntegrityCheckParams) -> list[IntegrityProblem]:
+        # Each store's audit reads the one it needs: a cut-off on this clock, or the TTL
+        # against the server's.
+        args = {
+            "stale_before": self._ops_now() - params.heartbeat_ttl,
+            "heartbeat_ttl": params.heartbeat_ttl,
+        }
+        found = self._ops_rows(self._dialect.queries["integrity_check"], args)
+        problems = [
+            IntegrityProblem(str(k), None if j is None else str(j), str(d)) for k, j, d in found
+        ]
+        return problems + self._ops_integrity_extra()

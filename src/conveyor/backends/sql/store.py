@@ -1,0 +1,58 @@
+"""What a SQL store hands the engine's operations: its dialect, and four hooks.
+
+The operations (:mod:`~conveyor.backends.sql.ops_read`, ``ops_bulk``, ``logs``,
+``imports``; together :class:`~conveyor.backends.sql.ops.SqlOperations`) are mixins of
+a store's backend class. Each is written once against this class: a store subclasses
+them and says how it reads one statement, opens a transaction, wakes idle workers and
+tells the time. Everything else that differs between stores is the
+:class:`~conveyor.backends.sql.dialect.Dialect`'s.
+
+Example (SQLite's glue, ``sqlite/ops.py``)::
+
+    class SQLiteOpsMixin(SqlOperations):
+        _dialect = SQLITE
+
+        def _ops_rows(self, sql, args=()):
+            return self._read(sql, args)
+
+        def _ops_tx(self):
+            return self._write()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+from conveyor.backends.base import IntegrityProblem
+from conveyor.backends.sql.dialect import Dialect, Executor
+
+
+class SqlStore:
+    """The hooks a SQL store's backend gives the engine's operations."""
+
+    #: How this store spells the statements.
+    _dialect: Dialect
+
+    def _ops_rows(
+        self, sql: str, args: Sequence[object] | Mapping[str, object] = ()
+    ) -> list[tuple[Any, ...]]:
+        """The rows of one read statement (already in the driver's style)."""
+        raise NotImplementedError
+
+    def _ops_tx(self) -> AbstractContextManager[Executor]:
+        """One write transaction: committed when the block ends, rolled back on error."""
+        raise NotImplementedError
+
+    def _ops_wake(self, ex: Executor) -> None:
+        """Wake idle workers when ``ex``'s transaction commits (jobs became ready).
+        Nothing by default: a store whose commits wake them already."""
+
+    def _ops_now(self) -> float:
+        """The store's clock (epoch seconds), for a read outside a transaction."""
+        raise NotImplementedError
+
+    def _ops_integrity_extra(self) -> list[IntegrityProblem]:
+        """The store's own checks after the shared audit (SQLite: ``quick_check``)."""
+        return []
