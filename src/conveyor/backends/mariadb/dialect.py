@@ -12,6 +12,8 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from conveyor.backends.mariadb.connection import read_packaged
 from conveyor.backends.sql.dialect import Dialect, Executor, named_queries
 from conveyor.backends.sql.integrity import integrity_sql
@@ -40,6 +42,16 @@ INTEGRITY = {
     "lease_never": "lease_until IS NULL",
 }
 
+
+def on_duplicate_key(key: str, columns: Sequence[str]) -> str:
+    """MariaDB's upsert suffix (any unique key's conflict; ``key`` is the primary one).
+
+    >>> on_duplicate_key("name", ["spec"])
+    ' ON DUPLICATE KEY UPDATE spec = VALUES(spec)'
+    """
+    return " ON DUPLICATE KEY UPDATE " + ", ".join(f"{c} = VALUES({c})" for c in columns)
+
+
 MARIADB = Dialect(
     name="mariadb",
     param="%s",
@@ -56,4 +68,5 @@ MARIADB = Dialect(
     returning=False,
     skip_locked=" FOR UPDATE SKIP LOCKED",
     log_order="seq",
+    upsert=on_duplicate_key,
 )
