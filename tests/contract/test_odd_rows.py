@@ -218,7 +218,9 @@ def test_check_names_a_running_job_whose_lease_never_expires(
     """Its worker is alive (no claim_without_live_worker), so only an expired lease
     could bring the job back if that worker does not know it; NULL or NaN never expires."""
     register(backend, "w1")
-    odd = {"postgres": "NaN", "mariadb": None}.get(backend_url.split(":")[0], "never")
+    odd: str | None = "NaN" if backend_url.startswith("postgres") else "never"
+    if backend_url.startswith("mariadb"):
+        odd = None  # a DOUBLE holds no NaN nor text: NULL is its lease that never expires
     stuck = _row(backend_url, state="running", worker_id="w1", token=1, lease_until=odd)
     if backend_url.startswith("redis"):  # in the in-flight set, as a claim puts it
         from conveyor.backends.redis.backend import RedisBackend
