@@ -157,7 +157,9 @@ def test_backup_is_a_readable_copy_or_refused(store: Store, tmp_path: Path) -> N
         refused = CliRunner().invoke(cli, ["backup", "--url", url, str(target)])
         assert refused.exit_code == 1 and "only available on the SQLite backend" in refused.output
         # ...and names the engine's own tool (not Redis's advice on every engine).
-        assert {"redis": "BGSAVE", "postgres": "pg_dump"}[store.backend] in refused.output
+        assert {"redis": "BGSAVE", "postgres": "pg_dump", "mariadb": "mariadb-dump"}[
+            store.backend
+        ] in refused.output
         assert not target.exists()
         return
     assert run(url, "backup", str(target)).exit_code == 0

@@ -7,6 +7,9 @@ here: the contract suite, the CLI tests (tests/integration/test_cli_*.py) and th
 process tests then run on it (plus its raw-store helpers in tests/support/stores.py for
 the two tests that reach under the seam).
 
+MariaDB (``mariadb://``, a database per test on a test-owned mariadbd) is in
+:data:`CONTRACT_URLS` and :data:`MIGRATE_URLS` so far, not yet in :data:`BACKEND_URLS`.
+
 The memory store (``memory://NAME``) lives in one process, so it is in
 :data:`CONTRACT_URLS` only: the contract suite drives a store in the test's own process,
 while the CLI and worker process tests need one other processes reach.
@@ -55,6 +58,15 @@ def _memory_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 #: The contract suite's stores: every backend, and the in-process memory store.
 CONTRACT_URLS: dict[str, Callable[[pytest.FixtureRequest, Path], str]] = {
     **BACKEND_URLS,
+    # Not in BACKEND_URLS yet: the odd-row, poison-isolation and worker-process tests
+    # reached through it do not pass on MariaDB so far (docs/mariadb.md).
     "mariadb": _mariadb_url,
     "memory": _memory_url,
+}
+
+
+#: The stores ``conveyor migrate`` is tested between: every backend and MariaDB.
+MIGRATE_URLS: dict[str, Callable[[pytest.FixtureRequest, Path], str]] = {
+    **BACKEND_URLS,
+    "mariadb": _mariadb_url,
 }

@@ -75,7 +75,7 @@ if TYPE_CHECKING:
 #: seconds, each wait POLL_GROWTH times the last, at most POLL_MAX.
 POLL_FIRST, POLL_GROWTH, POLL_MAX = 0.005, 1.5, 0.25
 
-FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "periodic", "purge", "result_ttl", "queues", "logs", "integrity", "expires", "shared"})  # fmt: skip
+FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic", "filters", "purge", "result_ttl", "queues", "logs", "integrity", "expires", "shared"})  # fmt: skip
 
 _JOB_INSERT = (
     "INSERT INTO jobs (id, task, queue, state, priority, payload, max_attempts, run_at, "

@@ -3,7 +3,8 @@
 
 Every connection: autocommit off, ``READ COMMITTED`` (a claim's ``SKIP LOCKED`` and a
 fenced update read the latest committed rows, as on PostgreSQL), ``utf8mb4``,
-``PIPES_AS_CONCAT`` (the shared audit concatenates with ``||``), and ``FOUND_ROWS``: an
+``PIPES_AS_CONCAT`` (the shared audit concatenates with ``||``), ``ANSI_QUOTES`` (the
+engine quotes the column ``"key"``, a reserved word here), and ``FOUND_ROWS``: an
 update's row count is the rows it matched, as SQLite and PostgreSQL count them (a fence
 that matched is not refused for writing the value the row already held).
 
@@ -24,7 +25,7 @@ from conveyor.backends.mariadb.url import MariaDBTarget, parse_mariadb_url
 from conveyor.errors import BackendUnavailable, StoreNotFound
 
 SCHEMA_VERSION = 1
-_SESSION = "SET SESSION sql_mode = CONCAT(@@sql_mode, ',PIPES_AS_CONCAT')"
+_SESSION = "SET SESSION sql_mode = CONCAT(@@sql_mode, ',PIPES_AS_CONCAT,ANSI_QUOTES')"
 #: Its own statement: MariaDB names the variable tx_isolation, MySQL 8
 #: transaction_isolation; this form is both's.
 _ISOLATION = "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"

@@ -1,7 +1,8 @@
 """MariaDB's :class:`~conveyor.backends.sql.dialect.Dialect`: ``%s`` placeholders, lists
 as ``IN (...)`` in chunks, ``FOR UPDATE`` row locks and ``SKIP LOCKED`` takes (InnoDB),
 ``INSERT IGNORE``, the server's clock, no ``UPDATE ... RETURNING`` (the engine selects
-the rows locked, then updates them), logs in ``seq`` order.
+the rows locked, then updates them), logs in ``seq`` order, ``--where`` conditions as
+``JSON_TYPE``/``JSON_EXTRACT`` over the JSON text columns (:func:`where_json`).
 
 Example:
     >>> MARIADB.sql("SELECT 1 FROM jobs WHERE id = ?")
@@ -12,11 +13,14 @@ Example:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
+from conveyor.backends.base import WhereCondition
 from conveyor.backends.mariadb.connection import read_packaged
 from conveyor.backends.sql.dialect import Dialect, Executor, named_queries
 from conveyor.backends.sql.integrity import integrity_sql
+from conveyor.query import json_path
 
 #: The server's clock, epoch seconds to the microsecond: every worker's leases and
 #: heartbeats agree, whatever the hosts' clocks say.
@@ -52,6 +56,50 @@ def on_duplicate_key(key: str, columns: Sequence[str]) -> str:
     return " ON DUPLICATE KEY UPDATE " + ", ".join(f"{c} = VALUES({c})" for c in columns)
 
 
+_COLUMN = {
+    "args": ("payload", "$.args"),
+    "kwargs": ("payload", "$.kwargs"),
+    "result": ("result", "$"),
+}
+
+
+def where_json(cond: WhereCondition) -> tuple[str, list[object]]:
+    """One typed JSON comparison over the JSON text columns, typed by ``JSON_TYPE`` so
+    that ``42`` never matches the string ``"42"`` nor ``true`` ``1``; strings compare
+    as bytes (``BINARY``), as on the other stores.
+
+    >>> from conveyor.query import parse_where
+    >>> where_json(parse_where("kwargs.n=3"))[0]
+    "JSON_TYPE(JSON_EXTRACT(payload, ?)) IN ('INTEGER', 'DOUBLE') AND CAST(JSON_EXTRACT(payload, ?) AS DOUBLE) = ?"
+    """
+    if cond.root not in _COLUMN:
+        raise ValueError(f"unknown --where root {cond.root!r}")
+    column, base = _COLUMN[cond.root]
+    path = base + json_path(cond.path)[1:]
+    found, value = f"JSON_EXTRACT({column}, ?)", cond.value
+    kind = f"JSON_TYPE({found})"
+    if isinstance(value, bool):
+        return f"{kind} = 'BOOLEAN' AND {found} = ?", [path, path, json.dumps(value)]
+    if value is None:
+        return f"{kind} = 'NULL'", [path]
+    if isinstance(value, (int, float)):
+        return (
+            f"{kind} IN ('INTEGER', 'DOUBLE') AND CAST({found} AS DOUBLE) = ?",
+            [path, path, value],
+        )
+    if isinstance(value, str):
+        return (
+            f"{kind} = 'STRING' AND BINARY JSON_UNQUOTE({found}) = BINARY ?",
+            [path, path, value],
+        )
+    # Compared as JSON (key order and spacing aside). "= 1" and the type first: as a bare
+    # WHERE, MariaDB 10.11 let rows without the path through (measured: 5 of 5 rows).
+    return (
+        f"{kind} IN ('OBJECT', 'ARRAY') AND JSON_EQUALS({found}, ?) = 1",
+        [path, path, json.dumps(value, separators=(",", ":"))],
+    )
+
+
 MARIADB = Dialect(
     name="mariadb",
     param="%s",
@@ -69,4 +117,5 @@ MARIADB = Dialect(
     skip_locked=" FOR UPDATE SKIP LOCKED",
     log_order="seq",
     upsert=on_duplicate_key,
+    where_json=where_json,
 )

@@ -217,11 +217,11 @@ def _link(d: Dialect, ex: Executor, p: JobInsertParams, parents: Sequence[str]) 
     if p.limit is not None:
         lim = p.limit
         ex.execute(
+            # "key" quoted: KEY is a reserved word on MariaDB (its sessions set ANSI_QUOTES).
             d.sql(
-                "INSERT INTO limits (key, concurrency, rate_count, rate_period) "
-                "VALUES (?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET "
-                "concurrency = excluded.concurrency, rate_count = excluded.rate_count, "
-                "rate_period = excluded.rate_period"
+                'INSERT INTO limits ("key", concurrency, rate_count, rate_period) '
+                "VALUES (?, ?, ?, ?)"
+                + d.upsert('"key"', ["concurrency", "rate_count", "rate_period"])
             ),
             (lim.key, lim.concurrency, lim.rate_count, lim.rate_period),
         )
