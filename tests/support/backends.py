@@ -8,7 +8,7 @@ process tests then run on it (plus its raw-store helpers in tests/support/stores
 the two tests that reach under the seam).
 
 MariaDB (``mariadb://``, a database per test on a test-owned mariadbd) is in
-:data:`CONTRACT_URLS` and :data:`MIGRATE_URLS` so far, not yet in :data:`BACKEND_URLS`.
+:data:`CONTRACT_URLS` and :data:`CLI_URLS` so far, not yet in :data:`BACKEND_URLS`.
 
 The memory store (``memory://NAME``) lives in one process, so it is in
 :data:`CONTRACT_URLS` only: the contract suite drives a store in the test's own process,
@@ -65,8 +65,9 @@ CONTRACT_URLS: dict[str, Callable[[pytest.FixtureRequest, Path], str]] = {
 }
 
 
-#: The stores ``conveyor migrate`` is tested between: every backend and MariaDB.
-MIGRATE_URLS: dict[str, Callable[[pytest.FixtureRequest, Path], str]] = {
+#: The stores the CLI tests run on (``conveyor migrate`` between each two, the ops and
+#: jobs commands): every backend and MariaDB.
+CLI_URLS: dict[str, Callable[[pytest.FixtureRequest, Path], str]] = {
     **BACKEND_URLS,
     "mariadb": _mariadb_url,
 }

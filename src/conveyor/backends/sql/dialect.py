@@ -159,7 +159,7 @@ class Dialect:
 
 
 def named_queries(text: str) -> dict[str, str]:
-    """The statements of one query file by name: each starts at a ``-- name: <name>``
+    r"""The statements of one query file by name: each starts at a ``-- name: <name>``
     line and runs to the next (comments before the first name describe the file).
 
     >>> named_queries("-- the claim\n-- name: a\nSELECT 1;\n-- name: b\n-- why\nSELECT 2\n")
