@@ -11,6 +11,7 @@ import pytest
 import conveyor
 from conveyor.backends.base import Backend
 from tests.support.backends import BACKEND_URLS
+from tests.support.mariadb_server import mariadb_server, mariadb_url  # noqa: F401
 from tests.support.postgres_server import postgres_server, postgres_url  # noqa: F401
 from tests.support.redis_server import redis_server, redis_url, restartable_redis  # noqa: F401
 

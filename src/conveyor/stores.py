@@ -1,17 +1,22 @@
-"""Which store a URL names: its scheme's backend class, the check of its URL and of
-its existence, all imported by name only when a URL of that scheme is used.
+"""Which store a URL names: one :class:`Store` record per store (its schemes, backend
+class, URL check, existence check, pip extra, DDL), all imported by name only when a URL
+of that scheme is used.
 
 Below the app (``App``), the transactions (``transaction(app)``) and the config files
-(``url = ...``), which all check or open URLs; it imports no backend up front.
+(``url = ...``), which all check or open URLs; it imports no backend up front. A new
+store is one more record in :data:`STORES` (and its package under ``backends/``).
 
 Example:
     >>> backend_class("memory://").__name__
     'MemoryBackend'
+    >>> store_for("postgres://db/main").extra
+    'postgres'
 """
 
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from conveyor.errors import ConfigurationError
@@ -20,48 +25,116 @@ from conveyor.redaction import redacted
 if TYPE_CHECKING:
     from conveyor.backends.base import Backend
 
-#: URL scheme -> "module:Class"; imported only when an app uses that scheme.
-BACKENDS = {
-    "sqlite": "conveyor.backends.sqlite.backend:SQLiteBackend",
-    "redis": "conveyor.backends.redis.backend:RedisBackend",
-    "rediss": "conveyor.backends.redis.backend:RedisBackend",
-    "postgresql": "conveyor.backends.postgres.backend:PostgresBackend",
-    "postgres": "conveyor.backends.postgres.backend:PostgresBackend",
-    "memory": "conveyor.backends.memory.backend:MemoryBackend",
-}
 
-#: URL scheme -> the pip extra its driver comes with (when it is not the scheme itself).
-_EXTRAS = {"rediss": "redis", "postgresql": "postgres"}
+@dataclass(frozen=True)
+class Store:
+    """What conveyor knows of one store before importing it. Every target is a
+    ``"module:attr"`` string, imported only when a URL of the store is used."""
+
+    #: The store's name, as its backend's ``name`` says it (``conveyor[<extra>]`` aside).
+    name: str
+    #: For messages: "PostgreSQL", "MariaDB/MySQL", ...
+    display: str
+    #: The URL schemes that name it, the first the canonical one.
+    schemes: tuple[str, ...]
+    #: The backend class.
+    backend: str
+    #: Functions validating a URL without connecting or touching a file (each raises
+    #: ConfigurationError), run in order; their modules import no driver.
+    url_checks: tuple[str, ...]
+    #: A URL of it, for the message naming the URLs conveyor opens (None: not named).
+    example: str | None
+    #: The pip extra its driver comes with (None: the standard library is enough).
+    extra: str | None = None
+    #: A function raising StoreNotFound unless the store at a URL exists (a SQLite file,
+    #: a PostgreSQL schema); None: the store always exists (Redis: keys under a prefix).
+    store_check: str | None = None
+    #: A function (url) -> its whole DDL as one script, without connecting (``conveyor
+    #: migrate-schema --sql``); None: the store has no schema.
+    ddl: str | None = None
 
 
-#: URL scheme -> "module:function" that validates a URL of it without connecting or
-#: touching a file (raises ConfigurationError); the modules import no driver.
-URL_CHECKS = {
-    "sqlite": "conveyor.backends.sqlite.connection:parse_sqlite_url",
-    "redis": "conveyor.backends.redis.url:parse_redis_url",
-    "rediss": "conveyor.backends.redis.url:parse_redis_url",
-    "postgresql": "conveyor.backends.postgres.url:parse_postgres_url",
-    "postgres": "conveyor.backends.postgres.url:parse_postgres_url",
-    "memory": "conveyor.backends.memory.url:parse_memory_url",
-}
-#: URL scheme -> "module:function" raising StoreNotFound unless the store exists (a
-#: SQLite file, a PostgreSQL schema); a scheme without one (Redis: keys under a prefix,
-#: nothing to create) always exists.
+#: Every store conveyor opens, in the order messages list them.
+STORES: tuple[Store, ...] = (
+    Store(
+        name="sqlite",
+        display="SQLite",
+        schemes=("sqlite",),
+        backend="conveyor.backends.sqlite.backend:SQLiteBackend",
+        url_checks=("conveyor.backends.sqlite.connection:parse_sqlite_url",),
+        example="sqlite:///path.db",
+        store_check="conveyor.backends.sqlite.connection:require_existing_store",
+        ddl="conveyor.stores:sqlite_ddl",
+    ),
+    Store(
+        name="redis",
+        display="Redis",
+        schemes=("redis", "rediss"),
+        backend="conveyor.backends.redis.backend:RedisBackend",
+        # The address first: redis-py's parser itself trips over a bad port.
+        url_checks=(
+            "conveyor.stores:check_redis_address",
+            "conveyor.backends.redis.url:parse_redis_url",
+        ),
+        example="redis://host:port/db",
+        extra="redis",
+    ),
+    Store(
+        name="postgres",
+        display="PostgreSQL",
+        schemes=("postgresql", "postgres"),
+        backend="conveyor.backends.postgres.backend:PostgresBackend",
+        url_checks=("conveyor.backends.postgres.url:parse_postgres_url",),
+        example="postgresql://user@host/db",
+        extra="postgres",
+        store_check="conveyor.backends.postgres.connection:require_existing_store",
+        ddl="conveyor.stores:postgres_ddl",
+    ),
+    Store(
+        name="mariadb",
+        display="MariaDB/MySQL",
+        schemes=("mariadb", "mysql"),
+        backend="conveyor.backends.mariadb.backend:MariaDBBackend",
+        url_checks=("conveyor.backends.mariadb.url:parse_mariadb_url",),
+        example="mariadb://user:pass@host:port/db",
+        extra="mariadb",
+        store_check="conveyor.backends.mariadb.connection:require_existing_store",
+        ddl="conveyor.backends.mariadb.connection:schema_ddl",
+    ),
+    Store(
+        name="memory",
+        display="memory",
+        schemes=("memory",),
+        backend="conveyor.backends.memory.backend:MemoryBackend",
+        url_checks=("conveyor.backends.memory.url:parse_memory_url",),
+        example=None,  # for tests and demos: not offered where a URL was mistyped
+    ),
+)
+
+#: URL scheme -> its store.
+BY_SCHEME: dict[str, Store] = {scheme: s for s in STORES for scheme in s.schemes}
+
+# The per-scheme tables of before the records, derived (app.py re-exports them).
+#: URL scheme -> "module:Class".
+BACKENDS = {scheme: s.backend for scheme, s in BY_SCHEME.items()}
+#: URL scheme -> "module:function" that parses a URL of it (the last of its checks).
+URL_CHECKS = {scheme: s.url_checks[-1] for scheme, s in BY_SCHEME.items()}
+#: URL scheme -> "module:function" raising StoreNotFound unless the store exists.
 STORE_CHECKS = {
-    "sqlite": "conveyor.backends.sqlite.connection:require_existing_store",
-    "postgresql": "conveyor.backends.postgres.connection:require_existing_store",
-    "postgres": "conveyor.backends.postgres.connection:require_existing_store",
+    scheme: s.store_check for scheme, s in BY_SCHEME.items() if s.store_check is not None
 }
 
 
-def _scheme(url: str) -> str:
+def store_for(url: str) -> Store:
+    """The store ``url`` names (ConfigurationError for a scheme conveyor does not open)."""
     scheme = url.split(":", 1)[0].lower() if ":" in url else ""
-    if scheme not in BACKENDS:
+    found = BY_SCHEME.get(scheme)
+    if found is None:
+        *others, last = [s.example for s in STORES if s.example is not None]
         raise ConfigurationError(
-            f"unsupported store URL {redacted(url)!r}; use sqlite:///path.db, "
-            "redis://host:port/db or postgresql://user@host/db"
+            f"unsupported store URL {redacted(url)!r}; use {', '.join(others)} or {last}"
         )
-    return scheme
+    return found
 
 
 def _imported(target: str) -> Any:
@@ -81,13 +154,11 @@ def check_url(url: str) -> None:
         ...
         conveyor.errors.ConfigurationError: sqlite URL 'sqlite://x' has a host; use sqlite:///relative.db or sqlite:////abs.db
     """
-    scheme = _scheme(url)
-    if scheme.startswith("redis"):
-        _check_redis_address(url)  # first: the parser itself trips over a bad port
-    _imported(URL_CHECKS[scheme])(url)
+    for check in store_for(url).url_checks:
+        _imported(check)(url)
 
 
-def _check_redis_address(url: str) -> None:
+def check_redis_address(url: str) -> None:
     """What redis-py would only reject with a bare ValueError at the first command."""
     from urllib.parse import urlsplit
 
@@ -110,34 +181,54 @@ def require_store(url: str) -> None:
     call it before opening the backend, so a mistyped path is an error, not an empty
     queue.
     """
-    check = STORE_CHECKS.get(_scheme(url))
+    check = store_for(url).store_check
     if check is not None:
         _imported(check)(url)
+
+
+def _needs_extra(store: Store, scheme: str, exc: ImportError) -> ConfigurationError:
+    return ConfigurationError(
+        f"the {scheme} backend needs an extra: pip install "
+        f"'conveyor[{store.extra or scheme}]' ({exc})"
+    )
 
 
 def backend_class(url: str) -> type[Backend]:
     """The backend class for ``url``, imported but not opened (its ``name`` and
     ``features`` are class attributes: what a store can do, known without connecting)."""
-    scheme = _scheme(url)
+    store = store_for(url)
     try:
-        cls: type[Backend] = _imported(BACKENDS[scheme])
+        cls: type[Backend] = _imported(store.backend)
     except ImportError as exc:
-        raise ConfigurationError(
-            f"the {scheme} backend needs an extra: pip install 'conveyor[{_EXTRAS.get(scheme, scheme)}]' ({exc})"
-        ) from None
+        raise _needs_extra(store, url.split(":", 1)[0].lower(), exc) from None
     return cls
 
 
 def open_backend(url: str) -> Backend:
     """Open the backend for ``url`` (importing its module only now)."""
-    scheme = _scheme(url)
-    target = BACKENDS[scheme]
-    module_name, _, attr = target.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ConfigurationError(
-            f"the {scheme} backend needs an extra: pip install 'conveyor[{_EXTRAS.get(scheme, scheme)}]' ({exc})"
-        ) from None
-    backend: Backend = getattr(module, attr)(url)
+    cls = backend_class(url)
+    backend: Backend = cls(url)  # type: ignore[call-arg]
     return backend
+
+
+def schema_ddl(url: str) -> str | None:
+    """The whole DDL of the store at ``url`` as one script, without connecting; None
+    for a store without a schema (Redis, memory)."""
+    check_url(url)
+    ddl = store_for(url).ddl
+    return None if ddl is None else str(_imported(ddl)(url))
+
+
+def sqlite_ddl(url: str) -> str:
+    """SQLite's migrations, in order, as one script."""
+    from conveyor.backends.sqlite.connection import _MIGRATIONS, read_packaged
+
+    return "\n".join(read_packaged(name).strip() + ";" for name in _MIGRATIONS.values()) + "\n"
+
+
+def postgres_ddl(url: str) -> str:
+    """PostgreSQL's DDL for the URL's ``?schema=``."""
+    from conveyor.backends.postgres.connection import schema_sql
+    from conveyor.backends.postgres.url import parse_postgres_url
+
+    return schema_sql(parse_postgres_url(url).schema)

@@ -52,7 +52,7 @@ INSTANCES = {
     "current_job()": ("JobContext",),
     "executor": ("Executor",),
 }
-STORES = ("sqlite", "redis", "postgres", "memory")
+STORES = ("sqlite", "redis", "postgres", "mariadb", "memory")
 
 
 def page() -> str:

@@ -20,7 +20,7 @@ from conveyor.backends.base import JobClaimParams, JobProgressParams
 from conveyor.worker.worker import Worker
 from tests.integration.cli_run import assert_one_error, clean_env, in_pty
 from tests.integration.cli_run import conveyor as run_cli
-from tests.support.backends import BACKEND_URLS
+from tests.support.backends import CLI_URLS
 
 CONVEYOR = str(Path(sys.executable).with_name("conveyor"))
 SHOP = """
@@ -146,11 +146,11 @@ def test_terminal_listing_at_several_widths(
 # -- filters by parameter name -----------------------------------------------------
 
 
-@pytest.mark.parametrize("backend_name", sorted(BACKEND_URLS))
+@pytest.mark.parametrize("backend_name", sorted(CLI_URLS))
 def test_where_by_parameter_name_matches_however_it_was_passed(
     project: Path, request: pytest.FixtureRequest, backend_name: str
 ) -> None:
-    url = BACKEND_URLS[backend_name](request, project)
+    url = CLI_URLS[backend_name](request, project)
     app, welcome, sync = shop_app(url)
     ids = {
         "positional": welcome.enqueue(42).id,

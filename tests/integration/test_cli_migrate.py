@@ -19,10 +19,10 @@ from conveyor.backends.base import (
 )
 from conveyor.cli.main import cli
 from conveyor.cli.migrate import MOVED, move_page
-from tests.support.backends import BACKEND_URLS
+from tests.support.backends import CLI_URLS
 from tests.support.stores import fill
 
-DIRECTIONS = [f"{a}->{b}" for a, b in itertools.permutations(sorted(BACKEND_URLS), 2)]
+DIRECTIONS = [f"{a}->{b}" for a, b in itertools.permutations(sorted(CLI_URLS), 2)]
 
 
 def _moved(url: str) -> list[str]:
@@ -43,8 +43,8 @@ def test_migrate_moves_jobs_and_reruns_cleanly(
     a, b = direction.split("->")
     (tmp_path / "from").mkdir()
     (tmp_path / "to").mkdir()
-    source = BACKEND_URLS[a](request, tmp_path / "from")
-    target = BACKEND_URLS[b](request, tmp_path / "to")
+    source = CLI_URLS[a](request, tmp_path / "from")
+    target = CLI_URLS[b](request, tmp_path / "to")
     ids = fill(source)
     app = conveyor.App(source)
     app.task(name="t.more")(lambda i: i).with_options(delay=3600).enqueue(1)  # scheduled
@@ -98,8 +98,8 @@ def test_migrate_moves_workflows_whole_and_they_run_on_the_target(
     a, b = direction.split("->")
     (tmp_path / "from").mkdir()
     (tmp_path / "to").mkdir()
-    source = BACKEND_URLS[a](request, tmp_path / "from")
-    target = BACKEND_URLS[b](request, tmp_path / "to")
+    source = CLI_URLS[a](request, tmp_path / "from")
+    target = CLI_URLS[b](request, tmp_path / "to")
     src = conveyor.App(source)
     tens, total = _workflow_tasks(src)
     chained = conveyor.chain(tens.s(1), tens.s(y=2)).enqueue()  # 1 -> 10 -> 102
@@ -138,8 +138,8 @@ def test_migrate_carries_unique_keys_unless_the_target_holds_them(
     a, b = direction.split("->")
     (tmp_path / "from").mkdir()
     (tmp_path / "to").mkdir()
-    source = BACKEND_URLS[a](request, tmp_path / "from")
-    target = BACKEND_URLS[b](request, tmp_path / "to")
+    source = CLI_URLS[a](request, tmp_path / "from")
+    target = CLI_URLS[b](request, tmp_path / "to")
     src = conveyor.App(source)
     send = src.task(name="t.send")(lambda n: n)
     free = send.with_options(unique_key="k1").enqueue(1)

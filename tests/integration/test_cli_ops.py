@@ -20,7 +20,7 @@ import conveyor
 from conveyor.cli.main import cli
 from conveyor.records import record
 from conveyor.worker.worker import Worker
-from tests.support.backends import BACKEND_URLS
+from tests.support.backends import CLI_URLS
 from tests.support.stores import STORES, fill
 
 
@@ -31,10 +31,10 @@ class Store:
     ids: dict[str, str]
 
 
-@pytest.fixture(params=sorted(BACKEND_URLS))
+@pytest.fixture(params=sorted(CLI_URLS))
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
     """A store with 3 succeeded, 2 dead and 1 queued (queue "later") job; ids by name."""
-    url = BACKEND_URLS[request.param](request, tmp_path)
+    url = CLI_URLS[request.param](request, tmp_path)
     return Store(request.param, url, fill(url))
 
 
@@ -157,7 +157,9 @@ def test_backup_is_a_readable_copy_or_refused(store: Store, tmp_path: Path) -> N
         refused = CliRunner().invoke(cli, ["backup", "--url", url, str(target)])
         assert refused.exit_code == 1 and "only available on the SQLite backend" in refused.output
         # ...and names the engine's own tool (not Redis's advice on every engine).
-        assert {"redis": "BGSAVE", "postgres": "pg_dump"}[store.backend] in refused.output
+        assert {"redis": "BGSAVE", "postgres": "pg_dump", "mariadb": "mariadb-dump"}[
+            store.backend
+        ] in refused.output
         assert not target.exists()
         return
     assert run(url, "backup", str(target)).exit_code == 0
@@ -197,11 +199,11 @@ def test_check_finds_corruption(store: Store) -> None:
     assert CliRunner().invoke(cli, ["check", "--url", url]).exit_code == 1
 
 
-@pytest.mark.parametrize("backend_name", sorted(BACKEND_URLS))
+@pytest.mark.parametrize("backend_name", sorted(CLI_URLS))
 def test_job_shows_workflow_parents_and_progress(
     backend_name: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
-    url = BACKEND_URLS[backend_name](request, tmp_path)
+    url = CLI_URLS[backend_name](request, tmp_path)
     app = conveyor.App(url)
 
     release = threading.Event()

@@ -114,6 +114,11 @@ def _fired_slots(app: conveyor.App, name: str) -> list[float]:
         client = backend.client  # type: ignore[attr-defined]
         key = backend.keys.base + "slots:" + name  # type: ignore[attr-defined]
         return [float(s) for s in client.zrange(key, 0, -1)]
+    if backend.name == "mariadb":
+        found = backend._ops_rows(  # type: ignore[attr-defined]
+            "SELECT slot FROM periodic_slots WHERE name = %s ORDER BY slot", (name,)
+        )
+        return [float(r[0]) for r in found]
     if backend.name == "postgres":
         with backend._tx() as cur:  # type: ignore[attr-defined]
             cur.execute("SELECT slot FROM periodic_slots WHERE name = %s ORDER BY slot", (name,))

@@ -143,7 +143,7 @@ def test_app_follows_the_rule_in_process(project: Path, monkeypatch: pytest.Monk
 def test_app_refuses_a_file_it_cannot_use(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(project)
     monkeypatch.delenv("CONVEYOR_URL", raising=False)
-    (project / "conveyor.toml").write_text('url = "mysql://db/x"\n')
+    (project / "conveyor.toml").write_text('url = "oracle://db/x"\n')
     with pytest.raises(ConfigFileError, match=r"conveyor.toml: url must be a store URL"):
         conveyor.App()
 

@@ -7,6 +7,9 @@ here: the contract suite, the CLI tests (tests/integration/test_cli_*.py) and th
 process tests then run on it (plus its raw-store helpers in tests/support/stores.py for
 the two tests that reach under the seam).
 
+MariaDB (``mariadb://``, a database per test on a test-owned mariadbd) is in
+:data:`CONTRACT_URLS` and :data:`CLI_URLS` so far, not yet in :data:`BACKEND_URLS`.
+
 The memory store (``memory://NAME``) lives in one process, so it is in
 :data:`CONTRACT_URLS` only: the contract suite drives a store in the test's own process,
 while the CLI and worker process tests need one other processes reach.
@@ -20,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from conveyor.ids import new_id
-from tests.support import postgres_server
+from tests.support import mariadb_server, postgres_server
 from tests.support.redis_server import isolated_url
 
 
@@ -32,6 +35,11 @@ def _redis_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 def _postgres_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     # The session cluster starts on first use only; each test gets its own schema.
     return postgres_server.isolated_url(request)
+
+
+def _mariadb_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    # The session server starts on first use only; each test gets its own database.
+    return mariadb_server.isolated_url(request)
 
 
 # name -> (request, tmp_path) -> URL
@@ -50,5 +58,16 @@ def _memory_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 #: The contract suite's stores: every backend, and the in-process memory store.
 CONTRACT_URLS: dict[str, Callable[[pytest.FixtureRequest, Path], str]] = {
     **BACKEND_URLS,
+    # Not in BACKEND_URLS yet: the odd-row tests (rows written around the API) fail on
+    # it, and the worker-process tests saw a spurious rescue under load (docs/mariadb.md).
+    "mariadb": _mariadb_url,
     "memory": _memory_url,
+}
+
+
+#: The stores the CLI tests run on (``conveyor migrate`` between each two, the ops and
+#: jobs commands): every backend and MariaDB.
+CLI_URLS: dict[str, Callable[[pytest.FixtureRequest, Path], str]] = {
+    **BACKEND_URLS,
+    "mariadb": _mariadb_url,
 }

@@ -97,6 +97,33 @@ def postgres_row(url: str, job_id: str | None = None, **columns: Any) -> str:
     return job_id
 
 
+def _mariadb_sql(url: str, statements: list[tuple[str, list[Any]]]) -> None:
+    """Run ``statements`` in one transaction on the database of a conveyor MariaDB URL."""
+    from conveyor.backends.mariadb.connection import Executor, connect
+    from conveyor.backends.mariadb.url import parse_mariadb_url
+
+    conn = connect(parse_mariadb_url(url))
+    try:
+        for sql, args in statements:
+            Executor(conn).execute(sql, args)
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def _mariadb_insert(table: str, values: dict[str, Any]) -> tuple[str, list[Any]]:
+    marks = ", ".join(["%s"] * len(values))
+    return f"INSERT INTO {table} ({', '.join(values)}) VALUES ({marks})", list(values.values())
+
+
+def mariadb_row(url: str, job_id: str | None = None, **columns: Any) -> str:
+    """Insert one jobs row with raw SQL. Typed columns in strict mode, as on PostgreSQL,
+    refuse what does not fit them; DOUBLE holds no NaN nor infinity either."""
+    job_id = job_id or new_id()
+    _mariadb_sql(url, [_mariadb_insert("jobs", _defaults(job_id) | columns)])
+    return job_id
+
+
 # -- worker rows and counters ------------------------------------------------------------
 
 
@@ -125,6 +152,10 @@ def worker_row(url: str, worker_id: str, **fields: Any) -> None:
         db.close()
     elif url.startswith("postgres"):
         _postgres_worker_row(url, worker_id, fields)
+    elif url.startswith(("mariadb", "mysql")):
+        sets = ", ".join(f"{name} = VALUES({name})" for name in fields)
+        sql, args = _mariadb_insert("workers", _worker_defaults(worker_id) | fields)
+        _mariadb_sql(url, [(f"{sql} ON DUPLICATE KEY UPDATE {sets}", args)])
     else:
         from conveyor.backends.redis.backend import RedisBackend
 
@@ -177,6 +208,8 @@ def periodic_row(url: str, name: str, **fields: Any) -> None:
             marks = ", ".join("?" * len(values))
             db.execute(f"INSERT INTO periodic_schedules ({', '.join(values)}) VALUES ({marks})", list(values.values()))  # fmt: skip
         db.close()
+    elif url.startswith(("mariadb", "mysql")):
+        _mariadb_sql(url, [_mariadb_insert("periodic_schedules", values)])
     elif url.startswith("postgres"):
         import psycopg
 

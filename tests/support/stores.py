@@ -124,24 +124,25 @@ def _postgres_age(url: str, seconds: float) -> None:
     _postgres_sql(url, [("UPDATE jobs SET finished_at = finished_at - %s", (seconds,))])
 
 
-def _postgres_corrupt(url: str, ids: Mapping[str, str]) -> set[tuple[str, str]]:
-    _postgres_sql(
-        url,
-        [
-            ("UPDATE jobs SET state = 'running', worker_id = NULL WHERE id = %s", (ids["x0"],)),
-            (
-                "UPDATE jobs SET state = 'running', worker_id = 'ghost', token = 1 WHERE id = %s",
-                (ids["x1"],),
-            ),
-            ("UPDATE jobs SET finished_at = 1.0 WHERE id = %s", (ids["later"],)),
-            ("UPDATE jobs SET state = 'lost' WHERE id = %s", (ids["x2"],)),
-            (
-                "INSERT INTO attempts (job_id, token, attempt, outcome) "
-                "VALUES ('gone', 1, 1, 'succeeded')",
-                (),
-            ),
-        ],
-    )
+def _typed_damage(ids: Mapping[str, str]) -> list[tuple[str, tuple[object, ...]]]:
+    """What the typed SQL stores (PostgreSQL, MariaDB) can be broken with."""
+    return [
+        ("UPDATE jobs SET state = 'running', worker_id = NULL WHERE id = %s", (ids["x0"],)),
+        (
+            "UPDATE jobs SET state = 'running', worker_id = 'ghost', token = 1 WHERE id = %s",
+            (ids["x1"],),
+        ),
+        ("UPDATE jobs SET finished_at = 1.0 WHERE id = %s", (ids["later"],)),
+        ("UPDATE jobs SET state = 'lost' WHERE id = %s", (ids["x2"],)),
+        (
+            "INSERT INTO attempts (job_id, token, attempt, outcome) "
+            "VALUES ('gone', 1, 1, 'succeeded')",
+            (),
+        ),
+    ]
+
+
+def _pg_found(ids: Mapping[str, str]) -> set[tuple[str, str]]:
     return {
         ("running_without_claim", ids["x0"]),
         ("claim_without_live_worker", ids["x1"]),
@@ -149,6 +150,35 @@ def _postgres_corrupt(url: str, ids: Mapping[str, str]) -> set[tuple[str, str]]:
         ("unknown_state", ids["x2"]),
         ("orphan_attempt", "gone"),
     }
+
+
+def _postgres_corrupt(url: str, ids: Mapping[str, str]) -> set[tuple[str, str]]:
+    _postgres_sql(url, _typed_damage(ids))
+    return _pg_found(ids)
+
+
+def _mariadb_sql(url: str, statements: list[tuple[str, tuple[object, ...]]]) -> None:
+    """Run ``statements`` in one transaction on the database of a conveyor MariaDB URL."""
+    from conveyor.backends.mariadb.connection import Executor, connect
+    from conveyor.backends.mariadb.url import parse_mariadb_url
+
+    conn = connect(parse_mariadb_url(url))
+    try:
+        for sql, args in statements:
+            Executor(conn).execute(sql, args)
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def _mariadb_age(url: str, seconds: float) -> None:
+    _mariadb_sql(url, [("UPDATE jobs SET finished_at = finished_at - %s", (seconds,))])
+
+
+def _mariadb_corrupt(url: str, ids: Mapping[str, str]) -> set[tuple[str, str]]:
+    # The same damage as PostgreSQL's: typed columns take nothing odder.
+    _mariadb_sql(url, _typed_damage(ids))
+    return _pg_found(ids)
 
 
 @record
@@ -160,6 +190,7 @@ class RawStore:
 
 
 STORES: dict[str, RawStore] = {
+    "mariadb": RawStore(_mariadb_age, _mariadb_corrupt),
     "postgres": RawStore(_postgres_age, _postgres_corrupt),
     "redis": RawStore(_redis_age, _redis_corrupt),
     "sqlite": RawStore(_sqlite_age, _sqlite_corrupt),

@@ -237,9 +237,9 @@ def test_manage_py_check_reports_a_store_url_conveyor_cannot_open(
     from django.test import override_settings
 
     backend = {"BACKEND": "conveyor.contrib.django.ConveyorBackend"}
-    with override_settings(TASKS={"default": {**backend, "OPTIONS": {"url": "mysql://db/x"}}}):
+    with override_settings(TASKS={"default": {**backend, "OPTIONS": {"url": "oracle://db/x"}}}):
         found = [m for m in run_checks() if m.id == "conveyor.E001"]
-    assert len(found) == 1 and "unsupported store URL 'mysql://db/x'" in found[0].msg
+    assert len(found) == 1 and "unsupported store URL 'oracle://db/x'" in found[0].msg
     assert [m for m in run_checks() if m.id == "conveyor.E001"] == []  # the project's own
 
 

@@ -15,25 +15,19 @@ from __future__ import annotations
 
 import click
 
-from conveyor.app import App, check_url
+from conveyor import stores
+from conveyor.app import App
 from conveyor.cli.common import store_options
 from conveyor.cli.config import open_app
 
 
 def schema_ddl(url: str) -> str:
     """The DDL of the store at ``url``, without connecting (ClickException on Redis)."""
-    check_url(url)
-    scheme = url.split(":", 1)[0].lower()
-    if scheme in ("postgresql", "postgres"):
-        from conveyor.backends.postgres.connection import schema_sql
-        from conveyor.backends.postgres.url import parse_postgres_url
-
-        return schema_sql(parse_postgres_url(url).schema)
-    if scheme == "sqlite":
-        from conveyor.backends.sqlite.connection import _MIGRATIONS, read_packaged
-
-        return "\n".join(read_packaged(name).strip() + ";" for name in _MIGRATIONS.values()) + "\n"
-    raise click.ClickException(f"the {scheme} backend has no schema: its keys need no DDL")
+    ddl = stores.schema_ddl(url)
+    if ddl is None:
+        scheme = url.split(":", 1)[0].lower()
+        raise click.ClickException(f"the {scheme} backend has no schema: its keys need no DDL")
+    return ddl
 
 
 @click.command("migrate-schema")

@@ -172,7 +172,6 @@ POSTGRES = Dialect(
         **FINISH_QUERIES,
     },
     returning=True,
-    skip_locked=" FOR UPDATE SKIP LOCKED",
     always="TRUE",
     id_order='id COLLATE "C"',
     log_order="seq",

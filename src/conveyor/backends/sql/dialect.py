@@ -71,6 +71,16 @@ def fetch_all(ex: Executor, sent: Result, *_: Any) -> list[Any]:
     return sent.fetchall()
 
 
+def on_conflict_update(key: str, columns: Sequence[str]) -> str:
+    """The standard upsert suffix (SQLite, PostgreSQL).
+
+    >>> on_conflict_update("name", ["spec"])
+    ' ON CONFLICT (name) DO UPDATE SET spec = excluded.spec'
+    """
+    sets = ", ".join(f"{c} = excluded.{c}" for c in columns)
+    return f" ON CONFLICT ({key}) DO UPDATE SET {sets}"
+
+
 @dataclass(frozen=True)
 class Dialect:
     """One SQL store's spelling of what the engine's algorithms need."""
@@ -140,6 +150,9 @@ class Dialect:
     #: What is wrong with a running row's counts that cannot move on (attempt, token,
     #: rescues), for typed columns with a limit; None: the store has none.
     count_problem: Callable[[int, int, int], str | None] | None = None
+    #: The suffix of an ``INSERT`` that, where the row's ``key`` exists, sets ``columns``
+    #: to the inserted values instead (MariaDB: ``ON DUPLICATE KEY UPDATE``).
+    upsert: Callable[[str, Sequence[str]], str] = on_conflict_update
 
     def sql(self, text: str) -> str:
         """``text``, written with ``?`` placeholders, in the driver's style."""

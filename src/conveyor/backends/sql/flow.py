@@ -217,11 +217,11 @@ def _link(d: Dialect, ex: Executor, p: JobInsertParams, parents: Sequence[str]) 
     if p.limit is not None:
         lim = p.limit
         ex.execute(
+            # "key" quoted: KEY is a reserved word on MariaDB (its sessions set ANSI_QUOTES).
             d.sql(
-                "INSERT INTO limits (key, concurrency, rate_count, rate_period) "
-                "VALUES (?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET "
-                "concurrency = excluded.concurrency, rate_count = excluded.rate_count, "
-                "rate_period = excluded.rate_period"
+                'INSERT INTO limits ("key", concurrency, rate_count, rate_period) '
+                "VALUES (?, ?, ?, ?)"
+                + d.upsert('"key"', ["concurrency", "rate_count", "rate_period"])
             ),
             (lim.key, lim.concurrency, lim.rate_count, lim.rate_period),
         )
@@ -269,7 +269,10 @@ def _child_of_ended(
     cancelled here joins ``pending`` so its own dependants follow. 1 if it became ready."""
     # Locked: two parents finishing at once count the child down one after the other.
     row = ex.execute(
-        d.sql(f"SELECT pipe, payload, run_at FROM jobs WHERE id = ? AND state = 'waiting'{d.lock}"),
+        d.sql(
+            "SELECT pipe, payload, run_at, waiting_on FROM jobs "
+            f"WHERE id = ? AND state = 'waiting'{d.lock}"
+        ),
         (child,),
     ).fetchone()
     if row is None:
@@ -277,10 +280,10 @@ def _child_of_ended(
     pipe, payload, run_at = int(row[0]), str(row[1]), float(row[2])
     effect = on_parent_end(pipe, parent_succeeded=why is None)
     if effect is ChildEffect.COUNT_DOWN:
-        left = ex.execute(
-            d.sql("UPDATE jobs SET waiting_on = waiting_on - 1 WHERE id = ? RETURNING waiting_on"),
-            (child,),
-        ).fetchone()[0]
+        # The count read with the row (locked, or under SQLite's write lock), not an
+        # UPDATE ... RETURNING: MariaDB has none.
+        ex.execute(d.sql("UPDATE jobs SET waiting_on = waiting_on - 1 WHERE id = ?"), (child,))
+        left = int(row[3]) - 1
         if left > 0:
             return 0
         if pipe:

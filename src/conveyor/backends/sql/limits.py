@@ -46,10 +46,10 @@ def apply_limits(
         return list(claimed)
     keys = sorted(set(keyed.values()))
     config: dict[str, Config] = {}
-    for where, args in d.in_list("key", keys):
+    for where, args in d.in_list('"key"', keys):
         query = d.sql(
-            "SELECT key, concurrency, rate_count, rate_period FROM limits "
-            f"WHERE {where} ORDER BY key{d.lock}"
+            'SELECT "key", concurrency, rate_count, rate_period FROM limits '
+            f'WHERE {where} ORDER BY "key"{d.lock}'
         )
         config.update((str(k), (c, n, p)) for k, c, n, p in ex.execute(query, args).fetchall())
     if now is None:
@@ -85,7 +85,7 @@ def apply_limits(
         running[key] += 1
         if key in hits:
             hits[key].append(now)
-            ex.execute(d.sql("INSERT INTO limit_hits (key, at) VALUES (?, ?)"), (key, now))
+            ex.execute(d.sql('INSERT INTO limit_hits ("key", at) VALUES (?, ?)'), (key, now))
         kept.append(job)
     return kept
 
@@ -112,8 +112,8 @@ def _recent_starts(
 ) -> dict[str, list[float]]:
     """The starts within its period of each rate-limited key (older ones pruned)."""
     hits: dict[str, list[float]] = {}
-    prune = d.sql("DELETE FROM limit_hits WHERE key = ? AND at <= ?")
-    read = d.sql("SELECT at FROM limit_hits WHERE key = ? ORDER BY at")
+    prune = d.sql('DELETE FROM limit_hits WHERE "key" = ? AND at <= ?')
+    read = d.sql('SELECT at FROM limit_hits WHERE "key" = ? ORDER BY at')
     for key in keys:
         _, rate_count, period = config.get(key, _UNSET)
         if rate_count is not None and period is not None:

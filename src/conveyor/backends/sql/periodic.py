@@ -52,9 +52,8 @@ def periodic_fire(
         last = (slot, job.id)
     ex.execute(
         d.sql(
-            "INSERT INTO periodic_schedules (name, spec, next_slot) VALUES (?, ?, ?) "
-            "ON CONFLICT (name) DO UPDATE SET spec = excluded.spec, "
-            "next_slot = excluded.next_slot"
+            "INSERT INTO periodic_schedules (name, spec, next_slot) VALUES (?, ?, ?)"
+            + d.upsert("name", ["spec", "next_slot"])
         ),
         (params.name, params.spec, params.next_slot),
     )

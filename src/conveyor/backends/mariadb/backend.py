@@ -1,0 +1,452 @@
+"""The MariaDB/MySQL backend: jobs in an InnoDB database, on the shared SQL engine.
+
+Only what differs lives here: connections (one PyMySQL connection per thread, see
+connection.py), the plain insert, leases, release, rescue, heartbeats and waiting. The
+claim (:mod:`conveyor.backends.sql.claim`: ``SELECT ... FOR UPDATE SKIP LOCKED``, then
+the update, as MariaDB has no ``UPDATE ... RETURNING``), the finish, workflows, periodic
+jobs and every operation are the engine's, spelled by
+:data:`~conveyor.backends.mariadb.dialect.MARIADB`. Every method is one transaction
+(``_tx()``); times are the server's clock. Idle workers poll (no LISTEN/NOTIFY here).
+
+Example (needs a server; the test suite starts one)::
+
+    backend = MariaDBBackend("mariadb://app:pw@db:3306/jobs")
+    backend.job_insert_many([JobInsertParams(id="j1", task="t", queue="q", payload="{}")])
+    backend.job_get_many(["j1"])[0].state    # JobState.QUEUED
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from typing import TYPE_CHECKING, Any
+
+from conveyor.backends import decoding
+from conveyor.backends.base import (
+    ClaimedJob,
+    Dependency,
+    JobClaimParams,
+    JobDependenciesParams,
+    JobExtendLeasesParams,
+    JobFinishParams,
+    JobFinishThroughParams,
+    JobInsertBatchParams,
+    JobInsertParams,
+    JobInsertThroughParams,
+    JobProgressParams,
+    JobRecord,
+    JobReleaseParams,
+    JobRescueParams,
+    JobWaitParams,
+    LeaseStatus,
+    PeriodicFireParams,
+    PeriodicRecord,
+    RescueResult,
+    WorkerHeartbeatParams,
+)
+from conveyor.backends.mariadb.action_log import MariaDBActionLog
+from conveyor.backends.mariadb.connection import Executor, connect, migrate
+from conveyor.backends.mariadb.dialect import MARIADB, NOW, server_now
+from conveyor.backends.mariadb.url import parse_mariadb_url
+from conveyor.backends.params import one_per_job
+from conveyor.backends.sql import flow, periodic
+from conveyor.backends.sql.claim import Claim, promote_due
+from conveyor.backends.sql.finish import ATTEMPT_INSERT, Finish
+from conveyor.backends.sql.ops import SqlOperations
+from conveyor.errors import ConfigurationError, JobNotFound
+from conveyor.rules import (
+    LOST,
+    LOST_PARENT_FAILED,
+    RELEASED,
+    WORKER_LOST_ERROR,
+    WORKER_LOST_REASON,
+    held_alone,
+    rescue_gives_back_attempt,
+    rescue_state,
+)
+from conveyor.states import JobState
+
+if TYPE_CHECKING:
+    from conveyor.backends.base import Backend
+
+#: work_wait and job_wait poll (MariaDB has no notifications): first after POLL_FIRST
+#: seconds, each wait POLL_GROWTH times the last, at most POLL_MAX.
+POLL_FIRST, POLL_GROWTH, POLL_MAX = 0.005, 1.5, 0.25
+
+FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic", "filters", "purge", "result_ttl", "queues", "logs", "integrity", "expires", "shared", "action_log"})  # fmt: skip
+
+_JOB_INSERT = (
+    "INSERT INTO jobs (id, task, queue, state, priority, payload, max_attempts, run_at, "
+    "created_at, timeout, lease, headers, expires_at) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+)
+_TRANSACTIONS = (
+    "the mariadb backend joins no transaction of the application's yet (feature "
+    "transactional_enqueue is not declared): enqueue outside the transaction"
+)
+
+
+class MariaDBBackend(SqlOperations, MariaDBActionLog):
+    """Backend on a MariaDB/MySQL database. Internal: use ``conveyor.App("mariadb://...")``."""
+
+    name = "mariadb"
+    features = FEATURES
+    _dialect = MARIADB
+
+    def __init__(self, url: str) -> None:
+        self.target = parse_mariadb_url(url)
+        self.url = self.target.safe_url
+        migrate(self.target)
+        self._local = threading.local()
+        #: Every connection opened, so close() ends those of every thread.
+        self._all: list[Any] = []
+        self._all_lock = threading.Lock()
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    def _conn(self) -> Any:
+        conn = getattr(self._local, "conn", None)
+        if conn is None or not conn.open:
+            conn = connect(self.target)
+            self._local.conn = conn
+            with self._all_lock:
+                self._all.append(conn)
+        return conn
+
+    @contextmanager
+    def _tx(self) -> Iterator[Executor]:
+        """One transaction on this thread's connection: committed when the block ends,
+        rolled back when it raises (a broken connection is dropped, the next call opens
+        another)."""
+        import pymysql
+
+        conn = self._conn()
+        try:
+            yield Executor(conn)
+            conn.commit()
+        except BaseException as exc:
+            try:
+                conn.rollback()
+            except pymysql.err.Error:
+                self._local.conn = None
+            if isinstance(exc, pymysql.err.OperationalError) and exc.args[0] in (2006, 2013):
+                self._local.conn = None
+            raise
+
+    def _ops_rows(
+        self, sql: str, args: Sequence[object] | Mapping[str, object] = ()
+    ) -> list[tuple[Any, ...]]:
+        with self._tx() as ex:
+            return list(ex.execute(sql, args).fetchall())
+
+    def _ops_tx(self) -> AbstractContextManager[Executor]:
+        return self._tx()
+
+    def _ops_now(self) -> float:
+        with self._tx() as ex:
+            return server_now(ex)
+
+    def close(self) -> None:
+        with self._all_lock:
+            for conn in self._all:
+                if conn.open:
+                    conn.close()
+            self._all.clear()
+
+    def backup(self, path: str) -> None:
+        """Not this backend's job (feature ``backup`` is not declared)."""
+        raise ConfigurationError(
+            "backup is only available on the SQLite backend; back MariaDB up with its own "
+            f"tools: mariadb-dump --single-transaction {self.target.database}"
+        )
+
+    # -- insert --------------------------------------------------------------------------
+
+    def job_insert_many(
+        self, params: Sequence[JobInsertParams] | JobInsertBatchParams
+    ) -> Sequence[str]:
+        jobs = one_per_job(params)
+        if not jobs:
+            return []
+        with self._tx() as ex:
+            now = server_now(ex)
+            if not all(p.is_plain for p in jobs):
+                return flow.insert_flow(MARIADB, ex, jobs, now)
+            ex.executemany(_JOB_INSERT, [_plain_row(p, now) for p in jobs])
+        return [p.id for p in jobs]
+
+    def job_insert_many_through(self, params: JobInsertThroughParams) -> Sequence[str]:
+        raise ConfigurationError(_TRANSACTIONS)
+
+    async def job_insert_many_through_async(self, params: JobInsertThroughParams) -> Sequence[str]:
+        raise ConfigurationError(_TRANSACTIONS)
+
+    def job_finish_many_through(self, params: JobFinishThroughParams) -> list[str]:
+        raise ConfigurationError(_TRANSACTIONS)
+
+    def transaction_connection(self) -> AbstractContextManager[object]:
+        raise ConfigurationError(_TRANSACTIONS)
+
+    # -- claim and finish (the engine's) -------------------------------------------------
+
+    def job_claim(self, params: JobClaimParams) -> list[ClaimedJob]:
+        return self.job_finish_and_claim((), params)[1]
+
+    def job_finish_and_claim(
+        self, finishes: Sequence[JobFinishParams], claim: JobClaimParams
+    ) -> tuple[list[str], list[ClaimedJob]]:
+        with self._tx() as ex:
+            now = server_now(ex)
+            stale = Finish(MARIADB, ex, finishes, now).result(ex)[0] if finishes else []
+            _, claimed = Claim(MARIADB, ex, claim, now).result(ex)
+        return stale, claimed
+
+    def job_finish_many(self, params: Sequence[JobFinishParams]) -> list[str]:
+        if not params:
+            return []
+        with self._tx() as ex:
+            return Finish(MARIADB, ex, params, server_now(ex)).result(ex)[0]
+
+    def job_promote_due(self) -> int:
+        with self._tx() as ex:
+            return promote_due(MARIADB, ex, server_now(ex))
+
+    # -- leases, release, rescue ---------------------------------------------------------
+
+    def job_extend_leases(self, params: JobExtendLeasesParams) -> list[LeaseStatus]:
+        if not params.jobs:
+            return []
+        ids = [i for i, _ in params.jobs]
+        seen: dict[str, tuple[Any, ...]] = {}
+        with self._tx() as ex:
+            ex.executemany(
+                f"UPDATE jobs SET lease_until = {NOW} + lease "
+                "WHERE id = %s AND token = %s AND state = 'running'",
+                list(params.jobs),
+            )
+            for where, args in MARIADB.in_list("id", ids):
+                query = f"SELECT id, token, state, cancel_requested FROM jobs WHERE {where}"
+                for r in ex.execute(MARIADB.sql(query), args).fetchall():
+                    seen[str(r[0])] = r
+        answer = []
+        for job_id, token in params.jobs:
+            row = seen.get(job_id)
+            held = row is not None and row[1] == token and row[2] == "running"
+            answer.append(LeaseStatus(job_id, held, bool(row and row[3])))
+        return answer
+
+    def job_release_many(self, params: JobReleaseParams) -> list[str]:
+        refused = []
+        with self._tx() as ex:
+            now = server_now(ex)
+            for job_id, token in params.jobs:
+                row = ex.execute(
+                    "SELECT attempt, started_at FROM jobs WHERE id = %s AND token = %s "
+                    "AND state = 'running' FOR UPDATE",
+                    (job_id, token),
+                ).fetchone()
+                if row is None:
+                    refused.append(job_id)
+                    continue
+                # Graceful shutdown: back to ready, and the attempt is not counted.
+                ex.execute(
+                    "UPDATE jobs SET state = 'queued', attempt = attempt - 1, "
+                    "worker_id = NULL, lease_until = NULL WHERE id = %s AND token = %s",
+                    (job_id, token),
+                )
+                ex.execute(
+                    MARIADB.sql(f"INSERT INTO {ATTEMPT_INSERT}"),
+                    (job_id, token, row[0], params.worker_id, row[1], now, RELEASED, None),
+                )
+        return refused
+
+    def job_rescue(self, params: JobRescueParams) -> list[RescueResult]:
+        # The caller's stale_before becomes an age, re-anchored on the server's clock
+        # (heartbeats and leases are written with it).
+        age = time.time() - params.stale_before
+        dead = list(params.dead_worker_ids)
+        dead_sql = f" OR {{col}} IN ({', '.join(['%s'] * len(dead))})" if dead else ""
+        results: list[RescueResult] = []
+        with self._tx() as ex:
+            now = server_now(ex)
+            stale = now - age
+            # Lock the lost workers' rows first: a heartbeat arriving now waits for this
+            # commit (and then finds its jobs gone), so liveness cannot change under us.
+            ex.execute(
+                "SELECT id FROM workers WHERE heartbeat_at < %s"
+                + dead_sql.format(col="id")
+                + " ORDER BY id FOR UPDATE",
+                (stale, *dead),
+            )
+            # SKIP LOCKED: a row being finished right now is left to its finish.
+            candidates = ex.execute(
+                "SELECT j.id, j.token, j.attempt, j.max_attempts, j.rescues, j.worker_id, "
+                "j.started_at FROM jobs AS j LEFT JOIN workers AS w ON w.id = j.worker_id "
+                "WHERE j.state = 'running' AND (w.id IS NULL OR w.heartbeat_at < %s "
+                "OR j.lease_until < %s" + dead_sql.format(col="j.worker_id") + ") "
+                "ORDER BY j.id FOR UPDATE SKIP LOCKED",
+                (stale, stale, *dead),
+            ).fetchall()
+            # Poison isolation: was each the one job its dead worker held? (rules.py)
+            alone_flags = held_alone([c[5] for c in candidates])
+            for candidate, alone in zip(candidates, alone_flags, strict=True):
+                job_id, token, *counts, worker_id, started = candidate
+                attempt, max_attempts, rescues, problem = decoding.rescue_counts(*counts)
+                state = rescue_state(
+                    attempt=attempt,
+                    max_attempts=max_attempts,
+                    rescues=rescues,
+                    max_rescues=params.max_rescues,
+                    alone=alone,
+                    odd=problem is not None,
+                )
+                if state is JobState.DEAD:
+                    ex.execute(
+                        "UPDATE jobs SET state = 'dead', reason = %s, error = %s, "
+                        "finished_at = %s, worker_id = NULL, lease_until = NULL "
+                        "WHERE id = %s AND token = %s AND state = 'running'",
+                        (problem or WORKER_LOST_REASON, WORKER_LOST_ERROR, now, job_id, token),
+                    )
+                else:
+                    ex.execute(
+                        "UPDATE jobs SET state = 'queued', rescues = rescues + 1, "
+                        "attempt = attempt - %s, worker_id = NULL, lease_until = NULL "
+                        "WHERE id = %s AND token = %s AND state = 'running'",
+                        (int(rescue_gives_back_attempt(alone=alone)), job_id, token),
+                    )
+                ex.execute(
+                    MARIADB.sql(f"INSERT INTO {ATTEMPT_INSERT}"),
+                    (job_id, token, attempt, worker_id, started, now, LOST, WORKER_LOST_ERROR),
+                )
+                if state is JobState.DEAD:
+                    flow.settle(MARIADB, ex, (), {str(job_id): LOST_PARENT_FAILED}, now)
+                results.append(RescueResult(str(job_id), worker_id, state))
+            ex.execute(
+                "DELETE FROM workers WHERE (heartbeat_at < %s"
+                + dead_sql.format(col="id")
+                + ") AND id NOT IN (SELECT worker_id FROM jobs WHERE state = 'running' "
+                "AND worker_id IS NOT NULL)",
+                (stale, *dead),
+            )
+        return results
+
+    # -- waiting -------------------------------------------------------------------------
+
+    def job_wait(self, params: JobWaitParams) -> JobRecord | None:
+        """Poll the job's row until it has ended (first after POLL_FIRST s, each wait
+        POLL_GROWTH times the last, at most POLL_MAX)."""
+        deadline = None if params.timeout is None else time.monotonic() + params.timeout
+        interval = POLL_FIRST
+        while True:
+            found = self.job_get_many([params.id])
+            if not found:
+                raise JobNotFound(params.id)
+            if found[0].state.is_finished:
+                return found[0]
+            remaining = interval if deadline is None else deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            time.sleep(min(interval, remaining))
+            interval = min(interval * POLL_GROWTH, POLL_MAX)
+
+    def work_wait(self, timeout: float) -> None:
+        """No notifications to wait for: the worker claims again after POLL_MAX s."""
+        time.sleep(max(0.0, min(timeout, POLL_MAX)))
+
+    # -- workers -------------------------------------------------------------------------
+
+    def worker_deregister(self, worker_id: str) -> None:
+        with self._tx() as ex:
+            ex.execute("DELETE FROM workers WHERE id = %s", (worker_id,))
+
+    def worker_heartbeat(self, params: WorkerHeartbeatParams) -> None:
+        w = params.worker
+        with self._tx() as ex:
+            ex.execute(
+                "INSERT INTO workers (id, host, pid, pid_started, started_at, heartbeat_at, "
+                "last_fetch_at, queues, concurrency, pool, running) "
+                f"VALUES (%s, %s, %s, %s, %s, {NOW}, %s, %s, %s, %s, %s) "
+                "ON DUPLICATE KEY UPDATE heartbeat_at = VALUES(heartbeat_at), "
+                "last_fetch_at = COALESCE(VALUES(last_fetch_at), last_fetch_at), "
+                "running = VALUES(running)",
+                (
+                    w.id,
+                    w.host,
+                    w.pid,
+                    w.pid_started,
+                    w.started_at,
+                    params.last_fetch_at,
+                    json.dumps(list(w.queues)),
+                    w.concurrency,
+                    w.pool,
+                    params.running,
+                ),
+            )
+
+    # -- flow ----------------------------------------------------------------------------
+
+    def job_dependencies_many(self, params: JobDependenciesParams) -> list[Dependency]:
+        if not params.ids:
+            return []
+        with self._tx() as ex:
+            return flow.dependencies(MARIADB, ex, params.ids)
+
+    def job_progress_many(self, params: Sequence[JobProgressParams]) -> list[str]:
+        refused = []
+        with self._tx() as ex:
+            for p in params:
+                written = ex.execute(
+                    "UPDATE jobs SET progress = %s, progress_message = %s "
+                    "WHERE id = %s AND token = %s AND state = 'running'",
+                    (p.fraction, p.message, p.id, p.token),
+                ).rowcount
+                if written != 1:
+                    refused.append(p.id)
+        return refused
+
+    def periodic_fire(self, params: PeriodicFireParams) -> list[float]:
+        with self._tx() as ex:
+            now = server_now(ex)
+            return periodic.periodic_fire(
+                MARIADB,
+                ex,
+                params,
+                now,
+                lambda job: ex.execute(_JOB_INSERT, _plain_row(job, now)),
+            )
+
+    def periodic_list(self) -> list[PeriodicRecord]:
+        found = self._ops_rows(
+            "SELECT name, spec, last_slot, last_fired_at, last_job_id, next_slot "
+            "FROM periodic_schedules ORDER BY name"
+        )
+        return [decoding.periodic_record(r) for r in found]
+
+
+def _plain_row(p: JobInsertParams, now: float) -> tuple[object, ...]:
+    """The parameters of ``_JOB_INSERT`` for one plain job."""
+    scheduled = p.run_at is not None and p.run_at > now
+    return (
+        p.id,
+        p.task,
+        p.queue,
+        "scheduled" if scheduled else "queued",
+        p.priority,
+        p.payload,
+        p.max_attempts,
+        now if p.run_at is None else p.run_at,
+        now,
+        p.timeout,
+        p.lease,
+        p.headers,
+        p.expires_at,
+    )
+
+
+if TYPE_CHECKING:
+
+    def _implements_the_seam(backend: MariaDBBackend) -> Backend:
+        return backend  # mypy proves MariaDBBackend has every method of every protocol

@@ -1,0 +1,182 @@
+"""Connections to a MariaDB/MySQL store (PyMySQL, imported here only), its schema, and
+:class:`Executor`, the engine's view of a connection.
+
+Every connection: autocommit off, ``READ COMMITTED`` (a claim's ``SKIP LOCKED`` and a
+fenced update read the latest committed rows, as on PostgreSQL), ``utf8mb4``,
+``PIPES_AS_CONCAT`` (the shared audit concatenates with ``||``), ``ANSI_QUOTES`` (the
+engine quotes the column ``"key"``, a reserved word here), and ``FOUND_ROWS``: an
+update's row count is the rows it matched, as SQLite and PostgreSQL count them (a fence
+that matched is not refused for writing the value the row already held).
+
+Example (needs a server; the test suite starts one)::
+
+    conn = connect(parse_mariadb_url("mariadb://app:pw@db/jobs"))
+    Executor(conn).execute("SELECT 1").fetchone()    # (1,)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from conveyor.backends.mariadb.url import MariaDBTarget, parse_mariadb_url
+from conveyor.errors import BackendUnavailable, StoreNotFound
+
+SCHEMA_VERSION = 1
+_SESSION = "SET SESSION sql_mode = CONCAT(@@sql_mode, ',PIPES_AS_CONCAT,ANSI_QUOTES')"
+#: Its own statement: MariaDB names the variable tx_isolation, MySQL 8
+#: transaction_isolation; this form is both's.
+_ISOLATION = "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"
+#: The name of the lock that serialises migrations across processes (GET_LOCK).
+_MIGRATION_LOCK = "conveyor_migrate_{database}"
+
+
+def read_packaged(name: str) -> str:
+    """A text file shipped beside this module."""
+    try:
+        with open(os.path.join(os.path.dirname(__file__), name), encoding="utf-8") as f:
+            return f.read()
+    except (FileNotFoundError, NotADirectoryError):
+        from importlib import resources
+
+        return resources.files(__package__).joinpath(name).read_text("utf-8")
+
+
+def statements(script: str) -> list[str]:
+    """The statements of a script (``;`` at a line's end), comments left out.
+
+    >>> statements("-- a\\nCREATE TABLE t (x INT);\\nSELECT 1;\\n")
+    ['CREATE TABLE t (x INT)', 'SELECT 1']
+    """
+    lines = [line for line in script.splitlines() if not line.lstrip().startswith("--")]
+    return [s.strip() for s in re.split(r";\s*$", "\n".join(lines), flags=re.M) if s.strip()]
+
+
+def schema_ddl(url: str) -> str:
+    """The whole DDL as one script (``conveyor migrate-schema --sql``), for the
+    database the URL names: the statements the backend runs."""
+    target = parse_mariadb_url(url)
+    body = [f"{s};" for s in statements(read_packaged("schema.sql"))]
+    return (
+        "\n".join(
+            [
+                f"CREATE DATABASE IF NOT EXISTS {target.database} "
+                "CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;",
+                f"USE {target.database};",
+                *body,
+                "CREATE TABLE IF NOT EXISTS schema_version (version INT NOT NULL) ENGINE = InnoDB;",
+                f"INSERT INTO schema_version (version) VALUES ({SCHEMA_VERSION});",
+            ]
+        )
+        + "\n"
+    )
+
+
+class Executor:
+    """A PyMySQL connection as the engine's Executor: ``execute`` hands back a fresh
+    cursor (rows to fetch, ``rowcount``), so two results can be read in any order."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def execute(self, query: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> Any:
+        cur = self.conn.cursor()
+        # No parameters: no %-formatting either (a literal % stays as it is).
+        cur.execute(query, params if params else None)
+        return cur
+
+    def executemany(self, query: str, params: Sequence[Any]) -> Any:
+        cur = self.conn.cursor()
+        if params:
+            cur.executemany(query, params)
+        return cur
+
+
+def connect(target: MariaDBTarget, database: bool = True) -> Any:
+    """A new connection (BackendUnavailable when the server cannot be reached)."""
+    import pymysql
+    from pymysql.constants import CLIENT
+
+    try:
+        conn = pymysql.connect(
+            host=target.host,
+            port=target.port,
+            user=target.user,
+            password=target.password,
+            database=target.database if database else None,
+            charset="utf8mb4",
+            autocommit=False,
+            client_flag=CLIENT.FOUND_ROWS,
+            init_command=_SESSION,
+            connect_timeout=10,
+        )
+    except pymysql.err.OperationalError as exc:
+        if exc.args and exc.args[0] == 1049:  # unknown database
+            raise
+        raise BackendUnavailable(f"cannot connect to {target.safe_url}: {exc}") from exc
+    conn.cursor().execute(_ISOLATION)
+    return conn
+
+
+def migrate(target: MariaDBTarget) -> None:
+    """Create the database and its tables when missing (under GET_LOCK, so two workers
+    starting at once do not race); idempotent."""
+    import pymysql
+
+    try:
+        conn = connect(target)
+    except pymysql.err.OperationalError:  # the database itself is missing: create it
+        bare = connect(target, database=False)
+        try:
+            bare.cursor().execute(
+                f"CREATE DATABASE IF NOT EXISTS {target.database} "
+                "CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+            )
+        finally:
+            bare.close()
+        conn = connect(target)
+    try:
+        ex = Executor(conn)
+        lock = _MIGRATION_LOCK.format(database=target.database)
+        ex.execute("SELECT GET_LOCK(%s, 60)", (lock,))
+        try:
+            ex.execute(
+                "CREATE TABLE IF NOT EXISTS schema_version (version INT NOT NULL) ENGINE = InnoDB"
+            )
+            row = ex.execute("SELECT MAX(version) FROM schema_version").fetchone()
+            if row[0] is None or int(row[0]) < SCHEMA_VERSION:
+                # DDL commits implicitly on MariaDB: each statement is idempotent instead.
+                for statement in statements(read_packaged("schema.sql")):
+                    ex.execute(statement)
+                ex.execute("INSERT INTO schema_version (version) VALUES (%s)", (SCHEMA_VERSION,))
+                conn.commit()
+        finally:
+            ex.execute("SELECT RELEASE_LOCK(%s)", (lock,))
+    finally:
+        conn.close()
+
+
+def require_existing_store(url: str) -> None:
+    """Raise StoreNotFound unless ``url``'s database holds conveyor's tables (one
+    connection, one read, nothing created)."""
+    import pymysql
+
+    target = parse_mariadb_url(url)
+    try:
+        conn = connect(target, database=False)
+    except pymysql.err.OperationalError as exc:
+        raise BackendUnavailable(f"cannot connect to {target.safe_url}: {exc}") from exc
+    try:
+        found = Executor(conn).execute(
+            "SELECT 1 FROM information_schema.tables WHERE table_schema = %s "
+            "AND table_name = 'jobs'",
+            (target.database,),
+        )
+        if found.fetchone() is None:
+            raise StoreNotFound(
+                f"no conveyor store in database {target.database!r} at {target.safe_url}"
+            )
+    finally:
+        conn.close()

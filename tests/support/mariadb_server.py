@@ -1,0 +1,206 @@
+"""A MariaDB server owned by the tests: ``mariadb-install-db`` + ``mariadbd`` on a free
+loopback port with a temp datadir, stopped at the end of the session.
+
+Never touches a server it did not start: each test gets its own database
+(``/t_<uuid hex>``), dropped after it. As root the server runs with ``--user=root``
+(mariadbd refuses root otherwise). ``$CONVEYOR_TEST_MARIADB_URL`` points the suite at an
+external server instead (a ``mariadb://user:pass@host:port/`` URL whose user may create
+databases). Without the binaries the tests skip with a reason locally and fail when
+``CI=true``.
+
+Example (in a test)::
+
+    def test_connect(mariadb_url: str) -> None:
+        assert mariadb_url.startswith("mariadb://")
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+#: Who the tests connect as: created by the bootstrap with every privilege.
+USER, PASSWORD = "conveyor", "conveyor"
+
+
+def require_binary(name: str) -> str:
+    """Path of MariaDB's ``name``; skip (locally) or fail (``CI=true``) when missing."""
+    found = shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/bin")
+    if found is None:
+        reason = f"{name} not found (install MariaDB >= 10.6, Debian: mariadb-server)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return found
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class MariaDBServer:
+    """One mariadbd on 127.0.0.1:``port``, its datadir and socket under ``root``."""
+
+    def __init__(self) -> None:
+        self.install_db = require_binary("mariadb-install-db")
+        self.mariadbd = require_binary("mariadbd")
+        self.root = Path(tempfile.mkdtemp(prefix="conveyor-mariadb-"))
+        self.port = _free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.url = f"mariadb://{USER}:{PASSWORD}@127.0.0.1:{self.port}/"
+
+    def _user_args(self) -> list[str]:
+        return ["--user=root"] if os.geteuid() == 0 else []
+
+    def start(self) -> MariaDBServer:
+        data = self.root / "data"
+        # The bootstrap's grant: a password user over TCP (root is unix_socket-only).
+        init = self.root / "init.sql"
+        init.write_text(
+            f"CREATE USER '{USER}'@'%' IDENTIFIED BY '{PASSWORD}';\n"
+            f"GRANT ALL PRIVILEGES ON *.* TO '{USER}'@'%' WITH GRANT OPTION;\n"
+        )
+        subprocess.run(
+            [
+                self.install_db,
+                "--no-defaults",
+                f"--datadir={data}",
+                "--auth-root-authentication-method=socket",
+                "--skip-test-db",
+                *self._user_args(),
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        log = open(self.root / "server.log", "wb")  # noqa: SIM115 - the server's lifetime
+        self.proc = subprocess.Popen(
+            [
+                self.mariadbd,
+                "--no-defaults",
+                f"--datadir={data}",
+                f"--socket={self.root / 'mysqld.sock'}",
+                f"--pid-file={self.root / 'mysqld.pid'}",
+                "--bind-address=127.0.0.1",
+                f"--port={self.port}",
+                f"--init-file={init}",
+                "--skip-log-bin",
+                # Small and quick: a test server, its data thrown away at the end.
+                "--innodb-buffer-pool-size=64M",
+                "--innodb-log-file-size=16M",
+                "--innodb-flush-log-at-trx-commit=2",
+                "--max-connections=500",
+                *self._user_args(),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        self._wait_ready()
+        return self
+
+    def _wait_ready(self, timeout: float = 60.0) -> None:
+        import pymysql
+
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                pymysql.connect(
+                    host="127.0.0.1", port=self.port, user=USER, password=PASSWORD
+                ).close()
+                return
+            except pymysql.err.OperationalError:
+                if self.proc is not None and self.proc.poll() is not None:
+                    raise RuntimeError(
+                        "mariadbd exited: " + (self.root / "server.log").read_text()[-2000:]
+                    ) from None
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _connect(base: str) -> object:
+    import pymysql
+
+    parts = urlsplit(base)
+    return pymysql.connect(
+        host=parts.hostname or "127.0.0.1",
+        port=parts.port or 3306,
+        user=parts.username or "",
+        password=parts.password or "",
+        autocommit=True,
+        connect_timeout=10,
+    )
+
+
+def _execute(base: str, statement: str) -> None:
+    conn = _connect(base)
+    try:
+        with conn.cursor() as cur:  # type: ignore[attr-defined]
+            cur.execute(statement)
+    finally:
+        conn.close()  # type: ignore[attr-defined]
+
+
+def database_url(base: str, database: str) -> str:
+    """``base`` (a server's URL) pointed at ``database``."""
+    return urlunsplit(urlsplit(base)._replace(path=f"/{database}"))
+
+
+def isolated_url(request: pytest.FixtureRequest) -> str:
+    """A URL on a fresh database of the session's MariaDB, dropped after the test."""
+    base = request.getfixturevalue("mariadb_url")
+    database = f"t_{uuid.uuid4().hex}"
+    _execute(base, f"CREATE DATABASE {database} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
+
+    def drop() -> None:
+        import pymysql
+
+        # A test that stopped its server has nothing left to clean.
+        with contextlib.suppress(pymysql.err.OperationalError):
+            _execute(base, f"DROP DATABASE IF EXISTS {database}")
+
+    request.addfinalizer(drop)
+    return database_url(base, database)
+
+
+@pytest.fixture(scope="session")
+def mariadb_server() -> Iterator[MariaDBServer | None]:
+    """The session's own server (None when ``$CONVEYOR_TEST_MARIADB_URL`` is set).
+    Lazy: started only when a test asks for MariaDB."""
+    if os.environ.get("CONVEYOR_TEST_MARIADB_URL"):
+        yield None
+        return
+    server = MariaDBServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def mariadb_url(mariadb_server: MariaDBServer | None) -> str:
+    """Base URL of the session's MariaDB (no database: add one per test)."""
+    if mariadb_server is None:
+        return os.environ["CONVEYOR_TEST_MARIADB_URL"]
+    return mariadb_server.url
