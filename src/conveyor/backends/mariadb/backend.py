@@ -18,11 +18,12 @@ Example (needs a server; the test suite starts one)::
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from conveyor.backends import decoding
 from conveyor.backends.base import (
@@ -77,6 +78,12 @@ if TYPE_CHECKING:
 POLL_FIRST, POLL_GROWTH, POLL_MAX = 0.005, 1.5, 0.25
 
 FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic", "filters", "purge", "result_ttl", "queues", "logs", "integrity", "expires", "shared", "action_log"})  # fmt: skip
+
+_T = TypeVar("_T")
+#: InnoDB's "deadlock found, transaction rolled back" error, and how often a
+#: transaction it picked as the victim is run again before the error is raised.
+_DEADLOCK = 1213
+_DEADLOCK_TRIES = 6
 
 _JOB_INSERT = (
     "INSERT INTO jobs (id, task, queue, state, priority, payload, max_attempts, run_at, "
@@ -171,12 +178,32 @@ class MariaDBBackend(SqlOperations, MariaDBActionLog):
         jobs = one_per_job(params)
         if not jobs:
             return []
-        with self._tx() as ex:
+
+        def insert(ex: Executor) -> Sequence[str]:
             now = server_now(ex)
             if not all(p.is_plain for p in jobs):
                 return flow.insert_flow(MARIADB, ex, jobs, now)
             ex.executemany(_JOB_INSERT, [_plain_row(p, now) for p in jobs])
-        return [p.id for p in jobs]
+            return [p.id for p in jobs]
+
+        return self._retrying_deadlocks(insert)
+
+    def _retrying_deadlocks(self, body: Callable[[Executor], _T]) -> _T:
+        """``body`` in one transaction, run again when InnoDB chose it as a deadlock's
+        victim (error 1213: two inserts of one unique key at the same instant lock the
+        index in opposite orders). InnoDB has rolled the whole transaction back by then,
+        so running it again is safe, and its manual asks every client to."""
+        import pymysql
+
+        for attempt in range(_DEADLOCK_TRIES):
+            try:
+                with self._tx() as ex:
+                    return body(ex)
+            except pymysql.err.OperationalError as exc:
+                if exc.args[0] != _DEADLOCK or attempt == _DEADLOCK_TRIES - 1:
+                    raise
+                time.sleep(random.uniform(0.0, 0.005 * 2**attempt))  # jitter: not in step
+        raise AssertionError("unreachable")
 
     def job_insert_many_through(self, params: JobInsertThroughParams) -> Sequence[str]:
         raise ConfigurationError(_TRANSACTIONS)
