@@ -17,7 +17,6 @@ Example (needs a server; the test suite starts one)::
 
 from __future__ import annotations
 
-import json
 import random
 import threading
 import time
@@ -50,25 +49,14 @@ from conveyor.backends.base import (
 )
 from conveyor.backends.mariadb.action_log import MariaDBActionLog
 from conveyor.backends.mariadb.connection import Executor, connect, migrate
-from conveyor.backends.mariadb.dialect import MARIADB, NOW, server_now
+from conveyor.backends.mariadb.dialect import MARIADB, server_now
 from conveyor.backends.mariadb.url import parse_mariadb_url
 from conveyor.backends.params import one_per_job
-from conveyor.backends.sql import flow, periodic
+from conveyor.backends.sql import flow, leases, periodic, rescue, workers
 from conveyor.backends.sql.claim import Claim, promote_due
-from conveyor.backends.sql.finish import ATTEMPT_INSERT, Finish
+from conveyor.backends.sql.finish import Finish
 from conveyor.backends.sql.ops import SqlOperations
 from conveyor.errors import ConfigurationError, JobNotFound
-from conveyor.rules import (
-    LOST,
-    LOST_PARENT_FAILED,
-    RELEASED,
-    WORKER_LOST_ERROR,
-    WORKER_LOST_REASON,
-    held_alone,
-    rescue_gives_back_attempt,
-    rescue_state,
-)
-from conveyor.states import JobState
 
 if TYPE_CHECKING:
     from conveyor.backends.base import Backend
@@ -246,119 +234,18 @@ class MariaDBBackend(SqlOperations, MariaDBActionLog):
     def job_extend_leases(self, params: JobExtendLeasesParams) -> list[LeaseStatus]:
         if not params.jobs:
             return []
-        ids = [i for i, _ in params.jobs]
-        seen: dict[str, tuple[Any, ...]] = {}
         with self._tx() as ex:
-            ex.executemany(
-                f"UPDATE jobs SET lease_until = {NOW} + lease "
-                "WHERE id = %s AND token = %s AND state = 'running'",
-                list(params.jobs),
-            )
-            for where, args in MARIADB.in_list("id", ids):
-                query = f"SELECT id, token, state, cancel_requested FROM jobs WHERE {where}"
-                for r in ex.execute(MARIADB.sql(query), args).fetchall():
-                    seen[str(r[0])] = r
-        answer = []
-        for job_id, token in params.jobs:
-            row = seen.get(job_id)
-            held = row is not None and row[1] == token and row[2] == "running"
-            answer.append(LeaseStatus(job_id, held, bool(row and row[3])))
-        return answer
+            return leases.extend_leases(MARIADB, ex, params.jobs, server_now(ex))
 
     def job_release_many(self, params: JobReleaseParams) -> list[str]:
-        refused = []
+        if not params.jobs:
+            return []
         with self._tx() as ex:
-            now = server_now(ex)
-            for job_id, token in params.jobs:
-                row = ex.execute(
-                    "SELECT attempt, started_at FROM jobs WHERE id = %s AND token = %s "
-                    "AND state = 'running' FOR UPDATE",
-                    (job_id, token),
-                ).fetchone()
-                if row is None:
-                    refused.append(job_id)
-                    continue
-                # Graceful shutdown: back to ready, and the attempt is not counted.
-                ex.execute(
-                    "UPDATE jobs SET state = 'queued', attempt = attempt - 1, "
-                    "worker_id = NULL, lease_until = NULL WHERE id = %s AND token = %s",
-                    (job_id, token),
-                )
-                ex.execute(
-                    MARIADB.sql(f"INSERT INTO {ATTEMPT_INSERT}"),
-                    (job_id, token, row[0], params.worker_id, row[1], now, RELEASED, None),
-                )
-        return refused
+            return leases.release(MARIADB, ex, params.worker_id, params.jobs, server_now(ex))
 
     def job_rescue(self, params: JobRescueParams) -> list[RescueResult]:
-        # The caller's stale_before becomes an age, re-anchored on the server's clock
-        # (heartbeats and leases are written with it).
-        age = time.time() - params.stale_before
-        dead = list(params.dead_worker_ids)
-        dead_sql = f" OR {{col}} IN ({', '.join(['%s'] * len(dead))})" if dead else ""
-        results: list[RescueResult] = []
         with self._tx() as ex:
-            now = server_now(ex)
-            stale = now - age
-            # Lock the lost workers' rows first: a heartbeat arriving now waits for this
-            # commit (and then finds its jobs gone), so liveness cannot change under us.
-            ex.execute(
-                "SELECT id FROM workers WHERE heartbeat_at < %s"
-                + dead_sql.format(col="id")
-                + " ORDER BY id FOR UPDATE",
-                (stale, *dead),
-            )
-            # SKIP LOCKED: a row being finished right now is left to its finish.
-            candidates = ex.execute(
-                "SELECT j.id, j.token, j.attempt, j.max_attempts, j.rescues, j.worker_id, "
-                "j.started_at FROM jobs AS j LEFT JOIN workers AS w ON w.id = j.worker_id "
-                "WHERE j.state = 'running' AND (w.id IS NULL OR w.heartbeat_at < %s "
-                "OR j.lease_until < %s" + dead_sql.format(col="j.worker_id") + ") "
-                "ORDER BY j.id FOR UPDATE SKIP LOCKED",
-                (stale, stale, *dead),
-            ).fetchall()
-            # Poison isolation: was each the one job its dead worker held? (rules.py)
-            alone_flags = held_alone([c[5] for c in candidates])
-            for candidate, alone in zip(candidates, alone_flags, strict=True):
-                job_id, token, *counts, worker_id, started = candidate
-                attempt, max_attempts, rescues, problem = decoding.rescue_counts(*counts)
-                state = rescue_state(
-                    attempt=attempt,
-                    max_attempts=max_attempts,
-                    rescues=rescues,
-                    max_rescues=params.max_rescues,
-                    alone=alone,
-                    odd=problem is not None,
-                )
-                if state is JobState.DEAD:
-                    ex.execute(
-                        "UPDATE jobs SET state = 'dead', reason = %s, error = %s, "
-                        "finished_at = %s, worker_id = NULL, lease_until = NULL "
-                        "WHERE id = %s AND token = %s AND state = 'running'",
-                        (problem or WORKER_LOST_REASON, WORKER_LOST_ERROR, now, job_id, token),
-                    )
-                else:
-                    ex.execute(
-                        "UPDATE jobs SET state = 'queued', rescues = rescues + 1, "
-                        "attempt = attempt - %s, worker_id = NULL, lease_until = NULL "
-                        "WHERE id = %s AND token = %s AND state = 'running'",
-                        (int(rescue_gives_back_attempt(alone=alone)), job_id, token),
-                    )
-                ex.execute(
-                    MARIADB.sql(f"INSERT INTO {ATTEMPT_INSERT}"),
-                    (job_id, token, attempt, worker_id, started, now, LOST, WORKER_LOST_ERROR),
-                )
-                if state is JobState.DEAD:
-                    flow.settle(MARIADB, ex, (), {str(job_id): LOST_PARENT_FAILED}, now)
-                results.append(RescueResult(str(job_id), worker_id, state))
-            ex.execute(
-                "DELETE FROM workers WHERE (heartbeat_at < %s"
-                + dead_sql.format(col="id")
-                + ") AND id NOT IN (SELECT worker_id FROM jobs WHERE state = 'running' "
-                "AND worker_id IS NOT NULL)",
-                (stale, *dead),
-            )
-        return results
+            return rescue.rescue(MARIADB, ex, params)
 
     # -- waiting -------------------------------------------------------------------------
 
@@ -387,31 +274,11 @@ class MariaDBBackend(SqlOperations, MariaDBActionLog):
 
     def worker_deregister(self, worker_id: str) -> None:
         with self._tx() as ex:
-            ex.execute("DELETE FROM workers WHERE id = %s", (worker_id,))
+            workers.deregister(MARIADB, ex, worker_id)
 
     def worker_heartbeat(self, params: WorkerHeartbeatParams) -> None:
-        w = params.worker
         with self._tx() as ex:
-            ex.execute(
-                "INSERT INTO workers (id, host, pid, pid_started, started_at, heartbeat_at, "
-                "last_fetch_at, queues, concurrency, pool, running) "
-                f"VALUES (%s, %s, %s, %s, %s, {NOW}, %s, %s, %s, %s, %s) "
-                "ON DUPLICATE KEY UPDATE heartbeat_at = VALUES(heartbeat_at), "
-                "last_fetch_at = COALESCE(VALUES(last_fetch_at), last_fetch_at), "
-                "running = VALUES(running)",
-                (
-                    w.id,
-                    w.host,
-                    w.pid,
-                    w.pid_started,
-                    w.started_at,
-                    params.last_fetch_at,
-                    json.dumps(list(w.queues)),
-                    w.concurrency,
-                    w.pool,
-                    params.running,
-                ),
-            )
+            workers.heartbeat(MARIADB, ex, params, None)
 
     # -- flow ----------------------------------------------------------------------------
 

@@ -111,6 +111,8 @@ MARIADB = Dialect(
     clock=server_now,
     queries={
         **named_queries(read_packaged("queries/ops.sql")),
+        **named_queries(read_packaged("queries/rescue.sql")),
+        **named_queries(read_packaged("queries/workers.sql")),
         "integrity_check": integrity_sql(INTEGRITY),
     },
     returning=False,
@@ -118,4 +120,6 @@ MARIADB = Dialect(
     log_order="seq",
     upsert=on_duplicate_key,
     where_json=where_json,
+    server_clock=True,
+    one_list=json.dumps,
 )
