@@ -179,8 +179,11 @@ class MariaDBBackend(SqlOperations, MariaDBActionLog):
     def _retrying_deadlocks(self, body: Callable[[Executor], _T]) -> _T:
         """``body`` in one transaction, run again when InnoDB chose it as a deadlock's
         victim (error 1213: two inserts of one unique key at the same instant lock the
-        index in opposite orders). InnoDB has rolled the whole transaction back by then,
-        so running it again is safe, and its manual asks every client to."""
+        index in opposite orders; a claim's promotion of due jobs and a finish of the
+        same rows from the worker's other thread lock them in opposite orders).
+        Every write of the worker's hot path goes through here. InnoDB has rolled the
+        whole transaction back by then, so running it again is safe, and its manual asks
+        every client to."""
         import pymysql
 
         for attempt in range(_DEADLOCK_TRIES):
@@ -213,39 +216,41 @@ class MariaDBBackend(SqlOperations, MariaDBActionLog):
     def job_finish_and_claim(
         self, finishes: Sequence[JobFinishParams], claim: JobClaimParams
     ) -> tuple[list[str], list[ClaimedJob]]:
-        with self._tx() as ex:
+        def finish_and_claim(ex: Executor) -> tuple[list[str], list[ClaimedJob]]:
             now = server_now(ex)
             stale = Finish(MARIADB, ex, finishes, now).result(ex)[0] if finishes else []
-            _, claimed = Claim(MARIADB, ex, claim, now).result(ex)
-        return stale, claimed
+            return stale, Claim(MARIADB, ex, claim, now).result(ex)[1]
+
+        return self._retrying_deadlocks(finish_and_claim)
 
     def job_finish_many(self, params: Sequence[JobFinishParams]) -> list[str]:
         if not params:
             return []
-        with self._tx() as ex:
-            return Finish(MARIADB, ex, params, server_now(ex)).result(ex)[0]
+        return self._retrying_deadlocks(
+            lambda ex: Finish(MARIADB, ex, params, server_now(ex)).result(ex)[0]
+        )
 
     def job_promote_due(self) -> int:
-        with self._tx() as ex:
-            return promote_due(MARIADB, ex, server_now(ex))
+        return self._retrying_deadlocks(lambda ex: promote_due(MARIADB, ex, server_now(ex)))
 
     # -- leases, release, rescue ---------------------------------------------------------
 
     def job_extend_leases(self, params: JobExtendLeasesParams) -> list[LeaseStatus]:
         if not params.jobs:
             return []
-        with self._tx() as ex:
-            return leases.extend_leases(MARIADB, ex, params.jobs, server_now(ex))
+        return self._retrying_deadlocks(
+            lambda ex: leases.extend_leases(MARIADB, ex, params.jobs, server_now(ex))
+        )
 
     def job_release_many(self, params: JobReleaseParams) -> list[str]:
         if not params.jobs:
             return []
-        with self._tx() as ex:
-            return leases.release(MARIADB, ex, params.worker_id, params.jobs, server_now(ex))
+        return self._retrying_deadlocks(
+            lambda ex: leases.release(MARIADB, ex, params.worker_id, params.jobs, server_now(ex))
+        )
 
     def job_rescue(self, params: JobRescueParams) -> list[RescueResult]:
-        with self._tx() as ex:
-            return rescue.rescue(MARIADB, ex, params)
+        return self._retrying_deadlocks(lambda ex: rescue.rescue(MARIADB, ex, params))
 
     # -- waiting -------------------------------------------------------------------------
 
@@ -277,8 +282,7 @@ class MariaDBBackend(SqlOperations, MariaDBActionLog):
             workers.deregister(MARIADB, ex, worker_id)
 
     def worker_heartbeat(self, params: WorkerHeartbeatParams) -> None:
-        with self._tx() as ex:
-            workers.heartbeat(MARIADB, ex, params, None)
+        self._retrying_deadlocks(lambda ex: workers.heartbeat(MARIADB, ex, params, None))
 
     # -- flow ----------------------------------------------------------------------------
 
