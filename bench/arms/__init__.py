@@ -86,9 +86,32 @@ FULL = [
 ]
 
 
+#: Suffix of a PostgreSQL arm run on the suite's second cluster, the one with fsync,
+#: synchronous_commit and full_page_writes off (a labelled speed-over-durability variant;
+#: the plain name runs on the durable cluster, PostgreSQL's own defaults).
+FSYNC_OFF = "+fsync-off"
+
+
+def base_name(name: str) -> str:
+    """The catalogue name of an arm, without the cluster suffix.
+
+    >>> base_name("pgqueuer+fsync-off"), base_name("pgqueuer")
+    ('pgqueuer', 'pgqueuer')
+    """
+    return name.removesuffix(FSYNC_OFF)
+
+
+def fsync_off(name: str) -> bool:
+    """Does this arm run on the fsync-off PostgreSQL cluster?"""
+    return name.endswith(FSYNC_OFF)
+
+
 def family_of(name: str) -> str:
+    base = base_name(name)
     for family, names in _CATALOGUE.items():
-        if name in names:
+        if base in names:
+            if base != name and not needs_postgres(base):
+                raise KeyError(f"{FSYNC_OFF} applies to PostgreSQL arms only, not {base!r}")
             return family
     raise KeyError(f"unknown arm {name!r}; known: {', '.join(ALL)}")
 
@@ -115,7 +138,7 @@ def needs_postgres(name: str) -> bool:
 def load(name: str) -> tuple[type[Arm], Variant]:
     """Import the arm's module and return its class and variant (may raise ImportError)."""
     module = importlib.import_module(f"bench.arms.{family_of(name)}")
-    variant = next(v for v in module.VARIANTS if v.name == name)
+    variant = next(v for v in module.VARIANTS if v.name == base_name(name))
     return module.ARM, variant
 
 
