@@ -49,6 +49,9 @@ FULL = {
     "W6_producers": 4,
     "W6_rate": 2_000,
     "w6_s": 5.0,
+    # W7 (issue 26): one default worker on many queues, W7_n jobs round robin over them
+    "W7_queues": [1, 100, 1_000, 5_000],
+    "W7_n": 1_000,
 }
 QUICK = {
     "E1": [200],
@@ -68,6 +71,8 @@ QUICK = {
     "W6_producers": 4,
     "W6_rate": 1_000,
     "w6_s": 1.0,
+    "W7_queues": [1, 100],
+    "W7_n": 200,
 }
 #: The order scenarios run in (W3 needs W1's capacity from the same run).
 ORDER = ["E1", "E2", "W1", "W2", "W3", "W4", "W5", "W6", "W7"]
