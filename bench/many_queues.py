@@ -26,7 +26,7 @@ import sys
 import tempfile
 from typing import Any
 
-from bench import arms, harness
+from bench import arms, harness, jobs
 from bench.scenarios import Ctx, _fresh, drain
 
 W7_ONLY = "conveyor's default-flag arms only (one worker over many queues, `-q` per queue)"
@@ -69,12 +69,15 @@ def w7(ctx: Ctx, arm: str, n: int, queues: int) -> dict[str, Any]:
 
 def profile(queues: int, n: int, top: int = 25) -> str:
     """cProfile of one burst worker, in this process, draining n jobs over ``queues``
-    SQLite queues (cumulative time, the ``top`` lines): where a claim's time goes."""
+    SQLite queues (the ``top`` lines by cumulative time, then by own time): where a
+    claim's time goes."""
     from conveyor.worker.worker import Worker
 
     path = os.path.join(tempfile.mkdtemp(prefix="bench-w7-"), "q.db")
     os.environ["BENCH_CONVEYOR_URL"] = f"sqlite:///{path}?synchronous=NORMAL"
-    os.environ.setdefault("BENCH_MARKER_PATH", os.path.join(os.path.dirname(path), "marks"))
+    marks = os.path.join(os.path.dirname(path), "marks")
+    open(marks, "w").close()  # the job body appends to it, never creates it
+    os.environ[jobs.PATH_ENV] = marks
     from bench.arms import conveyor_arm
 
     names = queue_names(queues)
@@ -85,7 +88,11 @@ def profile(queues: int, n: int, top: int = 25) -> str:
     prof = cProfile.Profile()
     prof.runcall(worker.run)
     out = io.StringIO()
-    pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(top)
+    stats = pstats.Stats(prof, stream=out)
+    # Every thread of the worker is profiled, so cumulative times overlap (a waiting
+    # thread's time is counted too): the own-time view says where the CPU went.
+    stats.sort_stats("cumulative").print_stats(top)
+    stats.sort_stats("tottime").print_stats(top)
     return out.getvalue()
 
 
