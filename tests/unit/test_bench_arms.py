@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 try:
-    from bench import arms, fairness, many_queues
+    from bench import arms, fairness, many_queues, server_cost
     from bench.arms import aio, base
 except ImportError as exc:  # psutil / rich: the [bench] extra
     if os.environ.get("CI") == "true":
@@ -99,6 +99,6 @@ def test_async_arm_runs_every_call_in_the_task_that_holds_the_session() -> None:
     assert len(session.tasks) == 5 and len(set(map(id, session.tasks))) == 1
 
 
-@pytest.mark.parametrize("module", [aio, base, arms, many_queues])
+@pytest.mark.parametrize("module", [aio, base, arms, many_queues, server_cost])
 def test_doctests(module: object) -> None:
     assert doctest.testmod(module).failed == 0  # type: ignore[arg-type]
