@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import doctest
 import os
+import sys
 from collections.abc import AsyncIterator
 
 import pytest
@@ -47,6 +48,14 @@ def test_a_postgres_arm_runs_on_the_fsync_off_cluster_under_a_labelled_name() ->
     assert arms.needs_postgres(name) and arms.needs_postgres("conveyor-postgres-thread+fsync-off")
     with pytest.raises(KeyError, match="PostgreSQL arms only"):
         arms.family_of("saq" + arms.FSYNC_OFF)  # no fsync-off cluster for a Redis arm
+
+
+def test_arq_runs_from_its_own_venv_and_every_other_arm_from_the_bench_one() -> None:
+    # arq 0.28 wants redis-py < 6, the bench venv has 8 (taskiq-redis 1.2).
+    assert arms.family_of("arq") == "arq_arm" and arms.needs_redis("arq")
+    assert arms.python_for("taskiq-redis") == sys.executable
+    own = os.path.join(".venv-bench-arq", "bin", "python")
+    assert arms.python_for("arq").endswith(own) or arms.python_for("arq") == sys.executable
 
 
 def test_durability_defaults_by_storage_and_a_variant_may_say_more() -> None:
