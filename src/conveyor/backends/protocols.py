@@ -64,6 +64,9 @@ from conveyor.backends.params import (
     JobRetryParams,
     JobWaitParams,
     PeriodicFireParams,
+    PeriodicPauseParams,
+    PeriodicResumeParams,
+    PeriodicRunParams,
     QueuePauseParams,
     QueueResumeParams,
     WorkerHeartbeatParams,
@@ -97,7 +100,10 @@ FEATURES: dict[str, str] = {
     "unique": "unique keys in job_insert_many",
     "workflows": "depends_on / pipe in job_insert_many, job_dependencies_many",
     "limits": "concurrency and rate limits in job_insert_many and the claim",
-    "periodic": "periodic_fire, periodic_list",
+    #: pause, resume and "run now" are stored and obeyed inside periodic_fire, so every
+    #: worker honours them (``conveyor schedules``, the dashboard's /schedules)
+    "periodic": "periodic_fire, periodic_list, periodic_pause, periodic_resume, "
+    "periodic_run_request",
     # -- operations --
     "filters": "JobFilter in job_list / job_count (and the bulk actions built on them)",
     "purge": "job_purge",
@@ -234,6 +240,20 @@ class Flow(Protocol):
         ...
 
     def periodic_list(self) -> list[PeriodicRecord]: ...
+
+    def periodic_pause(self, params: PeriodicPauseParams) -> bool:
+        """Pause a schedule the store knows (a worker fired or planned it); False if it
+        knows none of that name. Idempotent."""
+        ...
+
+    def periodic_resume(self, params: PeriodicResumeParams) -> bool:
+        """Resume a paused schedule: its next slot fires; the skipped ones do not."""
+        ...
+
+    def periodic_run_request(self, params: PeriodicRunParams) -> bool:
+        """Ask for one run now (a worker's scheduler enqueues it once, see
+        ``PeriodicFireParams.run``); False if the store knows no schedule of that name."""
+        ...
 
 
 class Operations(Protocol):

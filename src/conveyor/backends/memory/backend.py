@@ -48,6 +48,7 @@ from conveyor.backends.memory import flow
 from conveyor.backends.memory.action_log import MemoryActionLog
 from conveyor.backends.memory.flow_methods import MemoryFlowMixin
 from conveyor.backends.memory.ops import MemoryOpsMixin
+from conveyor.backends.memory.schedules import MemorySchedules
 from conveyor.backends.memory.store import MemoryStore, Row, Worker, store_for
 from conveyor.backends.memory.url import parse_memory_url
 from conveyor.errors import ConfigurationError
@@ -83,7 +84,7 @@ _NO_TRANSACTION = (
 )
 
 
-class MemoryBackend(MemoryOpsMixin, MemoryFlowMixin, MemoryActionLog):
+class MemoryBackend(MemoryOpsMixin, MemoryFlowMixin, MemoryActionLog, MemorySchedules):
     """Backend on a store in this process's memory. Internal: use
     ``conveyor.App("memory://name")``."""
 

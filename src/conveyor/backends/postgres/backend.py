@@ -57,7 +57,7 @@ from conveyor.backends.postgres.faults import translate_faults
 from conveyor.backends.postgres.listener import CHANNEL, DoneListener, Listener, notify_done
 from conveyor.backends.postgres.ops import PostgresOperations
 from conveyor.backends.postgres.url import parse_postgres_url
-from conveyor.backends.sql import leases, periodic, rescue, workers
+from conveyor.backends.sql import leases, periodic, rescue, schedules, workers
 from conveyor.backends.sql.claim import Claim, promote_due
 from conveyor.backends.sql.finish import Finish
 from conveyor.errors import JobNotFound
@@ -396,10 +396,7 @@ class PostgresBackend(PostgresOperations, PostgresActionLog):
 
     def periodic_list(self) -> list[PeriodicRecord]:
         with self._tx() as cur:
-            cur.execute(
-                "SELECT name, spec, last_slot, last_fired_at, last_job_id, next_slot "
-                "FROM periodic_schedules ORDER BY name"
-            )
+            cur.execute(schedules.LIST)
             found = cur.fetchall()
         return [decoding.periodic_record(r) for r in found]  # NaN times read as None
 

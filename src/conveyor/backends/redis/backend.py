@@ -53,6 +53,7 @@ from conveyor.backends.redis.hashes import chunks, json_text, num
 from conveyor.backends.redis.inserts import RedisInsertMixin
 from conveyor.backends.redis.keys import Keys
 from conveyor.backends.redis.ops import RedisOpsMixin
+from conveyor.backends.redis.schedules import RedisSchedules
 from conveyor.backends.redis.scripts import Scripts
 from conveyor.backends.redis.url import parse_redis_url
 from conveyor.backends.redis.workers import RedisWorkersMixin
@@ -91,7 +92,12 @@ _NO_COMPLETION = (
 
 
 class RedisBackend(
-    RedisInsertMixin, RedisWorkersMixin, RedisOpsMixin, RedisFlowMixin, RedisActionLog
+    RedisInsertMixin,
+    RedisWorkersMixin,
+    RedisOpsMixin,
+    RedisFlowMixin,
+    RedisActionLog,
+    RedisSchedules,
 ):
     """Backend on Redis. Internal: use ``conveyor.App("redis://host:6379/0")``.
 
