@@ -261,7 +261,7 @@ def periodic_record(row: Sequence[Any]) -> PeriodicRecord:
     problems: list[str] = []  # a PeriodicRecord has nowhere to show them: repaired only
     name, spec, last_slot, fired, job_id, next_slot = row[:6]
     # then, where the store keeps them (schedules pause and "run now"): paused, run time
-    paused, requested = (list(row[6:8]) + [None, None])[:2]
+    paused, requested = [*row[6:8], None, None][:2]
     times = [
         number_or_none(_number(v, "time", "opt_float", problems))
         for v in (last_slot, fired, next_slot, requested)

@@ -41,6 +41,7 @@ COMMANDS = {
     "restore": ("conveyor.cli.restore", "restore"),
     "import": ("conveyor.cli.importing", "import_jobs"),
     "queues": ("conveyor.cli.queues", "queues"),
+    "schedules": ("conveyor.cli.schedules", "schedules"),
     "migrate": ("conveyor.cli.migrate", "migrate"),
     "dashboard": ("conveyor.cli.dashboard", "dashboard"),
     "enqueue": ("conveyor.cli.enqueue", "enqueue"),

@@ -83,7 +83,9 @@ def periodic_fire(
     if params.run is not None and _take_run_request(d, ex, params.name, params.run[0]):
         enqueue(params.run[1])
         ex.execute(
-            d.sql("UPDATE periodic_schedules SET last_fired_at = ?, last_job_id = ? WHERE name = ?"),
+            d.sql(
+                "UPDATE periodic_schedules SET last_fired_at = ?, last_job_id = ? WHERE name = ?"
+            ),
             (now, params.run[1].id, params.name),
         )
     return fired
