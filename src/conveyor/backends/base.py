@@ -88,12 +88,21 @@ from conveyor.backends.records import (
     RescueResult,
     WorkerInfo,
 )
+from conveyor.backends.search_params import (
+    MAX_SCAN,
+    SEARCH_FIELDS,
+    JobSearchPage,
+    JobSearchParams,
+    SearchTerm,
+)
 
 __all__ = [
     "ACTION_LOG_CAP",
     "FEATURES",
     "MAX_ACTION_IDS",
     "MAX_HISTOGRAM_BUCKETS",
+    "MAX_SCAN",
+    "SEARCH_FIELDS",
     "TRUNCATED_LOGGER",
     "TRUNCATED_MESSAGE",
     "ActionLogInsertParams",
@@ -136,6 +145,8 @@ __all__ = [
     "JobReleaseParams",
     "JobRescueParams",
     "JobRetryParams",
+    "JobSearchPage",
+    "JobSearchParams",
     "JobWaitParams",
     "LeaseStatus",
     "LimitSpec",
@@ -150,6 +161,7 @@ __all__ = [
     "QueueResumeParams",
     "QueueStats",
     "RescueResult",
+    "SearchTerm",
     "WhereCondition",
     "WorkerHeartbeatParams",
     "WorkerInfo",

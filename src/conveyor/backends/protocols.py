@@ -88,6 +88,7 @@ from conveyor.backends.records import (
     RescueResult,
     WorkerInfo,
 )
+from conveyor.backends.search_params import JobSearchPage, JobSearchParams
 
 #: The most operator actions a store that bounds its log (Redis, memory) keeps.
 ACTION_LOG_CAP = 10_000
@@ -116,6 +117,9 @@ FEATURES: dict[str, str] = {
     #: who did what from the dashboard and the CLI (``conveyor audit``); not the
     #: integrity check, which is "integrity"
     "action_log": "action_log_insert, action_log_list (the operator actions log)",
+    #: one search language (conveyor.search_query): an index where the store has one
+    #: (SQLite: FTS5), else a bounded scan that says so (JobSearchPage.complete)
+    "search": "job_search (conveyor jobs --search, app.search)",
     "sql": "the store answers SQL over the jobs (the raw connection is usable)",
     #: every store but the in-process memory store: workers in other processes, the CLI
     #: and a shell (rows written around the API) reach the same jobs
@@ -334,6 +338,11 @@ class Operations(Protocol):
         ...
 
     def job_retry_many(self, params: JobRetryParams) -> list[JobRecord]: ...
+
+    def job_search(self, params: JobSearchParams) -> JobSearchPage:
+        """One page of the jobs matching a parsed search, newest first (feature
+        ``search``): from the store's text index, or a scan bounded by ``max_scan``."""
+        ...
 
     def job_wait(self, params: JobWaitParams) -> JobRecord | None:
         """Block until the job is finished; ``None`` on timeout. Raises JobNotFound."""

@@ -57,6 +57,7 @@ from conveyor.backends.redis.schedules import RedisSchedules
 from conveyor.backends.redis.scripts import Scripts
 from conveyor.backends.redis.url import parse_redis_url
 from conveyor.backends.redis.workers import RedisWorkersMixin
+from conveyor.backends.search_scan import ScanSearch
 from conveyor.errors import ConfigurationError, JobNotFound
 from conveyor.rules import (
     FINISH,
@@ -81,6 +82,7 @@ FEATURES = frozenset(
         *("filters", "purge", "result_ttl", "queues", "logs", "integrity", "expires"),
         "shared",
         "action_log",
+        "search",
     }
 )
 
@@ -98,6 +100,7 @@ class RedisBackend(
     RedisFlowMixin,
     RedisActionLog,
     RedisSchedules,
+    ScanSearch,
 ):
     """Backend on Redis. Internal: use ``conveyor.App("redis://host:6379/0")``.
 
