@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 
 from conveyor import records
 from conveyor.backends.base import JobFilter, WhereCondition
@@ -131,3 +132,33 @@ def _argument(name: str, value: str) -> WhereCondition:
         return parse_where(where)
     except ValueError as exc:
         raise SearchSyntaxError(f"args.{name}:{value}: {exc}") from None
+
+
+def narrowed(a: JobFilter, b: JobFilter) -> JobFilter:
+    """Both filters at once (AND): what ``conveyor jobs --state dead --search '...'``
+    means. Raises :class:`SearchSyntaxError` when they exclude each other (no state in
+    both lists).
+
+    >>> f = narrowed(JobFilter(queue="mail", finished_after=5.0), JobFilter(finished_after=9.0))
+    >>> f.queue, f.finished_after
+    ('mail', 9.0)
+    """
+    states = a.states or b.states
+    if a.states and b.states:
+        states = tuple(s for s in a.states if s in b.states)
+        if not states:
+            raise SearchSyntaxError("the states of the options and of the query exclude each other")
+    return JobFilter(
+        queue=a.queue or b.queue,
+        task=a.task or b.task,
+        states=states,
+        created_after=_bound(max, a.created_after, b.created_after),
+        created_before=_bound(min, a.created_before, b.created_before),
+        finished_after=_bound(max, a.finished_after, b.finished_after),
+        finished_before=_bound(min, a.finished_before, b.finished_before),
+        where=(*a.where, *b.where),
+    )
+
+
+def _bound(pick: Callable[[float, float], float], x: float | None, y: float | None) -> float | None:
+    return y if x is None else x if y is None else pick(x, y)
