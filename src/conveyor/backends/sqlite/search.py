@@ -1,12 +1,17 @@
-"""Search on SQLite: the FTS5 index of ``schema_008.sql`` (feature ``search``).
+"""Search on SQLite (feature ``search``): a bounded scan by default, or the FTS5 index
+of ``search_index.sql`` once it is turned on (``conveyor search-index on``).
 
-A mixin of :class:`~conveyor.backends.sqlite.backend.SQLiteBackend`. The text terms
-become one FTS5 ``MATCH`` (each term a quoted phrase of its tokens, in its column when
-it names one; negated ones after ``NOT``), the filter is the engine's ``WHERE`` on
-``jobs``, and the page is read in index order, newest first (the index's rowid grows
-with each insert), so a selective search reads only its hits. Without positive terms
-(only negations, or none) the jobs are read by the filter instead. A store whose index
-was dropped (:func:`drop_index`) scans, as the stores without one do.
+The index is off by default because it costs every write it follows (measured with
+``python -m bench.search_index``, docs/search.md): FTS5 writes a segment at each
+commit, and single enqueues commit one job at a time. Turned on, its triggers keep it
+from every write path; turned off, its triggers and tables go.
+
+A mixin of :class:`~conveyor.backends.sqlite.backend.SQLiteBackend`. With the index,
+the text terms become one FTS5 ``MATCH`` (each term a quoted phrase of its tokens, in
+its column when it names one; negated ones after ``NOT``), the filter is the engine's
+``WHERE`` on ``jobs``, and the page is read in index order, newest first (the index's
+rowid grows with each insert), so a selective search reads only its hits. Without
+positive terms (only negations, or none), or without the index, it scans.
 
 Example:
     >>> from conveyor.search_query import parse_search
@@ -58,16 +63,16 @@ def fts_query(terms: Sequence[SearchTerm]) -> str | None:
 
 def drop_index(conn: sqlite3.Connection) -> None:
     """Turn the index off: its triggers and tables go (inserts and finishes then write
-    nothing more); searches scan. :func:`build_index` turns it back on."""
+    nothing more); searches scan. :func:`build_index` turns it (back) on."""
     for kind, name in _OBJECTS:
         conn.execute(f"DROP {kind} IF EXISTS {name}")
 
 
 def build_index(conn: sqlite3.Connection) -> None:
-    """Turn the index (back) on: ``schema_008.sql`` run again, every job indexed."""
+    """Turn the index (back) on: ``search_index.sql`` run again, every job indexed."""
     from conveyor.backends.sqlite.connection import _split, read_packaged
 
-    for statement in _split(read_packaged("schema_008.sql")):
+    for statement in _split(read_packaged("search_index.sql")):
         conn.execute(statement)
 
 
@@ -77,6 +82,11 @@ class SQLiteSearch:
     _write: Callable[[], AbstractContextManager[sqlite3.Connection]]
     _read: Callable[..., list[tuple[object, ...]]]
     job_list: Callable[[JobListParams], list[JobRecord]]
+
+    def search_index_set(self, on: bool) -> None:
+        """Turn the index on (:func:`build_index`) or off (:func:`drop_index`)."""
+        with self._write() as conn:
+            (build_index if on else drop_index)(conn)
 
     def search_index_enabled(self) -> bool:
         found = self._read("SELECT 1 FROM sqlite_master WHERE name = 'job_search'")

@@ -1,5 +1,7 @@
--- conveyor SQLite schema, version 8 (search): additive over 7. Applied once inside
--- BEGIN IMMEDIATE; every statement is IF NOT EXISTS, so a re-run is a no-op.
+-- conveyor SQLite search index: not a schema version, created on demand by
+-- `conveyor search-index on` (sqlite/search.py build_index) inside one write
+-- transaction, dropped by `off`; every statement is IF NOT EXISTS (a re-run indexes
+-- only what is missing). Off by default: it costs every insert and finish (docs/search.md).
 
 -- An FTS5 index of each job's task, queue, arguments (payload), result, error and
 -- headers (conveyor jobs --search, app.search: sqlite/search.py). jobs is WITHOUT ROWID,
