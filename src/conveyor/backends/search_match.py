@@ -26,6 +26,8 @@ def tokens(text: str) -> list[str]:
     >>> tokens("Timeout in billing.total for user_id=42 (Zürich)")
     ['timeout', 'in', 'billing', 'total', 'for', 'user_id', '42', 'zurich']
     """
+    if text.isascii():  # the common case: no accents to remove
+        return _WORD.findall(text.lower())
     folded = unicodedata.normalize("NFKD", text.casefold())
     plain = "".join(c for c in folded if not unicodedata.combining(c))
     return _WORD.findall(plain)
@@ -55,11 +57,22 @@ def matches(job: JobRecord, terms: Iterable[SearchTerm]) -> bool:
     >>> matches(job, parse_search('billing.total error:timeouterror -"gave in"').terms)
     True
     """
-    fields = {name: tokens(text) for name, text in field_texts(job).items()}
+    texts = field_texts(job)
+    seen: dict[str, list[str]] = {}
     for term in terms:
         words = term.text.split()
-        where = [fields[term.field]] if term.field else list(fields.values())
-        found = any(_contains(seq, words, term.prefix) for seq in where)
+        found = False
+        for name in (term.field,) if term.field else texts:
+            text = texts[name]
+            # most rows of a scan lack the word: a substring test rejects them without
+            # tokenizing (ASCII text only: accents need the tokens' folding)
+            if text.isascii() and words[0] not in text.lower():
+                continue
+            if name not in seen:
+                seen[name] = tokens(text)
+            if _contains(seen[name], words, term.prefix):
+                found = True
+                break
         if found == term.negated:
             return False
     return True
