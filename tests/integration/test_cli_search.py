@@ -26,7 +26,7 @@ def test_jobs_search_through_a_pipe(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     page = json.loads(done.stdout)
     assert [j["id"] for j in page["jobs"]] == [ids[2], ids[1]]
-    assert page["complete"] is True and page["scanned"] is None  # answered by the index
+    assert page["complete"] is True and page["scanned"] == 2  # no index (the default): a scan
     assert page["next_after"] == ids[1]  # --after it: the next page (contract-tested)
     narrowed = run(
         "jobs", "--url", url, "--queue", "other", "--search", "send_welcome", cwd=tmp_path
