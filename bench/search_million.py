@@ -23,7 +23,7 @@ from conveyor.states import FinishKind
 #: (label, query): selective ones first, then a broad word and a filter-only query.
 QUERIES = (
     ("selective word", "customer_4242"),
-    ("field + state", "error:timeouterror state:dead customer_77"),
+    ("field + state", "error:timeouterror state:dead customer_81"),
     ("argument by name", "args.user_id:123457"),
     ("header", "header.tenant:acme_17 order"),
     ("broad word", "order"),

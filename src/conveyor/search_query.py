@@ -27,11 +27,12 @@ Example:
     >>> [s.value for s in q.filter.states], q.filter.finished_after, q.filter.where[0].value
     (['dead'], 3600.0, 42)
     >>> [(t.text, t.negated) for t in q.terms]
-    [('timeout', False), ('retry later', True)]
+    [('timeout', False), ('42', False), ('retry later', True)]
 """
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable
@@ -87,7 +88,9 @@ def parse_search(text: str, *, now: float | None = None) -> SearchQuery:
             if root == "header":
                 terms.extend(_term(f"{name} {value}", "headers", False))
             else:
-                where.append(_argument(name, value))
+                condition = _argument(name, value)
+                where.append(condition)
+                terms.extend(_value_words(condition.value))
         else:
             known = ", ".join([*SEARCH_FIELDS, "state", *_TIMES, "args.NAME", "header.NAME"])
             raise SearchSyntaxError(f"{m.group(0)}: unknown field {field!r} (known: {known})")
@@ -101,6 +104,19 @@ def _term(value: str, field: str | None, negated: bool) -> list[SearchTerm]:
     if not words:
         return []  # punctuation only: nothing a token index could hold
     return [SearchTerm(" ".join(words), field, negated, prefix)]
+
+
+def _value_words(value: object) -> list[SearchTerm]:
+    """The words an argument equal to ``value`` puts in the payload, as a text term in
+    ``args``: implied by the equality, and what lets an index narrow the candidates the
+    store's typed JSON test then checks (without it, ``args.NAME:`` reads every row).
+
+    >>> [t.text for t in _value_words(123457)], [t.text for t in _value_words({"a": 1})]
+    (['123457'], [])
+    """
+    if isinstance(value, (dict, list)):
+        return []  # key order and nesting: the JSON test alone decides
+    return _term(json.dumps(value, ensure_ascii=False), "args", False)
 
 
 def _state(value: str) -> JobState:
