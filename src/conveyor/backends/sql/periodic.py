@@ -75,11 +75,7 @@ def periodic_fire(
     if last is not None:
         _record_fired(d, ex, params.name, last, now)
     if paused and params.slots:
-        skipped = max(slot for slot, _ in params.slots)
-        ex.execute(
-            d.sql(_LAST_SLOT_SET + "WHERE name = ? AND (last_slot IS NULL OR last_slot < ?)"),
-            (skipped, params.name, skipped),
-        )
+        _record_skipped(d, ex, params.name, max(slot for slot, _ in params.slots))
     if params.run is not None and _take_run_request(d, ex, params.name, params.run[0]):
         enqueue(params.run[1])
         ex.execute(
@@ -101,6 +97,14 @@ def _paused(d: Dialect, ex: Executor, name: str) -> bool:
         d.sql("SELECT paused FROM periodic_schedules WHERE name = ?" + d.lock), (name,)
     ).fetchone()
     return row is not None and str(row[0]) == "1"
+
+
+def _record_skipped(d: Dialect, ex: Executor, name: str, skipped: float) -> None:
+    """A paused schedule's due slots become its last one: not caught up after a resume."""
+    ex.execute(
+        d.sql(_LAST_SLOT_SET + "WHERE name = ? AND (last_slot IS NULL OR last_slot < ?)"),
+        (skipped, name, skipped),
+    )
 
 
 def _record_fired(d: Dialect, ex: Executor, name: str, last: tuple[float, str], now: float) -> None:
