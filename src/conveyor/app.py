@@ -401,6 +401,13 @@ class App:
 
         return Job(self, job_id)
 
+    def search(self, query: str, *, limit: int = 50, before: str | None = None) -> Any:
+        """A page of the jobs matching ``query`` (docs/search.md), newest first: a
+        ``JobSearchPage`` (``jobs``, ``complete``, ``next_before`` for the next page)."""
+        from conveyor.app_search import search
+
+        return search(self, query, limit=limit, before=before)
+
 
 def _app_task_namespace(namespace: dict[str, Any]) -> None:
     namespace["__module__"] = __name__

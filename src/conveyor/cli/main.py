@@ -41,6 +41,8 @@ COMMANDS = {
     "restore": ("conveyor.cli.restore", "restore"),
     "import": ("conveyor.cli.importing", "import_jobs"),
     "queues": ("conveyor.cli.queues", "queues"),
+    "schedules": ("conveyor.cli.schedules", "schedules"),
+    "search-index": ("conveyor.cli.search_index", "search_index"),
     "migrate": ("conveyor.cli.migrate", "migrate"),
     "dashboard": ("conveyor.cli.dashboard", "dashboard"),
     "enqueue": ("conveyor.cli.enqueue", "enqueue"),

@@ -10,13 +10,17 @@ Example:
 
 from __future__ import annotations
 
+from conveyor.backends.search_scan import ScanSearch
 from conveyor.backends.sql.imports import SqlImports
 from conveyor.backends.sql.logs import SqlLogs
 from conveyor.backends.sql.ops_bulk import SqlBulkOps
 from conveyor.backends.sql.ops_read import SqlReads
+from conveyor.backends.sql.schedules import SqlSchedules
 
 __all__ = ["SqlBulkOps", "SqlOperations"]
 
 
-class SqlOperations(SqlReads, SqlBulkOps, SqlLogs, SqlImports):
-    """Every Operations method but ``backup``, written once for the SQL stores."""
+class SqlOperations(SqlReads, SqlBulkOps, SqlLogs, SqlImports, SqlSchedules, ScanSearch):
+    """Every Operations method but ``backup``, written once for the SQL stores (and the
+    schedules' pause, resume and "run now", :mod:`~conveyor.backends.sql.schedules`;
+    ``job_search`` by a bounded scan, which SQLite replaces by its FTS5 index)."""
