@@ -121,8 +121,6 @@ class Suite:
         self._n = 0
         #: the run's PostgreSQL cluster (None: not installed, its rows say so)
         self.postgres: PostgresCluster | None = None
-        #: the run's MariaDB server (started on first use)
-        self.mariadb: mariadb_server.MariaDBServer | None = None
 
     def dir(self, name: str) -> Path:
         self._n += 1
@@ -132,18 +130,13 @@ class Suite:
 
     def store(self, backend: str, d: Path, redis: RedisServer, name: str) -> str:
         """A fresh store for one scenario run: a file in ``d``, a key prefix on the run's
-        redis-server, a database of its own on the run's PostgreSQL cluster or on its
-        MariaDB server."""
+        redis-server, a database of its own on the run's PostgreSQL cluster or MariaDB."""
         if backend == "sqlite":
             return f"sqlite:///{d / 'jobs.db'}"
         if backend == "redis":
             return with_prefix(redis.url, f"{name}{self._n}")
         if backend == "mariadb":
-            if self.mariadb is None:
-                self.mariadb = mariadb_server.MariaDBServer().start()
-            database = f"{name}_{self._n}"
-            mariadb_server.execute(self.mariadb.url, f"CREATE DATABASE {database}")
-            return mariadb_server.database_url(self.mariadb.url, database)
+            return mariadb_server.run_database(f"{name}_{self._n}")
         if self.postgres is None:
             raise RuntimeError("PostgreSQL binaries not found (initdb, pg_ctl)")
         return self.postgres.fresh_database(f"{name}_{self._n}")
@@ -406,8 +399,6 @@ def main(argv: list[str] | None = None) -> int:
             if suite.postgres is not None:
                 suite.postgres.stop("immediate")
                 suite.postgres.remove()
-            if suite.mariadb is not None:
-                suite.mariadb.stop()
     write(args.out, args.size, suite.rows, time.monotonic() - started)
     print(f"wrote {args.out}")
     return 0

@@ -16,6 +16,7 @@ Example (in a test)::
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import shutil
@@ -185,6 +186,21 @@ def _execute(base: str, statement: str) -> None:
 def database_url(base: str, database: str) -> str:
     """``base`` (a server's URL) pointed at ``database``."""
     return urlunsplit(urlsplit(base)._replace(path=f"/{database}"))
+
+
+#: The server of a run outside pytest (``python -m tests.faults --long``), started once.
+_run_server: list[MariaDBServer] = []
+
+
+def run_database(database: str) -> str:
+    """A URL on a new database of this process's own server (started on first use,
+    stopped at exit): for the long fault runner, which has no pytest fixtures."""
+    if not _run_server:
+        _run_server.append(MariaDBServer().start())
+        atexit.register(_run_server[0].stop)
+    base = _run_server[0].url
+    _execute(base, f"CREATE DATABASE {database} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
+    return database_url(base, database)
 
 
 def isolated_url(request: pytest.FixtureRequest) -> str:
