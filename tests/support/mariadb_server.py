@@ -79,6 +79,9 @@ class MariaDBServer:
                 self.install_db,
                 "--no-defaults",
                 f"--datadir={data}",
+                # Its own temp dir: bootstraps sharing /tmp at once failed ("Error on
+                # delete of '/tmp/#sql-temptable-...'").
+                f"--tmpdir={self.root}",
                 "--auth-root-authentication-method=socket",
                 "--skip-test-db",
                 *self._user_args(),
@@ -87,7 +90,7 @@ class MariaDBServer:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
-        if done.returncode != 0:  # say why (it failed once on a loaded box, silently)
+        if done.returncode != 0:  # say why
             raise RuntimeError(
                 f"mariadb-install-db exited {done.returncode}: "
                 + done.stderr.decode(errors="replace")[-2000:]
@@ -102,6 +105,7 @@ class MariaDBServer:
                 f"--pid-file={self.root / 'mysqld.pid'}",
                 "--bind-address=127.0.0.1",
                 f"--port={self.port}",
+                f"--tmpdir={self.root}",
                 f"--init-file={init}",
                 "--skip-log-bin",
                 # Small and quick: a test server, its data thrown away at the end.
