@@ -50,6 +50,7 @@ from tests.faults.store_faults import (
     store_replaced,
 )
 from tests.integration.conftest import ROOT
+from tests.support import mariadb_server
 from tests.support.redis_server import RedisServer, with_prefix
 
 SIZES: dict[str, dict[str, float]] = {
@@ -129,11 +130,13 @@ class Suite:
 
     def store(self, backend: str, d: Path, redis: RedisServer, name: str) -> str:
         """A fresh store for one scenario run: a file in ``d``, a key prefix on the run's
-        redis-server, a database of its own on the run's PostgreSQL cluster."""
+        redis-server, a database of its own on the run's PostgreSQL cluster or MariaDB."""
         if backend == "sqlite":
             return f"sqlite:///{d / 'jobs.db'}"
         if backend == "redis":
             return with_prefix(redis.url, f"{name}{self._n}")
+        if backend == "mariadb":
+            return mariadb_server.run_database(f"{name}_{self._n}")
         if self.postgres is None:
             raise RuntimeError("PostgreSQL binaries not found (initdb, pg_ctl)")
         return self.postgres.fresh_database(f"{name}_{self._n}")
@@ -348,11 +351,11 @@ def main(argv: list[str] | None = None) -> int:
         if find_binary("initdb") and find_binary("pg_ctl"):
             suite.postgres = PostgresCluster().init().start()
         try:
-            for backend in ("sqlite", "redis", "postgres"):
+            for backend in ("sqlite", "redis", "postgres", "mariadb"):
                 suite.run(f"storm {backend}", lambda b=backend: suite.storm(b, redis))
             for backend in ("redis", "postgres"):
                 suite.run(f"{backend} restart", lambda b=backend: suite.restart(b))
-            for backend in ("sqlite", "postgres"):
+            for backend in ("sqlite", "postgres", "mariadb"):
                 suite.run(f"producers {backend}", lambda b=backend: suite.producers(b, redis))
             # Every pool on SQLite; the release path of PostgreSQL on the thread pool.
             sigterms = [(p, "sqlite") for p in ("thread", "async", "process", "interpreter")]
@@ -364,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
             # Every poison on SQLite and PostgreSQL (the pytest suite's matrix); the
             # abort, whose rescue is the store's, on Redis too.
             poisons: list[tuple[str, str, tuple[str, ...], dict[str, object]]] = [
-                ("os.abort(), thread pool", "fault.abort", ("sqlite", "redis", "postgres"), {}),
+                ("os.abort(), thread pool", "fault.abort", ("sqlite", "redis", "postgres", "mariadb"), {}),
                 ("os.abort(), process pool", "fault.abort", SQL, {"pool": "process"}),
                 ("os._exit(0), thread pool", "fault.exit0", SQL, {"exit0_is_the_task_s": True}),
                 ("os._exit(0), process pool", "fault.exit0", SQL, {"pool": "process"}),

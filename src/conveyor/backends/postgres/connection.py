@@ -23,12 +23,12 @@ Example:
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from conveyor.backends.packaged import packaged_text
 from conveyor.backends.postgres.url import PostgresTarget, parse_postgres_url
 from conveyor.errors import BackendUnavailable
 
@@ -48,14 +48,8 @@ _VERSION_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version integer NOT
 
 
 def read_packaged(name: str) -> str:
-    """A text file shipped beside this module (see the SQLite twin for why by path)."""
-    try:
-        with open(os.path.join(os.path.dirname(__file__), name), encoding="utf-8") as f:
-            return f.read()
-    except (FileNotFoundError, NotADirectoryError):
-        from importlib import resources
-
-        return resources.files(__package__).joinpath(name).read_text("utf-8")
+    """A text file shipped beside this module."""
+    return packaged_text(__file__, __package__, name)
 
 
 def schema_sql(schema: str) -> str:

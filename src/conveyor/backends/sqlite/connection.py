@@ -17,6 +17,7 @@ import os
 import re
 import sqlite3
 
+from conveyor.backends.packaged import packaged_text
 from conveyor.errors import ConfigurationError, StoreNotFound
 from conveyor.private_files import make_store_private
 from conveyor.records import record
@@ -275,16 +276,5 @@ def load_query(name: str) -> str:
 
 
 def read_packaged(*parts: str) -> str:
-    """A text file shipped beside this module.
-
-    Read by path, which is all a normal install needs; :mod:`importlib.resources` (which
-    costs ~10 ms to import: pathlib, tempfile, shutil...) only when the package is not on
-    the file system, e.g. imported from a zip.
-    """
-    try:
-        with open(os.path.join(os.path.dirname(__file__), *parts), encoding="utf-8") as f:
-            return f.read()
-    except (FileNotFoundError, NotADirectoryError):
-        from importlib import resources
-
-        return resources.files(__package__).joinpath(*parts).read_text("utf-8")
+    """A text file shipped beside this module."""
+    return packaged_text(__file__, __package__, *parts)
