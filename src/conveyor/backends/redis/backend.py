@@ -54,6 +54,7 @@ from conveyor.backends.redis.inserts import RedisInsertMixin
 from conveyor.backends.redis.keys import Keys
 from conveyor.backends.redis.ops import RedisOpsMixin
 from conveyor.backends.redis.scripts import Scripts
+from conveyor.backends.redis.steps import RedisSteps
 from conveyor.backends.redis.url import parse_redis_url
 from conveyor.backends.redis.workers import RedisWorkersMixin
 from conveyor.errors import ConfigurationError, JobNotFound
@@ -80,6 +81,7 @@ FEATURES = frozenset(
         *("filters", "purge", "result_ttl", "queues", "logs", "integrity", "expires"),
         "shared",
         "action_log",
+        "steps",
     }
 )
 
@@ -91,7 +93,7 @@ _NO_COMPLETION = (
 
 
 class RedisBackend(
-    RedisInsertMixin, RedisWorkersMixin, RedisOpsMixin, RedisFlowMixin, RedisActionLog
+    RedisInsertMixin, RedisWorkersMixin, RedisOpsMixin, RedisFlowMixin, RedisActionLog, RedisSteps
 ):
     """Backend on Redis. Internal: use ``conveyor.App("redis://host:6379/0")``.
 

@@ -98,6 +98,7 @@ FEATURES = frozenset(
         "transactional_completion",
         "shared",
         "action_log",
+        "steps",
     }
 )
 

@@ -32,6 +32,10 @@ def flow_services(worker: Worker) -> list[Looper]:
             worker.app.backend.name,
             len(worker.app.schedules),
         )
+    if "steps" in features:  # conveyor.wait_for's timeouts
+        from conveyor.worker.services.deadlines import WaitDeadlines
+
+        services.append(WaitDeadlines(worker))
     if "periodic" in features and worker.app.schedules:
         from conveyor.worker.services.scheduler import Scheduler
 

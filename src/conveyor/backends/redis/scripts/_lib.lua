@@ -16,6 +16,8 @@ local BASE = KEYS[1]
 local function k_job(id) return BASE .. 'job:' .. id end
 local function k_attempts(id) return BASE .. 'attempts:' .. id end
 local function k_logs(id) return BASE .. 'logs:' .. id end
+local function k_steps(id) return BASE .. 'steps:' .. id end
+local function k_events(id) return BASE .. 'events:' .. id end
 local function k_done(id) return BASE .. 'done:' .. id end
 local function k_ready(queue) return BASE .. 'ready:' .. queue end
 local function k_inflight(worker) return BASE .. 'inflight:' .. worker end
@@ -148,6 +150,8 @@ local function finished(expiry_key, id, state, queue, ttl, t, watched)
   redis.call('EXPIRE', k_job(id), ttl)
   redis.call('EXPIRE', k_attempts(id), ttl)
   redis.call('EXPIRE', k_logs(id), ttl)
+  redis.call('EXPIRE', k_steps(id), ttl)
+  redis.call('EXPIRE', k_events(id), ttl)
   local items = expiry_pending[expiry_key]
   if not items then items = {}; expiry_pending[expiry_key] = items end
   items[#items + 1] = fmt(t + ttl)

@@ -47,7 +47,7 @@ for _, p in ipairs(cjson.decode(ARGV[2])) do
     local rule = RULE_FINISH[kind]
     if not rule.state then
       -- drop: the row and its history go, as SQLite's DELETE
-      redis.call('DEL', key, k_attempts(id), k_logs(id))
+      redis.call('DEL', key, k_attempts(id), k_logs(id), k_steps(id), k_events(id))
       redis.call('ZREM', KEYS[6], id)
       notify_done(id, f[5])
     else

@@ -1,0 +1,289 @@
+"""Durable jobs: steps whose results survive crashes, sleeps that free the slot, waits
+for events (``@app.step``, :func:`sleep`, :func:`wait_for`; docs/durable.md).
+
+A job whose body calls steps is replayed from the top on each attempt (a retry, a rescue
+after a crash, the end of a sleep or of a wait). Each step call takes the next position;
+a step saved at that position returns its saved result without running, any other runs
+and is saved before it returns (one fenced statement: ``job_step_save``). The saved
+steps are read once per attempt, when the first step is called, so a job that calls
+none costs nothing more. A name that differs from the saved one at a position ends the
+job dead with :class:`~conveyor.errors.NonDeterministic`.
+
+Outside a job (or in a worker whose store has no feature ``steps``... which none lacks)
+a step is a plain call, :func:`sleep` is ``time.sleep`` and :func:`wait_for` refuses.
+
+Example:
+    >>> import conveyor
+    >>> app = conveyor.App("memory://")
+    >>> @app.step(max_attempts=3)
+    ... def charge(order_id: int) -> str:
+    ...     return f"r-{order_id}"
+    >>> charge(7)   # outside a job: a plain call
+    'r-7'
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import functools
+import inspect
+import json
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from conveyor.backends.base import (
+    NO_DEADLINE,
+    STEP_FAILED,
+    STEP_SUCCEEDED,
+    STEP_TIMED_OUT,
+    WAIT_PARKED,
+    WAIT_RECEIVED,
+    WAIT_TIMED_OUT,
+    JobEventWaitParams,
+    JobFinishParams,
+    JobStepSaveParams,
+    StepRecord,
+)
+from conveyor.codec import decode, encode
+from conveyor.context import JobContext, current_or_none
+from conveyor.errors import ConfigurationError, ConveyorError, NonDeterministic, Snooze
+from conveyor.extensions import provide
+from conveyor.retry import Backoff
+from conveyor.states import FinishKind
+
+if TYPE_CHECKING:
+    from conveyor.backends.base import Backend
+    from conveyor.backends.records import ClaimedJob
+
+#: The feature a store declares for durable jobs.
+FEATURE = "steps"
+SLEEP = "sleep"
+
+
+class StepLost(ConveyorError):
+    """The attempt no longer holds its job (rescued or cancelled meanwhile): a step's
+    checkpoint was refused, so this stale run stops here."""
+
+
+class Parked(Snooze):
+    """Raised by :func:`wait_for` after the store parked the job (``waiting``): the
+    attempt ends, and the worker writes nothing more for it."""
+
+
+class Replay:
+    """One attempt's view of its job's saved steps (loaded once) and the next position."""
+
+    __slots__ = ("backend", "job", "position", "saved", "worker_id")
+
+    def __init__(self, backend: Backend, job: ClaimedJob, worker_id: str) -> None:
+        if FEATURE not in backend.features:
+            raise ConfigurationError(f"the {backend.name} store does not keep durable steps")
+        self.backend, self.job, self.worker_id = backend, job, worker_id
+        self.saved = {s.position: s for s in backend.job_step_list(job.id)}
+        self.position = 0
+
+    def next(self, name: str) -> tuple[int, StepRecord | None]:
+        """The next position and what is saved there (None: nothing yet)."""
+        position = self.position
+        self.position += 1
+        saved = self.saved.get(position)
+        if saved is not None and saved.name != name:
+            raise NonDeterministic(self.job.id, position, saved.name, name)
+        return position, saved
+
+    def save(self, step: StepRecord, replace: bool) -> None:
+        params = JobStepSaveParams(step, self.job.token, replace)
+        if not self.backend.job_step_save(params):
+            raise StepLost(f"job {self.job.id}: step {step.position} refused, attempt lost")
+        self.saved[step.position] = step
+
+
+def link(backend: Backend, job: ClaimedJob, worker_id: str) -> Callable[[JobContext], Replay]:
+    """What a runner sets as ``ctx._durable``: the replay of ``job``, made on first use."""
+    return lambda ctx: Replay(backend, job, worker_id)
+
+
+def replay_of(ctx: JobContext | None) -> Replay | None:
+    """The running job's replay (loaded on its first step), None outside a durable run."""
+    if ctx is None:
+        return None
+    replay: Replay | None = ctx._replay
+    if replay is None and ctx._durable is not None:
+        replay = ctx._replay = ctx._durable(ctx)
+    return replay
+
+
+class Step:
+    """A checkpointed function (``@app.step``): see the module docstring."""
+
+    def __init__(
+        self, fn: Callable[..., Any], name: str, max_attempts: int, retry: Backoff
+    ) -> None:
+        if max_attempts < 1:
+            raise ConfigurationError(f"step {name}: max_attempts must be >= 1")
+        self.fn, self.name, self.max_attempts, self.retry = fn, name, max_attempts, retry
+        self.is_async = inspect.iscoroutinefunction(fn)
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        replay = replay_of(current_or_none())
+        if replay is None:
+            return self.fn(*args, **kwargs)
+        position, saved = replay.next(self.name)
+        if saved is not None and saved.state == STEP_SUCCEEDED:
+            return _served(saved, self.is_async)
+        if self.is_async:
+            return self._run_async(replay, position, saved, args, kwargs)
+        started = time.time()
+        for attempt in range(1, self.max_attempts + 1):
+            try:
+                value = self.fn(*args, **kwargs)
+            except Exception as exc:
+                if attempt >= self.max_attempts:
+                    _save_failed(replay, self, position, saved, exc, attempt, started)
+                    raise
+                time.sleep(self.retry.delay(attempt))
+                continue
+            return _save_result(replay, self, position, saved, value, attempt, started)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _run_async(
+        self, replay: Replay, position: int, saved: StepRecord | None, args: Any, kwargs: Any
+    ) -> Any:
+        started = time.time()
+        for attempt in range(1, self.max_attempts + 1):
+            try:
+                value = await self.fn(*args, **kwargs)
+            except Exception as exc:
+                if attempt >= self.max_attempts:
+                    _save_failed(replay, self, position, saved, exc, attempt, started)
+                    raise
+                await asyncio.sleep(self.retry.delay(attempt))
+                continue
+            return _save_result(replay, self, position, saved, value, attempt, started)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _served(saved: StepRecord, is_async: bool) -> Any:
+    value = decode(saved.result)
+    if not is_async:
+        return value
+
+    async def ready() -> Any:
+        return value
+
+    return ready()
+
+
+def _save_result(
+    replay: Replay, step: Step, position: int, saved: StepRecord | None,
+    value: Any, attempt: int, started: float,
+) -> Any:  # fmt: skip
+    text = encode(value, f"the result of step {step.name}")
+    record = StepRecord(replay.job.id, position, step.name, STEP_SUCCEEDED, text, None,
+                        attempt, started, time.time())  # fmt: skip
+    replay.save(record, replace=saved is not None)
+    # What a replay would return (JSON round trip): the same value on every run.
+    return decode(text)
+
+
+def _save_failed(
+    replay: Replay, step: Step, position: int, saved: StepRecord | None,
+    exc: BaseException, attempt: int, started: float,
+) -> None:  # fmt: skip
+    error = json.dumps({"type": type(exc).__qualname__, "message": str(exc)})
+    record = StepRecord(replay.job.id, position, step.name, STEP_FAILED, None, error,
+                        attempt, started, time.time())  # fmt: skip
+    replay.save(record, replace=saved is not None)
+
+
+def seconds_of(duration: float | datetime.timedelta) -> float:
+    """Seconds from a number or a ``timedelta``.
+
+    >>> seconds_of(datetime.timedelta(minutes=2)), seconds_of(1.5)
+    (120.0, 1.5)
+    """
+    value = duration.total_seconds() if isinstance(duration, datetime.timedelta) else duration
+    if value < 0:
+        raise ValueError(f"a duration must be >= 0, got {duration!r}")
+    return float(value)
+
+
+def sleep(duration: float | datetime.timedelta) -> None:
+    """Sleep durably: the wake time is saved, the job leaves its slot (``scheduled``, the
+    attempt given back) and resumes by replay at that time. Outside a job: ``time.sleep``.
+
+    Raises :class:`~conveyor.errors.Snooze` to end the attempt: do not catch it.
+    """
+    seconds = seconds_of(duration)
+    replay = replay_of(current_or_none())
+    if replay is None:
+        time.sleep(seconds)
+        return
+    position, saved = replay.next(SLEEP)
+    now = time.time()
+    if saved is None:
+        wake = now + seconds
+        record = StepRecord(replay.job.id, position, SLEEP, STEP_SUCCEEDED, json.dumps(wake),
+                            None, 1, now, now)  # fmt: skip
+        replay.save(record, replace=False)
+    else:
+        wake = float(decode(saved.result))
+    if wake > now:
+        raise Snooze(wake - now)
+
+
+def wait_for(name: str, timeout: float | datetime.timedelta | None = None) -> Any:
+    """Wait durably for the event ``name`` sent to this job (``app.job(id).send(name,
+    payload)``, ``conveyor send``); returns its payload. The job parks (``waiting``, no
+    slot) until the event comes or ``timeout`` passes: then ``TimeoutError`` is raised
+    here (on every replay too). Each event is consumed once, oldest first."""
+    ctx = current_or_none()
+    replay = replay_of(ctx)
+    if ctx is None or replay is None:
+        raise ConfigurationError("conveyor.wait_for() works inside a running job only")
+    step_name = f"wait_for:{name}"
+    position, saved = replay.next(step_name)
+    now = time.time()
+    if saved is not None and saved.state == STEP_SUCCEEDED:
+        return decode(saved.result)
+    if saved is not None and saved.state == STEP_TIMED_OUT:
+        raise TimeoutError(f"no event {name!r} came before its timeout")
+    if saved is not None:  # waiting: the deadline of the first call stands
+        deadline = float(decode(saved.result))
+    else:
+        deadline = NO_DEADLINE if timeout is None else now + seconds_of(timeout)
+    job = replay.job
+    got = replay.backend.job_event_wait(
+        JobEventWaitParams(job.id, job.token, position, step_name, name, deadline, now)
+    )
+    if got.status == WAIT_RECEIVED:
+        return decode(got.payload)
+    if got.status == WAIT_TIMED_OUT:
+        raise TimeoutError(f"no event {name!r} came before its timeout")
+    if got.status != WAIT_PARKED:
+        raise StepLost(f"job {job.id}: wait_for({name!r}) refused, attempt lost")
+    # The store has ended this attempt (parked, attempt given back): no finish to write.
+    ctx.finished_by_transaction = JobFinishParams(
+        job.id, job.token, FinishKind.SNOOZE, replay.worker_id, job.attempt, None, None,
+        f"waiting for {name!r}", deadline, job.claimed_at, now,
+    )  # fmt: skip
+    raise Parked(0.0)
+
+
+def step(
+    fn: Callable[..., Any] | None = None, *, name: str | None = None,
+    max_attempts: int = 1, retry: Backoff | None = None,
+) -> Any:  # fmt: skip
+    """``@app.step`` (see :meth:`conveyor.App.step`): a :class:`Step` of ``fn``."""
+
+    def wrap(func: Callable[..., Any]) -> Step:
+        label = name or f"{func.__module__}.{func.__qualname__}"
+        return Step(func, label, max_attempts, retry or Backoff(base=0.5, max=30.0))
+
+    return wrap if fn is None else wrap(fn)
+
+
+provide("step", step)
