@@ -9,6 +9,7 @@ local key = k_job(id)
 local f = redis.call('HMGET', key, 'state', 'queue', 'priority')
 if not f[1] then return -1 end
 redis.call('RPUSH', k_events(id), ARGV[3])
+redis.call('HSET', key, 'durable', '1') -- its finish expires events:<id> too
 if f[1] ~= 'waiting' or redis.call('HGET', k_steps(id), 'waiting') ~= ARGV[2] then return 0 end
 local ts = fmt(now())
 redis.call('HSET', key, 'state', 'queued', 'run_at', ts)

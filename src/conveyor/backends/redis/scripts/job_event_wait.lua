@@ -12,6 +12,7 @@ local key = k_job(id)
 local f = redis.call('HMGET', key, 'state', 'token', 'queue', 'worker_id', 'attempt')
 if f[1] ~= 'running' or f[2] ~= token then return {'refused', false} end
 local steps, events = k_steps(id), k_events(id)
+if ARGV[3] == '0' then redis.call('HSET', key, 'durable', '1') end -- as job_step_save
 for _, e in ipairs(redis.call('LRANGE', events, 0, -1)) do
   local decoded = cjson.decode(e)
   if decoded[1] == ARGV[4] then
