@@ -24,7 +24,6 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import functools
 import inspect
@@ -160,6 +159,8 @@ class Step:
                 if attempt >= self.max_attempts:
                     _save_failed(replay, self, position, saved, exc, attempt, started)
                     raise
+                import asyncio  # lazily: a worker of sync jobs never loads it
+
                 await asyncio.sleep(self.retry.delay(attempt))
                 continue
             return _save_result(replay, self, position, saved, value, attempt, started)

@@ -1,0 +1,55 @@
+"""Durable jobs in the CLI (one store: the commands are store-neutral): ``conveyor job
+ID`` shows the steps and what the job waits for, ``conveyor jobs --state waiting`` lists
+it, ``conveyor send`` delivers the event and the job resumes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+import conveyor
+from conveyor.cli.main import cli
+from conveyor.states import JobState
+from tests.support.flow import drain
+
+
+def test_job_shows_steps_and_send_resumes_it(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'd.db'}"
+    app = conveyor.App(url)
+
+    @app.step(name="charge")
+    def charge(order: int) -> str:
+        return f"receipt-{order}"
+
+    @app.task(name="fulfil")
+    def fulfil(order: int) -> list[object]:
+        receipt = charge(order)
+        return [receipt, conveyor.wait_for("approved", timeout=3600)]
+
+    job = fulfil.enqueue(9)
+    drain(app)
+    assert job.status is JobState.WAITING
+    run = CliRunner()
+    shown = run.invoke(cli, ["job", job.id, "--url", url])
+    assert shown.exit_code == 0, shown.output
+    assert "steps (2)" in shown.output and "receipt-9" in shown.output
+    assert "waits for: event 'approved' (times out" in shown.output
+    as_json = json.loads(run.invoke(cli, ["job", job.id, "--url", url, "--json"]).output)
+    assert [s["name"] for s in as_json["steps"]] == ["charge", "wait_for:approved"]
+    assert as_json["waits_for"].startswith("event 'approved'")
+    listed = run.invoke(cli, ["jobs", "--state", "waiting", "--url", url, "--json"])
+    assert [j["id"] for j in json.loads(listed.output)["jobs"]] == [job.id]
+
+    bad = run.invoke(cli, ["send", job.id, "approved", "--data", "{nope", "--url", url])
+    assert bad.exit_code != 0 and "not JSON" in bad.output
+    sent = run.invoke(
+        cli, ["send", job.id[:12], "approved", "--data", '{"by": "ada"}', "--url", url]
+    )
+    assert sent.exit_code == 0, sent.output
+    assert "(woken)" in sent.output
+    missing = run.invoke(cli, ["send", "0" * 26, "approved", "--url", url])
+    assert missing.exit_code != 0 and "no job" in missing.output
+    drain(app)
+    assert job.result(timeout=5) == ["receipt-9", {"by": "ada"}]
