@@ -74,12 +74,16 @@ class Parked(Snooze):
 class Replay:
     """One attempt's view of its job's saved steps (loaded once) and the next position."""
 
-    __slots__ = ("backend", "job", "position", "saved", "worker_id")
+    __slots__ = ("backend", "job", "position", "saved", "sleeps", "worker_id")
 
-    def __init__(self, backend: Backend, job: ClaimedJob, worker_id: str) -> None:
+    def __init__(
+        self, backend: Backend, job: ClaimedJob, worker_id: str, sleeps: bool = True
+    ) -> None:
         if FEATURE not in backend.features:
             raise ConfigurationError(f"the {backend.name} store does not keep durable steps")
         self.backend, self.job, self.worker_id = backend, job, worker_id
+        #: False in the testing modes: a durable sleep is skipped (saved, not waited)
+        self.sleeps = sleeps
         self.saved = {s.position: s for s in backend.job_step_list(job.id)}
         self.position = 0
 
@@ -99,9 +103,12 @@ class Replay:
         self.saved[step.position] = step
 
 
-def link(backend: Backend, job: ClaimedJob, worker_id: str) -> Callable[[JobContext], Replay]:
-    """What a runner sets as ``ctx._durable``: the replay of ``job``, made on first use."""
-    return lambda ctx: Replay(backend, job, worker_id)
+def link(
+    backend: Backend, job: ClaimedJob, worker_id: str, sleeps: bool = True
+) -> Callable[[JobContext], Replay]:
+    """What a runner sets as ``ctx._durable``: the replay of ``job``, made on first use
+    (``sleeps=False``: the testing modes', where time is skipped)."""
+    return lambda ctx: Replay(backend, job, worker_id, sleeps)
 
 
 def replay_of(ctx: JobContext | None) -> Replay | None:
@@ -214,7 +221,8 @@ def seconds_of(duration: float | datetime.timedelta) -> float:
 
 def sleep(duration: float | datetime.timedelta) -> None:
     """Sleep durably: the wake time is saved, the job leaves its slot (``scheduled``, the
-    attempt given back) and resumes by replay at that time. Outside a job: ``time.sleep``.
+    attempt given back) and resumes by replay at that time. Outside a job: ``time.sleep``;
+    in the testing modes (``app.testing``, ``task.execute``) time is skipped.
 
     Raises :class:`~conveyor.errors.Snooze` to end the attempt: do not catch it.
     """
@@ -232,7 +240,7 @@ def sleep(duration: float | datetime.timedelta) -> None:
         replay.save(record, replace=False)
     else:
         wake = float(decode(saved.result))
-    if wake > now:
+    if wake > now and replay.sleeps:
         raise Snooze(wake - now)
 
 

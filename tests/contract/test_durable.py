@@ -19,6 +19,7 @@ from conveyor.backends.base import (
     WAIT_REFUSED,
     WAIT_TIMED_OUT,
     Backend,
+    IntegrityCheckParams,
     JobEventSendParams,
     JobEventWaitParams,
     JobStepSaveParams,
@@ -76,6 +77,8 @@ def test_wait_parks_the_job_and_a_send_wakes_it(backend: Backend) -> None:
     parked = backend.job_get_many([job_id])[0]
     assert parked.state is JobState.WAITING and parked.attempt == 0 and parked.worker_id is None
     assert [s.state for s in backend.job_step_list(job_id)] == [STEP_WAITING]
+    # parked on an event, not orphaned: the audit finds nothing wrong with it
+    assert backend.integrity_check(IntegrityCheckParams(30.0)) == []
     assert claim(backend) == []
     assert backend.job_event_send(JobEventSendParams(job_id, "other", "1")) is False
     assert _state(backend, job_id) is JobState.WAITING

@@ -63,7 +63,7 @@ class Runner:
 
         ctx = context_of(job)
         if store is not None:
-            ctx._durable = link(store, job, WORKER_ID)
+            ctx._durable = link(store, job, WORKER_ID, sleeps=False)  # time is skipped
         if is_expired(job.expires_at, time.time()):  # as the worker's check before a start
             outcome = Outcome.expired(EXPIRED_REASON)
         else:
