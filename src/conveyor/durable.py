@@ -74,16 +74,23 @@ class Parked(Snooze):
 class Replay:
     """One attempt's view of its job's saved steps (loaded once) and the next position."""
 
-    __slots__ = ("backend", "job", "position", "saved", "sleeps", "worker_id")
+    __slots__ = ("backend", "job", "on_park", "position", "saved", "sleeps", "worker_id")
 
     def __init__(
-        self, backend: Backend, job: ClaimedJob, worker_id: str, sleeps: bool = True
+        self,
+        backend: Backend,
+        job: ClaimedJob,
+        worker_id: str,
+        sleeps: bool = True,
+        on_park: Callable[[float], None] | None = None,
     ) -> None:
         if FEATURE not in backend.features:
             raise ConfigurationError(f"the {backend.name} store does not keep durable steps")
         self.backend, self.job, self.worker_id = backend, job, worker_id
         #: False in the testing modes: a durable sleep is skipped (saved, not waited)
         self.sleeps = sleeps
+        #: told the deadline when a wait parks the job (the worker's deadlines service)
+        self.on_park = on_park
         self.saved = {s.position: s for s in backend.job_step_list(job.id)}
         self.position = 0
 
@@ -274,6 +281,8 @@ def wait_for(name: str, timeout: float | datetime.timedelta | None = None) -> An
         raise TimeoutError(f"no event {name!r} came before its timeout")
     if got.status != WAIT_PARKED:
         raise StepLost(f"job {job.id}: wait_for({name!r}) refused, attempt lost")
+    if replay.on_park is not None and deadline < NO_DEADLINE:
+        replay.on_park(deadline)
     # The store has ended this attempt (parked, attempt given back): no finish to write.
     ctx.finished_by_transaction = JobFinishParams(
         job.id, job.token, FinishKind.SNOOZE, replay.worker_id, job.attempt, None, None,

@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import logging
 import time
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +68,9 @@ class Attempts:
         self.observers = observers
         #: One tick per attempt ended here (``next(processed)`` counts them).
         self.processed = itertools.count()
+        #: Told the deadline of each job ``conveyor.wait_for`` parks here (the worker's
+        #: deadlines service), None: nobody listens.
+        self.on_park: Callable[[float], None] | None = None
 
     def claimed(self, jobs: list[ClaimedJob]) -> list[Held]:
         """Hold claimed jobs (heartbeats extend their leases from now on)."""
@@ -160,7 +164,7 @@ class Attempts:
         job = entry.job if entry is not None and entry.ctx is ctx else None
         if job is None:  # taken back and claimed again: this stale run saves nothing
             raise StepLost(f"job {ctx.id}: this attempt's claim was taken back")
-        return Replay(self.app.backend, job, self.worker_id)
+        return Replay(self.app.backend, job, self.worker_id, on_park=self.on_park)
 
     def isolate(self, jobs: list[ClaimedJob]) -> list[ClaimedJob]:
         """Poison isolation, the worker's side: a job rescued before (``rescues > 0``)

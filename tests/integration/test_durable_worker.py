@@ -1,10 +1,13 @@
-"""Durable jobs in the CLI (one store: the commands are store-neutral): ``conveyor job
-ID`` shows the steps and what the job waits for, ``conveyor jobs --state waiting`` lists
-it, ``conveyor send`` delivers the event and the job resumes."""
+"""Durable jobs in a running worker and the CLI (one store: both are store-neutral; the
+store side is tests/contract/test_durable.py): a wait's timeout fires from the worker's
+deadlines service; ``conveyor job ID`` shows the steps and what the job waits for,
+``conveyor jobs --state waiting`` lists it, ``conveyor send`` delivers the event."""
 
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -12,6 +15,7 @@ from click.testing import CliRunner
 import conveyor
 from conveyor.cli.main import cli
 from conveyor.states import JobState
+from conveyor.worker.worker import Worker
 from tests.support.flow import drain
 
 
@@ -53,3 +57,28 @@ def test_job_shows_steps_and_send_resumes_it(tmp_path: Path) -> None:
     assert missing.exit_code != 0 and "no job" in missing.output
     drain(app)
     assert job.result(timeout=5) == ["receipt-9", {"by": "ada"}]
+
+
+def test_a_running_worker_times_out_the_waits_it_parked(tmp_path: Path) -> None:
+    app = conveyor.App(f"sqlite:///{tmp_path / 't.db'}")
+
+    @app.task
+    def ask() -> str:
+        try:
+            return str(conveyor.wait_for("answer", timeout=0.3))
+        except TimeoutError:
+            return "no answer"
+
+    worker = Worker(app, concurrency=2)
+    thread = threading.Thread(target=worker.run, kwargs={"install_signals": False})
+    thread.start()
+    try:
+        started = time.monotonic()
+        job = ask.enqueue()
+        assert job.result(timeout=10) == "no answer"
+        # parked, then queued by the service within its check interval of the deadline
+        assert time.monotonic() - started < 3.0
+        assert [s.state for s in job.steps()] == ["timed_out"]
+    finally:
+        worker.stop()
+        thread.join(10)
