@@ -9,8 +9,8 @@ steps are read once per attempt, when the first step is called, so a job that ca
 none costs nothing more. A name that differs from the saved one at a position ends the
 job dead with :class:`~conveyor.errors.NonDeterministic`.
 
-Outside a job (or in a worker whose store has no feature ``steps``... which none lacks)
-a step is a plain call, :func:`sleep` is ``time.sleep`` and :func:`wait_for` refuses.
+Outside a job a step is a plain call, :func:`sleep` is ``time.sleep`` and
+:func:`wait_for` refuses; in a process or interpreter pool all three refuse (not yet).
 
 Example:
     >>> import conveyor
@@ -55,6 +55,8 @@ from conveyor.states import FinishKind
 if TYPE_CHECKING:
     from conveyor.backends.base import Backend
     from conveyor.backends.records import ClaimedJob
+    from conveyor.job import Job
+    from conveyor.task import Task
 
 #: The feature a store declares for durable jobs.
 FEATURE = "steps"
@@ -119,11 +121,19 @@ def link(
 
 
 def replay_of(ctx: JobContext | None) -> Replay | None:
-    """The running job's replay (loaded on its first step), None outside a durable run."""
+    """The running job's replay (loaded on its first step); None outside a job. Inside a
+    job that runs where steps cannot be saved (a process or interpreter pool: the store
+    connection lives in the worker's process), a step refuses rather than run unsaved."""
     if ctx is None:
         return None
     replay: Replay | None = ctx._replay
-    if replay is None and ctx._durable is not None:
+    if replay is None:
+        if ctx._durable is None:
+            raise ConfigurationError(
+                f"job {ctx.id}: durable steps, conveyor.sleep and conveyor.wait_for run in "
+                "a worker's thread or asyncio pool and in the testing modes, not in a "
+                "process or interpreter pool yet"
+            )
         replay = ctx._replay = ctx._durable(ctx)
     return replay
 
@@ -205,11 +215,12 @@ def _save_result(
 
 
 def _save_failed(
-    replay: Replay, step: Step, position: int, saved: StepRecord | None,
+    replay: Replay, step: Step | str, position: int, saved: StepRecord | None,
     exc: BaseException, attempt: int, started: float,
 ) -> None:  # fmt: skip
     error = json.dumps({"type": type(exc).__qualname__, "message": str(exc)})
-    record = StepRecord(replay.job.id, position, step.name, STEP_FAILED, None, error,
+    name = step if isinstance(step, str) else step.name
+    record = StepRecord(replay.job.id, position, name, STEP_FAILED, None, error,
                         attempt, started, time.time())  # fmt: skip
     replay.save(record, replace=saved is not None)
 
@@ -289,6 +300,67 @@ def wait_for(name: str, timeout: float | datetime.timedelta | None = None) -> An
         f"waiting for {name!r}", deadline, job.claimed_at, now,
     )  # fmt: skip
     raise Parked(0.0)
+
+
+#: How long a spawned child's unique key holds (a crash between its enqueue and the
+#: spawn's checkpoint replays the enqueue, which then finds the same child).
+SPAWN_KEY_SECONDS = 30 * 86400.0
+
+
+def spawn(task: Task[..., Any], *args: Any, **kwargs: Any) -> Job[Any]:
+    """Enqueue a child job once, as a step: a replay returns the same child's handle.
+    The enqueue carries a unique key of this job and position (``on_conflict="keep"``),
+    so a crash between the enqueue and its checkpoint finds the child it made. Outside a
+    job: a plain ``task.enqueue``."""
+    replay = replay_of(current_or_none())
+    if replay is None:
+        return task.enqueue(*args, **kwargs)
+    name = f"spawn:{task.name}"
+    position, saved = replay.next(name)
+    if saved is not None and saved.state == STEP_SUCCEEDED:
+        return task.app.job(str(decode(saved.result)))
+    started = time.time()
+    key = f"spawn:{replay.job.id}:{position}"
+    once = task.with_options(unique_key=key, unique_for=SPAWN_KEY_SECONDS, on_conflict="keep")
+    child = once.enqueue(*args, **kwargs)
+    record = StepRecord(replay.job.id, position, name, STEP_SUCCEEDED, json.dumps(child.id),
+                        None, 1, started, time.time())  # fmt: skip
+    replay.save(record, replace=saved is not None)
+    return child
+
+
+def join(job: Job[Any], poll: float = 1.0) -> Any:
+    """Wait durably for ``job`` (a :func:`spawn`'s child, or any job) and return its
+    result, saved as a step; its failure is raised here (``JobFailed``,
+    ``JobCancelled``). While it runs, this job leaves its slot and looks again every
+    ``poll`` seconds (a snooze: no attempt spent). Outside a job: ``job.result()``."""
+    replay = replay_of(current_or_none())
+    if replay is None:
+        return job.result()
+    name = f"join:{job.id}"
+    position, saved = replay.next(name)
+    if saved is not None and saved.state == STEP_SUCCEEDED:
+        return decode(saved.result)
+    started = time.time()
+    if not job.status.is_finished:
+        raise Snooze(poll)
+    try:
+        value = job.result(timeout=0)
+    except ConveyorError as exc:
+        _save_failed(replay, name, position, saved, exc, 1, started)
+        raise
+    return _save_value(replay, name, position, saved, value, started)
+
+
+def _save_value(
+    replay: Replay, name: str, position: int, saved: StepRecord | None, value: Any,
+    started: float,
+) -> Any:  # fmt: skip
+    text = encode(value, f"the result of {name}")
+    record = StepRecord(replay.job.id, position, name, STEP_SUCCEEDED, text, None, 1,
+                        started, time.time())  # fmt: skip
+    replay.save(record, replace=saved is not None)
+    return decode(text)
 
 
 def step(

@@ -247,3 +247,31 @@ def test_wait_for_resumes_on_a_send_through_the_job_handle(
     app.backend.job_wake_due(10)
     drain(app)
     assert job.result(timeout=10) == [3, {"by": "ada"}, "timed out"]
+
+
+def test_spawn_enqueues_a_child_once_and_join_waits_for_it(
+    app: conveyor.App, backend: Backend
+) -> None:
+    needs(backend, "steps")
+    needs(backend, "unique")
+    children: list[int] = []
+
+    @app.task(name="child")
+    def child(n: int) -> int:
+        children.append(n)
+        return n * 10
+
+    @app.task(name="parent", max_attempts=3, retry=Backoff(base=0.0, jitter=0.0))
+    def parent() -> int:
+        kid = conveyor.spawn(child, 4)
+        return int(conveyor.join(kid, poll=0.05)) + 1
+
+    job = parent.enqueue()
+    deadline = time.monotonic() + 20
+    while job.status is not JobState.SUCCEEDED and time.monotonic() < deadline:
+        drain(app)
+        time.sleep(0.06)
+    assert job.result(timeout=0) == 41
+    assert children == [4]  # the parent replayed (its join snoozed), the child ran once
+    names = [s.name for s in backend.job_step_list(job.id)]
+    assert names[0] == "spawn:child" and names[1].startswith("join:")
