@@ -10,6 +10,7 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 import conveyor
@@ -82,3 +83,24 @@ def test_a_running_worker_times_out_the_waits_it_parked(tmp_path: Path) -> None:
     finally:
         worker.stop()
         thread.join(10)
+
+
+def test_a_step_refuses_where_it_cannot_be_saved() -> None:
+    # A job context no runner linked to a store (a process or interpreter pool's child):
+    # the step refuses instead of running unsaved; outside any job it is a plain call.
+    from conveyor.context import JobContext, reset_current, set_current
+    from conveyor.errors import ConfigurationError
+
+    app = conveyor.App("memory://")
+
+    @app.step
+    def double(x: int) -> int:
+        return 2 * x
+
+    assert double(4) == 8
+    token = set_current(JobContext("j", "t", "q", 1, 3))
+    try:
+        with pytest.raises(ConfigurationError, match="process or interpreter pool"):
+            double(4)
+    finally:
+        reset_current(token)
