@@ -2,12 +2,12 @@
 passed go back to ``queued`` (``backend.job_wake_due``), where their replay raises
 ``TimeoutError`` at the wait.
 
-Cheap when idle: a store statement only when a job this worker parked is due (it is
-told of each park: :meth:`WaitDeadlines.expect`), within :data:`CHECK_INTERVAL` of its
-time, and once every :data:`SWEEP_INTERVAL` for the jobs other workers parked (a
-worker that stopped since). A per-second statement cost a burst worker of no-op jobs
-~19,000 instructions a job in the instruction budget (a valgrind run is slow, so it
-ticks often); this costs a few hundred.
+Costs nothing while idle: the service sleeps until the earliest deadline of a job this
+worker parked (it is told of each park, :meth:`WaitDeadlines.expect`, which wakes it)
+or until its sweep for the jobs other workers parked (a worker that stopped since),
+every :data:`SWEEP_INTERVAL`. A statement a second, or even a wake-up every 0.25 s,
+cost a burst worker of no-op jobs thousands of instructions a job in the instruction
+budget (a valgrind run is slow, so a timed loop ticks often).
 
 Example::
 
@@ -31,9 +31,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("conveyor.worker")
 
-#: Seconds between looks at this worker's own deadlines (no store call unless one is
-#: due), between sweeps for everyone's, and the most jobs woken per statement.
-CHECK_INTERVAL = 0.25
+#: Seconds between sweeps for every worker's parked jobs, and the most jobs woken per
+#: statement.
 SWEEP_INTERVAL = 30.0
 BATCH = 500
 
@@ -41,8 +40,8 @@ BATCH = 500
 class WaitDeadlines(Looper):
     name = "deadlines"
 
-    def __init__(self, worker: Worker, interval: float = CHECK_INTERVAL) -> None:
-        super().__init__(interval)
+    def __init__(self, worker: Worker) -> None:
+        super().__init__(SWEEP_INTERVAL)
         self.worker = worker
         self._due: list[float] = []  # a heap of the deadlines of jobs parked here
         self._lock = threading.Lock()
@@ -52,6 +51,7 @@ class WaitDeadlines(Looper):
         """A job of this worker parked until ``deadline`` (epoch seconds)."""
         with self._lock:
             heapq.heappush(self._due, deadline)
+        self.nudge()  # to sleep until it, not until the next sweep
 
     def tick(self) -> None:
         now = time.time()
@@ -59,9 +59,12 @@ class WaitDeadlines(Looper):
             due = bool(self._due) and self._due[0] <= now
             while self._due and self._due[0] <= now:
                 heapq.heappop(self._due)
-        if not due and now < self._next_sweep:
-            return
-        self._next_sweep = now + SWEEP_INTERVAL
-        woken = self.worker.app.backend.job_wake_due(BATCH)
-        if woken:
-            log.info("%d job(s) waited past their timeout: queued to time out", woken)
+        if due or now >= self._next_sweep:
+            if now >= self._next_sweep:
+                self._next_sweep = now + SWEEP_INTERVAL
+            woken = self.worker.app.backend.job_wake_due(BATCH)
+            if woken:
+                log.info("%d job(s) waited past their timeout: queued to time out", woken)
+        with self._lock:  # sleep until the next deadline here, or the next sweep
+            wake = min(self._due[0], self._next_sweep) if self._due else self._next_sweep
+        self.interval = max(0.01, wake - time.time())
