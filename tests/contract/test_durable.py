@@ -137,141 +137,51 @@ def test_steps_and_events_go_with_their_job(backend: Backend) -> None:
     assert backend.job_step_list(job_id) == []
 
 
-def test_replay_serves_finished_steps_and_reruns_failed_ones(
-    app: conveyor.App, backend: Backend
-) -> None:
+def test_a_durable_flow_runs_end_to_end(app: conveyor.App, backend: Backend) -> None:
+    """One job through every durable feature, by a real worker on this store: an async
+    step saved and served, a sleep that gives the slot back, a failing step retried by
+    the job (the saved ones not run again), a child spawned once and joined, and a wait
+    woken by a send through the job handle."""
     needs(backend, "steps")
     runs: list[str] = []
+    kids: list[int] = []
 
-    @app.step(max_attempts=2, retry=Backoff(base=0.0, jitter=0.0))
-    def charge(order: int) -> dict[str, int]:
+    @app.step(name="charge")
+    async def charge(order: int) -> dict[str, int]:
         runs.append("charge")
         return {"order": order}
 
-    @app.step
-    def ship(order: int) -> str:
-        runs.append("ship")
-        if runs.count("ship") == 1:
+    @app.step(name="flaky")
+    def flaky() -> str:
+        runs.append("flaky")
+        if runs.count("flaky") == 1:
             raise RuntimeError("carrier down")
-        return f"shipped {order}"
-
-    @app.task(max_attempts=3, retry=Backoff(base=0.0, jitter=0.0))
-    def fulfil(order: int) -> list[object]:
-        return [charge(order), ship(order)]
-
-    job = fulfil.enqueue(7)
-    drain(app)
-    assert job.result(timeout=10) == [{"order": 7}, "shipped 7"]
-    assert runs == ["charge", "ship", "ship"]  # charge was served on the retry
-    steps = backend.job_step_list(job.id)
-    assert [(s.name.rsplit(".", 1)[-1], s.state) for s in steps] == [
-        ("charge", STEP_SUCCEEDED),
-        ("ship", STEP_SUCCEEDED),
-    ]
-
-
-def test_a_different_step_on_replay_ends_the_job_dead(app: conveyor.App, backend: Backend) -> None:
-    needs(backend, "steps")
-    seen: list[int] = []
-
-    @app.step(name="first")
-    def first() -> int:
-        return 1
-
-    @app.step(name="other")
-    def other() -> int:
-        return 2
-
-    @app.task(max_attempts=5, retry=Backoff(base=0.0, jitter=0.0))
-    def drifting() -> int:
-        seen.append(1)
-        value = (first if len(seen) == 1 else other)()
-        if len(seen) == 1:
-            raise RuntimeError("retry me")
-        return value
-
-    job = drifting.enqueue()
-    drain(app)
-    record = job.refresh()
-    assert record.state is JobState.DEAD and len(seen) == 2
-    assert "NonDeterministic" in (record.error or "") and "'other'" in (record.error or "")
-
-
-def test_durable_sleep_frees_the_slot_and_resumes(app: conveyor.App, backend: Backend) -> None:
-    needs(backend, "steps")
-    runs: list[str] = []
-
-    @app.step(name="before")
-    async def before() -> str:
-        runs.append("before")
-        return "b"
-
-    @app.task(max_attempts=1)
-    async def napper() -> str:
-        value = await before()
-        conveyor.sleep(0.3)
-        return value + "!"
-
-    job = napper.enqueue()
-    deadline = time.monotonic() + 10
-    while job.status is not JobState.SUCCEEDED and time.monotonic() < deadline:
-        drain(app)
-        time.sleep(0.05)
-    assert job.result(timeout=0) == "b!"
-    assert runs == ["before"]  # served on the replay after the sleep
-    # the sleep ended an attempt that was given back (max_attempts=1 and two runs)
-    assert [a.outcome for a in job.attempts()] == ["snoozed", "succeeded"]
-    assert [s.name for s in backend.job_step_list(job.id)] == ["before", "sleep"]
-
-
-def test_wait_for_resumes_on_a_send_through_the_job_handle(
-    app: conveyor.App, backend: Backend
-) -> None:
-    needs(backend, "steps")
-
-    @app.task
-    def approve(order: int) -> object:
-        answer = conveyor.wait_for("approved", timeout=60)
-        try:
-            conveyor.wait_for("never", timeout=0.01)
-        except TimeoutError:
-            return [order, answer, "timed out"]
-        return None
-
-    job = approve.enqueue(3)
-    drain(app)
-    assert job.status is JobState.WAITING
-    assert job.send("approved", {"by": "ada"}) is True
-    drain(app)
-    time.sleep(0.05)
-    app.backend.job_wake_due(10)
-    drain(app)
-    assert job.result(timeout=10) == [3, {"by": "ada"}, "timed out"]
-
-
-def test_spawn_enqueues_a_child_once_and_join_waits_for_it(
-    app: conveyor.App, backend: Backend
-) -> None:
-    needs(backend, "steps")
-    needs(backend, "unique")
-    children: list[int] = []
+        return "ok"
 
     @app.task(name="child")
     def child(n: int) -> int:
-        children.append(n)
+        kids.append(n)
         return n * 10
 
-    @app.task(name="parent", max_attempts=3, retry=Backoff(base=0.0, jitter=0.0))
-    def parent() -> int:
-        kid = conveyor.spawn(child, 4)
-        return int(conveyor.join(kid, poll=0.05)) + 1
+    @app.task(name="flow", max_attempts=3, retry=Backoff(base=0.0, jitter=0.0))
+    async def flow(order: int) -> list[object]:
+        receipt = await charge(order)
+        conveyor.sleep(0.1)
+        shipped = flaky()
+        kid = conveyor.spawn(child, order)
+        answer = conveyor.wait_for("approved", timeout=60)
+        return [receipt, shipped, conveyor.join(kid, poll=0.05), answer]
 
-    job = parent.enqueue()
+    job = flow.enqueue(7)
     deadline = time.monotonic() + 20
     while job.status is not JobState.SUCCEEDED and time.monotonic() < deadline:
         drain(app)
-        time.sleep(0.06)
-    assert job.result(timeout=0) == 41
-    assert children == [4]  # the parent replayed (its join snoozed), the child ran once
+        if job.status is JobState.WAITING:
+            assert job.send("approved", {"by": "ada"}) is True
+        time.sleep(0.05)
+    assert job.result(timeout=0) == [{"order": 7}, "ok", 70, {"by": "ada"}]
+    assert runs == ["charge", "flaky", "flaky"] and kids == [7]
+    assert "snoozed" in [a.outcome for a in job.attempts()]
     names = [s.name for s in backend.job_step_list(job.id)]
-    assert names[0] == "spawn:child" and names[1].startswith("join:")
+    assert names[:4] == ["charge", "sleep", "flaky", "spawn:child"]
+    assert names[4] == "wait_for:approved" and names[5].startswith("join:")

@@ -104,3 +104,30 @@ def test_a_step_refuses_where_it_cannot_be_saved() -> None:
             double(4)
     finally:
         reset_current(token)
+
+
+def test_a_different_step_on_replay_ends_the_job_dead(tmp_path: Path) -> None:
+    app = conveyor.App(f"sqlite:///{tmp_path / 'n.db'}")
+    seen: list[int] = []
+
+    @app.step(name="first")
+    def first() -> int:
+        return 1
+
+    @app.step(name="other")
+    def other() -> int:
+        return 2
+
+    @app.task(max_attempts=5, retry=conveyor.Backoff(base=0.0, jitter=0.0))
+    def drifting() -> int:
+        seen.append(1)
+        value = (first if len(seen) == 1 else other)()
+        if len(seen) == 1:
+            raise RuntimeError("retry me")
+        return value
+
+    job = drifting.enqueue()
+    drain(app)
+    record = job.refresh()
+    assert record.state is JobState.DEAD and len(seen) == 2  # not retried further
+    assert "NonDeterministic" in (record.error or "") and "'other'" in (record.error or "")
