@@ -31,6 +31,7 @@ from pathlib import Path
 
 from bench.postgres_cluster import PostgresCluster, find_binary
 
+from tests.faults.durable import durable_storm
 from tests.faults.harness import Tally
 from tests.faults.poison import poison_pill
 from tests.faults.scenarios import (
@@ -59,6 +60,7 @@ SIZES: dict[str, dict[str, float]] = {
     # poison: runs per case
     "long": {
         "storm": 10_000,
+        "durable": 1_000,
         "restart": 10_000,
         "per_producer": 2_000,
         "queued": 200,
@@ -67,6 +69,7 @@ SIZES: dict[str, dict[str, float]] = {
     },
     "medium": {
         "storm": 1_000,
+        "durable": 100,
         "restart": 1_000,
         "per_producer": 200,
         "queued": 40,
@@ -164,6 +167,24 @@ class Suite:
         ok = ok and t.unexplained_dead == 0
         why = f"workers exited by themselves: {r.exits} {r.last_words[:1]}"
         self.add(Row.of(t, held(ok, why) + f"; {r.kills} SIGKILLs"))
+
+    def durable(self, backend: str, redis: RedisServer) -> None:
+        """Issue 23's proof: jobs of 5 steps under the SIGKILL storm; every job ends
+        succeeded and no step runs again after its checkpoint."""
+        d = self.dir(f"durable-{backend}")
+        url = self.store(backend, d, redis, "durable")
+        os.environ["FAULT_MAX_RESCUES"] = "1000"  # the poison cap is not under test here
+        try:
+            r = durable_storm(url, d, int(self.size["durable"]), timeout=900)
+        finally:
+            os.environ.pop("FAULT_MAX_RESCUES", None)
+        ok = r.succeeded == r.jobs and r.rerun_after_checkpoint == 0 and r.saved_never_ran == 0
+        verdict = held(ok, r.line()) + (
+            f"; {r.kills} SIGKILLs, {r.step_runs} step runs, {r.reruns} cut off mid-step "
+            f"and run again, {r.rerun_after_checkpoint} after their checkpoint"
+        )
+        lost = r.jobs - r.succeeded
+        self.add(Row("durable steps storm", backend, r.jobs, lost, "-", "-", r.seconds, verdict))
 
     def restart(self, backend: str) -> None:
         d = self.dir(f"{backend}-restart")
@@ -353,6 +374,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for backend in ("sqlite", "redis", "postgres", "mariadb"):
                 suite.run(f"storm {backend}", lambda b=backend: suite.storm(b, redis))
+            for backend in ("sqlite", "redis", "postgres"):
+                suite.run(f"durable storm {backend}", lambda b=backend: suite.durable(b, redis))
             for backend in ("redis", "postgres"):
                 suite.run(f"{backend} restart", lambda b=backend: suite.restart(b))
             for backend in ("sqlite", "postgres", "mariadb"):

@@ -34,6 +34,7 @@ COMMANDS = {
     "cancel": ("conveyor.cli.actions", "cancel"),
     "delete": ("conveyor.cli.actions", "delete"),
     "purge": ("conveyor.cli.actions", "purge"),
+    "send": ("conveyor.cli.steps", "send"),
     "export": ("conveyor.cli.export", "export"),
     "backup": ("conveyor.cli.admin", "backup"),
     "check": ("conveyor.cli.admin", "check"),

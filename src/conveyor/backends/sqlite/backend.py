@@ -101,6 +101,7 @@ FEATURES = frozenset(
         "shared",
         "action_log",
         "search",
+        "steps",
     }
 )
 
