@@ -50,6 +50,9 @@ from conveyor.states import JobState
 _PIECE = re.compile(r'(-)?(?:([A-Za-z_][\w.]*):)?(?:"([^"]*)"|(\S+))')
 _AGO = re.compile(r"\d+(?:\.\d+)?[smhdw]")
 _TIMES = ("finished", "created")
+#: ``task:`` with nothing after it: the piece's pattern falls back to the bare word
+#: ``task:``, which would search for "task" where the user meant a field.
+_EMPTY_FIELD = re.compile(r"-?[A-Za-z_][\w.]*:")
 
 
 class SearchSyntaxError(ValueError):
@@ -74,6 +77,8 @@ def parse_search(text: str, *, now: float | None = None) -> SearchQuery:
     for m in _PIECE.finditer(text):
         negated, field, phrase, bare = bool(m.group(1)), m.group(2), m.group(3), m.group(4)
         value = phrase if phrase is not None else bare
+        if field is None and _EMPTY_FIELD.fullmatch(value):
+            raise SearchSyntaxError(f"{value}: a field needs a value (write {value}WORD)")
         if field is None or field in SEARCH_FIELDS:
             terms.extend(_term(value, field, negated))
             continue

@@ -112,6 +112,8 @@ def test_bad_queries_say_what_is_wrong() -> None:
         ("colour:red", "unknown field 'colour'"),
         ("finished:1h", "finished:<1h"),
         ("-state:dead", "can be negated"),
+        ("task:", "a field needs a value"),
+        ("timeout error:", "a field needs a value"),
     ):
         with pytest.raises(ValueError, match=fragment):
             parse_search(query, now=time.time())

@@ -66,7 +66,8 @@ def test_schedules_list_pause_run_resume_through_pipes(url: str, tmp_path: Path)
     assert listed["last_job_id"] == job.id and listed["last_job_state"] == "queued"
     assert listed["run_requested_at"] is None and listed["paused"] is True
 
-    assert run("schedules", "--url", url, "resume", "nightly", cwd=tmp_path).returncode == 0
+    # The store options also go after the subcommand, where users type them.
+    assert run("schedules", "resume", "nightly", "--url", url, cwd=tmp_path).returncode == 0
     assert _listed(url, tmp_path)["nightly"]["paused"] is False
 
     typo = run("schedules", "--url", url, "pause", "nigthly", cwd=tmp_path)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import click
 
 from conveyor.cli.action_log import record_cli_action
-from conveyor.cli.common import echo_json, since, store_options
+from conveyor.cli.common import echo_json, group_store_options, since, store_options
 from conveyor.cli.config import open_app
 from conveyor.cli.output import Column, Output, iso_time, utc_option
 from conveyor.schedules import ACTIONS, ScheduleView, schedule_views, steer, unknown_schedule
@@ -96,6 +96,7 @@ def _act(ctx: click.Context, name: str, action: str) -> None:
 
 @schedules.command("pause")
 @click.argument("name")
+@group_store_options
 @click.pass_context
 def pause(ctx: click.Context, name: str) -> None:
     """Stop every worker from firing NAME (its missed slots are not caught up)."""
@@ -104,6 +105,7 @@ def pause(ctx: click.Context, name: str) -> None:
 
 @schedules.command("resume")
 @click.argument("name")
+@group_store_options
 @click.pass_context
 def resume(ctx: click.Context, name: str) -> None:
     """Let workers fire NAME again from its next slot."""
@@ -112,6 +114,7 @@ def resume(ctx: click.Context, name: str) -> None:
 
 @schedules.command("run")
 @click.argument("name")
+@group_store_options
 @click.pass_context
 def run(ctx: click.Context, name: str) -> None:
     """Enqueue one run of NAME now (by a worker's next tick; paused or not)."""
