@@ -340,6 +340,13 @@ class App:
 
         return register(fn) if fn is not None else register
 
+    def step(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
+        """A durable job's checkpointed step (``name``, ``max_attempts``, ``retry``):
+        its result is saved and served on replay (:mod:`conveyor.durable`)."""
+        from conveyor.extensions import provided  # conveyor.durable sits above the core
+
+        return provided("step")(fn, **options)
+
     def periodic(
         self,
         *,
@@ -400,6 +407,13 @@ class App:
         from conveyor.job import Job
 
         return Job(self, job_id)
+
+    def search(self, query: str, *, limit: int = 50, before: str | None = None) -> Any:
+        """A page of the jobs matching ``query`` (docs/search.md), newest first: a
+        ``JobSearchPage`` (``jobs``, ``complete``, ``next_before`` for the next page)."""
+        from conveyor.app_search import search
+
+        return search(self, query, limit=limit, before=before)
 
 
 def _app_task_namespace(namespace: dict[str, Any]) -> None:

@@ -197,8 +197,9 @@ def test_pausing_an_unknown_queue_needs_force(project: Path, store: str) -> None
         return {q["queue"]: q["paused"] for q in json.loads(out)}
 
     assert "emial" not in listed()  # no phantom queue was stored
+    # --app after the subcommand, where users type it, counts the same.
     declared = conveyor(
-        "queues", "--app", "tasks:app", "--url", store, "pause", "reports", cwd=project
+        "queues", "--url", store, "pause", "reports", "--app", "tasks:app", cwd=project
     )
     assert declared.returncode == 0, declared.stderr  # a task declares it: no --force needed
     forced = conveyor("queues", "--url", store, "pause", "later", "--force", cwd=project)

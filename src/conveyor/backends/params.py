@@ -11,7 +11,7 @@ Example:
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from conveyor.backends.ops_params import (
     IMPORTABLE,
@@ -81,6 +81,9 @@ __all__ = [
     "JobWaitParams",
     "LimitSpec",
     "PeriodicFireParams",
+    "PeriodicPauseParams",
+    "PeriodicResumeParams",
+    "PeriodicRunParams",
     "QueuePauseParams",
     "QueueResumeParams",
     "WhereCondition",
@@ -199,6 +202,32 @@ class JobInsertBatchParams:
     expires_at: float | None = None
 
 
+def insert_by_kind(
+    params: Sequence[JobInsertParams] | JobInsertBatchParams,
+    batch: Callable[[JobInsertBatchParams], object],
+    flow: Callable[[Sequence[JobInsertParams]], Sequence[str]],
+    plain: Callable[[Sequence[JobInsertParams]], Sequence[str]],
+) -> Sequence[str]:
+    """``job_insert_many`` for a store with one path per kind of insert: plain jobs that
+    share their options (``batch``), any with a unique key, parents or a limit (``flow``),
+    plain jobs each with its own (``plain``); the ids inserted.
+
+    >>> plain = lambda jobs: [p.id for p in jobs]
+    >>> insert_by_kind([JobInsertParams("a", "t", "q", "{}")], print, print, plain)
+    ['a']
+    >>> insert_by_kind(JobInsertBatchParams("t", "q", ["b"], ["{}"]), id, print, plain)
+    ['b']
+    """
+    if isinstance(params, JobInsertBatchParams):
+        batch(params)
+        return params.ids
+    if not params:
+        return []
+    if not all(p.is_plain for p in params):
+        return flow(params)
+    return plain(params)
+
+
 def one_per_job(jobs: Sequence[JobInsertParams] | JobInsertBatchParams) -> list[JobInsertParams]:
     """An insert as one :class:`JobInsertParams` per job (a batch's shared options copied
     to each), for a store that writes job by job (the memory store, the testing modes).
@@ -277,6 +306,30 @@ class PeriodicFireParams:
     spec: str
     slots: Sequence[tuple[float, JobInsertParams]]
     next_slot: float | None
+    #: (the ``run_requested_at`` the caller read, the job): enqueued once if that
+    #: "run now" request is still pending, whether or not the schedule is paused
+    run: tuple[float, JobInsertParams] | None = None
+
+
+@record
+class PeriodicPauseParams:
+    """Pause schedule ``name`` (stored): every worker skips its slots until it is
+    resumed, and does not catch them up after (they are recorded as skipped)."""
+
+    name: str
+
+
+@record
+class PeriodicResumeParams:
+    name: str
+
+
+@record
+class PeriodicRunParams:
+    """Ask for one run of schedule ``name`` now: the next worker's scheduler tick
+    enqueues its job once (a paused schedule too), without moving its slots."""
+
+    name: str
 
 
 @record

@@ -101,6 +101,42 @@ def store_options(fn: F) -> F:
     return url_option(fn)
 
 
+def group_store_options(fn: F) -> F:
+    """:func:`store_options` on a subcommand of a group that has them too (``conveyor
+    queues pause NAME --app mod:app`` as well as ``conveyor queues --app mod:app pause
+    NAME``): what the subcommand is given wins over the group's ``ctx.obj``.
+
+    Example::
+
+        @queues.command("pause")
+        @group_store_options
+        @click.pass_context
+        def pause(ctx: click.Context, name: str) -> None: ...
+    """
+
+    def merge(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+        if value is not None and param.name is not None:
+            ctx.ensure_object(dict)[param.name] = value
+        return value
+
+    fn = click.option(
+        "--app",
+        "app_spec",
+        metavar="MODULE:ATTR",
+        expose_value=False,
+        callback=lambda ctx, param, value: merge(ctx, param, _valid_app_spec(ctx, param, value)),
+        help="Take the URL from this app (as the group's --app).",
+    )(fn)
+    return click.option(
+        "--url",
+        "url",
+        metavar="URL",
+        expose_value=False,
+        callback=merge,
+        help="The store's URL (as the group's --url).",
+    )(fn)
+
+
 def source_note(app: App) -> str:
     """' (from $CONVEYOR_URL)' or similar, when the user did not type the URL."""
     return "" if app.url_source == "--url" else f" (from {app.url_source})"

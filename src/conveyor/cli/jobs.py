@@ -5,6 +5,7 @@ and its logs). ``job`` takes a whole id or a unique prefix of one.
 Example::
 
     conveyor jobs --state dead --where kwargs.user_id=42 --limit 20 --app tasks:app
+    conveyor jobs --search 'error:timeouterror args.user_id:42 finished:<1h'
     conveyor jobs --after 01JD... --json
     conveyor job 01JD8X2K
 """
@@ -18,6 +19,7 @@ from typing import Any
 import click
 
 from conveyor import records, rowtext
+from conveyor.app import App
 from conveyor.backends.base import (
     AttemptRecord,
     Backend,
@@ -27,6 +29,8 @@ from conveyor.backends.base import (
     JobLogListParams,
     JobLogRecord,
     JobRecord,
+    JobSearchParams,
+    StepRecord,
 )
 from conveyor.cli.common import echo_json, store_options
 from conveyor.cli.config import open_app
@@ -41,6 +45,7 @@ from conveyor.cli.output import (
     utc_option,
 )
 from conveyor.cli.prefix import MIN_PREFIX, resolve
+from conveyor.cli.steps import job_steps, steps_json, steps_section, waits_for
 from conveyor.redaction import redacted
 from conveyor.secrets import mask_payload, refuse_secret_where
 from conveyor.states import JobState
@@ -63,6 +68,13 @@ SHOW_CHARS = 20_000
     is_flag=True,
     help="List in creation order (default: newest first, as the dashboard).",
 )
+@click.option(
+    "--search",
+    "query",
+    metavar="QUERY",
+    help='Only jobs matching QUERY (words, "phrases", -word, field:word, state:, '
+    "args.NAME:value, header.NAME:value, finished:<1h; docs/search.md), newest first.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @epoch_option
 @utc_option
@@ -73,6 +85,7 @@ def jobs(
     limit: int,
     after: str | None,
     oldest_first: bool,
+    query: str | None,
     as_json: bool,
     epoch: bool,
     utc: bool,
@@ -81,14 +94,22 @@ def jobs(
     last error, scheduled ones when they run."""
     app = open_app(url, app_spec)
     backend = app.backend
-    refuse_secret_where(backend, job_filter)  # secret arguments cannot be queried
-    job_filter = bound_to(job_filter, app, note=not as_json)  # after: errors stay one line
-    found = backend.job_list(
-        JobListParams(after_id=after, limit=limit, filter=job_filter, descending=not oldest_first)
-    )
-    next_after = found[-1].id if len(found) == limit else None
+    scan: tuple[int | None, bool] = (None, True)
+    if query is not None:
+        job_filter, scan, found = _searched(app, query, job_filter, limit, after, oldest_first)
+    else:
+        refuse_secret_where(backend, job_filter)  # secret arguments cannot be queried
+        job_filter = bound_to(job_filter, app, note=not as_json)  # after: errors stay one line
+        found = backend.job_list(
+            JobListParams(
+                after_id=after, limit=limit, filter=job_filter, descending=not oldest_first
+            )
+        )
+    next_after = found[-1].id if len(found) == limit or not scan[1] else None
     if as_json:
-        echo_json({"jobs": [job_dict(j, epoch=epoch) for j in found], "next_after": next_after})
+        listed = [job_dict(j, epoch=epoch) for j in found]
+        more = {"scanned": scan[0], "complete": scan[1]} if query is not None else {}
+        echo_json({"jobs": listed, "next_after": next_after, **more})
         return
     out = Output()
     out.table(
@@ -108,9 +129,36 @@ def jobs(
         title=f"jobs — {redacted(backend.url)}",
         empty="no jobs" if is_empty(job_filter) and after is None else "no jobs match",
     )
+    if not scan[1]:
+        out.line(f"scanned {scan[0]} jobs without an index and stopped: older ones may match")
     if next_after:
         order = " --oldest-first" if oldest_first else ""
         out.line(f"more: --after {next_after}{order}")
+
+
+def _searched(
+    app: App,
+    query: str,
+    job_filter: JobFilter,
+    limit: int,
+    after: str | None,
+    oldest_first: bool,
+) -> tuple[JobFilter, tuple[int | None, bool], list[JobRecord]]:
+    """``jobs --search``: the query's filter ANDed with the options', one search page."""
+    from conveyor.search_query import SearchSyntaxError, narrowed, parse_search
+
+    if oldest_first:
+        raise click.UsageError("--search lists newest first: drop --oldest-first")
+    if "search" not in app.backend.features:
+        raise click.ClickException(f"the {app.backend.name} store cannot search jobs yet")
+    try:
+        parsed = parse_search(query)
+    except SearchSyntaxError as exc:
+        raise click.BadParameter(str(exc), param_hint="--search") from None
+    both = bound_to(narrowed(job_filter, parsed.filter), app, note=False)
+    refuse_secret_where(app.backend, both)
+    page = app.backend.job_search(JobSearchParams(both, parsed.terms, limit, after))
+    return both, (page.scanned, page.complete), list(page.jobs)
 
 
 def _listed_row(j: JobRecord, utc: bool) -> list[object]:
@@ -174,6 +222,7 @@ def job(
     attempts = backend.job_attempts(job_id)
     logs = backend.job_log_list(JobLogListParams(job_id))
     parents = _parents(backend, job_id)
+    steps = job_steps(backend, job_id)
     if as_json:
         echo_json(
             {
@@ -181,10 +230,12 @@ def job(
                 "depends_on": parents,
                 "attempts": [_decoded(records.asdict(a), epoch) for a in attempts],
                 "logs": [_timed(records.asdict(r), ("ts",), epoch) for r in logs],
+                **({"steps": steps_json(steps, epoch)} if steps else {}),
+                **({"waits_for": w} if (w := waits_for(record, steps)) else {}),
             }
         )
         return
-    _print_job(record, parents, attempts, logs, utc=utc)
+    _print_job(record, parents, attempts, logs, steps, utc=utc)
 
 
 def _print_job(
@@ -192,11 +243,12 @@ def _print_job(
     parents: list[dict[str, str]],
     attempts: Sequence[AttemptRecord],
     logs: Sequence[JobLogRecord],
+    steps: Sequence[StepRecord],
     *,
     utc: bool,
 ) -> None:
-    """``conveyor job``'s sections: fields, odd-row note, parents, attempts (and their
-    tracebacks), logs."""
+    """``conveyor job``'s sections: fields, odd-row note, parents, steps (durable jobs),
+    attempts (and their tracebacks), logs."""
     out = Output(sections=True)
     out.fields(
         [
@@ -223,6 +275,7 @@ def _print_job(
             title="depends on (workflow parents, in order)",
             empty="no parents",
         )
+    steps_section(out, steps, waits_for(record, steps), utc)
     _attempts_table(out, attempts, utc=utc)
     for a in attempts:
         tb = _error(a.error).get("traceback")

@@ -20,7 +20,7 @@ import click
 from conveyor.app import App
 from conveyor.backends.base import QueuePauseParams, QueueResumeParams
 from conveyor.cli.action_log import record_cli_action
-from conveyor.cli.common import age, echo_json, store_options
+from conveyor.cli.common import age, echo_json, group_store_options, store_options
 from conveyor.cli.config import open_app
 from conveyor.cli.filters import STATES
 from conveyor.cli.output import Column, Output
@@ -119,6 +119,7 @@ def refuse_unknown_queue(name: str, existing: set[str], declared: set[str]) -> N
 
 @queues.command("pause")
 @click.argument("name")
+@group_store_options
 @click.option("--force", is_flag=True, help="Pause NAME even if no job or task uses it yet.")
 @click.pass_context
 def pause(ctx: click.Context, name: str, force: bool) -> None:
@@ -128,6 +129,7 @@ def pause(ctx: click.Context, name: str, force: bool) -> None:
 
 @queues.command("resume")
 @click.argument("name")
+@group_store_options
 @click.pass_context
 def resume(ctx: click.Context, name: str) -> None:
     """Let workers claim jobs of NAME again."""

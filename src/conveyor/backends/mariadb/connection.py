@@ -16,15 +16,24 @@ Example (needs a server; the test suite starts one)::
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from conveyor.backends.mariadb.url import MariaDBTarget, parse_mariadb_url
+from conveyor.backends.packaged import packaged_text
 from conveyor.errors import BackendUnavailable, StoreNotFound
 
-SCHEMA_VERSION = 1
+#: 1: every table (schema.sql). 2: schedules' pause and "run now" (columns of
+#: periodic_schedules, in schema.sql for new stores; ADDED_COLUMNS for older ones).
+#: 3: durable jobs (job_steps, job_events: CREATE TABLE IF NOT EXISTS in schema.sql).
+SCHEMA_VERSION = 3
+#: Columns schema.sql gained after version 1: (table, column, definition), added to a
+#: store that lacks them (MySQL 8 has no ADD COLUMN IF NOT EXISTS, so each is looked up).
+ADDED_COLUMNS = (
+    ("periodic_schedules", "paused", "TINYINT NOT NULL DEFAULT 0"),
+    ("periodic_schedules", "run_requested_at", "DOUBLE"),
+)
 _SESSION = "SET SESSION sql_mode = CONCAT(@@sql_mode, ',PIPES_AS_CONCAT,ANSI_QUOTES')"
 #: Its own statement: MariaDB names the variable tx_isolation, MySQL 8
 #: transaction_isolation; this form is both's.
@@ -35,13 +44,7 @@ _MIGRATION_LOCK = "conveyor_migrate_{database}"
 
 def read_packaged(name: str) -> str:
     """A text file shipped beside this module."""
-    try:
-        with open(os.path.join(os.path.dirname(__file__), name), encoding="utf-8") as f:
-            return f.read()
-    except (FileNotFoundError, NotADirectoryError):
-        from importlib import resources
-
-        return resources.files(__package__).joinpath(name).read_text("utf-8")
+    return packaged_text(__file__, __package__, name)
 
 
 def statements(script: str) -> list[str]:
@@ -94,13 +97,41 @@ class Executor:
         return cur
 
 
+#: PyMySQL's connection class with one TLS context per process (made on first use).
+_connection_class: Any = None
+
+
+def _connection() -> Any:
+    """PyMySQL's ``Connection``, but whose TLS context for the preferred mode (TLS when
+    the server offers it, no certificate checked: what PyMySQL >= 2 does when given no
+    ``ssl_*`` option) is made once per process and shared. PyMySQL makes a new one per
+    connection, loading the system's CA store each time: 60 ms of a 70 ms connect here,
+    paid by every CLI command, worker thread and test."""
+    global _connection_class
+    if _connection_class is None:
+        import pymysql
+
+        shared: list[Any] = []
+
+        class Connection(pymysql.connections.Connection):  # type: ignore[misc]
+            def _create_ssl_ctx(self, sslp: Any) -> Any:
+                if sslp != {}:  # explicit options: not the shared default
+                    return super()._create_ssl_ctx(sslp)
+                if not shared:  # a race makes two; both are right, one is kept
+                    shared.append(super()._create_ssl_ctx(sslp))
+                return shared[0]
+
+        _connection_class = Connection
+    return _connection_class
+
+
 def connect(target: MariaDBTarget, database: bool = True) -> Any:
     """A new connection (BackendUnavailable when the server cannot be reached)."""
     import pymysql
     from pymysql.constants import CLIENT
 
     try:
-        conn = pymysql.connect(
+        conn = _connection()(
             host=target.host,
             port=target.port,
             user=target.user,
@@ -150,12 +181,29 @@ def migrate(target: MariaDBTarget) -> None:
                 # DDL commits implicitly on MariaDB: each statement is idempotent instead.
                 for statement in statements(read_packaged("schema.sql")):
                     ex.execute(statement)
+                _add_missing_columns(ex)
                 ex.execute("INSERT INTO schema_version (version) VALUES (%s)", (SCHEMA_VERSION,))
                 conn.commit()
         finally:
             ex.execute("SELECT RELEASE_LOCK(%s)", (lock,))
     finally:
         conn.close()
+
+
+def _add_missing_columns(ex: Any) -> None:
+    """Add the :data:`ADDED_COLUMNS` a store made by an older schema.sql lacks (one
+    ALTER per table: InnoDB may rebuild the table for each)."""
+    missing: dict[str, list[str]] = {}
+    for table, column, definition in ADDED_COLUMNS:
+        found = ex.execute(
+            "SELECT 1 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
+            "AND TABLE_NAME = %s AND COLUMN_NAME = %s",
+            (table, column),
+        ).fetchone()
+        if found is None:
+            missing.setdefault(table, []).append(f"ADD COLUMN {column} {definition}")
+    for table, additions in missing.items():
+        ex.execute(f"ALTER TABLE {table} {', '.join(additions)}")
 
 
 def require_existing_store(url: str) -> None:

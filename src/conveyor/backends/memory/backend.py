@@ -48,8 +48,11 @@ from conveyor.backends.memory import flow
 from conveyor.backends.memory.action_log import MemoryActionLog
 from conveyor.backends.memory.flow_methods import MemoryFlowMixin
 from conveyor.backends.memory.ops import MemoryOpsMixin
+from conveyor.backends.memory.schedules import MemorySchedules
+from conveyor.backends.memory.steps import MemorySteps
 from conveyor.backends.memory.store import MemoryStore, Row, Worker, store_for
 from conveyor.backends.memory.url import parse_memory_url
+from conveyor.backends.search_scan import ScanSearch
 from conveyor.errors import ConfigurationError
 from conveyor.rules import (
     FINISH,
@@ -74,6 +77,8 @@ FEATURES = frozenset(
         *("filters", "purge", "result_ttl", "expires", "queues", "logs", "integrity"),
         "ack_with_claim",
         "action_log",
+        "search",
+        "steps",
     }
 )
 
@@ -83,7 +88,9 @@ _NO_TRANSACTION = (
 )
 
 
-class MemoryBackend(MemoryOpsMixin, MemoryFlowMixin, MemoryActionLog):
+class MemoryBackend(
+    MemoryOpsMixin, MemoryFlowMixin, MemoryActionLog, MemorySchedules, ScanSearch, MemorySteps
+):
     """Backend on a store in this process's memory. Internal: use
     ``conveyor.App("memory://name")``."""
 
@@ -355,6 +362,7 @@ def _finish(store: MemoryStore, params: Sequence[JobFinishParams], now: float) -
             del store.jobs[p.id]
             store.attempts.pop(p.id, None)
             store.logs.pop(p.id, None)
+            store.forget_steps(p.id)
             continue
         if rule.state is JobState.SUCCEEDED:
             row.result = p.result

@@ -26,6 +26,7 @@ from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from conveyor.backends.durable_params import StepRecord
 from conveyor.backends.protocols import ACTION_LOG_CAP
 from conveyor.backends.records import (
     ActionLogRecord,
@@ -143,6 +144,8 @@ class Schedule:
     last_slot: float | None = None
     last_fired_at: float | None = None
     last_job_id: str | None = None
+    paused: bool = False  # conveyor schedules pause: periodic_fire skips its slots
+    run_requested_at: float | None = None  # a pending "run now"
 
 
 class MemoryStore:
@@ -174,6 +177,15 @@ class MemoryStore:
         #: ``action_seq`` numbers them (ids never reused, as a SQL identity)
         self.actions: deque[ActionLogRecord] = deque(maxlen=ACTION_LOG_CAP)
         self.action_seq = 0
+        #: durable jobs: job id -> position -> step; job id -> events [name, payload,
+        #: consumed] oldest first
+        self.steps: dict[str, dict[int, StepRecord]] = {}
+        self.events: dict[str, list[list[object]]] = {}
+
+    def forget_steps(self, job_id: str) -> None:
+        """Drop a deleted job's step records and events."""
+        self.steps.pop(job_id, None)
+        self.events.pop(job_id, None)
 
     @contextmanager
     def write(self) -> Iterator[MemoryStore]:

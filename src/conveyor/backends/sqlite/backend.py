@@ -52,6 +52,7 @@ from conveyor.backends.base import (
     RescueResult,
     WorkerHeartbeatParams,
 )
+from conveyor.backends.params import insert_by_kind
 from conveyor.backends.sql import leases, rescue, workers
 from conveyor.backends.sql.claim import Claim, promote_due
 from conveyor.backends.sql.finish import Finish
@@ -74,6 +75,7 @@ from conveyor.backends.sqlite.flow_methods import FlowMixin
 from conveyor.backends.sqlite.inserts import batch_rows, insert_values
 from conveyor.backends.sqlite.notify import MAX_POLL, MIN_POLL, POLL_GROWTH, notifier_for
 from conveyor.backends.sqlite.ops import SQLiteOpsMixin
+from conveyor.backends.sqlite.search import SQLiteSearch
 from conveyor.backends.sqlite.transactional import (
     ASYNC_REFUSED,
     insert_through,
@@ -98,6 +100,8 @@ FEATURES = frozenset(
         "transactional_completion",
         "shared",
         "action_log",
+        "search",
+        "steps",
     }
 )
 
@@ -114,7 +118,7 @@ def rollback(conn: sqlite3.Connection) -> None:
 
 
 @translate_store_errors
-class SQLiteBackend(SQLiteOpsMixin, FlowMixin, SQLiteActionLog):
+class SQLiteBackend(SQLiteSearch, SQLiteOpsMixin, FlowMixin, SQLiteActionLog):
     """Backend on one SQLite file. Internal: use ``conveyor.App("sqlite:///file.db")``."""
 
     name = "sqlite"
@@ -261,11 +265,10 @@ class SQLiteBackend(SQLiteOpsMixin, FlowMixin, SQLiteActionLog):
     def job_insert_many(
         self, params: Sequence[JobInsertParams] | JobInsertBatchParams
     ) -> Sequence[str]:
-        if isinstance(params, JobInsertBatchParams):
-            self._insert_batch(params)
-            return params.ids
-        if not all(p.is_plain for p in params):
-            return self._insert_flow(params)
+        return insert_by_kind(params, self._insert_batch, self._insert_flow, self._insert_each)
+
+    def _insert_each(self, params: Sequence[JobInsertParams]) -> list[str]:
+        """Plain jobs, each with its own options."""
         now = time.time()
         values = [insert_values(p, now) for p in params]
         with self._write() as conn:
