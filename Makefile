@@ -24,7 +24,7 @@ PYBENCH ?= $(shell python3.12 --version >/dev/null 2>&1 && echo python3.12 || ec
 VENV_BENCH := .venv-bench
 BIN_BENCH := $(VENV_BENCH)/bin
 
-.PHONY: demo test lint setup setup-demo check-python print-python bench-venv faults
+.PHONY: demo test lint setup setup-demo check-python print-python bench-venv bench-venv-arq faults
 
 check-python:
 	@if [ -z "$(PY)" ]; then \
@@ -76,6 +76,14 @@ $(BIN_BENCH)/conveyor: pyproject.toml
 
 # Then: .venv-bench/bin/python -m bench run [--quick] [--arms ...]
 bench-venv: $(BIN_BENCH)/conveyor
+
+# arq's own environment (arq 0.28 wants redis-py < 6, the bench venv has 8 for
+# taskiq-redis): the harness runs the arq arm's producer and worker from it.
+$(VENV_BENCH)-arq/bin/arq:
+	$(PYBENCH) -m venv $(VENV_BENCH)-arq
+	$(VENV_BENCH)-arq/bin/pip install -q 'arq==0.28.0'
+
+bench-venv-arq: $(VENV_BENCH)-arq/bin/arq
 
 # The fault tests alone (real workers, real signals; ~1 min). The long version, which
 # writes RELIABILITY.md: .venv/bin/python -m tests.faults --long (several minutes).

@@ -23,6 +23,14 @@ PACKAGES = (
     "psycopg",
     "procrastinate",
     "oban",
+    # the issue-26 peers (their versions were missing from every report's header)
+    "pgqueuer",
+    "typer",
+    "asyncpg",
+    "saq",
+    "streaq",
+    "taskiq",
+    "taskiq-redis",
 )
 
 

@@ -37,6 +37,7 @@ def checklist(
     checks: dict[str, dict[str, Any]],
     marker: dict[str, Any] | None,
     postgres: dict[str, str] | None = None,
+    postgres_fast: dict[str, str] | None = None,
 ) -> list[str]:
     """The checklist lines printed with every result (``marker``: the run's measured
     marker entry, :func:`bench.marker.measure`)."""
@@ -79,6 +80,15 @@ def checklist(
                 + ", ".join(f"{k}={v}" for k, v in postgres.items())
             ]
             if postgres
+            else []
+        ),
+        *(
+            [
+                "A second cluster, the same way, for the arms named `+fsync-off` only (a "
+                "labelled speed-over-durability variant, never a target's reading); read "
+                "back: " + ", ".join(f"{k}={v}" for k, v in postgres_fast.items())
+            ]
+            if postgres_fast
             else []
         ),
         "Fresh producer process and fresh worker process per measurement; fresh Redis "

@@ -11,13 +11,14 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from typing import Any
 
 import psutil
+
+from bench import arms
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -200,7 +201,7 @@ class Worker:
 def run_producer(spec: dict[str, Any], env: dict[str, str], timeout: float) -> dict[str, Any]:
     """Run one producer process; return its JSON result or raise with its output."""
     proc = subprocess.run(
-        [sys.executable, "-m", "bench.producer", json.dumps(spec)],
+        [arms.python_for(spec["arm"]), "-m", "bench.producer", json.dumps(spec)],
         env=env,
         cwd=ROOT,
         capture_output=True,
@@ -223,7 +224,7 @@ def run_producers(
     return their JSON results in spec order, or raise with a failed one's output."""
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "bench.producer", json.dumps(spec)],
+            [arms.python_for(spec["arm"]), "-m", "bench.producer", json.dumps(spec)],
             env=env,
             cwd=ROOT,
             stdout=subprocess.PIPE,

@@ -41,6 +41,11 @@ FAST_SETTINGS: Mapping[str, str] = {
     "max_connections": "300",
 }
 
+#: A real deployment's durability: PostgreSQL's own defaults for fsync, synchronous_commit
+#: and full_page_writes (all on), so a commit returns after its WAL is on disk. The
+#: bench's PostgreSQL arms run here; FAST_SETTINGS is their labelled fsync-off variant.
+DURABLE_SETTINGS: Mapping[str, str] = {"max_connections": "300"}
+
 #: Settings the bench reads back and prints with every result.
 REPORTED = (
     "server_version",

@@ -102,6 +102,9 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         for lo in range(0, n, 10_000):
             now = time.time()
             arm.enqueue_batch([(base + i, now, kind) for i in range(lo, min(n, lo + 10_000))])
+    elif action == "fill_spread":  # W7: round robin over many queues
+        now = time.time()
+        arm.enqueue_spread([(i, now, kind) for i in range(n)], spec["queues"])
     elif action == "w2":
         warm = int(spec.get("warmup", 3))
         for i in range(warm):

@@ -30,6 +30,7 @@ METRICS: dict[str, tuple[str, tuple[str, ...]]] = {
     "W5": ("first_job_done_ms", ("ready_ms", "inprocess_first_job_ms", "python_start_ms")),
     # W6 is two tables (drain rows, producer rows): see w6_tables
     "W6": ("jobs_per_s", ("smaller_share", "cpu_s_per_1000")),
+    "W7": ("jobs_per_s", ("cpu_s_per_1000", "start_to_last_s", "peak_rss_mib")),
 }
 #: W6's producers-and-workers rows, shown by their enqueue latency
 W6_PRODUCERS: tuple[str, tuple[str, ...]] = (
@@ -49,6 +50,8 @@ TITLES = {
     "one process that enqueues and runs the job itself; python_start_ms: `python -c` alone)",
     "W6": "W6 two `conveyor worker` processes on one SQLite file (W1's queue drained by one "
     "and by two, alternated; then producers enqueueing one at a time while two workers run)",
+    "W7": "W7 one default worker consuming many queues (jobs round robin over them; first "
+    "job start to last job end)",
 }
 
 
@@ -162,6 +165,8 @@ def w6_tables(rs: list[dict[str, Any]]) -> list[str]:
 def _pkey(p: str) -> tuple[str, int, str]:
     if p.isdigit():
         return ("", int(p), "")
+    if p.endswith(" queues") and p.split()[0].isdigit():  # W7: by count, not as text
+        return ("", int(p.split()[0]), p)
     head, _, c = p.partition(" c=")
     return (head, int(c) if c.isdigit() else 0, p)
 

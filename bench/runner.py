@@ -21,10 +21,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from bench import arms as arm_registry
-from bench import environment, fairness, harness, report
+from bench import clusters, environment, fairness, harness, many_queues, report, w6
 from bench import marker as marker_mod
 from bench import scenarios as sc
-from bench.postgres_cluster import PostgresCluster
 
 FULL = {
     "E1": [1_000, 10_000],
@@ -50,6 +49,9 @@ FULL = {
     "W6_producers": 4,
     "W6_rate": 2_000,
     "w6_s": 5.0,
+    # W7 (issue 26): one default worker on many queues, W7_n jobs round robin over them
+    "W7_queues": [1, 100, 1_000, 5_000],
+    "W7_n": 1_000,
 }
 QUICK = {
     "E1": [200],
@@ -69,9 +71,11 @@ QUICK = {
     "W6_producers": 4,
     "W6_rate": 1_000,
     "w6_s": 1.0,
+    "W7_queues": [1, 100],
+    "W7_n": 200,
 }
 #: The order scenarios run in (W3 needs W1's capacity from the same run).
-ORDER = ["E1", "E2", "W1", "W2", "W3", "W4", "W5", "W6"]
+ORDER = ["E1", "E2", "W1", "W2", "W3", "W4", "W5", "W6", "W7"]
 
 
 def plan(
@@ -122,7 +126,7 @@ def plan(
             # One worker and two alternate which goes first, iteration by iteration.
             counts = (1, 2) if it % 2 == 0 else (2, 1)
             steps += [
-                (scen, W6_DRAIN[w], a, lambda a=a, w=w: sc.w6_drain(ctx, a, s["W1"], w))
+                (scen, W6_DRAIN[w], a, lambda a=a, w=w: w6.drain(ctx, a, s["W1"], w))
                 for w in counts
                 for a in usable
             ]
@@ -132,8 +136,14 @@ def plan(
                     scen,
                     f"{k} producers + 2 workers",
                     a,
-                    lambda a=a, k=k: sc.w6_producers(ctx, a, k, float(s["W6_rate"]), s["w6_s"]),
+                    lambda a=a, k=k: w6.producers(ctx, a, k, float(s["W6_rate"]), s["w6_s"]),
                 )
+                for a in usable
+            ]
+        elif scen == "W7":
+            steps += [
+                (scen, f"{q} queues", a, lambda a=a, q=q: many_queues.w7(ctx, a, s["W7_n"], q))
+                for q in s["W7_queues"]
                 for a in usable
             ]
     return steps
@@ -203,22 +213,8 @@ def run(
         os.environ["BENCH_REDIS_URL"] = redis_server.url
     ctx = sc.Ctx(redis=redis_server, workdir=workdir, scale=scale)
     rows: dict[str, list[dict[str, Any]]] = {}
-    pg_settings: dict[str, str] = {}
     try:
-        if any(map(arm_registry.needs_postgres, arms)):
-            # One private cluster for every PostgreSQL arm (same server, same settings);
-            # a fresh database per measurement (Ctx.fresh_env).
-            try:
-                ctx.postgres = PostgresCluster().init().start()
-            except (FileNotFoundError, RuntimeError) as exc:
-                # No server binaries here: those arms report themselves not available.
-                console.print(f"[yellow]no PostgreSQL cluster: {exc}[/yellow]")
-            if ctx.postgres is not None:
-                os.environ["BENCH_POSTGRES_URL"] = ctx.postgres.url_for(sc.PG_DATABASE)
-                pg_settings = ctx.postgres.settings()
-                console.print(
-                    "postgres (read back): " + ", ".join(f"{k}={v}" for k, v in pg_settings.items())
-                )
+        pg_settings, pg_fast = clusters.start(ctx, arms, console)
         # The marker alone, before any arm runs (same box, same minute as the arms).
         marker = marker_mod.measure(int(scale.get("marker_n", 100_000)))
         console.print(f"completion marker: {marker_mod.describe(marker)}")
@@ -236,9 +232,11 @@ def run(
                     "w4": False,
                 }
             if "W6" in suites:
-                reason = sc.w6_unsupported(a, str(checks[a].get("storage", "")))
+                reason = w6.unsupported(a, str(checks[a].get("storage", "")))
                 if reason:
                     checks[a]["unsupported"].setdefault("W6", reason)
+            if "W7" in suites and (reason := many_queues.w7_unsupported(a)):
+                checks[a]["unsupported"].setdefault("W7", reason)
         # W3 needs each arm's W1 capacity from this run: W1 always precedes W3.
         if "W3" in suites and "W1" not in suites:
             suites = ["W1", *suites]
@@ -257,7 +255,13 @@ def run(
             "marker": marker,
         }
         meta["environment"]["postgres"] = pg_settings or "not started (no PostgreSQL arm)"
-        meta["checklist"] = fairness.checklist(scale, checks, marker, pg_settings)
+        if pg_fast:
+            meta["environment"]["postgres_fsync_off"] = pg_fast
+        for a in arms:
+            if arm_registry.fsync_off(a) and checks[a].get("available"):
+                checks[a]["config"] += "; on the fsync-off cluster (labelled variant)"
+                checks[a]["durability"] = clusters.FSYNC_OFF_DURABILITY
+        meta["checklist"] = fairness.checklist(scale, checks, marker, pg_settings, pg_fast)
         for line in meta["checklist"]:
             console.print(f"[dim]- {line}[/dim]")
         for a, c in checks.items():
@@ -330,9 +334,10 @@ def run(
     finally:
         if redis_server is not None:
             redis_server.stop()
-        if ctx.postgres is not None:
-            ctx.postgres.stop("immediate")
-            ctx.postgres.remove()
+        for cluster in (ctx.postgres, ctx.postgres_fast):
+            if cluster is not None:
+                cluster.stop("immediate")
+                cluster.remove()
         shutil.rmtree(workdir, ignore_errors=True)
     return outdir
 
@@ -355,9 +360,12 @@ def _merge_meta(base: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     # Arms of the earlier run that the appended scenarios do not apply to say so too.
     for arm, check in checks.items():
         if "W6" in new["suites"] and arm not in new["checks"]:
-            reason = sc.w6_unsupported(arm, str(check.get("storage", "")))
+            reason = w6.unsupported(arm, str(check.get("storage", "")))
             if reason:
                 check.setdefault("unsupported", {}).setdefault("W6", reason)
+        w7_gap = many_queues.w7_unsupported(arm)
+        if "W7" in new["suites"] and arm not in new["checks"] and w7_gap:
+            check.setdefault("unsupported", {}).setdefault("W7", w7_gap)
     merged["checks"] = checks
     merged["scale"] = {**new["scale"], **base["scale"]}
     env = new["environment"]

@@ -31,6 +31,8 @@ class Ctx:
     workdir: str
     scale: dict[str, Any]
     postgres: PostgresCluster | None = None
+    #: the fsync-off cluster, for arms named with ``arms.FSYNC_OFF`` (started only for them)
+    postgres_fast: PostgresCluster | None = None
     counter: int = 0
     w1_capacity: dict[str, float] = dataclasses.field(default_factory=dict)
     raw: list[tuple[str, list[dict[str, Any]]]] = dataclasses.field(default_factory=list)
@@ -49,7 +51,7 @@ class Ctx:
         env = dict(os.environ)
         env.update(
             {
-                "BENCH_VARIANT": arm,
+                "BENCH_VARIANT": arms.base_name(arm),
                 "BENCH_SQLITE_PATH": path,
                 jobs.PATH_ENV: self.marker.path,
                 "BENCH_RESULTS": "1" if results else "0",
@@ -64,10 +66,14 @@ class Ctx:
         if self.redis is not None:
             env["BENCH_REDIS_URL"] = self.redis.url
         if arms.needs_postgres(arm):
-            if self.postgres is None:
+            cluster = self.postgres_fast if arms.fsync_off(arm) else self.postgres
+            if cluster is None:
                 raise RuntimeError(f"{arm} needs PostgreSQL, and this run started no cluster")
-            url = self.postgres.fresh_database(PG_DATABASE)
+            url = cluster.fresh_database(PG_DATABASE)
             env["BENCH_POSTGRES_URL"] = env["BENCH_CONVEYOR_URL"] = url
+            # Worker commands that name the server (pgqueuer's, oban's) are built in this
+            # process: the cluster of this measurement, not the one first set.
+            os.environ["BENCH_POSTGRES_URL"] = url
         elif arms.needs_redis(arm):
             if self.redis is None:
                 raise RuntimeError(f"{arm} needs Redis, and this run started no redis-server")
@@ -155,7 +161,12 @@ def _throughput_run(
     """Pre-fill n jobs, start one fresh worker, first job start to last job end."""
     env = _fresh(ctx, arm)
     harness.run_producer({"arm": arm, "action": "fill", "n": n, "kind": kind}, env, 600)
-    worker = _worker(arm, env, concurrency, burst=True)
+    return drain(ctx, _worker(arm, env, concurrency, burst=True), n)
+
+
+def drain(ctx: Ctx, worker: harness.Worker, n: int) -> dict[str, Any]:
+    """Wait for the n pre-filled jobs, verify them, and time the span: first job start to
+    last job end (the W1 figure), CPU of the worker's tree over that span, RSS."""
     row = _finish(ctx, worker, n, timeout=ctx.scale["timeout"])
     t = _marker(ctx).timings()
     if not row["valid"] or not t:
@@ -330,124 +341,3 @@ def _spawn_until_done(cmd: list[str], env: dict[str, str]) -> float:
 
 
 # -- W6: two workers on one SQLite file (issue 16) ------------------------------------------
-
-#: Why an arm has no W6 row: the scenario is about SQLite's single writer, with conveyor's
-#: own worker command (two processes on one file), so it runs for conveyor's SQLite arms.
-W6_ONLY = "conveyor SQLite arms only (two `conveyor worker` processes on one file)"
-
-
-def w6_unsupported(arm: str, storage: str) -> str | None:
-    """``None`` when ``arm`` runs W6, else the reason it does not.
-
-    >>> w6_unsupported("conveyor-sqlite-default", "sqlite") is None
-    True
-    >>> w6_unsupported("huey-sqlite-thread1", "sqlite") == W6_ONLY
-    True
-    """
-    return None if arm.startswith("conveyor-") and storage == "sqlite" else W6_ONLY
-
-
-def w6_drain(ctx: Ctx, arm: str, n: int, workers: int) -> dict[str, Any]:
-    """W1's queue of ``n`` noop jobs drained by ``workers`` fresh ``conveyor worker``
-    processes on one file: the workers start on the empty store and are ready (their
-    ready line) before the queue is filled in one transaction, so one worker's start-up
-    does not count against the other's drain; first job start to last job end over all
-    of them, CPU summed over every worker's process tree."""
-    env = _fresh(ctx, arm)
-    procs = [_worker(arm, env, burst=False) for _ in range(workers)]
-    try:
-        _wait_ready(procs)
-        harness.run_producer({"arm": arm, "action": "fill", "n": n, "kind": "noop"}, env, 600)
-        _, t_done = _marker(ctx).wait(
-            n, ctx.scale["timeout"], lambda: all(w.alive() for w in procs)
-        )
-        cpu_done = sum(w.sample_now()[1] if w.alive() else w.cpu_at(t_done) for w in procs)
-    finally:
-        for w in procs:
-            w.stop()
-    row = _marker(ctx).verify(n)
-    row["workers"] = workers
-    recs = _marker(ctx).records()[0]
-    if not row["valid"] or not recs:
-        row["reason"] = f"{workers} workers: expected jobs 0..{n - 1} once each; {row}"
-        return row
-    first = min(r[2] for r in recs)
-    last = max(r[3] for r in recs)
-    by_pid: dict[int, int] = {}
-    for r in recs:
-        by_pid[r[4]] = by_pid.get(r[4], 0) + 1
-    row.update(
-        {
-            "jobs_per_s": n / (last - first),
-            "span_s": last - first,
-            "cpu_s_per_1000": (cpu_done - sum(w.cpu_at(first) for w in procs)) / n * 1000,
-            # How the work split between the processes (0.5 = evenly): a collapse into
-            # one worker doing everything while the other waits on the lock shows here.
-            "smaller_share": min(by_pid.values()) / n if len(by_pid) == workers else 0.0,
-        }
-    )
-    if workers == 1:
-        del row["smaller_share"]
-    return row
-
-
-def _wait_ready(procs: list[harness.Worker], timeout: float = 60) -> None:
-    """Until every worker printed its ready line; raise with the logs if one did not."""
-    deadline = time.time() + timeout
-    while not all(w.ready_at for w in procs):
-        if time.time() > deadline or not all(w.alive() for w in procs):
-            logs = " || ".join(" | ".join(list(w.tail)[-5:]) for w in procs)
-            raise RuntimeError(f"a worker never became ready: {logs}")
-        time.sleep(0.005)
-
-
-def w6_producers(ctx: Ctx, arm: str, producers: int, rate: float, seconds: float) -> dict[str, Any]:
-    """``producers`` producer processes enqueue one job at a time, open loop, at
-    ``rate`` jobs/s in total (``rate / producers`` each), for ``seconds``, while two
-    long-running workers drain the same file; each ``enqueue`` call is timed. Every job
-    must run exactly once (verified from the records)."""
-    env = _fresh(ctx, arm)
-    procs = [_worker(arm, env, burst=False) for _ in range(2)]
-    try:
-        if not _warm(ctx, arm, env, procs[0]):
-            raise RuntimeError("warm-up jobs never ran: " + " | ".join(procs[0].tail))
-        _wait_ready(procs)
-        each = max(1, int(rate / producers * seconds))
-        t_start = time.time() + 1.5  # every producer imported and connected by then
-        specs = [
-            {
-                "arm": arm,
-                "action": "w6_enqueue",
-                "rate": rate / producers,
-                "n": each,
-                "base": k * each,
-                "t_start": t_start,
-            }
-            for k in range(producers)
-        ]
-        results = harness.run_producers(specs, env, seconds + 300)
-        n = each * producers
-        done, _ = _marker(ctx).wait(
-            n, max(10.0, seconds * 3), lambda: all(w.alive() for w in procs)
-        )
-    finally:
-        for w in procs:
-            w.stop()
-    row = _marker(ctx).verify(n)
-    lat = [x for r in results for x in r["latencies_ms"]]
-    e2e = [(e - t0) * 1000 for _, t0, _, e in _marker(ctx).timings()]
-    row.update(
-        {
-            "producers": producers,
-            "workers": 2,
-            "rate": rate,
-            "enqueue_p50_ms": statistics.median(lat),
-            "enqueue_p99_ms": _pct(lat, 0.99),
-            "enqueue_max_ms": max(lat),
-            "late_enqueues": sum(int(r["late_enqueues"]) for r in results),
-            "e2e_p99_ms": _pct(e2e, 0.99) if e2e else float("nan"),
-        }
-    )
-    if not row["valid"]:
-        row["reason"] = f"expected jobs 0..{n - 1} once each; records {done}; {row}"
-    return row

@@ -6,6 +6,8 @@ global state touch another's numbers).
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 
 from bench.arms.base import Arm, Variant
 
@@ -47,6 +49,8 @@ _CATALOGUE: dict[str, tuple[str, ...]] = {
     "saq_arm": ("saq",),
     "streaq_arm": ("streaq",),
     "taskiq_arm": ("taskiq-redis",),
+    # arq cannot share the bench venv (redis-py < 6): its own, see python_for
+    "arq_arm": ("arq",),
 }
 
 ALL = [name for names in _CATALOGUE.values() for name in names]
@@ -78,6 +82,7 @@ FULL = [
     "saq",
     "streaq",
     "taskiq-redis",
+    "arq",
     "conveyor-postgres-thread",
     "conveyor-postgres-async",
     "procrastinate",
@@ -86,15 +91,65 @@ FULL = [
 ]
 
 
+#: Suffix of a PostgreSQL arm run on the suite's second cluster, the one with fsync,
+#: synchronous_commit and full_page_writes off (a labelled speed-over-durability variant;
+#: the plain name runs on the durable cluster, PostgreSQL's own defaults).
+FSYNC_OFF = "+fsync-off"
+
+
+def base_name(name: str) -> str:
+    """The catalogue name of an arm, without the cluster suffix.
+
+    >>> base_name("pgqueuer+fsync-off"), base_name("pgqueuer")
+    ('pgqueuer', 'pgqueuer')
+    """
+    return name.removesuffix(FSYNC_OFF)
+
+
+def fsync_off(name: str) -> bool:
+    """Does this arm run on the fsync-off PostgreSQL cluster?"""
+    return name.endswith(FSYNC_OFF)
+
+
 def family_of(name: str) -> str:
+    base = base_name(name)
     for family, names in _CATALOGUE.items():
-        if name in names:
+        if base in names:
+            if base != name and not needs_postgres(base):
+                raise KeyError(f"{FSYNC_OFF} applies to PostgreSQL arms only, not {base!r}")
             return family
     raise KeyError(f"unknown arm {name!r}; known: {', '.join(ALL)}")
 
 
 #: families whose every variant runs on Redis (the others say so in the variant's name)
-_REDIS_FAMILIES = ("celery_arm", "dramatiq_arm", "rq_arm", "saq_arm", "streaq_arm", "taskiq_arm")
+_REDIS_FAMILIES = (
+    "celery_arm",
+    "dramatiq_arm",
+    "rq_arm",
+    "saq_arm",
+    "streaq_arm",
+    "taskiq_arm",
+    "arq_arm",
+)
+
+#: families whose libraries conflict with the bench venv's, each run from its own venv
+#: at the repository's root (arq 0.28 wants redis-py < 6; taskiq-redis 1.2 wants 8)
+_VENVS = {"arq_arm": ".venv-bench-arq"}
+
+
+def python_for(name: str) -> str:
+    """The interpreter that runs this arm's producer: its own venv's where it has one
+    (and that venv exists: else the bench's, where the arm reports itself unavailable).
+
+    >>> python_for("saq") == sys.executable
+    True
+    """
+    venv = _VENVS.get(family_of(name))
+    if venv is None:
+        return sys.executable
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    python = os.path.join(root, venv, "bin", "python")
+    return python if os.path.exists(python) else sys.executable
 
 
 def needs_redis(name: str) -> bool:
@@ -115,7 +170,7 @@ def needs_postgres(name: str) -> bool:
 def load(name: str) -> tuple[type[Arm], Variant]:
     """Import the arm's module and return its class and variant (may raise ImportError)."""
     module = importlib.import_module(f"bench.arms.{family_of(name)}")
-    variant = next(v for v in module.VARIANTS if v.name == name)
+    variant = next(v for v in module.VARIANTS if v.name == base_name(name))
     return module.ARM, variant
 
 

@@ -103,6 +103,11 @@ class Arm:
     def enqueue_batch(self, items: Sequence[Item]) -> None:
         raise NotImplementedError
 
+    def enqueue_spread(self, items: Sequence[Item], queues: Sequence[str]) -> None:
+        """Enqueue ``items`` round robin over ``queues`` (job i to ``queues[i % len]``):
+        W7, one worker consuming many queues. Only systems that W7 measures have it."""
+        raise NotImplementedError
+
     def round_trip(self, item: Item, timeout: float) -> None:
         """Enqueue one job and block until its result is back through the system's API."""
         raise NotImplementedError

@@ -70,7 +70,7 @@ class ObanArm(Arm):
             bin_path("oban"),
             "start",
             "--dsn",
-            DSN,
+            env("BENCH_POSTGRES_URL", DSN),  # this measurement's cluster
             "--queues",
             f"default:{concurrency}",
             "--cron-modules",

@@ -100,7 +100,7 @@ class PgqueuerArm(AsyncArm):
         return [
             bin_path("pgq"),
             "--pg-dsn",
-            DSN,
+            env("BENCH_POSTGRES_URL", DSN),  # this measurement's cluster
             "run",
             "bench.arms.pgqueuer_arm:main",
             "--batch-size",

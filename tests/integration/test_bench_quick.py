@@ -72,7 +72,22 @@ def test_quick_suite_runs_and_every_run_verifies(tmp_path: Path) -> None:
         "4 producers + 2 workers",
     }
     assert {r["arm"] for r in w6} == {"conveyor-sqlite"}, w6
-    for scen in ("E1", "E2", "W1", "W2", "W3", "W4", "W5", "W6"):
+    # W7 (many queues) appended too, on the default-flag arm it runs on: 60 jobs round
+    # robin over 50 queues, each job once (the loop below checks its rows).
+    third = _bench(
+        "--suite", "W7", "--arms", "conveyor-sqlite-default", "--append", str(out),
+        "--scale", "W7_queues=1/50,W7_n=60",
+    )  # fmt: skip
+    w7 = list(csv.DictReader((out / "W7.csv").open()))
+    assert sorted((r["arm"], r["param"]) for r in w7) == [
+        ("conveyor-sqlite-default", "1 queues"),
+        ("conveyor-sqlite-default", "50 queues"),
+    ], w7
+    assert (
+        "W7" in json.loads((out / "meta.json").read_text())["checks"]["floor-sqlite"]["unsupported"]
+    )
+    assert "results:" in third
+    for scen in ("E1", "E2", "W1", "W2", "W3", "W4", "W5", "W6", "W7"):
         path = out / f"{scen}.csv"
         assert path.exists(), f"{scen}.csv missing"
         rows = list(csv.DictReader(path.open()))

@@ -9,12 +9,13 @@ import asyncio
 import contextlib
 import doctest
 import os
+import sys
 from collections.abc import AsyncIterator
 
 import pytest
 
 try:
-    from bench import arms, fairness
+    from bench import arms, fairness, many_queues, server_cost
     from bench.arms import aio, base
 except ImportError as exc:  # psutil / rich: the [bench] extra
     if os.environ.get("CI") == "true":
@@ -38,6 +39,23 @@ def test_new_peers_are_known_in_the_default_run_and_use_the_right_server() -> No
     assert arms.needs_postgres("pgqueuer") and not arms.needs_redis("pgqueuer")
     for name in ("saq", "streaq", "taskiq-redis"):
         assert arms.needs_redis(name) and not arms.needs_postgres(name), name
+
+
+def test_a_postgres_arm_runs_on_the_fsync_off_cluster_under_a_labelled_name() -> None:
+    name = "pgqueuer" + arms.FSYNC_OFF
+    assert arms.family_of(name) == "pgqueuer_arm" and arms.base_name(name) == "pgqueuer"
+    assert arms.fsync_off(name) and not arms.fsync_off("pgqueuer")
+    assert arms.needs_postgres(name) and arms.needs_postgres("conveyor-postgres-thread+fsync-off")
+    with pytest.raises(KeyError, match="PostgreSQL arms only"):
+        arms.family_of("saq" + arms.FSYNC_OFF)  # no fsync-off cluster for a Redis arm
+
+
+def test_arq_runs_from_its_own_venv_and_every_other_arm_from_the_bench_one() -> None:
+    # arq 0.28 wants redis-py < 6, the bench venv has 8 (taskiq-redis 1.2).
+    assert arms.family_of("arq") == "arq_arm" and arms.needs_redis("arq")
+    assert arms.python_for("taskiq-redis") == sys.executable
+    own = os.path.join(".venv-bench-arq", "bin", "python")
+    assert arms.python_for("arq").endswith(own) or arms.python_for("arq") == sys.executable
 
 
 def test_durability_defaults_by_storage_and_a_variant_may_say_more() -> None:
@@ -90,6 +108,6 @@ def test_async_arm_runs_every_call_in_the_task_that_holds_the_session() -> None:
     assert len(session.tasks) == 5 and len(set(map(id, session.tasks))) == 1
 
 
-@pytest.mark.parametrize("module", [aio, base])
+@pytest.mark.parametrize("module", [aio, base, arms, many_queues, server_cost])
 def test_doctests(module: object) -> None:
     assert doctest.testmod(module).failed == 0  # type: ignore[arg-type]

@@ -35,6 +35,7 @@ class QueueSelection:
         self.weights = list(weights)
         self.names = tuple(names)
         self._total = sum(w for _, w in weights)
+        self._equal = len({w for _, w in weights}) == 1
 
     @classmethod
     def parse(cls, specs: Sequence[str]) -> QueueSelection:
@@ -66,13 +67,13 @@ class QueueSelection:
         return result
 
     def _weighted_order(self) -> list[tuple[str, int]]:
-        pool = list(self.weights)
-        order = []
-        while pool:
-            pick = random.uniform(0, sum(w for _, w in pool))
-            for index, (_, weight) in enumerate(pool):
-                pick -= weight
-                if pick <= 0 or index == len(pool) - 1:
-                    order.append(pool.pop(index))
-                    break
-        return order
+        # A weighted random order without replacement, in O(n log n): sort by u ** (1/w),
+        # u uniform (Efraimidis and Spirakis, 2006), the same law as drawing one queue
+        # at a time by weight. The draw-at-a-time loop summed the pool for each pick:
+        # O(n^2), 12.5 million steps a claim on 5,000 queues (bench W7). Equal weights,
+        # the many-tenants case, are a shuffle.
+        if self._equal:
+            order = list(self.weights)
+            random.shuffle(order)
+            return order
+        return sorted(self.weights, key=lambda nw: random.random() ** (1.0 / nw[1]), reverse=True)
