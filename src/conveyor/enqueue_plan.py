@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 from conveyor import headers as job_headers
-from conveyor import limits, options, transactions, unique
+from conveyor import limits, options, sequences, transactions, unique
 from conveyor.aio import to_thread
 from conveyor.backends.base import (
     JobInsertBatchParams,
@@ -34,6 +34,7 @@ from conveyor.backends.base import (
     require_feature,
 )
 from conveyor.codec import encode_payload
+from conveyor.errors import ConfigurationError
 from conveyor.ids import new_id, new_ids
 from conveyor.middleware import NewJob
 from conveyor.task_options import Resolved
@@ -231,6 +232,16 @@ class Planner(Generic[P, R]):
         if r.depends_on:
             fields["depends_on"] = r.depends_on
             fields["pipe"] = r.pipe
+        if r.sequence:
+            key = sequences.key_for(opts.name, opts.sequence_key, args, kwargs)
+            if key is not None:
+                if r.depends_on:
+                    raise ConfigurationError(
+                        f"{opts.name} is in a sequence: it cannot also wait on depends_on"
+                    )
+                options.check_name("sequence key", key)
+                fields["sequence_key"] = key
+                fields["pipe"] = sequences.PIPES[opts.on_failure or "block"]
         if r.limit:
             fields["limit"] = limits.limit_for(
                 opts.name, opts.concurrency, opts.rate, opts.limit_key, args, kwargs

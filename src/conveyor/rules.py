@@ -57,6 +57,7 @@ from conveyor.finish_rules import (
 )
 from conveyor.states import FINISHED_STATES, JobState
 from conveyor.workflow_rules import (
+    _BLOCKED,
     _DEPENDENCY,
     _NOT_NEEDED,
     CHILD_EFFECT,
@@ -67,6 +68,10 @@ from conveyor.workflow_rules import (
     PIPE_FAILURE,
     PIPE_NONE,
     PIPE_ONE,
+    PIPE_SEQUENCE,
+    PIPE_SEQUENCE_SKIP,
+    SEQUENCE_EFFECT,
+    SEQUENCE_PIPES,
     ChildEffect,
     InsertDecision,
     JobStory,
@@ -74,9 +79,11 @@ from conveyor.workflow_rules import (
     failed_dependency,
     failure_error,
     insert_decision,
+    is_sequence_blocked,
     not_needed_reason,
     on_parent_end,
     ready_state,
+    sequence_blocked_reason,
 )
 
 #: the rules of every part (finish_rules.py, workflow_rules.py) and this module's own
@@ -95,10 +102,14 @@ __all__ = [
     "PIPE_FAILURE",
     "PIPE_NONE",
     "PIPE_ONE",
+    "PIPE_SEQUENCE",
+    "PIPE_SEQUENCE_SKIP",
     "RATE_JITTER",
     "REFUSED_REASON",
     "RELEASED",
     "RETRY_BY_HAND",
+    "SEQUENCE_EFFECT",
+    "SEQUENCE_PIPES",
     "WAS_CANCELLED",
     "WAS_DELETED",
     "WAS_EXPIRED",
@@ -114,6 +125,7 @@ __all__ = [
     "held_alone",
     "insert_decision",
     "is_expired",
+    "is_sequence_blocked",
     "limit_deferral",
     "lua_prelude",
     "not_needed_reason",
@@ -121,6 +133,7 @@ __all__ = [
     "ready_state",
     "rescue_gives_back_attempt",
     "rescue_state",
+    "sequence_blocked_reason",
     "sql_states",
 ]
 
@@ -273,6 +286,9 @@ def _lua_definitions() -> tuple[tuple[str, str], ...]:
     def effect(handler: bool, ok: bool) -> str:
         return _lua(CHILD_EFFECT[(handler, ok)].value)
 
+    def in_sequence(skip: bool, ok: bool) -> str:
+        return _lua(SEQUENCE_EFFECT[(skip, ok)].value)
+
     constants = {
         "RULE_FINISH": f"{{\n  {finish}\n}}",
         "RULE_ENDED_AT_INSERT": "{"
@@ -280,6 +296,9 @@ def _lua_definitions() -> tuple[tuple[str, str], ...]:
         + "}",
         "RULE_FAILED_AT_INSERT": _lua(FAILED_AT_INSERT),
         "RULE_PIPE_FAILURE": _lua(PIPE_FAILURE),
+        "RULE_PIPE_SEQUENCE": _lua(PIPE_SEQUENCE),
+        "RULE_PIPE_SEQUENCE_SKIP": _lua(PIPE_SEQUENCE_SKIP),
+        "RULE_SEQUENCE_BLOCKED": _lua(_BLOCKED),
         "RULE_WORKER_LOST_REASON": _lua(WORKER_LOST_REASON),
         "RULE_LOST": _lua(LOST),
         "RULE_LOST_PARENT_FAILED": _lua(LOST_PARENT_FAILED),
@@ -307,11 +326,22 @@ def _lua_definitions() -> tuple[tuple[str, str], ...]:
     if parent_succeeded then return {effect(True, True)} end
     return {effect(True, False)}
   end
+  if pipe == RULE_PIPE_SEQUENCE then
+    if parent_succeeded then return {in_sequence(False, True)} end
+    return {in_sequence(False, False)}
+  end
+  if pipe == RULE_PIPE_SEQUENCE_SKIP then
+    if parent_succeeded then return {in_sequence(True, True)} end
+    return {in_sequence(True, False)}
+  end
   if parent_succeeded then return {effect(False, True)} end
   return {effect(False, False)}
 end""",
         "rule_cancelled_reason": f"""local function rule_cancelled_reason(parent, why)
   return {_lua(_DEPENDENCY)} .. parent .. ' ' .. why
+end""",
+        "rule_sequence_blocked_reason": """local function rule_sequence_blocked_reason(parent, why)
+  return RULE_SEQUENCE_BLOCKED .. parent .. ' ' .. why
 end""",
         "rule_not_needed_reason": f"""local function rule_not_needed_reason(parent)
   return {_lua(_DEPENDENCY)} .. parent .. {_lua(_NOT_NEEDED)}

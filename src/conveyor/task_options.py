@@ -20,9 +20,10 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from conveyor import limits, options, unique
+from conveyor import limits, options, sequences, unique
 from conveyor.limits import LimitKey
 from conveyor.retry import Backoff, RetryDelayHook
+from conveyor.sequences import SequenceKey
 from conveyor.unique import UniqueKey
 
 Delay = float | int | datetime.timedelta
@@ -48,6 +49,10 @@ class TaskOptions:
     concurrency: int | None = None
     rate: str | None = None
     limit_key: LimitKey = None
+    #: jobs of one key run one at a time in enqueue order (sequences.py); what a failed
+    #: one does to the rest: "block" (held, releasable) or "skip" (None: "block")
+    sequence_key: SequenceKey = None
+    on_failure: str | None = None
     #: parameters encrypted at rest (plus those annotated ``conveyor.Secret[...]``)
     secret: tuple[str, ...] = ()
     # -- results (docs/tasks.md) --
@@ -70,6 +75,7 @@ class TaskOptions:
             )
         unique.check_options(self.on_conflict, self.unique_for)
         limits.check_options(self.concurrency, self.rate)
+        sequences.check_options(self.sequence_key, self.on_failure)
 
 
 def delay_seconds(delay: Delay) -> float:
@@ -108,6 +114,7 @@ class Resolved:
         "plain",
         "priority",
         "queue",
+        "sequence",
         "simple",
         "timeout",
         "unique_for",
@@ -134,9 +141,15 @@ class Resolved:
             "expires", opts.expires
         )
         self.limit = opts.concurrency is not None or opts.rate is not None
-        #: no job can carry a unique key, parents or a limit: the batch fast path applies
+        self.sequence = opts.sequence_key is not None
+        #: no job can carry a unique key, parents, a limit or a sequence: the batch fast
+        #: path applies
         self.plain = (
-            self.unique_key is None and not self.depends_on and not o.get("pipe") and not self.limit
+            self.unique_key is None
+            and not self.depends_on
+            and not o.get("pipe")
+            and not self.limit
+            and not self.sequence
         )
         #: plain, ready now, no headers, never expires: a single enqueue needs nothing
         #: but its arguments and an id (``Enqueuer.enqueue``, when no hook applies)

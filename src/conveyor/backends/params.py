@@ -83,6 +83,7 @@ __all__ = [
     "PeriodicFireParams",
     "QueuePauseParams",
     "QueueResumeParams",
+    "SequenceReleaseParams",
     "WhereCondition",
     "WorkerHeartbeatParams",
     "action_log_entry",
@@ -162,8 +163,12 @@ class JobInsertParams:
     #: 2: the list of the parents' results (in depends_on order) is the first argument;
     #: 3: an on_failure handler of its one parent: ready when the parent ends dead /
     #: cancelled (with {"job_id","state","reason","error"} first), cancelled if it succeeds
+    #: 4 / 5: the next job of a sequence (rules.PIPE_SEQUENCE / _SKIP), with sequence_key
     pipe: int = 0
     limit: LimitSpec | None = None
+    #: the sequence it joins: it waits on the job enqueued before it with this key (the
+    #: store keeps each key's last job), ``pipe`` saying what that job's failure does
+    sequence_key: str | None = None
     #: the job's headers as stored: a JSON object of strings (conveyor/headers.py), None
     #: for none. Not a flow field: a plain job may carry headers.
     headers: str | None = None
@@ -173,7 +178,12 @@ class JobInsertParams:
 
     @property
     def is_plain(self) -> bool:
-        return self.unique_key is None and not self.depends_on and self.limit is None
+        return (
+            self.unique_key is None
+            and not self.depends_on
+            and self.limit is None
+            and self.sequence_key is None
+        )
 
 
 @record
@@ -255,6 +265,14 @@ class JobFinishThroughParams:
 
 @record
 class JobDependenciesParams:
+    ids: Sequence[str]
+
+
+@record
+class SequenceReleaseParams:
+    """Let the held jobs among ``ids`` go on: each one ``waiting`` behind a failed job of
+    its sequence (``on_failure="block"``) becomes ready; any other id is left as it is."""
+
     ids: Sequence[str]
 
 

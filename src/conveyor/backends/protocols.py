@@ -66,6 +66,7 @@ from conveyor.backends.params import (
     PeriodicFireParams,
     QueuePauseParams,
     QueueResumeParams,
+    SequenceReleaseParams,
     WorkerHeartbeatParams,
 )
 from conveyor.backends.records import (
@@ -98,6 +99,7 @@ FEATURES: dict[str, str] = {
     "workflows": "depends_on / pipe in job_insert_many, job_dependencies_many",
     "limits": "concurrency and rate limits in job_insert_many and the claim",
     "periodic": "periodic_fire, periodic_list",
+    "sequences": "sequence_key in job_insert_many, sequence_release_many",
     # -- operations --
     "filters": "JobFilter in job_list / job_count (and the bulk actions built on them)",
     "purge": "job_purge",
@@ -234,6 +236,10 @@ class Flow(Protocol):
         ...
 
     def periodic_list(self) -> list[PeriodicRecord]: ...
+
+    def sequence_release_many(self, params: SequenceReleaseParams) -> list[str]:
+        """Held jobs of blocked sequences go on (feature ``sequences``); the ids released."""
+        ...
 
 
 class Operations(Protocol):
@@ -387,4 +393,6 @@ def flow_features_of(params: Sequence[JobInsertParams]) -> list[str]:
             needed.append("workflows")
         if p.limit is not None and "limits" not in needed:
             needed.append("limits")
+        if p.sequence_key is not None and "sequences" not in needed:
+            needed.append("sequences")
     return needed

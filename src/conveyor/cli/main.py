@@ -32,6 +32,7 @@ COMMANDS = {
     "job": ("conveyor.cli.jobs", "job"),
     "retry": ("conveyor.cli.actions", "retry"),
     "cancel": ("conveyor.cli.actions", "cancel"),
+    "release": ("conveyor.cli.actions", "release"),
     "delete": ("conveyor.cli.actions", "delete"),
     "purge": ("conveyor.cli.actions", "purge"),
     "export": ("conveyor.cli.export", "export"),

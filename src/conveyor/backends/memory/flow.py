@@ -26,7 +26,9 @@ from conveyor.backends.params import one_per_job
 from conveyor.errors import ConveyorError, JobNotFound
 from conveyor.rules import (
     FAILED_AT_INSERT,
+    PIPE_ALL,
     PIPE_ONE,
+    PIPE_SEQUENCE,
     WAS_CANCELLED,
     WAS_DELETED,
     ChildEffect,
@@ -34,10 +36,12 @@ from conveyor.rules import (
     cancelled_reason,
     failure_error,
     insert_decision,
+    is_sequence_blocked,
     limit_deferral,
     not_needed_reason,
     on_parent_end,
     ready_state,
+    sequence_blocked_reason,
 )
 from conveyor.states import FINISHED_STATES, JobState
 
@@ -94,6 +98,10 @@ def insert_one(store: MemoryStore, p: JobInsertParams, now: float, standing: dic
         limit_key=p.limit.key if p.limit else None,
     )
     parents = [standing.get(d, d) for d in p.depends_on]
+    if p.sequence_key is not None:
+        tail = store.sequences.get(p.sequence_key)
+        store.sequences[p.sequence_key] = p.id
+        parents = [tail] if tail is not None and tail in store.jobs else []
     if parents:
         states = [store.jobs[d].state.value for d in parents]
         decided = insert_decision(p.pipe, parents, states)
@@ -204,9 +212,11 @@ def _child_of_ended(
         row.waiting_on -= 1
         if row.waiting_on > 0:
             return
-        if row.pipe:
+        if row.pipe in (PIPE_ONE, PIPE_ALL):
             row.payload = piped_payload(store, row.payload, store.parents.get(child, []), row.pipe)
         row.state = ready_state(row.run_at, now)
+    elif effect is ChildEffect.HOLD:
+        row.reason = sequence_blocked_reason(parent, why or "")
     elif effect is ChildEffect.RELEASE:
         row.payload = failure_payload(store, row.payload, parent, why or "")
         row.state, row.waiting_on = ready_state(row.run_at, now), 0
@@ -214,6 +224,20 @@ def _child_of_ended(
         row.reason = not_needed_reason(parent) if why is None else cancelled_reason(parent, why)
         row.state, row.finished_at, row.waiting_on = JobState.CANCELLED, now, 0
         pending[child] = WAS_CANCELLED
+
+
+def sequence_release(store: MemoryStore, ids: Sequence[str], now: float) -> list[str]:
+    """The held jobs among ``ids`` made ready (``sql/flow.py sequence_release``)."""
+    released: list[str] = []
+    for job_id in sorted(set(ids)):
+        row = store.jobs.get(job_id)
+        if row is None or row.state is not JobState.WAITING or row.pipe != PIPE_SEQUENCE:
+            continue
+        if not is_sequence_blocked(row.reason):
+            continue
+        row.state, row.waiting_on, row.reason = ready_state(row.run_at, now), 0, None
+        released.append(job_id)
+    return released
 
 
 def apply_limits(store: MemoryStore, claimed: Sequence[Row], now: float) -> list[Row]:

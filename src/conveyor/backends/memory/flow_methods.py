@@ -25,6 +25,7 @@ from conveyor.backends.base import (
     JobProgressParams,
     PeriodicFireParams,
     PeriodicRecord,
+    SequenceReleaseParams,
 )
 from conveyor.backends.memory import flow
 from conveyor.backends.memory.store import MemoryStore, Schedule
@@ -47,6 +48,10 @@ class MemoryFlowMixin:
                 for child in sorted(set(params.ids))
                 for n, parent in enumerate(self.store.parents.get(child, ()))
             ]
+
+    def sequence_release_many(self, params: SequenceReleaseParams) -> list[str]:
+        with self.store.write() as store:
+            return flow.sequence_release(store, params.ids, time.time())
 
     # -- progress and periodic -------------------------------------------------------------
 

@@ -30,6 +30,7 @@ from conveyor.backends.base import (
     JobProgressParams,
     PeriodicFireParams,
     PeriodicRecord,
+    SequenceReleaseParams,
 )
 from conveyor.backends.redis.hashes import num
 from conveyor.backends.redis.scripts import load_source
@@ -56,6 +57,7 @@ class FlowScripts:
         self.job_insert_flow = Script(client, load_source("job_insert_flow"))
         self.job_progress = Script(client, load_source("job_progress"))
         self.periodic_fire = Script(client, load_source("periodic_fire"))
+        self.sequence_release = Script(client, load_source("sequence_release"))
 
 
 def flow_job(p: JobInsertParams) -> dict[str, object]:
@@ -76,6 +78,7 @@ def flow_job(p: JobInsertParams) -> dict[str, object]:
         "on_conflict": p.on_conflict,
         "depends_on": list(p.depends_on),
         "pipe": p.pipe,
+        "sequence_key": p.sequence_key,
         "limit": None
         if limit is None
         else [
@@ -160,6 +163,14 @@ class RedisFlowMixin:
         except redis.exceptions.ResponseError as exc:
             raise_insert_error(exc)
         return [float(s) for s in fired]
+
+    def sequence_release_many(self, params: SequenceReleaseParams) -> list[str]:
+        ids = sorted(set(params.ids))
+        if not ids:
+            return []
+        with self._guard:
+            reply = self._flow.sequence_release([self.keys.base], [_json(ids)])
+        return [str(i) for i in json.loads(reply)]
 
     def periodic_list(self) -> list[PeriodicRecord]:
         base = self.keys.base

@@ -29,6 +29,7 @@ from conveyor.backends.base import (
     JobRetryParams,
     QueuePauseParams,
     QueueResumeParams,
+    SequenceReleaseParams,
 )
 from conveyor.backends.sql import flow
 from conveyor.backends.sql.dialect import Dialect, Executor
@@ -154,6 +155,15 @@ class SqlBulkOps(SqlStore):
             if moved:
                 self._ops_wake(ex)  # they are ready now: wake a worker
         return self.job_get_many(ids)
+
+    def sequence_release_many(self, params: SequenceReleaseParams) -> list[str]:
+        """See :meth:`conveyor.backends.protocols.Flow.sequence_release_many`."""
+        d = self._dialect
+        with self._ops_tx() as ex:
+            released = flow.sequence_release(d, ex, list(params.ids), d.clock(ex))
+            if released:
+                self._ops_wake(ex)  # they are ready now: wake a worker
+        return released
 
     def job_delete_many(self, ids: Sequence[str]) -> int:
         with self._ops_tx() as ex:

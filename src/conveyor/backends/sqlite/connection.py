@@ -25,7 +25,7 @@ from conveyor.redaction import redacted
 #: 1: core tables. 2: ops (queues, job logs). 3: flow control (progress, unique,
 #: workflows, limits, periodic). 4: job headers. 5: job expiry (expires_at). 6: the
 #: operator actions log (action_log). Each step is idempotent and applied in order.
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 _MIGRATIONS = {
     1: "schema.sql",
     2: "schema_002.sql",
@@ -33,6 +33,7 @@ _MIGRATIONS = {
     4: "schema_004.sql",
     5: "schema_005.sql",
     6: "schema_006.sql",
+    7: "schema_007.sql",
 }
 #: Compiled on first use by ``re``'s own cache: only a migration needs it.
 _ADD_COLUMN = r"ALTER TABLE (\w+) ADD COLUMN (\w+)"

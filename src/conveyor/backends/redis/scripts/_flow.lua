@@ -8,6 +8,7 @@
 --   children:<id>  set of jobs waiting on this one (only while it is unfinished)
 --   unique         hash "len(task):task" .. unique_key -> id of the job holding the key
 --   limits         hash limit key -> "concurrency|rate_count|rate_period" ('' = none)
+--   sequences      hash sequence key -> the last job enqueued with it (the next waits on it)
 -- Job hash fields added: waiting_on, pipe, unique_key, unique_until, limit_key,
 -- progress, progress_message, and flow = '1' on a job with parents or children (its
 -- deps/children keys then get the job's result TTL when it finishes).
@@ -15,6 +16,7 @@
 local function k_deps(id) return BASE .. 'deps:' .. id end
 local function k_children(id) return BASE .. 'children:' .. id end
 local K_UNIQUE, K_LIMITS = BASE .. 'unique', BASE .. 'limits'
+local K_SEQUENCES = BASE .. 'sequences'
 local K_JOBS, K_SCHEDULED, K_EXPIRY = BASE .. 'jobs', BASE .. 'scheduled', BASE .. 'expiry'
 local K_COUNTS, K_WAKE = BASE .. 'counts', BASE .. 'wake'
 local flow_woken = 0 -- jobs made ready by this script (the caller wakes workers)
@@ -120,6 +122,8 @@ local function child_of_ended(parent, child, why, t, ttl, pending)
   elseif effect == 'release' then
     redis.call('HSET', key, 'payload', prepend_arg(f[6], failure_info(parent, why)))
     ready_up(child, key, f[3], f[4], f[5], t)
+  elseif effect == 'hold' then
+    redis.call('HSET', key, 'reason', rule_sequence_blocked_reason(parent, why))
   else
     local reason = why and rule_cancelled_reason(parent, why) or rule_not_needed_reason(parent)
     cancel_waiting(child, key, f[3], reason, t, ttl, f[7])
@@ -231,6 +235,14 @@ local function flow_insert(p, standing, t, ttl)
     parents[i] = standing[d] or d
     states[i] = redis.call('HGET', k_job(parents[i]), 'state')
   end
+  local held = false -- a sequence's job behind a failed one, on_failure "block"
+  if opt(p.sequence_key) then
+    -- The key's last job is the one this waits on (none, or deleted: ready now).
+    local tail = redis.call('HGET', K_SEQUENCES, p.sequence_key)
+    redis.call('HSET', K_SEQUENCES, p.sequence_key, p.id)
+    local tail_state = tail and redis.call('HGET', k_job(tail), 'state')
+    if tail_state then parents[1], states[1] = tail, tail_state end
+  end
   if #parents > 0 then
     -- Parents that ended already act as they would have when ending (rule_child_effect);
     -- conveyor/rules.py insert_decision is the same walk for SQLite.
@@ -246,7 +258,12 @@ local function flow_insert(p, standing, t, ttl)
     elseif failed then
       effect = rule_child_effect(pipe, false)
     end
-    if effect == 'cancel' then
+    if effect == 'hold' then
+      state, held = 'waiting', true
+      reason = rule_sequence_blocked_reason(parents[1], RULE_ENDED_AT_INSERT[states[1]])
+    elseif effect == 'count_down' then
+      waiting = 0 -- a sequence that skips failures: the failed job is passed over
+    elseif effect == 'cancel' then
       state, waiting, finished_at = 'cancelled', 0, ts
       if pipe == RULE_PIPE_FAILURE then reason = rule_not_needed_reason(parents[1])
       else reason = rule_cancelled_reason(parents[failed], RULE_ENDED_AT_INSERT[states[failed]]) end
@@ -289,8 +306,9 @@ local function flow_insert(p, standing, t, ttl)
   if #parents > 0 then
     redis.call('RPUSH', k_deps(p.id), unpack(parents))
     for i, parent in ipairs(parents) do
-      -- An ended parent has settled its dependants already: only live ones are told.
-      if not is_final(states[i]) then
+      -- An ended parent has settled its dependants already: only live ones are told
+      -- (and a failed one a job is held behind: retried by hand, its success frees it).
+      if held or not is_final(states[i]) then
         redis.call('SADD', k_children(parent), p.id)
         redis.call('HSET', k_job(parent), 'flow', '1')
       end
@@ -307,4 +325,18 @@ local function flow_insert(p, standing, t, ttl)
   end
   standing[p.id] = p.id
   return {p.id, true, false}
+end
+
+-- Let a held job of a blocked sequence go on (sequence_release.lua): ready when it is
+-- waiting behind a failed job with on_failure "block"; true if it was released.
+local function sequence_release(id, t)
+  local key = k_job(id)
+  local f = redis.call('HMGET', key, 'state', 'pipe', 'reason', 'queue', 'priority', 'run_at')
+  if f[1] ~= 'waiting' or f[2] ~= RULE_PIPE_SEQUENCE then return false end
+  if not f[3] or string.sub(f[3], 1, #RULE_SEQUENCE_BLOCKED) ~= RULE_SEQUENCE_BLOCKED then
+    return false
+  end
+  redis.call('HDEL', key, 'reason')
+  ready_up(id, key, f[4], f[5], f[6], t)
+  return true
 end

@@ -1,0 +1,19 @@
+-- conveyor SQLite schema, version 7 (flow control by key): additive over version 6.
+-- Applied once inside BEGIN IMMEDIATE; IF NOT EXISTS makes a re-run a no-op.
+
+-- Sequences (@app.task(sequence_key=...)): the last job enqueued with each key. A new
+-- job of the key waits on it (a job_deps edge), so the key's jobs run one at a time in
+-- enqueue order. Written under the insert's write lock, read by the next insert only.
+CREATE TABLE IF NOT EXISTS sequences (
+    "key" TEXT PRIMARY KEY,
+    tail  TEXT NOT NULL
+) WITHOUT ROWID;
+
+-- Limits changed while running (conveyor limits set): an operator's values, which win
+-- over the code's (limits) until reset. NULL: that part keeps the code's value.
+CREATE TABLE IF NOT EXISTS limit_overrides (
+    "key"       TEXT PRIMARY KEY,
+    concurrency INTEGER,
+    rate_count  INTEGER,
+    rate_period REAL
+) WITHOUT ROWID;
