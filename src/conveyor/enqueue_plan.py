@@ -24,8 +24,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
+from conveyor import fair, limits, options, sequences, transactions, unique
 from conveyor import headers as job_headers
-from conveyor import limits, options, sequences, transactions, unique
 from conveyor.aio import to_thread
 from conveyor.backends.base import (
     JobInsertBatchParams,
@@ -232,7 +232,7 @@ class Planner(Generic[P, R]):
         if r.depends_on:
             fields["depends_on"] = r.depends_on
             fields["pipe"] = r.pipe
-        if r.sequence:
+        if opts.sequence_key is not None:
             key = sequences.key_for(opts.name, opts.sequence_key, args, kwargs)
             if key is not None:
                 if r.depends_on:
@@ -242,6 +242,12 @@ class Planner(Generic[P, R]):
                 options.check_name("sequence key", key)
                 fields["sequence_key"] = key
                 fields["pipe"] = sequences.PIPES[opts.on_failure or "block"]
+        if opts.fair_key is not None:
+            fair_key = fair.key_for(opts.fair_key, args, kwargs)
+            if fair_key is not None:
+                options.check_name("fair key", fair_key)
+                fields["fair_key"] = fair_key
+                fields["fair_weight"] = fair.weight_for(opts.fair_weights, fair_key)
         if r.limit:
             fields["limit"] = limits.limit_for(
                 opts.name, opts.concurrency, opts.rate, opts.limit_key, args, kwargs

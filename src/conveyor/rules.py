@@ -94,6 +94,7 @@ __all__ = [
     "EXPIRED_REASON",
     "EXPIRE_UNCLAIMED",
     "FAILED_AT_INSERT",
+    "FAIR_STEP",
     "FINISH",
     "LIMIT_RECHECK",
     "LOST",
@@ -122,6 +123,7 @@ __all__ = [
     "cancelled_reason",
     "failed_dependency",
     "failure_error",
+    "fair_place",
     "held_alone",
     "insert_decision",
     "is_expired",
@@ -230,6 +232,27 @@ LIMIT_RECHECK = 0.2
 RATE_JITTER = 0.01
 
 
+#: The step between two jobs of one fair key in its queue's round (seconds of ``run_at``;
+#: 1 ms, the grain Redis orders ready jobs by). A key of weight 2 steps half as far.
+FAIR_STEP = 0.001
+
+
+def fair_place(last: float | None, head: float | None, now: float, weight: float = 1.0) -> float:
+    """The ``run_at`` (its place in the claim's order) of a ready job of a fair key:
+    one step after its key's last place, never before the queue's head (``None``: the
+    queue is empty, so ``now``). A new key, or one that fell behind, starts at the head:
+    its turn is next, whatever another key has queued. The job is ``queued`` even where
+    that place is ahead of ``now``: a claim takes queued jobs in ``run_at`` order.
+
+    >>> fair_place(None, 100.0, 500.0), fair_place(100.0, 100.0, 500.0)
+    (100.0, 100.001)
+    """
+    start = now if head is None else head
+    if last is None:
+        return start
+    return max(last + FAIR_STEP / weight, start)
+
+
 def limit_deferral(
     *,
     concurrency: int | None,
@@ -299,6 +322,7 @@ def _lua_definitions() -> tuple[tuple[str, str], ...]:
         "RULE_PIPE_SEQUENCE": _lua(PIPE_SEQUENCE),
         "RULE_PIPE_SEQUENCE_SKIP": _lua(PIPE_SEQUENCE_SKIP),
         "RULE_SEQUENCE_BLOCKED": _lua(_BLOCKED),
+        "RULE_FAIR_STEP": repr(FAIR_STEP),
         "RULE_WORKER_LOST_REASON": _lua(WORKER_LOST_REASON),
         "RULE_LOST": _lua(LOST),
         "RULE_LOST_PARENT_FAILED": _lua(LOST_PARENT_FAILED),
@@ -342,6 +366,11 @@ end""",
 end""",
         "rule_sequence_blocked_reason": """local function rule_sequence_blocked_reason(parent, why)
   return RULE_SEQUENCE_BLOCKED .. parent .. ' ' .. why
+end""",
+        "rule_fair_place": """local function rule_fair_place(last, head, now, weight)
+  local start = head or now
+  if not last then return start end
+  return math.max(last + RULE_FAIR_STEP / weight, start)
 end""",
         "rule_not_needed_reason": f"""local function rule_not_needed_reason(parent)
   return {_lua(_DEPENDENCY)} .. parent .. {_lua(_NOT_NEEDED)}

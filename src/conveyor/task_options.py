@@ -20,7 +20,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from conveyor import limits, options, sequences, unique
+from conveyor import fair, limits, options, sequences, unique
+from conveyor.fair import FairKey, FairWeights
 from conveyor.limits import LimitKey
 from conveyor.retry import Backoff, RetryDelayHook
 from conveyor.sequences import SequenceKey
@@ -53,6 +54,10 @@ class TaskOptions:
     #: one does to the rest: "block" (held, releasable) or "skip" (None: "block")
     sequence_key: SequenceKey = None
     on_failure: str | None = None
+    #: a queue's ready jobs are served round-robin across these keys (fair.py), with
+    #: more turns for a key of greater weight
+    fair_key: FairKey = None
+    fair_weights: FairWeights = None
     #: parameters encrypted at rest (plus those annotated ``conveyor.Secret[...]``)
     secret: tuple[str, ...] = ()
     # -- results (docs/tasks.md) --
@@ -76,6 +81,7 @@ class TaskOptions:
         unique.check_options(self.on_conflict, self.unique_for)
         limits.check_options(self.concurrency, self.rate)
         sequences.check_options(self.sequence_key, self.on_failure)
+        fair.check_options(self.fair_key, self.fair_weights, self.sequence_key)
 
 
 def delay_seconds(delay: Delay) -> float:
@@ -107,6 +113,7 @@ class Resolved:
         "depends_on",
         "expires",
         "headers",
+        "keyed",
         "limit",
         "max_attempts",
         "on_conflict",
@@ -114,7 +121,6 @@ class Resolved:
         "plain",
         "priority",
         "queue",
-        "sequence",
         "simple",
         "timeout",
         "unique_for",
@@ -141,15 +147,16 @@ class Resolved:
             "expires", opts.expires
         )
         self.limit = opts.concurrency is not None or opts.rate is not None
-        self.sequence = opts.sequence_key is not None
-        #: no job can carry a unique key, parents, a limit or a sequence: the batch fast
-        #: path applies
+        #: a sequence or a fair key: each job's key is found from its arguments
+        self.keyed = opts.sequence_key is not None or opts.fair_key is not None
+        #: no job can carry a unique key, parents, a limit, a sequence or a fair key: the
+        #: batch fast path applies
         self.plain = (
             self.unique_key is None
             and not self.depends_on
             and not o.get("pipe")
             and not self.limit
-            and not self.sequence
+            and not self.keyed
         )
         #: plain, ready now, no headers, never expires: a single enqueue needs nothing
         #: but its arguments and an id (``Enqueuer.enqueue``, when no hook applies)

@@ -169,6 +169,10 @@ class JobInsertParams:
     #: the sequence it joins: it waits on the job enqueued before it with this key (the
     #: store keeps each key's last job), ``pipe`` saying what that job's failure does
     sequence_key: str | None = None
+    #: fair queues: ready jobs of a queue are served round-robin across these keys (a
+    #: job ready now is placed by rules.fair_place); its key's weight (2: twice the turns)
+    fair_key: str | None = None
+    fair_weight: float = 1.0
     #: the job's headers as stored: a JSON object of strings (conveyor/headers.py), None
     #: for none. Not a flow field: a plain job may carry headers.
     headers: str | None = None
@@ -183,6 +187,7 @@ class JobInsertParams:
             and not self.depends_on
             and self.limit is None
             and self.sequence_key is None
+            and self.fair_key is None
         )
 
 

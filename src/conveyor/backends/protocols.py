@@ -100,6 +100,7 @@ FEATURES: dict[str, str] = {
     "limits": "concurrency and rate limits in job_insert_many and the claim",
     "periodic": "periodic_fire, periodic_list",
     "sequences": "sequence_key in job_insert_many, sequence_release_many",
+    "fair": "fair_key / fair_weight in job_insert_many (round-robin across keys)",
     # -- operations --
     "filters": "JobFilter in job_list / job_count (and the bulk actions built on them)",
     "purge": "job_purge",
@@ -395,4 +396,6 @@ def flow_features_of(params: Sequence[JobInsertParams]) -> list[str]:
             needed.append("limits")
         if p.sequence_key is not None and "sequences" not in needed:
             needed.append("sequences")
+        if p.fair_key is not None and "fair" not in needed:
+            needed.append("fair")
     return needed

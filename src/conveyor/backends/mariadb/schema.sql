@@ -129,6 +129,13 @@ CREATE TABLE IF NOT EXISTS sequences (
     `key` VARCHAR(255) NOT NULL PRIMARY KEY,
     tail  VARCHAR(255) NOT NULL
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
+-- Fair queues: each key's last place in its queue's round (rules.fair_place).
+CREATE TABLE IF NOT EXISTS fair_keys (
+    queue   VARCHAR(255) NOT NULL,
+    `key`   VARCHAR(255) NOT NULL,
+    last_at DOUBLE NOT NULL,
+    PRIMARY KEY (queue, `key`)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
 -- Limits changed while running: an operator's values win over the code's until reset.
 CREATE TABLE IF NOT EXISTS limit_overrides (
     `key`       VARCHAR(255) NOT NULL PRIMARY KEY,

@@ -35,6 +35,7 @@ from conveyor.rules import (
     JobStory,
     cancelled_reason,
     failure_error,
+    fair_place,
     insert_decision,
     is_sequence_blocked,
     limit_deferral,
@@ -102,6 +103,9 @@ def insert_one(store: MemoryStore, p: JobInsertParams, now: float, standing: dic
         tail = store.sequences.get(p.sequence_key)
         store.sequences[p.sequence_key] = p.id
         parents = [tail] if tail is not None and tail in store.jobs else []
+    if p.fair_key is not None and p.sequence_key is None and not parents and run_at <= now:
+        row.run_at = fair_place_in(store, p.queue, p.fair_key, p.fair_weight, now)
+        row.state = JobState.QUEUED  # queued whatever its place (rules.fair_place)
     if parents:
         states = [store.jobs[d].state.value for d in parents]
         decided = insert_decision(p.pipe, parents, states)
@@ -122,6 +126,15 @@ def insert_one(store: MemoryStore, p: JobInsertParams, now: float, standing: dic
         lim = p.limit
         store.limits[lim.key] = (lim.concurrency, lim.rate_count, lim.rate_period)
     return p.id
+
+
+def fair_place_in(store: MemoryStore, queue: str, key: str, weight: float, now: float) -> float:
+    """A ready job's place in ``queue``'s round (``sql/fair.py``); the key's moves there."""
+    ready = [r for r in store.jobs.values() if r.queue == queue and r.state is JobState.QUEUED]
+    head = min(ready, key=claim_order).run_at if ready else None
+    at = fair_place(store.fair.get((queue, key)), head, now, weight)
+    store.fair[(queue, key)] = at
+    return at
 
 
 def _unique_conflict(

@@ -15,3 +15,11 @@ CREATE TABLE IF NOT EXISTS limit_overrides (
     rate_count  integer,
     rate_period double precision
 );
+
+-- Fair queues: each key's last place in its queue's round (rules.fair_place).
+CREATE TABLE IF NOT EXISTS fair_keys (
+    queue   text NOT NULL,
+    key     text NOT NULL,
+    last_at double precision NOT NULL,
+    PRIMARY KEY (queue, key)
+);

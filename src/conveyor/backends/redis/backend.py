@@ -76,7 +76,7 @@ _KIND = {kind: rule.code for kind, rule in FINISH.items()}
 #: Everything this backend implements (names: conveyor.backends.protocols.FEATURES).
 FEATURES = frozenset(
     {
-        *("snooze", "progress", "unique", "workflows", "limits", "periodic", "sequences"),
+        *("snooze", "progress", "unique", "workflows", "limits", "periodic", "sequences", "fair"),
         *("filters", "purge", "result_ttl", "queues", "logs", "integrity", "expires"),
         "shared",
         "action_log",

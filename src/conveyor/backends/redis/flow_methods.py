@@ -79,6 +79,8 @@ def flow_job(p: JobInsertParams) -> dict[str, object]:
         "depends_on": list(p.depends_on),
         "pipe": p.pipe,
         "sequence_key": p.sequence_key,
+        "fair_key": p.fair_key,
+        "fair_weight": repr(float(p.fair_weight)),
         "limit": None
         if limit is None
         else [

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from conveyor.backends.base import Dependency, JobInsertParams
+from conveyor.backends.sql import fair
 from conveyor.backends.sql.dialect import Dialect, Executor
 from conveyor.errors import JobNotFound
 from conveyor.rules import (
@@ -141,7 +142,12 @@ def insert_flow(
             parents = [standing.get(dep, dep) for dep in p.depends_on]
             if p.sequence_key is not None:
                 parents = sequence_tail(d, ex, p.sequence_key, p.id)
-            if _insert_one(d, ex, p, parents, run_at, now):
+            queued = (
+                p.fair_key is not None and p.sequence_key is None and not parents and run_at <= now
+            )
+            if queued:  # its place in the queue's round (fair.py), queued whatever it is
+                run_at = fair.place(d, ex, p.queue, str(p.fair_key), p.fair_weight, now)
+            if _insert_one(d, ex, p, parents, run_at, now, queued):
                 _link(d, ex, p, parents)
                 holder = p.id
             else:
@@ -180,11 +186,13 @@ def _insert_one(
     parents: Sequence[str],
     run_at: float,
     now: float,
+    queued: bool = False,
 ) -> bool:
-    """Write ``p``'s row in the state its parents decide; False if a unique key that
+    """Write ``p``'s row in the state its parents decide (``queued``: placed in a fair
+    round, queued even if that place is ahead of ``now``); False if a unique key that
     another transaction holds kept it out."""
     state, payload, reason, finished_at, waiting = (
-        _ready_state(run_at, now),
+        "queued" if queued else _ready_state(run_at, now),
         p.payload,
         None,
         None,

@@ -90,7 +90,7 @@ _DATA_VERSION = "PRAGMA data_version"
 #: Everything this backend implements (names: conveyor.backends.protocols.FEATURES).
 FEATURES = frozenset(
     {
-        *("snooze", "progress", "unique", "workflows", "limits", "periodic", "sequences"),
+        *("snooze", "progress", "unique", "workflows", "limits", "periodic", "sequences", "fair"),
         *("filters", "purge", "result_ttl", "queues", "logs", "integrity", "backup", "sql"),
         "ack_with_claim",
         "expires",

@@ -17,3 +17,13 @@ CREATE TABLE IF NOT EXISTS limit_overrides (
     rate_count  INTEGER,
     rate_period REAL
 ) WITHOUT ROWID;
+
+-- Fair queues (@app.task(fair_key=...)): each key's last place in its queue's round. A
+-- new job of the key is placed one step (FAIR_STEP / weight) after it, or at the
+-- queue's head when the key has fallen behind, so keys take turns (rules.fair_place).
+CREATE TABLE IF NOT EXISTS fair_keys (
+    queue   TEXT NOT NULL,
+    "key"   TEXT NOT NULL,
+    last_at REAL NOT NULL,
+    PRIMARY KEY (queue, "key")
+) WITHOUT ROWID;

@@ -9,6 +9,7 @@
 --   unique         hash "len(task):task" .. unique_key -> id of the job holding the key
 --   limits         hash limit key -> "concurrency|rate_count|rate_period" ('' = none)
 --   sequences      hash sequence key -> the last job enqueued with it (the next waits on it)
+--   fair           hash "len(queue):queue" .. fair key -> the key's last place (run_at)
 -- Job hash fields added: waiting_on, pipe, unique_key, unique_until, limit_key,
 -- progress, progress_message, and flow = '1' on a job with parents or children (its
 -- deps/children keys then get the job's result TTL when it finishes).
@@ -16,7 +17,20 @@
 local function k_deps(id) return BASE .. 'deps:' .. id end
 local function k_children(id) return BASE .. 'children:' .. id end
 local K_UNIQUE, K_LIMITS = BASE .. 'unique', BASE .. 'limits'
-local K_SEQUENCES = BASE .. 'sequences'
+local K_SEQUENCES, K_FAIR = BASE .. 'sequences', BASE .. 'fair'
+
+-- A ready job's place in its queue's round (rule_fair_place: one step after its key's
+-- last place, never before the job the claim takes next); the key's place moves there.
+local function fair_place(queue, key, weight, t)
+  local field = #queue .. ':' .. queue .. key
+  local last = redis.call('HGET', K_FAIR, field)
+  local head = redis.call('ZRANGE', k_ready(queue), 0, 0)[1]
+  local head_at = head and redis.call('HGET', k_job(head), 'run_at')
+  local at = rule_fair_place(last and tonumber(last), head_at and tonumber(head_at), t,
+    tonumber(weight) or 1)
+  redis.call('HSET', K_FAIR, field, fmt(at))
+  return fmt(at)
+end
 local K_JOBS, K_SCHEDULED, K_EXPIRY = BASE .. 'jobs', BASE .. 'scheduled', BASE .. 'expiry'
 local K_COUNTS, K_WAKE = BASE .. 'counts', BASE .. 'wake'
 local flow_woken = 0 -- jobs made ready by this script (the caller wakes workers)
@@ -228,6 +242,10 @@ local function flow_insert(p, standing, t, ttl)
     end
   end
   local state = (tonumber(run_at) > t) and 'scheduled' or 'queued'
+  if opt(p.fair_key) and state == 'queued' and #p.depends_on == 0
+      and not opt(p.sequence_key) then
+    run_at = fair_place(p.queue, p.fair_key, p.fair_weight, t) -- queued whatever its place
+  end
   local payload, reason, finished_at, waiting = p.payload, false, false, 0
   local pipe = tostring(p.pipe or 0)
   local parents, states = {}, {}

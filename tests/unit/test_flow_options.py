@@ -1,0 +1,28 @@
+"""Sequence and fairness options are checked when a task is declared, one line each."""
+
+from __future__ import annotations
+
+import pytest
+
+import conveyor
+from conveyor.errors import ConfigurationError
+
+
+def test_seq_options_checked_at_declaration() -> None:
+    app = conveyor.App("memory://")
+    with pytest.raises(ConfigurationError, match="on_failure must be 'block' or 'skip'"):
+        app.task(sequence_key="k", on_failure="retry")(lambda: None)
+    with pytest.raises(ConfigurationError, match="give sequence_key too"):
+        app.task(on_failure="skip")(lambda: None)
+    with pytest.raises(ConfigurationError, match="sequence_key must be"):
+        app.task(sequence_key=3)(lambda: None)
+
+
+def test_fair_options_checked_at_declaration() -> None:
+    app = conveyor.App("memory://")
+    with pytest.raises(ConfigurationError, match="give fair_key too"):
+        app.task(fair_weights={"a": 2})(lambda: None)
+    with pytest.raises(ConfigurationError, match="fair weight of 'a' must be in"):
+        app.task(fair_key="k", fair_weights={"a": 0})(lambda: None)
+    with pytest.raises(ConfigurationError, match="fair_key or sequence_key, not both"):
+        app.task(fair_key="k", sequence_key="s")(lambda: None)
