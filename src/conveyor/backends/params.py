@@ -79,6 +79,7 @@ __all__ = [
     "JobRescueParams",
     "JobRetryParams",
     "JobWaitParams",
+    "LimitOverrideParams",
     "LimitSpec",
     "PeriodicFireParams",
     "QueuePauseParams",
@@ -271,6 +272,16 @@ class JobFinishThroughParams:
 @record
 class JobDependenciesParams:
     ids: Sequence[str]
+
+
+@record
+class LimitOverrideParams:
+    """An operator's values for limit ``key`` (``conveyor limits set``), obeyed by every
+    worker's next claim; ``values`` None removes the override (``reset``: the code's
+    values again). A part of ``values`` left None keeps the code's."""
+
+    key: str
+    values: tuple[int | None, int | None, float | None] | None
 
 
 @record

@@ -63,6 +63,7 @@ from conveyor.backends.params import (
     JobRescueParams,
     JobRetryParams,
     JobWaitParams,
+    LimitOverrideParams,
     PeriodicFireParams,
     QueuePauseParams,
     QueueResumeParams,
@@ -80,6 +81,7 @@ from conveyor.backends.records import (
     JobLogRecord,
     JobRecord,
     LeaseStatus,
+    LimitRecord,
     PeriodicRecord,
     QueueInfo,
     QueueStats,
@@ -97,7 +99,8 @@ FEATURES: dict[str, str] = {
     "progress": "job_progress_many (job.progress)",
     "unique": "unique keys in job_insert_many",
     "workflows": "depends_on / pipe in job_insert_many, job_dependencies_many",
-    "limits": "concurrency and rate limits in job_insert_many and the claim",
+    "limits": "concurrency and rate limits in job_insert_many and the claim, limit_list, "
+    "limit_override (changed while running)",
     "periodic": "periodic_fire, periodic_list",
     "sequences": "sequence_key in job_insert_many, sequence_release_many",
     "fair": "fair_key / fair_weight in job_insert_many (round-robin across keys)",
@@ -230,6 +233,15 @@ class Flow(Protocol):
 
     def job_progress_many(self, params: Sequence[JobProgressParams]) -> list[str]:
         """Store progress of running jobs; returns ids refused (not running under token)."""
+        ...
+
+    def limit_list(self) -> list[LimitRecord]:
+        """Every declared limit key, by key, with its override and running jobs."""
+        ...
+
+    def limit_override(self, params: LimitOverrideParams) -> None:
+        """Set or remove an operator's values for one limit key (feature ``limits``);
+        every claim after it obeys them."""
         ...
 
     def periodic_fire(self, params: PeriodicFireParams) -> list[float]:

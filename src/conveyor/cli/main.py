@@ -42,6 +42,7 @@ COMMANDS = {
     "restore": ("conveyor.cli.restore", "restore"),
     "import": ("conveyor.cli.importing", "import_jobs"),
     "queues": ("conveyor.cli.queues", "queues"),
+    "limits": ("conveyor.cli.limits", "limits"),
     "migrate": ("conveyor.cli.migrate", "migrate"),
     "dashboard": ("conveyor.cli.dashboard", "dashboard"),
     "enqueue": ("conveyor.cli.enqueue", "enqueue"),

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from conveyor.backends.base import ClaimedJob, JobInsertBatchParams, JobInsertParams
 from conveyor.backends.memory.store import MemoryStore, Row
 from conveyor.backends.params import one_per_job
+from conveyor.backends.records import merged_limit
 from conveyor.errors import ConveyorError, JobNotFound
 from conveyor.rules import (
     FAILED_AT_INSERT,
@@ -272,7 +273,9 @@ def apply_limits(store: MemoryStore, claimed: Sequence[Row], now: float) -> list
         if key is None:
             kept.append(row)
             continue
-        concurrency, rate_count, period = store.limits.get(key, (None, None, None))
+        concurrency, rate_count, period = merged_limit(
+            store.limits.get(key, (None, None, None)), store.limit_overrides.get(key)
+        )
         hits = store.limit_hits.setdefault(key, [])
         if period is not None:
             hits[:] = [at for at in hits if at > now - period]

@@ -23,6 +23,8 @@ from conveyor.backends.base import (
     JobLogListParams,
     JobLogRecord,
     JobProgressParams,
+    LimitOverrideParams,
+    LimitRecord,
     PeriodicFireParams,
     PeriodicRecord,
     SequenceReleaseParams,
@@ -48,6 +50,27 @@ class MemoryFlowMixin:
                 for child in sorted(set(params.ids))
                 for n, parent in enumerate(self.store.parents.get(child, ()))
             ]
+
+    def limit_list(self) -> list[LimitRecord]:
+        with self.store.lock:
+            store = self.store
+            running: dict[str, int] = {}
+            for row in store.jobs.values():
+                if row.state is JobState.RUNNING and row.limit_key is not None:
+                    running[row.limit_key] = running.get(row.limit_key, 0) + 1
+            return [
+                LimitRecord(
+                    key, *store.limits[key], store.limit_overrides.get(key), running.get(key, 0)
+                )
+                for key in sorted(store.limits)
+            ]
+
+    def limit_override(self, params: LimitOverrideParams) -> None:
+        with self.store.write() as store:
+            if params.values is None:
+                store.limit_overrides.pop(params.key, None)
+            else:
+                store.limit_overrides[params.key] = params.values
 
     def sequence_release_many(self, params: SequenceReleaseParams) -> list[str]:
         with self.store.write() as store:

@@ -28,6 +28,8 @@ from conveyor.backends.base import (
     JobDependenciesParams,
     JobInsertParams,
     JobProgressParams,
+    LimitOverrideParams,
+    LimitRecord,
     PeriodicFireParams,
     PeriodicRecord,
     SequenceReleaseParams,
@@ -92,6 +94,12 @@ def flow_job(p: JobInsertParams) -> dict[str, object]:
         "headers": p.headers,
         "expires_at": num(p.expires_at),
     }
+
+
+def _limit_parts(text: str) -> tuple[int | None, int | None, float | None]:
+    """ "concurrency|rate_count|rate_period" ('' = none) as values."""
+    c, n, p = [*text.split("|"), "", "", ""][:3]
+    return (int(c) if c else None, int(n) if n else None, float(p) if p else None)
 
 
 def raise_insert_error(exc: redis.exceptions.ResponseError) -> None:
@@ -173,6 +181,50 @@ class RedisFlowMixin:
         with self._guard:
             reply = self._flow.sequence_release([self.keys.base], [_json(ids)])
         return [str(i) for i in json.loads(reply)]
+
+    def limit_list(self) -> list[LimitRecord]:
+        base = self.keys.base
+        with self._guard:
+            code = self._client.hgetall(base + "limits")
+            overrides = self._client.hgetall(base + "limit_overrides")
+            keys = sorted(code)
+            pipe = self._client.pipeline(transaction=False)
+            for key in keys:
+                pipe.smembers(base + "limit:run:" + key)
+            members = pipe.execute()
+            pipe = self._client.pipeline(transaction=False)
+            for held in members:
+                for job_id in sorted(held):
+                    pipe.hmget(base + "job:" + job_id, ("state", "limit_key"))
+            states = iter(pipe.execute())
+        found = []
+        for key, held in zip(keys, members, strict=True):
+            running = sum(1 for _ in held if next(states) == ["running", key])
+            over = overrides.get(key)
+            found.append(
+                LimitRecord(
+                    key,
+                    *_limit_parts(code[key]),
+                    None if over is None else _limit_parts(over),
+                    running,
+                )
+            )
+        return found
+
+    def limit_override(self, params: LimitOverrideParams) -> None:
+        field = self.keys.base + "limit_overrides"
+        with self._guard:
+            if params.values is None:
+                self._client.hdel(field, params.key)
+            else:
+                c, n, p = params.values
+                parts = (
+                    "" if c is None else str(int(c)),
+                    "" if n is None else str(int(n)),
+                    num(p) or "",
+                )
+                text = "|".join(parts)
+                self._client.hset(field, params.key, text)
 
     def periodic_list(self) -> list[PeriodicRecord]:
         base = self.keys.base

@@ -11,6 +11,7 @@ Example:
 from __future__ import annotations
 
 from conveyor.backends.sql.imports import SqlImports
+from conveyor.backends.sql.limits_ops import SqlLimitOps
 from conveyor.backends.sql.logs import SqlLogs
 from conveyor.backends.sql.ops_bulk import SqlBulkOps
 from conveyor.backends.sql.ops_read import SqlReads
@@ -18,5 +19,6 @@ from conveyor.backends.sql.ops_read import SqlReads
 __all__ = ["SqlBulkOps", "SqlOperations"]
 
 
-class SqlOperations(SqlReads, SqlBulkOps, SqlLogs, SqlImports):
-    """Every Operations method but ``backup``, written once for the SQL stores."""
+class SqlOperations(SqlReads, SqlBulkOps, SqlLogs, SqlImports, SqlLimitOps):
+    """Every Operations method but ``backup``, written once for the SQL stores (and the
+    Flow protocol's operator methods: a sequence's release, limits changed live)."""
