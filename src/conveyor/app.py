@@ -31,10 +31,12 @@ from conveyor.app_settings import SETTINGS, TASK_DEFAULTS, TASK_ONLY, AppSetting
 from conveyor.app_spec import parse_app_spec as parse_app_spec
 from conveyor.classtask import ClassTask
 from conveyor.errors import ConfigurationError
+from conveyor.fair import FairKey, FairWeights
 from conveyor.limits import LimitKey
 from conveyor.middleware import Middlewares
 from conveyor.redaction import redacted
 from conveyor.retry import Backoff, RetryDelayHook
+from conveyor.sequences import SequenceKey
 
 # Re-exported: they were defined here, and callers import them from conveyor.app.
 from conveyor.stores import BACKENDS as BACKENDS
@@ -301,6 +303,13 @@ class App:
         concurrency: int | None = None,
         rate: str | None = None,
         limit_key: LimitKey = None,
+        sequence_key: SequenceKey = None,
+        on_failure: str | None = None,
+        fair_key: FairKey = None,
+        fair_weights: FairWeights = None,
+        debounce: float | datetime.timedelta | None = None,
+        max_wait: float | datetime.timedelta | None = None,
+        throttle: float | datetime.timedelta | None = None,
         secret: Sequence[str] | None = None,
         store_result: bool | None = None,
         result_ttl: float | datetime.timedelta | None = None,

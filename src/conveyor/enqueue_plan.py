@@ -229,6 +229,8 @@ class Planner(Generic[P, R]):
                 fields["unique_until"] = (
                     None if r.unique_for is None else time.time() + unique.seconds(r.unique_for)
                 )
+                if r.max_wait is not None:
+                    fields["max_wait"] = r.max_wait
         if r.depends_on:
             fields["depends_on"] = r.depends_on
             fields["pipe"] = r.pipe

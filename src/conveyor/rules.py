@@ -121,6 +121,7 @@ __all__ = [
     "InsertDecision",
     "JobStory",
     "cancelled_reason",
+    "debounced_run_at",
     "failed_dependency",
     "failure_error",
     "fair_place",
@@ -253,6 +254,16 @@ def fair_place(last: float | None, head: float | None, now: float, weight: float
     return max(last + FAIR_STEP / weight, start)
 
 
+def debounced_run_at(run_at: float, created_at: float, max_wait: float | None) -> float:
+    """A replaced job's new ``run_at`` (a debounce): the new one, but never later than
+    ``max_wait`` after the job was first enqueued.
+
+    >>> debounced_run_at(130.0, 100.0, 20.0), debounced_run_at(130.0, 100.0, None)
+    (120.0, 130.0)
+    """
+    return run_at if max_wait is None else min(run_at, created_at + max_wait)
+
+
 def limit_deferral(
     *,
     concurrency: int | None,
@@ -366,6 +377,10 @@ end""",
 end""",
         "rule_sequence_blocked_reason": """local function rule_sequence_blocked_reason(parent, why)
   return RULE_SEQUENCE_BLOCKED .. parent .. ' ' .. why
+end""",
+        "rule_debounced_run_at": """local function rule_debounced_run_at(run_at, created_at, max_wait)
+  if not max_wait then return run_at end
+  return math.min(run_at, created_at + max_wait)
 end""",
         "rule_fair_place": """local function rule_fair_place(last, head, now, weight)
   local start = head or now

@@ -47,6 +47,12 @@ class TaskOptions:
     unique_key: UniqueKey = None
     unique_for: unique.Seconds | None = None
     on_conflict: str = "keep"
+    #: with unique_key: each enqueue replaces the waiting job (last arguments win) and
+    #: starts it that long after (quiet period); max_wait caps it from the first enqueue
+    debounce: unique.Seconds | None = None
+    max_wait: unique.Seconds | None = None
+    #: with unique_key: at most one job per key per period (later enqueues return it)
+    throttle: unique.Seconds | None = None
     concurrency: int | None = None
     rate: str | None = None
     limit_key: LimitKey = None
@@ -79,6 +85,9 @@ class TaskOptions:
                 "an aware datetime per job with with_options(expires=...)"
             )
         unique.check_options(self.on_conflict, self.unique_for)
+        unique.check_timing(
+            self.unique_key, self.debounce, self.max_wait, self.throttle, self.unique_for
+        )
         limits.check_options(self.concurrency, self.rate)
         sequences.check_options(self.sequence_key, self.on_failure)
         fair.check_options(self.fair_key, self.fair_weights, self.sequence_key)
@@ -109,6 +118,7 @@ class Resolved:
 
     __slots__ = (
         "at",
+        "debounce",
         "delay",
         "depends_on",
         "expires",
@@ -116,6 +126,7 @@ class Resolved:
         "keyed",
         "limit",
         "max_attempts",
+        "max_wait",
         "on_conflict",
         "pipe",
         "plain",
@@ -137,6 +148,13 @@ class Resolved:
         self.unique_key: UniqueKey = o.get("unique_key", opts.unique_key)
         self.unique_for: unique.Seconds | None = o.get("unique_for", opts.unique_for)
         self.on_conflict: str = o.get("on_conflict", opts.on_conflict)
+        #: debounce: replace, start after the quiet period, capped from the first enqueue
+        self.debounce = None if opts.debounce is None else unique.seconds(opts.debounce)
+        self.max_wait = None if opts.max_wait is None else unique.seconds(opts.max_wait)
+        if self.debounce is not None:
+            self.on_conflict = "replace"
+        if opts.throttle is not None:
+            self.unique_for, self.on_conflict = opts.throttle, "keep"
         depends_on = o.get("depends_on") or ()
         self.depends_on: tuple[str, ...] = tuple(getattr(d, "id", d) for d in depends_on)
         self.pipe: int = o.get("pipe", 0) if self.depends_on else 0
@@ -165,6 +183,7 @@ class Resolved:
             and not self.headers
             and self.at is None
             and self.delay is None
+            and self.debounce is None
             and self.expires is None
         )
 
@@ -180,4 +199,6 @@ class Resolved:
             return epoch_of(self.at)
         if self.delay is not None:
             return time.time() + delay_seconds(self.delay)
+        if self.debounce is not None:
+            return time.time() + self.debounce
         return None

@@ -26,3 +26,17 @@ def test_fair_options_checked_at_declaration() -> None:
         app.task(fair_key="k", fair_weights={"a": 0})(lambda: None)
     with pytest.raises(ConfigurationError, match="fair_key or sequence_key, not both"):
         app.task(fair_key="k", sequence_key="s")(lambda: None)
+
+
+def test_debounce_options_checked_at_declaration() -> None:
+    app = conveyor.App("memory://")
+    with pytest.raises(ConfigurationError, match="need a unique_key"):
+        app.task(debounce=5)(lambda: None)
+    with pytest.raises(ConfigurationError, match="max_wait caps a debounce"):
+        app.task(unique_key="k", max_wait=5)(lambda: None)
+    with pytest.raises(ConfigurationError, match="max_wait must be >= debounce"):
+        app.task(unique_key="k", debounce=10, max_wait=5)(lambda: None)
+    with pytest.raises(ConfigurationError, match="debounce or throttle, not both"):
+        app.task(unique_key="k", debounce=1, throttle=1)(lambda: None)
+    with pytest.raises(ConfigurationError, match="throttle sets unique_for itself"):
+        app.task(unique_key="k", throttle=1, unique_for=5)(lambda: None)

@@ -158,6 +158,9 @@ class JobInsertParams:
     #: "keep": the existing job stands; "replace": its payload and run_at are replaced
     #: (only while it is not running)
     on_conflict: str = "keep"
+    #: with "replace" (a debounce): the replaced run_at is at most the holder's
+    #: created_at + max_wait (seconds), so a stream of enqueues cannot delay it forever
+    max_wait: float | None = None
     #: parent ids (earlier params of the same batch may be named); waits until all succeed
     depends_on: tuple[str, ...] = ()
     #: 0: parent results not passed; 1: the one parent's result is the first argument;

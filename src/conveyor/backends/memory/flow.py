@@ -35,6 +35,7 @@ from conveyor.rules import (
     ChildEffect,
     JobStory,
     cancelled_reason,
+    debounced_run_at,
     failure_error,
     fair_place,
     insert_decision,
@@ -155,6 +156,7 @@ def _unique_conflict(
         return None
     if p.on_conflict == "replace" and holder.state in _ACTIVE_FOR_REPLACE:
         # Debounce: newest arguments and run time win; a waiting job keeps waiting.
+        run_at = debounced_run_at(run_at, holder.created_at, p.max_wait)
         if holder.state is not JobState.WAITING:
             holder.state = ready_state(run_at, now)
         holder.payload, holder.run_at, holder.unique_until = p.payload, run_at, p.unique_until

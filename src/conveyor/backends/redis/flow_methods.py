@@ -78,6 +78,7 @@ def flow_job(p: JobInsertParams) -> dict[str, object]:
         "unique_key": p.unique_key,
         "unique_until": num(p.unique_until),
         "on_conflict": p.on_conflict,
+        "max_wait": num(p.max_wait),
         "depends_on": list(p.depends_on),
         "pipe": p.pipe,
         "sequence_key": p.sequence_key,

@@ -33,6 +33,7 @@ from conveyor.rules import (
     ChildEffect,
     JobStory,
     cancelled_reason,
+    debounced_run_at,
     failure_error,
     insert_decision,
     is_sequence_blocked,
@@ -107,13 +108,14 @@ def _holder(d: Dialect, ex: Executor, p: JobInsertParams, run_at: float, now: fl
     """The job holding ``p``'s unique key (locked where the store locks rows), after
     applying ``replace``."""
     row = ex.execute(
-        d.sql(f"SELECT id, state FROM jobs WHERE task = ? AND unique_key = ?{d.lock}"),
+        d.sql(f"SELECT id, state, created_at FROM jobs WHERE task = ? AND unique_key = ?{d.lock}"),
         (p.task, p.unique_key),
     ).fetchone()
     if row is None:
         return None
     existing, state = str(row[0]), str(row[1])
     if p.on_conflict == "replace" and state in ("queued", "scheduled", "waiting"):
+        run_at = debounced_run_at(run_at, float(row[2]), p.max_wait)
         # Debounce: newest arguments and run time win; a waiting job keeps waiting.
         new_state = state if state == "waiting" else _ready_state(run_at, now)
         ex.execute(

@@ -175,7 +175,8 @@ local function unique_conflict(p, run_at, t)
   local holder = redis.call('HGET', K_UNIQUE, field)
   if not holder then return nil end
   local key = k_job(holder)
-  local f = redis.call('HMGET', key, 'state', 'unique_until', 'queue', 'priority', 'run_at')
+  local f = redis.call('HMGET', key, 'state', 'unique_until', 'queue', 'priority', 'run_at',
+    'created_at')
   local state = f[1]
   if not state or (is_final(state) and (not f[2] or number_or(f[2], 0) <= t)) then
     redis.call('HDEL', K_UNIQUE, field)
@@ -186,7 +187,11 @@ local function unique_conflict(p, run_at, t)
       or state == 'waiting') then
     return {holder, false}
   end
-  -- Debounce: the newest arguments and run time win; a waiting job keeps waiting.
+  -- Debounce: the newest arguments and run time win (the run time capped by max_wait
+  -- from the first enqueue); a waiting job keeps waiting.
+  if p.max_wait and p.max_wait ~= cjson.null then
+    run_at = fmt(rule_debounced_run_at(tonumber(run_at), tonumber(f[6]), tonumber(p.max_wait)))
+  end
   local new_state = state
   if state ~= 'waiting' then
     new_state = (tonumber(run_at) > t) and 'scheduled' or 'queued'
