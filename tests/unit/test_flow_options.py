@@ -40,3 +40,30 @@ def test_debounce_options_checked_at_declaration() -> None:
         app.task(unique_key="k", debounce=1, throttle=1)(lambda: None)
     with pytest.raises(ConfigurationError, match="throttle sets unique_for itself"):
         app.task(unique_key="k", throttle=1, unique_for=5)(lambda: None)
+
+
+def test_sequences_and_fairness_work_in_the_testing_modes(tmp_path: object) -> None:
+    app = conveyor.App(f"sqlite:///{tmp_path}/t.db")
+    ran: list[object] = []
+
+    @app.task(sequence_key="s", max_attempts=1)
+    def step(n: int) -> None:
+        ran.append(n)
+        if n == 1:
+            raise ValueError("x")
+
+    @app.task(fair_key=lambda tenant, n: tenant)
+    def sync(tenant: str, n: int) -> None:
+        ran.append(tenant)
+
+    with app.testing("inline"):
+        jobs = [step.enqueue(n) for n in range(3)]
+        assert ran == [0, 1]
+        assert [j.refresh().state.value for j in jobs] == ["succeeded", "dead", "waiting"]
+    ran.clear()
+    with app.testing("capture") as captured:
+        for n in range(6):
+            sync.enqueue("big", n)
+        sync.enqueue("small", 0)
+        captured.drain()
+    assert ran.index("small") <= 2
