@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from conveyor.backends.base import IntegrityProblem
 from conveyor.backends.memory.store import MemoryStore
+from conveyor.rules import is_sequence_blocked
 from conveyor.states import ACTIVE_STATES, FINISHED_STATES, JobState
 
 
@@ -65,7 +66,8 @@ def audit(store: MemoryStore, stale_before: float) -> list[IntegrityProblem]:
                     f"waiting on {row.waiting_on} parents, below zero",
                 )
             parents = [store.jobs.get(p) for p in store.parents.get(row.id, ())]
-            if not any(p is not None and p.state in ACTIVE_STATES for p in parents):
+            held = is_sequence_blocked(row.reason)  # held on purpose, until released
+            if not held and not any(p is not None and p.state in ACTIVE_STATES for p in parents):
                 problem(
                     "waiting_without_parent",
                     row.id,

@@ -96,7 +96,10 @@ local function audit_job(id)
         end
       end
     end
-    if not alive then
+    -- A job held behind a failed job of its sequence waits on purpose, until released.
+    local reason = redis.call('HGET', k_job(id), 'reason')
+    local held = reason and string.sub(reason, 1, #RULE_SEQUENCE_BLOCKED) == RULE_SEQUENCE_BLOCKED
+    if not alive and not held then
       problem('waiting_without_parent', id,
         'waiting, but no parent of it can still finish: it never runs')
     end
