@@ -122,7 +122,8 @@ class Planner(Generic[P, R]):
 
     def _resolved(self) -> Resolved:
         if self._options is None:
-            self._options = Resolved(self._task.options, self._overrides)
+            caps = self._task.app.settings.queue_concurrency
+            self._options = Resolved(self._task.options, self._overrides, caps)
         return self._options
 
     # -- the plan ------------------------------------------------------------------------
@@ -251,8 +252,11 @@ class Planner(Generic[P, R]):
                 fields["fair_key"] = fair_key
                 fields["fair_weight"] = fair.weight_for(opts.fair_weights, fair_key)
         if r.limit:
-            fields["limit"] = limits.limit_for(
-                opts.name, opts.concurrency, opts.rate, opts.limit_key, args, kwargs
+            fields["limit"] = (
+                limits.limit_for(
+                    opts.name, opts.concurrency, opts.rate, opts.limit_key, args, kwargs
+                )
+                or r.queue_cap
             )
         return fields
 

@@ -132,13 +132,16 @@ class Resolved:
         "plain",
         "priority",
         "queue",
+        "queue_cap",
         "simple",
         "timeout",
         "unique_for",
         "unique_key",
     )
 
-    def __init__(self, opts: TaskOptions, o: Mapping[str, Any]) -> None:
+    def __init__(
+        self, opts: TaskOptions, o: Mapping[str, Any], queue_caps: Mapping[str, int] | None = None
+    ) -> None:
         self.queue: str = o.get("queue") or opts.queue
         self.priority: int = o.get("priority", opts.priority)
         self.max_attempts: int = o.get("max_attempts", opts.max_attempts)
@@ -164,7 +167,12 @@ class Resolved:
         self.expires: float | datetime.timedelta | datetime.datetime | None = o.get(
             "expires", opts.expires
         )
-        self.limit = opts.concurrency is not None or opts.rate is not None
+        #: the app's cap on this queue (App(queue_concurrency=...)), for jobs without a
+        #: limit of their own
+        self.queue_cap = limits.queue_limit(self.queue, queue_caps)
+        self.limit = (
+            opts.concurrency is not None or opts.rate is not None or self.queue_cap is not None
+        )
         #: a sequence or a fair key: each job's key is found from its arguments
         self.keyed = opts.sequence_key is not None or opts.fair_key is not None
         #: no job can carry a unique key, parents, a limit, a sequence or a fair key: the

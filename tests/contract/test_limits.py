@@ -146,3 +146,26 @@ def test_limits_changed_while_running(app: conveyor.App, backend: Backend) -> No
             w.stop()
     assert meter.peak["api"] == 3
     assert backend.limit_list()[0].override is None
+
+
+def test_queue_concurrency_across_workers(backend_url: str, backend: Backend) -> None:
+    needs(backend, "limits")
+    app = conveyor.App(backend_url, queue_concurrency={"reports": 2})
+    meter = Meter()
+
+    @app.task(queue="reports", max_attempts=1)
+    def render(i: int) -> None:
+        meter.enter("reports")
+        time.sleep(0.03)
+        meter.leave("reports")
+
+    jobs = [render.enqueue(i) for i in range(8)]
+    workers = [Worker(app, concurrency=3, queues=["reports"]).start() for _ in range(2)]
+    try:
+        for job in jobs:
+            job.wait(timeout=20)
+    finally:
+        for w in workers:
+            w.stop()
+        app.close()
+    assert meter.peak["reports"] == 2  # six slots, two at a time: the queue's cap
