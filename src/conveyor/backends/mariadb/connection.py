@@ -24,7 +24,7 @@ from typing import Any
 from conveyor.backends.mariadb.url import MariaDBTarget, parse_mariadb_url
 from conveyor.errors import BackendUnavailable, StoreNotFound
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: sequences, fair_keys, limit_overrides (schema.sql re-run, idempotent)
 _SESSION = "SET SESSION sql_mode = CONCAT(@@sql_mode, ',PIPES_AS_CONCAT,ANSI_QUOTES')"
 #: Its own statement: MariaDB names the variable tx_isolation, MySQL 8
 #: transaction_isolation; this form is both's.
