@@ -32,7 +32,7 @@ from conveyor.app_spec import parse_app_spec as parse_app_spec
 from conveyor.classtask import ClassTask
 from conveyor.errors import ConfigurationError
 from conveyor.fair import FairKey, FairWeights
-from conveyor.limits import LimitKey, check_queue_caps
+from conveyor.limits import LimitKey, check_aging, check_queue_caps
 from conveyor.middleware import Middlewares
 from conveyor.redaction import redacted
 from conveyor.retry import Backoff, RetryDelayHook
@@ -85,7 +85,7 @@ class App:
     ``retry``, ``retry_delay``, ``lease``, ``store_result``, ``result_ttl``, ``expires``) or app settings (``max_payload_bytes``,
     ``max_rescues``, ``heartbeat_interval``, ``heartbeat_ttl``, ``rescue_interval``,
     ``retention``, ``prune_interval``, ``capture_logs``, ``log_level``,
-    ``log_max_per_job``, ``log_drain_timeout``, ``check_types``, ``queue_concurrency``). Task defaults are
+    ``log_max_per_job``, ``log_drain_timeout``, ``check_types``, ``queue_concurrency``, ``priority_aging``). Task defaults are
     checked here, as on ``@app.task`` and ``with_options`` (:mod:`conveyor.options`).
     ``middleware``: classes to add, as with :meth:`add_middleware`. ``include``: names of
     modules that define tasks, imported (after the app's own module) when a worker
@@ -115,6 +115,7 @@ class App:
         self.task_defaults = {k: v for k, v in defaults.items() if k in TASK_DEFAULTS}
         self.settings = AppSettings(**{k: v for k, v in defaults.items() if k in SETTINGS})
         check_queue_caps(self.settings.queue_concurrency)
+        check_aging(self.settings.priority_aging)
         TaskOptions(name="_check_defaults", **self.task_defaults)  # fail fast on bad defaults
         self.tasks: dict[str, Task[Any, Any]] = {}
         #: The middlewares (``add_middleware``): the one hook API, see conveyor/middleware.py.

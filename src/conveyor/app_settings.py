@@ -55,6 +55,9 @@ class AppSettings:
     #: Queue name -> most jobs of it running at once, across every worker and host (a
     #: limit keyed "queue:<name>" on each job of the queue that has no limit of its own).
     queue_concurrency: Mapping[str, int] | None = None
+    #: Queue name -> seconds: a ready job of the queue gains one priority for every that
+    #: many seconds it waits (up to the highest priority), so low priority cannot starve.
+    priority_aging: Mapping[str, float] | None = None
 
 
 SETTINGS = set(record_fields(AppSettings))

@@ -71,6 +71,27 @@ def check_queue_caps(caps: Mapping[str, int] | None) -> None:
             )
 
 
+def check_aging(steps: Mapping[str, float] | None) -> None:
+    """``App(priority_aging={...})``: queue names to seconds > 0.
+
+    >>> check_aging({"reports": 0})
+    Traceback (most recent call last):
+    ...
+    conveyor.errors.ConfigurationError: priority_aging of 'reports' must be seconds > 0, got 0
+    """
+    if steps is None:
+        return
+    if not isinstance(steps, Mapping):
+        raise ConfigurationError(
+            f"priority_aging must map queue names to seconds, got {type(steps).__name__}"
+        )
+    for queue, step in steps.items():
+        if isinstance(step, bool) or not isinstance(step, int | float) or not step > 0:
+            raise ConfigurationError(
+                f"priority_aging of {queue!r} must be seconds > 0, got {step!r}"
+            )
+
+
 def queue_limit(queue: str, caps: Mapping[str, int] | None) -> LimitSpec | None:
     """The queue-wide limit a job of ``queue`` counts against (no limit of its own).
 

@@ -54,6 +54,7 @@ __all__ = [
     "ActionLogListParams",
     "ArgSlot",
     "IntegrityCheckParams",
+    "JobAgeParams",
     "JobCancelParams",
     "JobClaimParams",
     "JobClearResultsParams",
@@ -285,6 +286,17 @@ class LimitOverrideParams:
 
     key: str
     values: tuple[int | None, int | None, float | None] | None
+
+
+@record
+class JobAgeParams:
+    """Priority aging of one queue: each ``queued`` job ready for ``step`` seconds or
+    more (by the store's clock) gains one priority, below ``ceiling``, and its
+    ``run_at`` moves ``step`` later (so the next step is counted from now)."""
+
+    queue: str
+    step: float
+    ceiling: int
 
 
 @record

@@ -40,6 +40,7 @@ from conveyor.backends.params import (
     ActionLogInsertParams,
     ActionLogListParams,
     IntegrityCheckParams,
+    JobAgeParams,
     JobCancelParams,
     JobClaimParams,
     JobClearResultsParams,
@@ -104,6 +105,7 @@ FEATURES: dict[str, str] = {
     "periodic": "periodic_fire, periodic_list",
     "sequences": "sequence_key in job_insert_many, sequence_release_many",
     "fair": "fair_key / fair_weight in job_insert_many (round-robin across keys)",
+    "aging": "job_age_many (priority aging of a queue's waiting jobs)",
     # -- operations --
     "filters": "JobFilter in job_list / job_count (and the bulk actions built on them)",
     "purge": "job_purge",
@@ -233,6 +235,10 @@ class Flow(Protocol):
 
     def job_progress_many(self, params: Sequence[JobProgressParams]) -> list[str]:
         """Store progress of running jobs; returns ids refused (not running under token)."""
+        ...
+
+    def job_age_many(self, params: JobAgeParams) -> int:
+        """Priority aging (feature ``aging``): how many jobs gained a priority."""
         ...
 
     def limit_list(self) -> list[LimitRecord]:

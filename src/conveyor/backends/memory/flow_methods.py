@@ -18,6 +18,7 @@ from conveyor.backends.base import (
     TRUNCATED_LOGGER,
     TRUNCATED_MESSAGE,
     Dependency,
+    JobAgeParams,
     JobDependenciesParams,
     JobLogInsertParams,
     JobLogListParams,
@@ -50,6 +51,21 @@ class MemoryFlowMixin:
                 for child in sorted(set(params.ids))
                 for n, parent in enumerate(self.store.parents.get(child, ()))
             ]
+
+    def job_age_many(self, params: JobAgeParams) -> int:
+        with self.store.write() as store:
+            aged = 0
+            due = time.time() - params.step
+            for row in store.jobs.values():
+                if (
+                    row.state is JobState.QUEUED
+                    and row.queue == params.queue
+                    and row.run_at <= due
+                    and row.priority < params.ceiling
+                ):
+                    row.priority, row.run_at = row.priority + 1, row.run_at + params.step
+                    aged += 1
+            return aged
 
     def limit_list(self) -> list[LimitRecord]:
         with self.store.lock:

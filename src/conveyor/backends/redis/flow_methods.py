@@ -25,6 +25,7 @@ from redis.commands.core import Script
 from conveyor.backends import decoding
 from conveyor.backends.base import (
     Dependency,
+    JobAgeParams,
     JobDependenciesParams,
     JobInsertParams,
     JobProgressParams,
@@ -60,6 +61,7 @@ class FlowScripts:
         self.job_progress = Script(client, load_source("job_progress"))
         self.periodic_fire = Script(client, load_source("periodic_fire"))
         self.sequence_release = Script(client, load_source("sequence_release"))
+        self.job_age = Script(client, load_source("job_age"))
 
 
 def flow_job(p: JobInsertParams) -> dict[str, object]:
@@ -182,6 +184,11 @@ class RedisFlowMixin:
         with self._guard:
             reply = self._flow.sequence_release([self.keys.base], [_json(ids)])
         return [str(i) for i in json.loads(reply)]
+
+    def job_age_many(self, params: JobAgeParams) -> int:
+        args = [params.queue, repr(float(params.step)), str(int(params.ceiling))]
+        with self._guard:
+            return int(self._flow.job_age([self.keys.base], args))
 
     def limit_list(self) -> list[LimitRecord]:
         base = self.keys.base

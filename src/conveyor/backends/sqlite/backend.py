@@ -90,7 +90,17 @@ _DATA_VERSION = "PRAGMA data_version"
 #: Everything this backend implements (names: conveyor.backends.protocols.FEATURES).
 FEATURES = frozenset(
     {
-        *("snooze", "progress", "unique", "workflows", "limits", "periodic", "sequences", "fair"),
+        *(
+            "snooze",
+            "progress",
+            "unique",
+            "workflows",
+            "limits",
+            "periodic",
+            "sequences",
+            "fair",
+            "aging",
+        ),
         *("filters", "purge", "result_ttl", "queues", "logs", "integrity", "backup", "sql"),
         "ack_with_claim",
         "expires",
