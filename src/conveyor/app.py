@@ -32,7 +32,7 @@ from conveyor.app_spec import parse_app_spec as parse_app_spec
 from conveyor.classtask import ClassTask
 from conveyor.errors import ConfigurationError
 from conveyor.fair import FairKey, FairWeights
-from conveyor.limits import LimitKey, check_aging, check_queue_caps
+from conveyor.limits import LimitKey, check_queue_settings
 from conveyor.middleware import Middlewares
 from conveyor.redaction import redacted
 from conveyor.retry import Backoff, RetryDelayHook
@@ -114,8 +114,7 @@ class App:
             raise TypeError(f"App() got unknown options: {sorted(unknown)}")
         self.task_defaults = {k: v for k, v in defaults.items() if k in TASK_DEFAULTS}
         self.settings = AppSettings(**{k: v for k, v in defaults.items() if k in SETTINGS})
-        check_queue_caps(self.settings.queue_concurrency)
-        check_aging(self.settings.priority_aging)
+        check_queue_settings(self.settings.queue_concurrency, self.settings.priority_aging)
         TaskOptions(name="_check_defaults", **self.task_defaults)  # fail fast on bad defaults
         self.tasks: dict[str, Task[Any, Any]] = {}
         #: The middlewares (``add_middleware``): the one hook API, see conveyor/middleware.py.

@@ -71,6 +71,12 @@ def check_queue_caps(caps: Mapping[str, int] | None) -> None:
             )
 
 
+def check_queue_settings(caps: Mapping[str, int] | None, aging: Mapping[str, float] | None) -> None:
+    """The app's per-queue settings: ``queue_concurrency`` and ``priority_aging``."""
+    check_queue_caps(caps)
+    check_aging(aging)
+
+
 def check_aging(steps: Mapping[str, float] | None) -> None:
     """``App(priority_aging={...})``: queue names to seconds > 0.
 

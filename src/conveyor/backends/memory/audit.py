@@ -66,8 +66,9 @@ def audit(store: MemoryStore, stale_before: float) -> list[IntegrityProblem]:
                     f"waiting on {row.waiting_on} parents, below zero",
                 )
             parents = [store.jobs.get(p) for p in store.parents.get(row.id, ())]
-            held = is_sequence_blocked(row.reason)  # held on purpose, until released
-            if not held and not any(p is not None and p.state in ACTIVE_STATES for p in parents):
+            if not is_sequence_blocked(row.reason) and not any(  # held: waits on purpose
+                p is not None and p.state in ACTIVE_STATES for p in parents
+            ):
                 problem(
                     "waiting_without_parent",
                     row.id,

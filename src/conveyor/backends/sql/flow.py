@@ -333,11 +333,9 @@ def _child_of_ended(
             (_ready_state(run_at, now), payload, child),
         )
         return 1
-    if effect is ChildEffect.HOLD:
-        ex.execute(
-            d.sql("UPDATE jobs SET reason = ? WHERE id = ?"),
-            (sequence_blocked_reason(parent, why or ""), child),
-        )
+    if effect is ChildEffect.HOLD:  # held: the reason says behind which failed job
+        reason = sequence_blocked_reason(parent, why or "")
+        ex.execute(d.sql("UPDATE jobs SET reason = ? WHERE id = ?"), (reason, child))
         return 0
     if effect is ChildEffect.RELEASE:
         ex.execute(
