@@ -74,7 +74,7 @@ def test_a_dead_job_blocks_the_rest_until_released(app: conveyor.App, backend: B
     try:
         bad.wait(timeout=10)
         late = post.enqueue(4)  # enqueued behind a blocked sequence: waits too
-        time.sleep(0.2)
+        time.sleep(0.1)
         assert bad.refresh().state == "dead"
         record = held.refresh()
         assert record.state == "waiting"
