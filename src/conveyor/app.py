@@ -85,8 +85,8 @@ class App:
     ``retry``, ``retry_delay``, ``lease``, ``store_result``, ``result_ttl``, ``expires``) or app settings (``max_payload_bytes``,
     ``max_rescues``, ``heartbeat_interval``, ``heartbeat_ttl``, ``rescue_interval``,
     ``retention``, ``prune_interval``, ``capture_logs``, ``log_level``,
-    ``log_max_per_job``, ``log_drain_timeout``, ``check_types``, ``queue_concurrency``, ``priority_aging``). Task defaults are
-    checked here, as on ``@app.task`` and ``with_options`` (:mod:`conveyor.options`).
+    ``log_max_per_job``, ``log_drain_timeout``, ``check_types``, ``queue_concurrency``,
+    ``priority_aging``). Task defaults are checked here, as on ``@app.task`` and ``with_options`` (:mod:`conveyor.options`).
     ``middleware``: classes to add, as with :meth:`add_middleware`. ``include``: names of
     modules that define tasks, imported (after the app's own module) when a worker
     starts, by :func:`load_app` and by ``task.execute`` (:mod:`conveyor.include`).
@@ -368,16 +368,8 @@ class App:
         See :mod:`conveyor.periodic`."""
         from conveyor.periodic import register
 
-        return register(
-            self,
-            cron=cron,
-            every=every,
-            tz=tz,
-            catch_up=catch_up,
-            name=name,
-            args=args,
-            kwargs=kwargs,
-        )
+        when: dict[str, Any] = {"cron": cron, "every": every, "tz": tz, "catch_up": catch_up}
+        return register(self, name=name, args=args, kwargs=kwargs, **when)
 
     @overload
     def testing(self, mode: Literal["inline"], *, run_scheduled: bool = True) -> Inline: ...
@@ -410,6 +402,13 @@ class App:
         from conveyor.job import Job
 
         return Job(self, job_id)
+
+    def search(self, query: str, *, limit: int = 50, before: str | None = None) -> Any:
+        """A page of the jobs matching ``query`` (docs/search.md), newest first: a
+        ``JobSearchPage`` (``jobs``, ``complete``, ``next_before`` for the next page)."""
+        from conveyor.app_search import search
+
+        return search(self, query, limit=limit, before=before)
 
 
 def _app_task_namespace(namespace: dict[str, Any]) -> None:

@@ -256,13 +256,15 @@ def periodic_record(row: Sequence[Any]) -> PeriodicRecord:
     scheduler fires it from now and rewrites the row, instead of failing every tick.
 
     >>> periodic_record(["p", "* * * * *", "soon", float("nan"), None, 60.0])
-    PeriodicRecord(name='p', spec='* * * * *', last_slot=None, last_fired_at=None, last_job_id=None, next_slot=60.0)
+    PeriodicRecord(name='p', spec='* * * * *', last_slot=None, last_fired_at=None, last_job_id=None, next_slot=60.0, paused=False, run_requested_at=None)
     """
     problems: list[str] = []  # a PeriodicRecord has nowhere to show them: repaired only
-    name, spec, last_slot, fired, job_id, next_slot = row
+    name, spec, last_slot, fired, job_id, next_slot = row[:6]
+    # then, where the store keeps them (schedules pause and "run now"): paused, run time
+    paused, requested = [*row[6:8], None, None][:2]
     times = [
         number_or_none(_number(v, "time", "opt_float", problems))
-        for v in (last_slot, fired, next_slot)
+        for v in (last_slot, fired, next_slot, requested)
     ]
     finite = [t if t is not None and math.isfinite(t) else None for t in times]
     return PeriodicRecord(
@@ -272,4 +274,17 @@ def periodic_record(row: Sequence[Any]) -> PeriodicRecord:
         finite[1],
         None if job_id is None else _text(job_id, "last_job_id", problems),
         finite[2],
+        paused=_flag(paused),
+        run_requested_at=finite[3],
     )
+
+
+def _flag(value: object) -> bool:
+    """A stored flag (1, "1", b"1", True) as bool; anything else (NULL, junk) is False.
+
+    >>> _flag(1), _flag(b"1"), _flag("0"), _flag(None), _flag("yes")
+    (True, True, False, False, False)
+    """
+    if isinstance(value, bytes):
+        value = value.decode(errors="replace")
+    return value in (1, True) or value == "1"

@@ -83,6 +83,9 @@ __all__ = [
     "LimitOverrideParams",
     "LimitSpec",
     "PeriodicFireParams",
+    "PeriodicPauseParams",
+    "PeriodicResumeParams",
+    "PeriodicRunParams",
     "QueuePauseParams",
     "QueueResumeParams",
     "SequenceReleaseParams",
@@ -326,6 +329,30 @@ class PeriodicFireParams:
     spec: str
     slots: Sequence[tuple[float, JobInsertParams]]
     next_slot: float | None
+    #: (the ``run_requested_at`` the caller read, the job): enqueued once if that
+    #: "run now" request is still pending, whether or not the schedule is paused
+    run: tuple[float, JobInsertParams] | None = None
+
+
+@record
+class PeriodicPauseParams:
+    """Pause schedule ``name`` (stored): every worker skips its slots until it is
+    resumed, and does not catch them up after (they are recorded as skipped)."""
+
+    name: str
+
+
+@record
+class PeriodicResumeParams:
+    name: str
+
+
+@record
+class PeriodicRunParams:
+    """Ask for one run of schedule ``name`` now: the next worker's scheduler tick
+    enqueues its job once (a paused schedule too), without moving its slots."""
+
+    name: str
 
 
 @record

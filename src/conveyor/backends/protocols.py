@@ -66,6 +66,9 @@ from conveyor.backends.params import (
     JobWaitParams,
     LimitOverrideParams,
     PeriodicFireParams,
+    PeriodicPauseParams,
+    PeriodicResumeParams,
+    PeriodicRunParams,
     QueuePauseParams,
     QueueResumeParams,
     SequenceReleaseParams,
@@ -89,6 +92,7 @@ from conveyor.backends.records import (
     RescueResult,
     WorkerInfo,
 )
+from conveyor.backends.search_params import JobSearchPage, JobSearchParams
 
 #: The most operator actions a store that bounds its log (Redis, memory) keeps.
 ACTION_LOG_CAP = 10_000
@@ -102,7 +106,10 @@ FEATURES: dict[str, str] = {
     "workflows": "depends_on / pipe in job_insert_many, job_dependencies_many",
     "limits": "concurrency and rate limits in job_insert_many and the claim, limit_list, "
     "limit_override (changed while running)",
-    "periodic": "periodic_fire, periodic_list",
+    #: pause, resume and "run now" are stored and obeyed inside periodic_fire, so every
+    #: worker honours them (``conveyor schedules``, the dashboard's /schedules)
+    "periodic": "periodic_fire, periodic_list, periodic_pause, periodic_resume, "
+    "periodic_run_request",
     "sequences": "sequence_key in job_insert_many, sequence_release_many",
     "fair": "fair_key / fair_weight in job_insert_many (round-robin across keys)",
     "aging": "job_age_many (priority aging of a queue's waiting jobs)",
@@ -118,6 +125,9 @@ FEATURES: dict[str, str] = {
     #: who did what from the dashboard and the CLI (``conveyor audit``); not the
     #: integrity check, which is "integrity"
     "action_log": "action_log_insert, action_log_list (the operator actions log)",
+    #: one search language (conveyor.search_query): an index where the store has one
+    #: (SQLite: FTS5), else a bounded scan that says so (JobSearchPage.complete)
+    "search": "job_search (conveyor jobs --search, app.search)",
     "sql": "the store answers SQL over the jobs (the raw connection is usable)",
     #: every store but the in-process memory store: workers in other processes, the CLI
     #: and a shell (rows written around the API) reach the same jobs
@@ -256,6 +266,20 @@ class Flow(Protocol):
 
     def periodic_list(self) -> list[PeriodicRecord]: ...
 
+    def periodic_pause(self, params: PeriodicPauseParams) -> bool:
+        """Pause a schedule the store knows (a worker fired or planned it); False if it
+        knows none of that name. Idempotent."""
+        ...
+
+    def periodic_resume(self, params: PeriodicResumeParams) -> bool:
+        """Resume a paused schedule: its next slot fires; the skipped ones do not."""
+        ...
+
+    def periodic_run_request(self, params: PeriodicRunParams) -> bool:
+        """Ask for one run now (a worker's scheduler enqueues it once, see
+        ``PeriodicFireParams.run``); False if the store knows no schedule of that name."""
+        ...
+
     def sequence_release_many(self, params: SequenceReleaseParams) -> list[str]:
         """Held jobs of blocked sequences go on (feature ``sequences``); the ids released."""
         ...
@@ -339,6 +363,11 @@ class Operations(Protocol):
         ...
 
     def job_retry_many(self, params: JobRetryParams) -> list[JobRecord]: ...
+
+    def job_search(self, params: JobSearchParams) -> JobSearchPage:
+        """One page of the jobs matching a parsed search, newest first (feature
+        ``search``): from the store's text index, or a scan bounded by ``max_scan``."""
+        ...
 
     def job_wait(self, params: JobWaitParams) -> JobRecord | None:
         """Block until the job is finished; ``None`` on timeout. Raises JobNotFound."""

@@ -226,6 +226,10 @@ class PeriodicRecord:
     last_fired_at: float | None
     last_job_id: str | None
     next_slot: float | None
+    #: paused by an operator (``conveyor schedules pause``): workers skip its slots
+    paused: bool = False
+    #: when "run now" was asked and no worker has enqueued that run yet (else None)
+    run_requested_at: float | None = None
 
 
 @record

@@ -5,6 +5,7 @@ and its logs). ``job`` takes a whole id or a unique prefix of one.
 Example::
 
     conveyor jobs --state dead --where kwargs.user_id=42 --limit 20 --app tasks:app
+    conveyor jobs --search 'error:timeouterror args.user_id:42 finished:<1h'
     conveyor jobs --after 01JD... --json
     conveyor job 01JD8X2K
 """
@@ -18,6 +19,7 @@ from typing import Any
 import click
 
 from conveyor import records, rowtext
+from conveyor.app import App
 from conveyor.backends.base import (
     AttemptRecord,
     Backend,
@@ -27,6 +29,7 @@ from conveyor.backends.base import (
     JobLogListParams,
     JobLogRecord,
     JobRecord,
+    JobSearchParams,
 )
 from conveyor.cli.common import echo_json, store_options
 from conveyor.cli.config import open_app
@@ -64,6 +67,13 @@ SHOW_CHARS = 20_000
     is_flag=True,
     help="List in creation order (default: newest first, as the dashboard).",
 )
+@click.option(
+    "--search",
+    "query",
+    metavar="QUERY",
+    help='Only jobs matching QUERY (words, "phrases", -word, field:word, state:, '
+    "args.NAME:value, header.NAME:value, finished:<1h; docs/search.md), newest first.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @epoch_option
 @utc_option
@@ -74,6 +84,7 @@ def jobs(
     limit: int,
     after: str | None,
     oldest_first: bool,
+    query: str | None,
     as_json: bool,
     epoch: bool,
     utc: bool,
@@ -82,14 +93,22 @@ def jobs(
     last error, scheduled ones when they run."""
     app = open_app(url, app_spec)
     backend = app.backend
-    refuse_secret_where(backend, job_filter)  # secret arguments cannot be queried
-    job_filter = bound_to(job_filter, app, note=not as_json)  # after: errors stay one line
-    found = backend.job_list(
-        JobListParams(after_id=after, limit=limit, filter=job_filter, descending=not oldest_first)
-    )
-    next_after = found[-1].id if len(found) == limit else None
+    scan: tuple[int | None, bool] = (None, True)
+    if query is not None:
+        job_filter, scan, found = _searched(app, query, job_filter, limit, after, oldest_first)
+    else:
+        refuse_secret_where(backend, job_filter)  # secret arguments cannot be queried
+        job_filter = bound_to(job_filter, app, note=not as_json)  # after: errors stay one line
+        found = backend.job_list(
+            JobListParams(
+                after_id=after, limit=limit, filter=job_filter, descending=not oldest_first
+            )
+        )
+    next_after = found[-1].id if len(found) == limit or not scan[1] else None
     if as_json:
-        echo_json({"jobs": [job_dict(j, epoch=epoch) for j in found], "next_after": next_after})
+        listed = [job_dict(j, epoch=epoch) for j in found]
+        more = {"scanned": scan[0], "complete": scan[1]} if query is not None else {}
+        echo_json({"jobs": listed, "next_after": next_after, **more})
         return
     out = Output()
     out.table(
@@ -109,9 +128,36 @@ def jobs(
         title=f"jobs — {redacted(backend.url)}",
         empty="no jobs" if is_empty(job_filter) and after is None else "no jobs match",
     )
+    if not scan[1]:
+        out.line(f"scanned {scan[0]} jobs without an index and stopped: older ones may match")
     if next_after:
         order = " --oldest-first" if oldest_first else ""
         out.line(f"more: --after {next_after}{order}")
+
+
+def _searched(
+    app: App,
+    query: str,
+    job_filter: JobFilter,
+    limit: int,
+    after: str | None,
+    oldest_first: bool,
+) -> tuple[JobFilter, tuple[int | None, bool], list[JobRecord]]:
+    """``jobs --search``: the query's filter ANDed with the options', one search page."""
+    from conveyor.search_query import SearchSyntaxError, narrowed, parse_search
+
+    if oldest_first:
+        raise click.UsageError("--search lists newest first: drop --oldest-first")
+    if "search" not in app.backend.features:
+        raise click.ClickException(f"the {app.backend.name} store cannot search jobs yet")
+    try:
+        parsed = parse_search(query)
+    except SearchSyntaxError as exc:
+        raise click.BadParameter(str(exc), param_hint="--search") from None
+    both = bound_to(narrowed(job_filter, parsed.filter), app, note=False)
+    refuse_secret_where(app.backend, both)
+    page = app.backend.job_search(JobSearchParams(both, parsed.terms, limit, after))
+    return both, (page.scanned, page.complete), list(page.jobs)
 
 
 def _listed_row(j: JobRecord, utc: bool) -> list[object]:

@@ -43,6 +43,8 @@ COMMANDS = {
     "import": ("conveyor.cli.importing", "import_jobs"),
     "queues": ("conveyor.cli.queues", "queues"),
     "limits": ("conveyor.cli.limits", "limits"),
+    "schedules": ("conveyor.cli.schedules", "schedules"),
+    "search-index": ("conveyor.cli.search_index", "search_index"),
     "migrate": ("conveyor.cli.migrate", "migrate"),
     "dashboard": ("conveyor.cli.dashboard", "dashboard"),
     "enqueue": ("conveyor.cli.enqueue", "enqueue"),

@@ -73,6 +73,8 @@ def create_app(
         Route("/jobs/{job_id}/{action}", views.job_action, methods=["POST"]),
         Route("/queues/{queue}/{action}", views.queue_action, methods=["POST"]),
         Route("/workers", views.workers),
+        Route("/schedules", views.schedules),
+        Route("/schedules/{action}", views.schedule_action, methods=["POST"]),
         Route("/audit", views.audit),
         Route("/static/dashboard.css", views.stylesheet),
         Route("/static/dashboard.js", views.script),

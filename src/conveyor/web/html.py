@@ -236,7 +236,13 @@ def bar_chart(
     return "".join(parts)
 
 
-NAV = (("/", "Overview"), ("/jobs", "Jobs"), ("/workers", "Workers"), ("/audit", "Audit"))
+NAV = (
+    ("/", "Overview"),
+    ("/jobs", "Jobs"),
+    ("/workers", "Workers"),
+    ("/schedules", "Schedules"),
+    ("/audit", "Audit"),
+)
 
 
 def layout(

@@ -129,12 +129,17 @@ def _filter_form(query: JobQuery, sort: Sort, queues: Sequence[str]) -> str:
         )
         + select("state", STATES, query.state.value if query.state else None)
         + f'<label>task<input name="task" value="{esc(query.task)}" placeholder="module.function"></label>'
-        + f'<label>search arguments<input name="q" value="{esc(query.search)}" placeholder="text"></label>'
+        + f'<label>search<input name="q" value="{esc(query.search)}" placeholder="timeout state:dead args.user_id:42"></label>'
         + f'<label>where<input name="where" value="{esc(query.where)}" placeholder="kwargs.user_id=42; args.0=7"></label>'
         + keep_sort
         + '<button class="btn primary" type="submit">Filter</button>'
         + ('<a class="btn" href="/jobs">Clear</a>' if not query.is_empty else "")
         + "</form>"
+        + (
+            f'<p class="error">search matches nothing: {esc(query.search_error)}</p>'
+            if query.search_error
+            else ""
+        )
         + (
             f'<p class="error">where ignored: {esc(query.where_error)}</p>'
             if query.where_error

@@ -2,8 +2,8 @@
 
 Every filter the dashboard offers lives in :class:`JobQuery`, every order in
 :class:`Sort`. ``list_params`` is the one place that turns a query into backend
-parameters; ``matches`` does, in Python, what the backend cannot do yet (searching the
-arguments text). When the backend learns a new filter, add the field here and map it in
+parameters; ``matches`` does, in Python, what the backend cannot do yet (the words of
+the search box, a query of the search language: docs/search.md). When the backend learns a new filter, add the field here and map it in
 ``list_params``: the form, the paging links and the bulk actions all follow.
 
 The URL's ``sort`` text is only ever a key into :data:`SORT_KEYS` (a fixed table of
@@ -25,6 +25,8 @@ import dataclasses
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from conveyor import records
+from conveyor.backends import search_match
 from conveyor.backends.base import (
     Backend,
     JobCancelParams,
@@ -34,11 +36,13 @@ from conveyor.backends.base import (
     JobLogRecord,
     JobRecord,
     JobRetryParams,
+    JobSearchParams,
     QueuePauseParams,
     QueueResumeParams,
     WhereCondition,
 )
 from conveyor.query import parse_where
+from conveyor.search_query import SearchQuery, narrowed, parse_search
 from conveyor.states import JobState
 
 #: Rows read from the backend per round trip while searching or collecting a bulk set.
@@ -56,7 +60,9 @@ class JobQuery:
     queue: str | None = None
     state: JobState | None = None
     task: str | None = None
-    search: str | None = None  # case-insensitive substring of the arguments JSON
+    #: a query of the search language (docs/search.md): its words are matched here, its
+    #: ``state:``, ``args.NAME:`` and time terms by the backend (``list_params``)
+    search: str | None = None
     #: ``--where`` conditions as the CLI takes them (``kwargs.user_id=42``), ``;``-separated;
     #: applied by the backend (json_extract on SQLite) when it has the filters feature.
     where: str | None = None
@@ -112,6 +118,25 @@ class JobQuery:
                     return str(exc)
         return None
 
+    @property
+    def parsed_search(self) -> SearchQuery | None:
+        """The parsed ``search``; None without one or while it is malformed."""
+        if not self.search:
+            return None
+        try:
+            return parse_search(self.search)
+        except ValueError:
+            return None
+
+    @property
+    def search_error(self) -> str | None:
+        """Why ``search`` cannot be used (shown above the table), or None."""
+        try:
+            parse_search(self.search or "")
+        except ValueError as exc:
+            return str(exc)
+        return None
+
     def list_params(
         self,
         *,
@@ -123,19 +148,34 @@ class JobQuery:
         """The backend's part of the query (the one mapping to change for new filters);
         ``states`` narrows further (a bulk action to the states it applies to)."""
         where = self.conditions()
+        job_filter = JobFilter(where=where, states=states) if where or states else None
+        parsed = self.parsed_search
+        if parsed is not None:
+            searched = parsed.filter
+            if states:  # a bulk action's states: the search's ones are checked in matches
+                searched = records.replace(searched, states=())
+            job_filter = narrowed(job_filter or JobFilter(), searched)
         return JobListParams(
             queue=self.queue,
             state=self.state,
             task=self.task,
             after_id=after_id,
             limit=limit,
-            filter=JobFilter(where=where, states=states) if where or states else None,
+            filter=job_filter,
             descending=descending,
         )
 
     def matches(self, job: JobRecord) -> bool:
-        """The part the backend cannot do: search over the arguments text."""
-        return self.search is None or self.search.lower() in job.payload.lower()
+        """The part the backend cannot do: the search's words (and its states, where a
+        bulk action's narrowed the backend's); a malformed search matches nothing."""
+        if self.search is None:
+            return True
+        parsed = self.parsed_search
+        if parsed is None:
+            return False
+        if parsed.filter.states and job.state not in parsed.filter.states:
+            return False
+        return search_match.matches(job, parsed.terms)
 
 
 # -- order -------------------------------------------------------------------------------
@@ -237,6 +277,9 @@ def job_page(
         found = backend.job_list(params)
         more = len(found) > limit
         return Page(found[:limit], found[limit - 1].id if more else None, None, len(found), False)
+    searched = _searched_page(backend, query, after_id, limit) if desc else None
+    if searched is not None:
+        return searched
     jobs: list[JobRecord] = []
     scanned = 0
     for job in _scan(backend, query, after_id, descending=desc):
@@ -248,6 +291,26 @@ def job_page(
         if scanned >= SCAN_LIMIT:
             return Page(jobs, job.id, None, scanned, True)
     return Page(jobs, None, None, scanned, False)
+
+
+def _searched_page(
+    backend: Backend, query: JobQuery, after_id: str | None, limit: int
+) -> Page | None:
+    """The newest-first page of a search, from the store's ``job_search`` (its index
+    where it has one on); None where the store has no search (the page then scans)."""
+    parsed = query.parsed_search
+    if parsed is None or "search" not in backend.features:
+        return None
+    listed = query.list_params(after_id=None, limit=limit)
+    columns = JobFilter(
+        queue=listed.queue, task=listed.task, states=(listed.state,) if listed.state else ()
+    )
+    try:
+        both = narrowed(columns, listed.filter or JobFilter())
+    except ValueError:  # the state field and the search's state: exclude each other
+        return Page([], None, None, 0, False)
+    page = backend.job_search(JobSearchParams(both, parsed.terms, limit, after_id, SCAN_LIMIT))
+    return Page(list(page.jobs), page.next_before, None, page.scanned or 0, not page.complete)
 
 
 def _sorted_page(backend: Backend, query: JobQuery, sort: Sort, *, offset: int, limit: int) -> Page:

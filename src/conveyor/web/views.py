@@ -29,6 +29,8 @@ from starlette.responses import HTMLResponse, PlainTextResponse, RedirectRespons
 
 from conveyor.backends.base import ActionLogListParams, ActionLogRecord, JobFilter
 from conveyor.redaction import redacted
+from conveyor.schedules import ACTIONS as SCHEDULE_ACTIONS
+from conveyor.schedules import schedule_views, steer
 from conveyor.secrets import mask_payload, secret_where_error
 from conveyor.web import pages
 from conveyor.web.action_log_page import PAGE, action_log_page, dashboard_entry, keep
@@ -46,6 +48,9 @@ from conveyor.web.query import (
     paused_queues,
     set_paused,
 )
+from conveyor.web.schedules_page import DONE as SCHEDULE_DONE
+from conveyor.web.schedules_page import FLASH as SCHEDULE_FLASH
+from conveyor.web.schedules_page import schedules_page
 from conveyor.web.security import LOCAL, form_fields
 from conveyor.web.state import DashboardState
 from conveyor.web.tokens import DashboardToken
@@ -62,6 +67,7 @@ FLASH = {
     "not-deleted": "The job was not deleted (its state changed?).",
     "paused": "Queue paused.",
     "resumed": "Queue resumed.",
+    **SCHEDULE_FLASH,
 }
 #: A bulk result: ``retry-3-of-5`` shows "Retry: 3 of 5 matching jobs changed."
 _BULK_FLASH = re.compile(r"(retry|cancel|delete)-(\d{1,9})-of-(\d{1,9})")
@@ -333,6 +339,31 @@ async def audit(request: Request) -> Response:
     next_before = entries[-1].id if len(entries) == PAGE else None
     body = action_log_page(entries, next_before=next_before, kept=kept, store=backend.name)
     return _render(request, "Audit", body, active="/audit")
+
+
+async def schedules(request: Request) -> Response:
+    """``GET /schedules``: every periodic schedule, with actions for an operator."""
+    found = await run_in_threadpool(schedule_views, dashboard(request).backend)
+    body = schedules_page(found, csrf=_csrf(request), now=time.time())
+    return _render(request, "Schedules", body, active="/schedules", refresh=True)
+
+
+async def schedule_action(request: Request) -> Response:
+    """``POST /schedules/{pause|resume|run}`` with the schedule's ``name`` as a field
+    (a viewer never gets here: the middleware refuses its POSTs)."""
+    backend = dashboard(request).backend
+    action = request.path_params["action"]
+    if action not in SCHEDULE_ACTIONS:
+        return PlainTextResponse("unknown action", status_code=404)
+    name = (await form_fields(request)).get("name", "")
+    found = "periodic" in backend.features and await run_in_threadpool(steer, backend, name, action)
+    if found:
+        entry = dashboard_entry(
+            request, SCHEDULE_ACTIONS[action], count=0, detail=f"schedule {name}"
+        )
+        await run_in_threadpool(keep, backend, entry)
+    flash = SCHEDULE_DONE[action] if found else "schedule-unknown"
+    return RedirectResponse(f"/schedules?{urlencode({'flash': flash})}", status_code=303)
 
 
 def _may_act(request: Request) -> bool:

@@ -52,7 +52,7 @@ from conveyor.backends.mariadb.connection import Executor, connect, migrate
 from conveyor.backends.mariadb.dialect import MARIADB, server_now
 from conveyor.backends.mariadb.url import parse_mariadb_url
 from conveyor.backends.params import one_per_job
-from conveyor.backends.sql import flow, leases, periodic, rescue, workers
+from conveyor.backends.sql import flow, leases, periodic, rescue, schedules, workers
 from conveyor.backends.sql.claim import Claim, promote_due
 from conveyor.backends.sql.finish import Finish
 from conveyor.backends.sql.ops import SqlOperations
@@ -65,7 +65,7 @@ if TYPE_CHECKING:
 #: seconds, each wait POLL_GROWTH times the last, at most POLL_MAX.
 POLL_FIRST, POLL_GROWTH, POLL_MAX = 0.005, 1.5, 0.25
 
-FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic", "sequences", "fair", "aging", "filters", "purge", "result_ttl", "queues", "logs", "integrity", "expires", "shared", "action_log"})  # fmt: skip
+FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic", "sequences", "fair", "aging", "filters", "purge", "result_ttl", "queues", "logs", "integrity", "expires", "shared", "action_log", "search"})  # fmt: skip
 
 _T = TypeVar("_T")
 #: InnoDB's "deadlock found, transaction rolled back" error, and how often a
@@ -317,10 +317,7 @@ class MariaDBBackend(SqlOperations, MariaDBActionLog):
             )
 
     def periodic_list(self) -> list[PeriodicRecord]:
-        found = self._ops_rows(
-            "SELECT name, spec, last_slot, last_fired_at, last_job_id, next_slot "
-            "FROM periodic_schedules ORDER BY name"
-        )
+        found = self._ops_rows(schedules.LIST)
         return [decoding.periodic_record(r) for r in found]
 
 

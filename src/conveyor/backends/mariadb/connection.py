@@ -24,7 +24,16 @@ from typing import Any
 from conveyor.backends.mariadb.url import MariaDBTarget, parse_mariadb_url
 from conveyor.errors import BackendUnavailable, StoreNotFound
 
-SCHEMA_VERSION = 2  # 2: sequences, fair_keys, limit_overrides (schema.sql re-run, idempotent)
+#: 1: every table (schema.sql). 2: schedules' pause and "run now" (columns of
+#: periodic_schedules, in schema.sql for new stores; ADDED_COLUMNS for older ones).
+#: 3: sequences, fair_keys, limit_overrides (new tables: schema.sql re-run, idempotent).
+SCHEMA_VERSION = 3
+#: Columns schema.sql gained after version 1: (table, column, definition), added to a
+#: store that lacks them (MySQL 8 has no ADD COLUMN IF NOT EXISTS, so each is looked up).
+ADDED_COLUMNS = (
+    ("periodic_schedules", "paused", "TINYINT NOT NULL DEFAULT 0"),
+    ("periodic_schedules", "run_requested_at", "DOUBLE"),
+)
 _SESSION = "SET SESSION sql_mode = CONCAT(@@sql_mode, ',PIPES_AS_CONCAT,ANSI_QUOTES')"
 #: Its own statement: MariaDB names the variable tx_isolation, MySQL 8
 #: transaction_isolation; this form is both's.
@@ -150,12 +159,29 @@ def migrate(target: MariaDBTarget) -> None:
                 # DDL commits implicitly on MariaDB: each statement is idempotent instead.
                 for statement in statements(read_packaged("schema.sql")):
                     ex.execute(statement)
+                _add_missing_columns(ex)
                 ex.execute("INSERT INTO schema_version (version) VALUES (%s)", (SCHEMA_VERSION,))
                 conn.commit()
         finally:
             ex.execute("SELECT RELEASE_LOCK(%s)", (lock,))
     finally:
         conn.close()
+
+
+def _add_missing_columns(ex: Any) -> None:
+    """Add the :data:`ADDED_COLUMNS` a store made by an older schema.sql lacks (one
+    ALTER per table: InnoDB may rebuild the table for each)."""
+    missing: dict[str, list[str]] = {}
+    for table, column, definition in ADDED_COLUMNS:
+        found = ex.execute(
+            "SELECT 1 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
+            "AND TABLE_NAME = %s AND COLUMN_NAME = %s",
+            (table, column),
+        ).fetchone()
+        if found is None:
+            missing.setdefault(table, []).append(f"ADD COLUMN {column} {definition}")
+    for table, additions in missing.items():
+        ex.execute(f"ALTER TABLE {table} {', '.join(additions)}")
 
 
 def require_existing_store(url: str) -> None:

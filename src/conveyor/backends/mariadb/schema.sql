@@ -150,7 +150,10 @@ CREATE TABLE IF NOT EXISTS periodic_schedules (
     last_slot     DOUBLE,
     last_fired_at DOUBLE,
     last_job_id   VARCHAR(255),
-    next_slot     DOUBLE
+    next_slot     DOUBLE,
+    -- schedules steered by operators (SQLite's schema_007.sql, PostgreSQL's 003)
+    paused           TINYINT NOT NULL DEFAULT 0,
+    run_requested_at DOUBLE
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
 -- Exactly once per slot: whichever worker inserts the row first enqueues the job.
 CREATE TABLE IF NOT EXISTS periodic_slots (

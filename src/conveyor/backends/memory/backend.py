@@ -48,8 +48,10 @@ from conveyor.backends.memory import flow
 from conveyor.backends.memory.action_log import MemoryActionLog
 from conveyor.backends.memory.flow_methods import MemoryFlowMixin
 from conveyor.backends.memory.ops import MemoryOpsMixin
+from conveyor.backends.memory.schedules import MemorySchedules
 from conveyor.backends.memory.store import MemoryStore, Row, Worker, store_for
 from conveyor.backends.memory.url import parse_memory_url
+from conveyor.backends.search_scan import ScanSearch
 from conveyor.errors import ConfigurationError
 from conveyor.rules import (
     FINISH,
@@ -84,6 +86,7 @@ FEATURES = frozenset(
         *("filters", "purge", "result_ttl", "expires", "queues", "logs", "integrity"),
         "ack_with_claim",
         "action_log",
+        "search",
     }
 )
 
@@ -93,7 +96,7 @@ _NO_TRANSACTION = (
 )
 
 
-class MemoryBackend(MemoryOpsMixin, MemoryFlowMixin, MemoryActionLog):
+class MemoryBackend(MemoryOpsMixin, MemoryFlowMixin, MemoryActionLog, MemorySchedules, ScanSearch):
     """Backend on a store in this process's memory. Internal: use
     ``conveyor.App("memory://name")``."""
 

@@ -110,7 +110,9 @@ class MemoryFlowMixin:
         fired: list[float] = []
         last: tuple[float, str] | None = None
         with self.store.write() as store:
-            for slot, job in params.slots:
+            schedule = store.schedules.get(params.name)
+            paused = schedule is not None and schedule.paused
+            for slot, job in [] if paused else params.slots:
                 if (params.name, slot) in store.slots:
                     continue  # fired before, by this worker or another
                 store.slots[(params.name, slot)] = job.id
@@ -131,13 +133,28 @@ class MemoryFlowMixin:
                     now,
                     last[1],
                 )
+            if paused and params.slots:  # skipped, not caught up after a resume
+                skipped = max(slot for slot, _ in params.slots)
+                schedule.last_slot = max(skipped, schedule.last_slot or skipped)
+            run = params.run
+            if run is not None and schedule.run_requested_at == run[0]:
+                schedule.run_requested_at = None  # taken: exactly once
+                flow.insert(store, [run[1]], now)
+                schedule.last_fired_at, schedule.last_job_id = now, run[1].id
         return fired
 
     def periodic_list(self) -> list[PeriodicRecord]:
         with self.store.lock:
             return [
                 PeriodicRecord(
-                    name, s.spec, s.last_slot, s.last_fired_at, s.last_job_id, s.next_slot
+                    name,
+                    s.spec,
+                    s.last_slot,
+                    s.last_fired_at,
+                    s.last_job_id,
+                    s.next_slot,
+                    s.paused,
+                    s.run_requested_at,
                 )
                 for name, s in sorted(self.store.schedules.items())
             ]

@@ -143,6 +143,8 @@ class Schedule:
     last_slot: float | None = None
     last_fired_at: float | None = None
     last_job_id: str | None = None
+    paused: bool = False  # conveyor schedules pause: periodic_fire skips its slots
+    run_requested_at: float | None = None  # a pending "run now"
 
 
 class MemoryStore:

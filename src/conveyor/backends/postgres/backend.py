@@ -57,7 +57,7 @@ from conveyor.backends.postgres.faults import translate_faults
 from conveyor.backends.postgres.listener import CHANNEL, DoneListener, Listener, notify_done
 from conveyor.backends.postgres.ops import PostgresOperations
 from conveyor.backends.postgres.url import parse_postgres_url
-from conveyor.backends.sql import leases, periodic, rescue, workers
+from conveyor.backends.sql import leases, periodic, rescue, schedules, workers
 from conveyor.backends.sql.claim import Claim, promote_due
 from conveyor.backends.sql.finish import Finish
 from conveyor.errors import JobNotFound
@@ -76,7 +76,7 @@ if TYPE_CHECKING:
 WAIT_FIRST, WAIT_GROWTH, WAIT_MAX = 0.002, 1.5, 0.25
 
 # -- FEATURES (one line; pg-ops adds the Operations names as they land) --------------------
-FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic", "sequences", "fair", "aging", "ack_with_claim", "transactional_enqueue", "transactional_completion", "filters", "purge", "result_ttl", "queues", "logs", "integrity", "expires", "shared", "action_log"})  # fmt: skip
+FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic", "sequences", "fair", "aging", "ack_with_claim", "transactional_enqueue", "transactional_completion", "filters", "purge", "result_ttl", "queues", "logs", "integrity", "expires", "shared", "action_log", "search"})  # fmt: skip
 
 
 @translate_faults
@@ -396,10 +396,7 @@ class PostgresBackend(PostgresOperations, PostgresActionLog):
 
     def periodic_list(self) -> list[PeriodicRecord]:
         with self._tx() as cur:
-            cur.execute(
-                "SELECT name, spec, last_slot, last_fired_at, last_job_id, next_slot "
-                "FROM periodic_schedules ORDER BY name"
-            )
+            cur.execute(schedules.LIST)
             found = cur.fetchall()
         return [decoding.periodic_record(r) for r in found]  # NaN times read as None
 

@@ -53,9 +53,11 @@ from conveyor.backends.redis.hashes import chunks, json_text, num
 from conveyor.backends.redis.inserts import RedisInsertMixin
 from conveyor.backends.redis.keys import Keys
 from conveyor.backends.redis.ops import RedisOpsMixin
+from conveyor.backends.redis.schedules import RedisSchedules
 from conveyor.backends.redis.scripts import Scripts
 from conveyor.backends.redis.url import parse_redis_url
 from conveyor.backends.redis.workers import RedisWorkersMixin
+from conveyor.backends.search_scan import ScanSearch
 from conveyor.errors import ConfigurationError, JobNotFound
 from conveyor.rules import (
     FINISH,
@@ -90,6 +92,7 @@ FEATURES = frozenset(
         *("filters", "purge", "result_ttl", "queues", "logs", "integrity", "expires"),
         "shared",
         "action_log",
+        "search",
     }
 )
 
@@ -101,7 +104,13 @@ _NO_COMPLETION = (
 
 
 class RedisBackend(
-    RedisInsertMixin, RedisWorkersMixin, RedisOpsMixin, RedisFlowMixin, RedisActionLog
+    RedisInsertMixin,
+    RedisWorkersMixin,
+    RedisOpsMixin,
+    RedisFlowMixin,
+    RedisActionLog,
+    RedisSchedules,
+    ScanSearch,
 ):
     """Backend on Redis. Internal: use ``conveyor.App("redis://host:6379/0")``.
 

@@ -46,7 +46,15 @@ if TYPE_CHECKING:
 #: Fired slots kept before the oldest slot being fired (seconds), as SQLite's
 #: SLOT_RETENTION: slack for a worker that stalls between reading a schedule and firing.
 SLOT_RETENTION = 86400.0
-_PERIODIC_FIELDS = ("spec", "last_slot", "last_fired_at", "last_job_id", "next_slot")
+_PERIODIC_FIELDS = (
+    "spec",
+    "last_slot",
+    "last_fired_at",
+    "last_job_id",
+    "next_slot",
+    "paused",
+    "run_requested_at",
+)
 
 
 def _json(value: object) -> str:
@@ -169,6 +177,8 @@ class RedisFlowMixin:
             repr(SLOT_RETENTION),
             self._ttl,
             _json([[repr(float(slot)), flow_job(job)] for slot, job in params.slots]),
+            "" if params.run is None else repr(float(params.run[0])),
+            "" if params.run is None else _json(flow_job(params.run[1])),
         ]
         try:
             with self._guard:

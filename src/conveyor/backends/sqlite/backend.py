@@ -74,6 +74,7 @@ from conveyor.backends.sqlite.flow_methods import FlowMixin
 from conveyor.backends.sqlite.inserts import batch_rows, insert_values
 from conveyor.backends.sqlite.notify import MAX_POLL, MIN_POLL, POLL_GROWTH, notifier_for
 from conveyor.backends.sqlite.ops import SQLiteOpsMixin
+from conveyor.backends.sqlite.search import SQLiteSearch
 from conveyor.backends.sqlite.transactional import (
     ASYNC_REFUSED,
     insert_through,
@@ -108,6 +109,7 @@ FEATURES = frozenset(
         "transactional_completion",
         "shared",
         "action_log",
+        "search",
     }
 )
 
@@ -124,7 +126,7 @@ def rollback(conn: sqlite3.Connection) -> None:
 
 
 @translate_store_errors
-class SQLiteBackend(SQLiteOpsMixin, FlowMixin, SQLiteActionLog):
+class SQLiteBackend(SQLiteSearch, SQLiteOpsMixin, FlowMixin, SQLiteActionLog):
     """Backend on one SQLite file. Internal: use ``conveyor.App("sqlite:///file.db")``."""
 
     name = "sqlite"

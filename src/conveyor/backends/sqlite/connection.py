@@ -24,8 +24,11 @@ from conveyor.redaction import redacted
 
 #: 1: core tables. 2: ops (queues, job logs). 3: flow control (progress, unique,
 #: workflows, limits, periodic). 4: job headers. 5: job expiry (expires_at). 6: the
-#: operator actions log (action_log). Each step is idempotent and applied in order.
-SCHEMA_VERSION = 7
+#: operator actions log (action_log). 7: schedules' pause and "run now". 8: flow
+#: control by key (sequences, fair_keys, limit_overrides). Each step is idempotent and
+#: applied in order. (The search index is not a step: it is created on demand,
+#: search_index.sql, see sqlite/search.py.)
+SCHEMA_VERSION = 8
 _MIGRATIONS = {
     1: "schema.sql",
     2: "schema_002.sql",
@@ -34,6 +37,7 @@ _MIGRATIONS = {
     5: "schema_005.sql",
     6: "schema_006.sql",
     7: "schema_007.sql",
+    8: "schema_008.sql",
 }
 #: Compiled on first use by ``re``'s own cache: only a migration needs it.
 _ADD_COLUMN = r"ALTER TABLE (\w+) ADD COLUMN (\w+)"
@@ -247,8 +251,24 @@ def _already_applied(conn: sqlite3.Connection, statement: str) -> bool:
 
 
 def _split(script: str) -> list[str]:
+    r"""The statements of a script; a trigger's body (``BEGIN ...; END``) stays whole.
+
+    >>> _split("CREATE TABLE t (x);\nCREATE TRIGGER g AFTER INSERT ON t BEGIN\n"
+    ...        "  DELETE FROM t; DELETE FROM t;\nEND;\nSELECT 1")
+    ['CREATE TABLE t (x)', 'CREATE TRIGGER g AFTER INSERT ON t BEGIN\n  DELETE FROM t; DELETE FROM t;\nEND', 'SELECT 1']
+    """
     lines = [ln for ln in script.splitlines() if not ln.strip().startswith("--")]
-    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+    statements: list[str] = []
+    pending = ""
+    for piece in "\n".join(lines).split(";"):
+        pending = f"{pending};{piece}" if pending else piece
+        # sqlite3.complete_statement knows where a CREATE TRIGGER ends (its END)
+        if sqlite3.complete_statement(pending + ";") and pending.strip():
+            statements.append(pending.strip())
+            pending = ""
+    if pending.strip():
+        statements.append(pending.strip())
+    return statements
 
 
 def load_query(name: str) -> str:

@@ -29,7 +29,7 @@ from conveyor.backends.base import (
     PeriodicFireParams,
     PeriodicRecord,
 )
-from conveyor.backends.sql import periodic
+from conveyor.backends.sql import periodic, schedules
 from conveyor.backends.sqlite import flow_writes
 from conveyor.backends.sqlite.dialect import SQLITE
 
@@ -81,8 +81,5 @@ class FlowMixin:
             )
 
     def periodic_list(self) -> list[PeriodicRecord]:
-        found = self._read(
-            "SELECT name, spec, last_slot, last_fired_at, last_job_id, next_slot "
-            "FROM periodic_schedules ORDER BY name"
-        )
+        found = self._read(schedules.LIST)
         return [decoding.periodic_record(r) for r in found]  # an odd row read, not raised

@@ -1,29 +1,9 @@
--- conveyor SQLite schema, version 7 (flow control by key): additive over version 6.
--- Applied once inside BEGIN IMMEDIATE; IF NOT EXISTS makes a re-run a no-op.
+-- conveyor SQLite schema, version 7 (schedules steered by operators): additive over 6.
+-- Applied once inside BEGIN IMMEDIATE; an ADD COLUMN whose column exists is skipped.
 
--- Sequences (@app.task(sequence_key=...)): the last job enqueued with each key. A new
--- job of the key waits on it (a job_deps edge), so the key's jobs run one at a time in
--- enqueue order. Written under the insert's write lock, read by the next insert only.
-CREATE TABLE IF NOT EXISTS sequences (
-    "key" TEXT PRIMARY KEY,
-    tail  TEXT NOT NULL
-) WITHOUT ROWID;
-
--- Limits changed while running (conveyor limits set): an operator's values, which win
--- over the code's (limits) until reset. NULL: that part keeps the code's value.
-CREATE TABLE IF NOT EXISTS limit_overrides (
-    "key"       TEXT PRIMARY KEY,
-    concurrency INTEGER,
-    rate_count  INTEGER,
-    rate_period REAL
-) WITHOUT ROWID;
-
--- Fair queues (@app.task(fair_key=...)): each key's last place in its queue's round. A
--- new job of the key is placed one step (FAIR_STEP / weight) after it, or at the
--- queue's head when the key has fallen behind, so keys take turns (rules.fair_place).
-CREATE TABLE IF NOT EXISTS fair_keys (
-    queue   TEXT NOT NULL,
-    "key"   TEXT NOT NULL,
-    last_at REAL NOT NULL,
-    PRIMARY KEY (queue, "key")
-) WITHOUT ROWID;
+-- conveyor schedules pause|resume|run, the dashboard's /schedules. paused: 1 while an
+-- operator paused the schedule (every worker's periodic_fire skips its slots);
+-- run_requested_at: when "run now" was asked, until the worker that enqueues that run
+-- clears it (exactly once: the clear is fenced on this value).
+ALTER TABLE periodic_schedules ADD COLUMN paused INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE periodic_schedules ADD COLUMN run_requested_at REAL

@@ -4,7 +4,9 @@ Every worker runs one; they do not coordinate. Each tick reads the schedules' la
 slots (one read), works out the due slots per ``catch_up`` and hands them to
 ``backend.periodic_fire``, which enqueues a slot only if no worker did (a unique key on
 (schedule, slot), in the insert's transaction). Writes happen only when a slot is due
-or the next firing time shown by ``conveyor status`` changed.
+or the next firing time shown by ``conveyor status`` changed, or an operator asked for
+a run now. A paused schedule's slots are skipped by the store itself (``periodic_fire``),
+so every worker obeys a pause at its next fire.
 
 Example::
 
@@ -42,8 +44,13 @@ class Scheduler(Looper):
             record = records.get(schedule.name)
             slots = schedule.due_slots(record.last_slot if record else None, now)
             next_slot = schedule.next_after(max(now, slots[-1]) if slots else now)
+            # "run now" (conveyor schedules run): handed to the store with the request's
+            # time, which enqueues it once however many workers see it
+            requested = record.run_requested_at if record is not None else None
+            run = None if requested is None else (requested, schedule.job_params())
             if (
                 slots
+                or run is not None
                 or record is None
                 or record.next_slot != next_slot
                 or record.spec != schedule.spec
@@ -54,5 +61,6 @@ class Scheduler(Looper):
                         schedule.spec,
                         [(slot, schedule.job_params()) for slot in slots],
                         next_slot,
+                        run=run,
                     )
                 )

@@ -1,0 +1,88 @@
+"""The token match of a search: the words of a job's fields, and whether a job has a
+parsed query's text terms (:mod:`conveyor.search_query` parses them). What the
+scanning stores apply to each row (:mod:`conveyor.backends.search_scan`), and the same
+words SQLite's FTS5 index finds (``unicode61`` with ``tokenchars '_'``).
+
+Example:
+    >>> tokens("billing.total: user_id=42")
+    ['billing', 'total', 'user_id', '42']
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+
+from conveyor.backends.records import JobRecord
+from conveyor.backends.search_params import SearchTerm
+
+_WORD = re.compile(r"\w+")
+
+
+def tokens(text: str) -> list[str]:
+    """The words of ``text`` as the index sees them: lower case, accents removed.
+
+    >>> tokens("Timeout in billing.total for user_id=42 (Zürich)")
+    ['timeout', 'in', 'billing', 'total', 'for', 'user_id', '42', 'zurich']
+    """
+    if text.isascii():  # the common case: no accents to remove
+        return _WORD.findall(text.lower())
+    folded = unicodedata.normalize("NFKD", text.casefold())
+    plain = "".join(c for c in folded if not unicodedata.combining(c))
+    return _WORD.findall(plain)
+
+
+def field_texts(job: JobRecord) -> Mapping[str, str]:
+    """The text of each searchable field of a job (what an index holds)."""
+    return {
+        "task": job.task,
+        "queue": job.queue,
+        "args": job.payload,
+        "result": job.result or "",
+        "error": job.error or "",
+        "headers": job.headers or "",
+    }
+
+
+def matches(job: JobRecord, terms: Iterable[SearchTerm]) -> bool:
+    """Whether ``job`` has every term (and none of the negated ones); the filter is the
+    store's. What a scanning store applies to each row it reads.
+
+    >>> from conveyor.states import JobState
+    >>> from conveyor.search_query import parse_search
+    >>> job = JobRecord("j", "billing.total", "default", JobState.DEAD, 0, '{"args":[1]}',
+    ...     1, 1, 0, 1, 0.0, 0.0, None, 60.0, None, None, False, None,
+    ...     '{"type":"TimeoutError","message":"gave up"}', None, None, None)
+    >>> matches(job, parse_search('billing.total error:timeouterror -"gave in"').terms)
+    True
+    """
+    texts = field_texts(job)
+    seen: dict[str, list[str]] = {}
+    for term in terms:
+        words = term.text.split()
+        found = False
+        for name in (term.field,) if term.field else texts:
+            text = texts[name]
+            # most rows of a scan lack the word: a substring test rejects them without
+            # tokenizing (ASCII text only: accents need the tokens' folding)
+            if text.isascii() and words[0] not in text.lower():
+                continue
+            if name not in seen:
+                seen[name] = tokens(text)
+            if _contains(seen[name], words, term.prefix):
+                found = True
+                break
+        if found == term.negated:
+            return False
+    return True
+
+
+def _contains(seq: Sequence[str], words: Sequence[str], prefix: bool) -> bool:
+    n = len(words)
+    for i in range(len(seq) - n + 1):
+        if seq[i : i + n - 1] == list(words[:-1]):
+            last = seq[i + n - 1]
+            if last == words[-1] or (prefix and last.startswith(words[-1])):
+                return True
+    return False

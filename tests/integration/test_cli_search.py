@@ -1,0 +1,40 @@
+"""``conveyor jobs --search`` through pipes: the same language as ``app.search`` (the
+contract suite runs it on every store), ANDed with the other filter options, the
+next page's id; a query the language refuses is a usage error in one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import conveyor
+from tests.integration.cli_run import conveyor as run
+
+
+def test_jobs_search_through_a_pipe(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    app = conveyor.App(url)
+
+    @app.task(name="mail.send_welcome", queue="mail")
+    def send_welcome(user_id: int) -> None: ...
+
+    ids = [send_welcome.enqueue(i).id for i in range(3)]
+    app.close()
+    done = run(
+        "jobs", "--url", url, "--search", "send_welcome", "--limit", "2", "--json", cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    page = json.loads(done.stdout)
+    assert [j["id"] for j in page["jobs"]] == [ids[2], ids[1]]
+    assert page["complete"] is True and page["scanned"] == 2  # no index (the default): a scan
+    assert page["next_after"] == ids[1]  # --after it: the next page (contract-tested)
+    narrowed = run(
+        "jobs", "--url", url, "--queue", "other", "--search", "send_welcome", cwd=tmp_path
+    )
+    assert narrowed.returncode == 0 and narrowed.stdout.strip() == "no jobs match"
+    bad = run("jobs", "--url", url, "--search", "colour:red", cwd=tmp_path)
+    assert bad.returncode == 2
+    assert bad.stderr.strip().splitlines() == [
+        "Error: Invalid value for --search: colour:red: unknown field 'colour' (known: task, "
+        "queue, args, result, error, headers, state, finished, created, args.NAME, header.NAME)"
+    ]

@@ -1,0 +1,34 @@
+"""A MariaDB store made by schema version 1 (before schedules could be paused) gains
+the new columns of ``periodic_schedules`` when a newer conveyor opens it, and keeps its
+schedules; version 2 is recorded."""
+
+from __future__ import annotations
+
+import pytest
+
+import conveyor
+from conveyor.backends.base import PeriodicFireParams, PeriodicPauseParams
+from conveyor.backends.mariadb.connection import SCHEMA_VERSION
+from tests.support import mariadb_server
+
+
+def test_a_version_1_store_gains_the_schedule_columns(request: pytest.FixtureRequest) -> None:
+    url = mariadb_server.isolated_url(request)
+    app = conveyor.App(url)
+    backend = app.backend
+    backend.periodic_fire(PeriodicFireParams("nightly", "every 60s", [], 60.0))
+    with backend._tx() as ex:  # type: ignore[attr-defined]  # back to what version 1 made
+        ex.execute(
+            "ALTER TABLE periodic_schedules DROP COLUMN paused, DROP COLUMN run_requested_at"
+        )
+        ex.execute("DELETE FROM schema_version")
+        ex.execute("INSERT INTO schema_version (version) VALUES (1)")
+    app.close()
+    again = conveyor.App(url)
+    assert again.backend.periodic_pause(PeriodicPauseParams("nightly"))
+    (record,) = again.backend.periodic_list()
+    assert record.name == "nightly" and record.paused
+    with again.backend._tx() as ex:  # type: ignore[attr-defined]
+        version = ex.execute("SELECT MAX(version) FROM schema_version").fetchone()[0]
+    assert int(version) == SCHEMA_VERSION == 2
+    again.close()
