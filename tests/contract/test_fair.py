@@ -39,7 +39,9 @@ def test_a_backlog_does_not_starve_other_keys(
     for n in range(FEW):
         for tenant in OTHERS:
             sync.enqueue(tenant, n)
-    pool = [Worker(app, concurrency=1).start() for _ in range(workers)]
+    # prefetch=0: each claim is one job, so start order is the store's order; with a
+    # prefetch, jobs a worker buffers start when it gets to them (docs/flow.md).
+    pool = [Worker(app, concurrency=1, prefetch=0).start() for _ in range(workers)]
     try:
         assert others_done.wait(timeout=60)
     finally:
