@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time, __getattr__ below
     from conveyor.classtask import ClassTask
     from conveyor.compose import Chain, Group, Signature, chain, group
     from conveyor.context import JobContext, current_job
+    from conveyor.durable import join, sleep, spawn, wait_for
     from conveyor.errors import (
         BackendUnavailable,
         ConfigurationError,
@@ -26,6 +27,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time, __getattr__ below
         JobCancelled,
         JobFailed,
         JobNotFound,
+        NonDeterministic,
         PayloadTooLarge,
         ResultNotStored,
         Snooze,
@@ -61,6 +63,7 @@ __all__ = [
     "JobNotFound",
     "JobState",
     "Middleware",
+    "NonDeterministic",
     "PayloadTooLarge",
     "ResultNotStored",
     "Secret",
@@ -73,7 +76,11 @@ __all__ = [
     "chain",
     "current_job",
     "group",
+    "join",
+    "sleep",
+    "spawn",
     "transaction",
+    "wait_for",
 ]
 
 
@@ -99,6 +106,7 @@ _LAZY = {
     "JobFailed": "conveyor.errors",
     "JobNotFound": "conveyor.errors",
     "JobState": "conveyor.states",
+    "NonDeterministic": "conveyor.errors",
     "Middleware": "conveyor.middleware",
     "PayloadTooLarge": "conveyor.errors",
     "ResultNotStored": "conveyor.errors",
@@ -112,6 +120,10 @@ _LAZY = {
     "chain": "conveyor.compose",
     "current_job": "conveyor.context",
     "group": "conveyor.compose",
+    "join": "conveyor.durable",
+    "spawn": "conveyor.durable",
+    "sleep": "conveyor.durable",
+    "wait_for": "conveyor.durable",
     "transaction": "conveyor.transactions",
     "Worker": "conveyor.worker.worker",
 }

@@ -35,10 +35,12 @@ class JobContext:
 
     __slots__ = (
         "_cancelled",
+        "_durable",
         "_event",
         "_headers",
         "_headers_text",
         "_progress",
+        "_replay",
         "_secrets",
         "_transaction",
         "attempt",
@@ -90,6 +92,10 @@ class JobContext:
         #: The success a :meth:`transaction` block committed (the worker writes no
         #: finish of its own then); None otherwise.
         self.finished_by_transaction: JobFinishParams | None = None
+        #: Set by the runner: makes this attempt's durable replay (conveyor/durable.py)
+        #: on its first step call; the replay is kept in ``_replay``.
+        self._durable: Callable[[JobContext], Any] | None = None
+        self._replay: Any = None
 
     @property
     def headers(self) -> Mapping[str, str]:

@@ -130,3 +130,19 @@ class Snooze(ConveyorError):
             raise ValueError(f"Snooze needs seconds >= 0, got {seconds}")
         self.seconds = float(seconds)
         super().__init__(f"snoozed for {self.seconds:g} s")
+
+
+class NonDeterministic(ConveyorError):
+    """A durable job's replay called a different step at a position than the run that
+    saved it (the job's code changed, or it branches on something that is not a step's
+    result). The job ends ``dead`` at once: replaying further could run steps twice.
+
+    >>> NonDeterministic("01J", 2, "charge", "refund").args[0]
+    "job 01J: step 2 is 'refund' now but 'charge' was saved there"
+    """
+
+    def __init__(self, job_id: str, position: int, saved: str, called: str) -> None:
+        super().__init__(
+            f"job {job_id}: step {position} is {called!r} now but {saved!r} was saved there"
+        )
+        self.job_id, self.position, self.saved, self.called = job_id, position, saved, called

@@ -19,8 +19,9 @@ from typing import Any
 
 #: hook -> the module providing it when imported:
 #: ``modes``: ``(app, mode, **options) -> mode`` (``App.testing``);
-#: ``execute``: ``(task, args, kwargs) -> result`` (``Task.execute``)
-PROVIDERS = {"modes": "conveyor.testing", "execute": "conveyor.testing"}
+#: ``execute``: ``(task, args, kwargs) -> result`` (``Task.execute``);
+#: ``step``: ``(fn, **options) -> Step`` (``App.step``: durable jobs, above the core)
+PROVIDERS = {"modes": "conveyor.testing", "execute": "conveyor.testing", "step": "conveyor.durable"}
 
 _hooks: dict[str, Callable[..., Any]] = {}
 

@@ -24,7 +24,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from conveyor.aio import to_thread
-from conveyor.backends.base import AttemptRecord, JobCancelParams, JobRecord, JobWaitParams
+from conveyor.backends.base import (
+    AttemptRecord,
+    JobCancelParams,
+    JobRecord,
+    JobWaitParams,
+    StepRecord,
+)
 from conveyor.errors import JobCancelled, JobFailed, JobNotFound, ResultNotStored
 from conveyor.states import JobState
 
@@ -143,7 +149,26 @@ class Job(Generic[R]):
             raise JobNotFound(self.id)
         return self
 
+    def send(self, name: str, payload: Any = None) -> bool:
+        """Deliver the event ``name`` with ``payload`` (JSON-encodable) to this durable
+        job: consumed once by its ``conveyor.wait_for(name)``, now if it waits for it
+        (True: it was woken), else when it does. Raises JobNotFound."""
+        from conveyor.backends.base import JobEventSendParams, require_feature
+        from conveyor.codec import encode
+
+        require_feature(self._backend, "steps")
+        text = encode(payload, "event payload")
+        return self._backend.job_event_send(JobEventSendParams(self.id, name, text))
+
+    def steps(self) -> list[StepRecord]:
+        """The saved steps of this durable job, by position (``conveyor job ID``)."""
+        return self._backend.job_step_list(self.id) if "steps" in self._backend.features else []
+
     # -- asyncio twins -------------------------------------------------------------------
+
+    async def asend(self, name: str, payload: Any = None) -> bool:
+        """Asyncio twin of :meth:`send`."""
+        return await to_thread(self.send, name, payload)
 
     async def arefresh(self) -> JobRecord:
         """Asyncio twin of :meth:`refresh`."""

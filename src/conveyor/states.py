@@ -23,7 +23,9 @@ class JobState(enum.StrEnum):
     SCHEDULED = "scheduled"
     #: Waiting for its parents in a workflow (``depends_on``, chains, group callbacks).
     #: Moved to ``queued`` in the transaction that finishes its last parent, or to
-    #: ``cancelled`` when a parent ends dead or cancelled. Claims never read it.
+    #: ``cancelled`` when a parent ends dead or cancelled. Claims never read it. Or a
+    #: durable job parked by ``conveyor.wait_for``: queued by the event it waits for
+    #: (``job.send``) or when its timeout passes.
     WAITING = "waiting"
     #: Ready to be claimed by any worker listening on its queue.
     QUEUED = "queued"

@@ -118,3 +118,23 @@ def test_a_unique_key_goes_to_one_job_and_a_passed_window_gives_it_up(backend: B
     got = {j.id: j.unique_key for j in backend.job_get_many(["h1", "a1", "a2", "a3"])}
     assert got == {"h1": None, "a1": "k1", "a2": "k2", "a3": None}
     assert backend.integrity_check(IntegrityCheckParams(30.0)) == []
+
+
+def test_import_carries_durable_steps(backend: Backend) -> None:
+    # conveyor migrate copies a durable job's steps, so it resumes where it was.
+    from conveyor.backends.base import StepRecord
+
+    if "steps" not in backend.features:
+        pytest.skip(f"backend {backend.name!r} keeps no durable steps")
+    steps = [
+        StepRecord("st1", 0, "charge", "succeeded", '"r-1"', None, 1, 10.0, 11.0),
+        StepRecord("st1", 1, "sleep", "succeeded", "12.5", None, 1, 11.0, 11.0),
+    ]
+    done = record("st2", JobState.SUCCEEDED, result="1", finished_at=time.time())
+    items = [
+        JobImport(record("st1", JobState.SCHEDULED, run_at=time.time() + 60), steps=steps),
+        JobImport(done, steps=[StepRecord("st2", 0, "a", "succeeded", "1")]),
+    ]
+    assert sorted(backend.job_import_many(JobImportParams(items))) == ["st1", "st2"]
+    assert backend.job_step_list("st1") == steps
+    assert [s.name for s in backend.job_step_list("st2")] == ["a"]

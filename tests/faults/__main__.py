@@ -31,6 +31,7 @@ from pathlib import Path
 
 from bench.postgres_cluster import PostgresCluster, find_binary
 
+from tests.faults.durable import durable_storm
 from tests.faults.harness import Tally
 from tests.faults.poison import poison_pill
 from tests.faults.scenarios import (
@@ -50,6 +51,7 @@ from tests.faults.store_faults import (
     store_replaced,
 )
 from tests.integration.conftest import ROOT
+from tests.support import mariadb_server
 from tests.support.redis_server import RedisServer, with_prefix
 
 SIZES: dict[str, dict[str, float]] = {
@@ -58,6 +60,7 @@ SIZES: dict[str, dict[str, float]] = {
     # poison: runs per case
     "long": {
         "storm": 10_000,
+        "durable": 1_000,
         "restart": 10_000,
         "per_producer": 2_000,
         "queued": 200,
@@ -66,6 +69,7 @@ SIZES: dict[str, dict[str, float]] = {
     },
     "medium": {
         "storm": 1_000,
+        "durable": 100,
         "restart": 1_000,
         "per_producer": 200,
         "queued": 40,
@@ -129,11 +133,13 @@ class Suite:
 
     def store(self, backend: str, d: Path, redis: RedisServer, name: str) -> str:
         """A fresh store for one scenario run: a file in ``d``, a key prefix on the run's
-        redis-server, a database of its own on the run's PostgreSQL cluster."""
+        redis-server, a database of its own on the run's PostgreSQL cluster or MariaDB."""
         if backend == "sqlite":
             return f"sqlite:///{d / 'jobs.db'}"
         if backend == "redis":
             return with_prefix(redis.url, f"{name}{self._n}")
+        if backend == "mariadb":
+            return mariadb_server.run_database(f"{name}_{self._n}")
         if self.postgres is None:
             raise RuntimeError("PostgreSQL binaries not found (initdb, pg_ctl)")
         return self.postgres.fresh_database(f"{name}_{self._n}")
@@ -161,6 +167,24 @@ class Suite:
         ok = ok and t.unexplained_dead == 0
         why = f"workers exited by themselves: {r.exits} {r.last_words[:1]}"
         self.add(Row.of(t, held(ok, why) + f"; {r.kills} SIGKILLs"))
+
+    def durable(self, backend: str, redis: RedisServer) -> None:
+        """Issue 23's proof: jobs of 5 steps under the SIGKILL storm; every job ends
+        succeeded and no step runs again after its checkpoint."""
+        d = self.dir(f"durable-{backend}")
+        url = self.store(backend, d, redis, "durable")
+        os.environ["FAULT_MAX_RESCUES"] = "1000"  # the poison cap is not under test here
+        try:
+            r = durable_storm(url, d, int(self.size["durable"]), timeout=900)
+        finally:
+            os.environ.pop("FAULT_MAX_RESCUES", None)
+        ok = r.succeeded == r.jobs and r.rerun_after_checkpoint == 0 and r.saved_never_ran == 0
+        verdict = held(ok, r.line()) + (
+            f"; {r.kills} SIGKILLs, {r.step_runs} step runs, {r.reruns} cut off mid-step "
+            f"and run again, {r.rerun_after_checkpoint} after their checkpoint"
+        )
+        lost = r.jobs - r.succeeded
+        self.add(Row("durable steps storm", backend, r.jobs, lost, "-", "-", r.seconds, verdict))
 
     def restart(self, backend: str) -> None:
         d = self.dir(f"{backend}-restart")
@@ -348,11 +372,13 @@ def main(argv: list[str] | None = None) -> int:
         if find_binary("initdb") and find_binary("pg_ctl"):
             suite.postgres = PostgresCluster().init().start()
         try:
-            for backend in ("sqlite", "redis", "postgres"):
+            for backend in ("sqlite", "redis", "postgres", "mariadb"):
                 suite.run(f"storm {backend}", lambda b=backend: suite.storm(b, redis))
+            for backend in ("sqlite", "redis", "postgres"):
+                suite.run(f"durable storm {backend}", lambda b=backend: suite.durable(b, redis))
             for backend in ("redis", "postgres"):
                 suite.run(f"{backend} restart", lambda b=backend: suite.restart(b))
-            for backend in ("sqlite", "postgres"):
+            for backend in ("sqlite", "postgres", "mariadb"):
                 suite.run(f"producers {backend}", lambda b=backend: suite.producers(b, redis))
             # Every pool on SQLite; the release path of PostgreSQL on the thread pool.
             sigterms = [(p, "sqlite") for p in ("thread", "async", "process", "interpreter")]
@@ -364,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
             # Every poison on SQLite and PostgreSQL (the pytest suite's matrix); the
             # abort, whose rescue is the store's, on Redis too.
             poisons: list[tuple[str, str, tuple[str, ...], dict[str, object]]] = [
-                ("os.abort(), thread pool", "fault.abort", ("sqlite", "redis", "postgres"), {}),
+                ("os.abort(), thread pool", "fault.abort", ("sqlite", "redis", "postgres", "mariadb"), {}),
                 ("os.abort(), process pool", "fault.abort", SQL, {"pool": "process"}),
                 ("os._exit(0), thread pool", "fault.exit0", SQL, {"exit0_is_the_task_s": True}),
                 ("os._exit(0), process pool", "fault.exit0", SQL, {"pool": "process"}),

@@ -118,6 +118,29 @@ def leak(mib: int = 40) -> int:
     return len(_LEAKED)
 
 
+def step_work(position: int, seconds: float) -> int:
+    """A durable job's step (``fault.step``): one line ``step <job id> <position> <pid>
+    <start time>`` appended at its start (the test compares it with the checkpoint's
+    time: a run that starts after its step was saved is a step run twice), then a sleep.
+    """
+    job = conveyor.current_job()
+    line = f"step {job.id} {position} {os.getpid()} {time.time():.6f}\n".encode()
+    path = os.environ.get("FAULT_MARKS")
+    if path:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
+    time.sleep(seconds)
+    return position
+
+
+def steps(count: int, seconds: float) -> int:
+    """A durable job of ``count`` steps (``fault.steps``); returns the sum of positions."""
+    return sum(_STEP(n, seconds) for n in range(count))
+
+
 #: Task name -> function. Names, not module paths: a producer app in the test process
 #: registers the same functions under the same names (see ``make_app``).
 TASKS = {
@@ -151,10 +174,17 @@ def make_app(url: str | None = None) -> conveyor.App:
         lease=2.0,
         max_attempts=3,
         retry=conveyor.Backoff(base=0.0, jitter=0.0),
+        # The poison-pill cap; the durable storm raises it: a job of steps killed with
+        # its worker four times is charged like any other (it made progress meanwhile).
+        max_rescues=int(os.environ.get("FAULT_MAX_RESCUES", "3")),
     )
     for name, fn in TASKS.items():
         application.task(name=name)(fn)
+    application.task(name="fault.steps", max_attempts=50)(steps)
     return application
 
+
+#: The step of ``fault.steps`` (a plain call outside a job; a step is not bound to an app).
+_STEP = conveyor.App("memory://fault-steps").step(name="fault.step")(step_work)
 
 app = make_app()

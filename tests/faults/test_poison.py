@@ -55,11 +55,11 @@ def assert_isolated(
 # -- os.abort(): the whole worker process dies -------------------------------------------
 
 
-def test_abort_thread_pool_spares_batch_mates(store_url: str, tmp_path: Path) -> None:
+def test_abort_thread_pool_spares_batch_mates(rescue_store_url: str, tmp_path: Path) -> None:
     # 24 slots: every claim takes the poison and all 20 innocent jobs together, so the
     # outcome does not hang on how slots happen to free up (with 4 slots today's code
     # kills 1-3 innocent jobs in most runs, not all: a strict xfail could pass by luck).
-    result = run(store_url, tmp_path, "fault.abort", concurrency=24)
+    result = run(rescue_store_url, tmp_path, "fault.abort", concurrency=24)
     assert result.exits and all(code != 0 for _, code in result.exits)  # SIGABRT: -6
     assert_isolated(result)
     assert result.poison_reason == "worker lost"

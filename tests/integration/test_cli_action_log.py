@@ -16,15 +16,15 @@ import pytest
 
 import conveyor
 from tests.integration.cli_run import conveyor as run
-from tests.support.backends import BACKEND_URLS
+from tests.support.backends import GENERIC_URLS
 from tests.support.stores import fill
 
 ME = pwd.getpwuid(os.getuid()).pw_name
 
 
-@pytest.fixture(params=sorted(BACKEND_URLS))
+@pytest.fixture(params=sorted(GENERIC_URLS))
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return BACKEND_URLS[request.param](request, tmp_path)
+    return GENERIC_URLS[request.param](request, tmp_path)
 
 
 def audit_lines(url: str, tmp_path: Path, *args: str) -> list[dict[str, object]]:

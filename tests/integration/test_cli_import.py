@@ -15,10 +15,11 @@ import pytest
 
 import conveyor
 from conveyor.backends.base import JobClaimParams, JobCountParams, JobFilter
+from conveyor.redaction import redacted
 from conveyor.worker.worker import Worker
 from tests.integration.cli_run import assert_one_error
 from tests.integration.cli_run import conveyor as run
-from tests.support.backends import BACKEND_URLS
+from tests.support.backends import GENERIC_URLS
 from tests.support.stores import fill
 
 
@@ -36,14 +37,14 @@ def _export(url: str, cwd: Path, *args: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in done.stdout.splitlines()]
 
 
-@pytest.fixture(params=sorted(BACKEND_URLS))
+@pytest.fixture(params=sorted(GENERIC_URLS))
 def two_stores(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
     """A filled store (the ops CLI's six jobs, plus one claimed by a worker) and an
     empty one of the same kind."""
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    source = BACKEND_URLS[request.param](request, tmp_path / "a")
-    target = BACKEND_URLS[request.param](request, tmp_path / "b")
+    source = GENERIC_URLS[request.param](request, tmp_path / "a")
+    target = GENERIC_URLS[request.param](request, tmp_path / "b")
     fill(source)
     app = conveyor.App(source)
 
@@ -78,7 +79,7 @@ def test_export_import_round_trip(two_stores: tuple[str, str], tmp_path: Path, e
     path.write_text("".join(json.dumps(d) + "\n" for d in exported))
     done = run("import", str(path), "--url", target, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == f"imported 11 job(s) into {target}"
+    assert done.stdout.strip() == f"imported 11 job(s) into {redacted(target)}"
     again = _export(target, tmp_path, *flags)
     assert [d["id"] for d in again] == [d["id"] for d in exported]
     running = [d for d in exported if d["state"] == "running"]

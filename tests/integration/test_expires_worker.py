@@ -23,14 +23,14 @@ from conveyor.cli.main import cli
 from conveyor.rules import EXPIRED_REASON
 from conveyor.states import JobState
 from conveyor.worker.services.pruner import Pruner
-from tests.support.backends import BACKEND_URLS
+from tests.support.backends import GENERIC_URLS
 
 PAST = datetime.datetime(2001, 1, 1, tzinfo=datetime.UTC)
 
 
-@pytest.fixture(params=sorted(BACKEND_URLS))
+@pytest.fixture(params=sorted(GENERIC_URLS))
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return BACKEND_URLS[request.param](request, tmp_path)
+    return GENERIC_URLS[request.param](request, tmp_path)
 
 
 def test_a_prefetched_job_reached_after_its_expiry_never_runs(url: str) -> None:

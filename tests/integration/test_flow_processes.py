@@ -19,7 +19,7 @@ import pytest
 import conveyor
 from conveyor.backends.base import JobListParams
 from conveyor.states import JobState
-from tests.support.backends import BACKEND_URLS
+from tests.support.backends import BACKEND_URLS, GENERIC_URLS
 
 pytestmark = pytest.mark.slow
 
@@ -158,6 +158,8 @@ def test_periodic_three_workers_one_killed_every_slot_once(spawn: Spawn, flow_ur
     app.close()
 
 
+# The chain's resumption is the engine's settle, alike on every SQL store: GENERIC_URLS.
+@pytest.mark.parametrize("flow_url", sorted(GENERIC_URLS), indirect=True)
 def test_worker_dies_mid_chain_chain_resumes(spawn: Spawn, flow_url: str) -> None:
     app = conveyor.App(flow_url)
     add = app.task(name="add")(lambda x, y=1: x + y)

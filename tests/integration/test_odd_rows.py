@@ -34,8 +34,10 @@ from tests.support.odd_rows import (
     DEEP,
     FIFTY_MB,
     LONE_SURROGATE_ERROR,
+    mariadb_row,
     postgres_row,
     redis_row,
+    row,
     sqlite_row,
 )
 
@@ -58,11 +60,7 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 def write(url: str, **columns: Any) -> str:
     """One raw row on whichever backend ``url`` names."""
-    if url.startswith("sqlite"):
-        return sqlite_row(url, **columns)
-    if url.startswith("postgres"):
-        return postgres_row(url, **columns)
-    return redis_row(url, **columns)
+    return row(url, **columns)
 
 
 def cli_output(url: str, *args: str) -> str:
@@ -131,7 +129,8 @@ def test_unknown_state_is_listed_as_such_and_never_claimed(url: str) -> None:
 def test_payload_that_is_not_text_goes_dead_with_the_reason(url: str) -> None:
     """SQLite: a BLOB payload and a TEXT one holding bytes that are not UTF-8 (the query
     itself used to fail, on every claim); Redis: bytes that are not UTF-8. PostgreSQL's
-    typed columns refuse such rows at the write, so none reaches a worker."""
+    typed columns refuse such rows at the write, and MariaDB's in strict mode, so none
+    reaches a worker."""
     if url.startswith("postgres"):
         import psycopg
 
@@ -143,6 +142,14 @@ def test_payload_that_is_not_text_goes_dead_with_the_reason(url: str) -> None:
         probe = conveyor.App(url)
         assert probe.backend.job_get_many([stored])[0].payload == "\\x7b7d"
         probe.close()
+        cases = {}
+    elif url.startswith("mariadb"):
+        import pymysql
+
+        # Strict mode refuses text in an integer and bytes that are not UTF-8 in text.
+        for columns in ({"payload": b'{"\xff'}, {"priority": "high"}):
+            with pytest.raises(pymysql.err.DataError):
+                mariadb_row(url, **columns)
         cases = {}
     elif url.startswith("sqlite"):
         cases = {

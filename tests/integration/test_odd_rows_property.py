@@ -7,7 +7,7 @@ What "any" means here: every column gets any value its store can hold (SQLite: N
 integers, floats with NaN and infinities, text, BLOBs, bytes that are not UTF-8 in a
 TEXT column, JSON nested 5,000 deep; Redis: any bytes, or the field absent; PostgreSQL:
 any value of the column's type, NaN and infinities in the times, any text without NUL
-in the text columns), except
+in the text columns; MariaDB: the same but finite times), except
 that the id stays a distinct text (it names the row for the assertions) and NOT NULL
 columns hold a value (the store refuses NULL there itself). On Redis the state, task
 and queue fields stay text so the test knows which ready set holds the job.
@@ -62,6 +62,14 @@ COLUMNS = (
 )  # fmt: skip
 #: A burst over a few rows takes well under a second; longer is a jam.
 BURST_DEADLINE = 15.0
+#: The errors a store refuses a row with (nothing written). PyMySQL is the mariadb extra.
+REFUSALS: tuple[type[Exception], ...] = (sqlite3.IntegrityError,)
+try:
+    import pymysql
+except ImportError:
+    pass
+else:
+    REFUSALS += (pymysql.err.DataError,)
 GOOD_PAYLOAD = '{"args": [1], "kwargs": {}}'
 
 
@@ -122,25 +130,30 @@ _pg_text = st.one_of(
 )
 
 
-def _pg_value(column: str) -> st.SearchStrategy[Any]:
+def _pg_value(column: str, finite: bool = False) -> st.SearchStrategy[Any]:
     if column in _PG_INTEGER:
         value: st.SearchStrategy[Any] = st.integers(min_value=-(2**31), max_value=2**31 - 1)
     elif column == "token":
         value = st.integers(min_value=-(2**63), max_value=2**63 - 1)
     elif column in _PG_DOUBLE:
-        value = st.one_of(st.floats(), st.integers(min_value=-(2**53), max_value=2**53))
+        floats = st.floats(allow_nan=not finite, allow_infinity=not finite)
+        value = st.one_of(floats, st.integers(min_value=-(2**53), max_value=2**53))
     else:
         value = _pg_text
     return value if column in NOT_NULL else st.one_of(st.none(), value)
 
 
-def postgres_columns(state: st.SearchStrategy[str]) -> st.SearchStrategy[dict[str, Any]]:
+def postgres_columns(
+    state: st.SearchStrategy[str], finite: bool = False
+) -> st.SearchStrategy[dict[str, Any]]:
+    """PostgreSQL's column types; ``finite``: MariaDB's, the same but whose DOUBLE holds
+    no NaN nor infinity (its VARCHAR(255) columns refuse longer text at the write)."""
     # PostgreSQL's text refuses NUL (the writer would raise, not write an odd row): a
     # drawn state with one is a state with it taken out, as _pg_text does for the rest.
     state = state.map(lambda s: s.replace("\x00", ""))
     return st.fixed_dictionaries(
         {"state": state, "task": st.sampled_from(["odd.task", "odd.task", "nope"])},
-        optional={c: _pg_value(c) for c in COLUMNS if c not in ("state", "task")},
+        optional={c: _pg_value(c, finite) for c in COLUMNS if c not in ("state", "task")},
     )
 
 
@@ -167,8 +180,8 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, conveyor
 
 
 def _rows(url: str, state: st.SearchStrategy[str]) -> st.SearchStrategy[list[dict[str, Any]]]:
-    if url.startswith("postgres"):
-        columns = postgres_columns(state)
+    if url.startswith(("postgres", "mariadb")):
+        columns = postgres_columns(state, finite=url.startswith("mariadb"))
     else:
         columns = sqlite_columns(state) if url.startswith("sqlite") else redis_columns(state)
     return st.lists(columns, min_size=1, max_size=3)
@@ -180,8 +193,8 @@ def _write_all(url: str, rows: list[dict[str, Any]]) -> list[tuple[str, dict[str
         job_id = new_id("prop")
         try:
             write(url, job_id=job_id, **columns)
-        except sqlite3.IntegrityError:
-            continue  # the store's own refusal (a CHECK or NOT NULL): nothing was written
+        except REFUSALS:
+            continue  # the store's own refusal (a CHECK, NOT NULL, a too long VARCHAR)
         written.append((job_id, columns))
     return written
 

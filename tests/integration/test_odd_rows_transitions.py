@@ -49,8 +49,9 @@ ODD_COUNTS = {"attempt": "", "token": "2.13e+16", "rescues": "x", "max_attempts"
 GONE = "worker-that-never-beat"
 
 
-#: The stores whose columns hold any text (Postgres: see its own tests below).
-UNTYPED = sorted(set(BACKEND_URLS) - {"postgres"})
+#: The stores whose columns hold any text (PostgreSQL: see its own tests below; MariaDB's
+#: typed columns in strict mode refuse these counts at the write as PostgreSQL's do).
+UNTYPED = sorted(set(BACKEND_URLS) - {"postgres", "mariadb"})
 
 
 def _app(request: pytest.FixtureRequest, tmp_path: Path, backend: str) -> conveyor.App:

@@ -16,6 +16,7 @@ Example (in a test)::
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import shutil
@@ -73,19 +74,27 @@ class MariaDBServer:
             f"CREATE USER '{USER}'@'%' IDENTIFIED BY '{PASSWORD}';\n"
             f"GRANT ALL PRIVILEGES ON *.* TO '{USER}'@'%' WITH GRANT OPTION;\n"
         )
-        subprocess.run(
+        done = subprocess.run(
             [
                 self.install_db,
                 "--no-defaults",
                 f"--datadir={data}",
+                # Its own temp dir: bootstraps sharing /tmp at once failed ("Error on
+                # delete of '/tmp/#sql-temptable-...'").
+                f"--tmpdir={self.root}",
                 "--auth-root-authentication-method=socket",
                 "--skip-test-db",
                 *self._user_args(),
             ],
-            check=True,
+            check=False,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
+        if done.returncode != 0:  # say why
+            raise RuntimeError(
+                f"mariadb-install-db exited {done.returncode}: "
+                + done.stderr.decode(errors="replace")[-2000:]
+            )
         log = open(self.root / "server.log", "wb")  # noqa: SIM115 - the server's lifetime
         self.proc = subprocess.Popen(
             [
@@ -96,6 +105,7 @@ class MariaDBServer:
                 f"--pid-file={self.root / 'mysqld.pid'}",
                 "--bind-address=127.0.0.1",
                 f"--port={self.port}",
+                f"--tmpdir={self.root}",
                 f"--init-file={init}",
                 "--skip-log-bin",
                 # Small and quick: a test server, its data thrown away at the end.
@@ -155,6 +165,19 @@ def _connect(base: str) -> object:
     )
 
 
+def execute(base: str, statement: str) -> None:
+    """Run one statement on the server ``base`` names (no database), autocommitted."""
+    _execute(base, statement)
+
+
+def drop_database(base: str, database: str) -> None:
+    """Drop ``database`` if it is there; nothing when the server is gone already."""
+    import pymysql
+
+    with contextlib.suppress(pymysql.err.OperationalError):
+        _execute(base, f"DROP DATABASE IF EXISTS {database}")
+
+
 def _execute(base: str, statement: str) -> None:
     conn = _connect(base)
     try:
@@ -169,20 +192,29 @@ def database_url(base: str, database: str) -> str:
     return urlunsplit(urlsplit(base)._replace(path=f"/{database}"))
 
 
+#: The server of a run outside pytest (``python -m tests.faults --long``), started once.
+_run_server: list[MariaDBServer] = []
+
+
+def run_database(database: str) -> str:
+    """A URL on a new database of this process's own server (started on first use,
+    stopped at exit): for the long fault runner, which has no pytest fixtures."""
+    if not _run_server:
+        _run_server.append(MariaDBServer().start())
+        atexit.register(_run_server[0].stop)
+    base = _run_server[0].url
+    _execute(base, f"CREATE DATABASE {database} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
+    return database_url(base, database)
+
+
 def isolated_url(request: pytest.FixtureRequest) -> str:
     """A URL on a fresh database of the session's MariaDB, dropped after the test."""
     base = request.getfixturevalue("mariadb_url")
     database = f"t_{uuid.uuid4().hex}"
     _execute(base, f"CREATE DATABASE {database} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
 
-    def drop() -> None:
-        import pymysql
-
-        # A test that stopped its server has nothing left to clean.
-        with contextlib.suppress(pymysql.err.OperationalError):
-            _execute(base, f"DROP DATABASE IF EXISTS {database}")
-
-    request.addfinalizer(drop)
+    # A test that stopped its server has nothing left to clean.
+    request.addfinalizer(lambda: drop_database(base, database))
     return database_url(base, database)
 
 

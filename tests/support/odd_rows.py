@@ -8,6 +8,7 @@ Example::
     job_id = sqlite_row(url, payload=b"\\x00\\xff")      # a BLOB payload, queued
     job_id = redis_row(url, state="bogus")               # a hash with an unknown state
     job_id = postgres_row(url, state="bogus")            # typed columns: only what fits
+    job_id = row(url, state="bogus")                     # on whichever store url names
 """
 
 from __future__ import annotations
@@ -122,6 +123,22 @@ def mariadb_row(url: str, job_id: str | None = None, **columns: Any) -> str:
     job_id = job_id or new_id()
     _mariadb_sql(url, [_mariadb_insert("jobs", _defaults(job_id) | columns)])
     return job_id
+
+
+#: URL schemes of the stores whose columns are typed (a row must fit its column types).
+TYPED = ("postgres", "mariadb", "mysql")
+
+
+def row(url: str, job_id: str | None = None, **columns: Any) -> str:
+    """One raw jobs row on whichever store ``url`` names (see each writer for what its
+    store holds)."""
+    if url.startswith("sqlite"):
+        return sqlite_row(url, job_id, **columns)
+    if url.startswith("postgres"):
+        return postgres_row(url, job_id, **columns)
+    if url.startswith(("mariadb", "mysql")):
+        return mariadb_row(url, job_id, **columns)
+    return redis_row(url, job_id, **columns)
 
 
 # -- worker rows and counters ------------------------------------------------------------

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import mariadb_server
 from tests.support.postgres_server import drop_schema, require_binary, with_schema
 from tests.with_django.requires import require_django
 
@@ -43,6 +44,8 @@ def django_project(
         "CONVEYOR_DIRECT_URL": f"sqlite:///{where / 'direct.db'}",
         "CONVEYOR_TIMED_URL": f"sqlite:///{where / 'timed.db'}",
     }
+    if os.environ.get("CONVEYOR_DJANGO_DB") == "mariadb":
+        env.update(_on_mariadb(request))
     postgres = _postgres_url(request)
     if postgres is not None:
         schema = f"t_{uuid.uuid4().hex}"
@@ -67,6 +70,24 @@ def django_project(
         call_command("migrate", database="pg", verbosity=0)
     yield env
     sys.path.remove(str(PROJECT))
+
+
+def _on_mariadb(request: pytest.FixtureRequest) -> dict[str, str]:
+    """``CONVEYOR_DJANGO_DB=mariadb``: Django's "default" database and the job stores of
+    the contract's backends are databases of the session's own MariaDB (a MySQL
+    database, as a Django shop on MySQL has: Django's ``mysql`` backend over
+    mysqlclient), each new, dropped at the end."""
+    base = request.getfixturevalue("mariadb_url")
+    made = {name: f"{name}_{uuid.uuid4().hex[:12]}" for name in ("django", "jobs", "direct", "timed")}  # fmt: skip
+    for database in made.values():
+        mariadb_server.execute(base, f"CREATE DATABASE {database} CHARACTER SET utf8mb4")
+        request.addfinalizer(lambda d=database: mariadb_server.drop_database(base, d))  # type: ignore[misc]
+    return {
+        "DJANGO_MYSQL_URL": mariadb_server.database_url(base, made["django"]),
+        "CONVEYOR_JOBS_URL": mariadb_server.database_url(base, made["jobs"]),
+        "CONVEYOR_DIRECT_URL": mariadb_server.database_url(base, made["direct"]),
+        "CONVEYOR_TIMED_URL": mariadb_server.database_url(base, made["timed"]),
+    }
 
 
 def _postgres_url(request: pytest.FixtureRequest) -> str | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from conveyor.backends.durable_params import StepRecord
 from conveyor.backends.records import AttemptRecord, JobFlow, JobLogRecord, JobRecord
 from conveyor.records import record
 from conveyor.states import FINISHED_STATES, JobState
@@ -114,7 +115,8 @@ class JobLogInsertParams:
 
 @record
 class JobImport:
-    """One job copied whole from another store: its row, attempt history and logs."""
+    """One job copied whole from another store: its row, attempt history, logs and
+    durable steps."""
 
     job: JobRecord
     attempts: Sequence[AttemptRecord] = ()
@@ -122,6 +124,8 @@ class JobImport:
     #: its workflow fields (``job_flow_many``): parents, pipe, unique window; a
     #: ``waiting`` job is importable only with parents
     flow: JobFlow | None = None
+    #: its durable steps (``job_step_list``), written where the store keeps them
+    steps: Sequence[StepRecord] = ()
 
 
 #: States a job may be imported in: the work still to do and finished history (a running

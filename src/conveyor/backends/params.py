@@ -11,7 +11,7 @@ Example:
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from conveyor.backends.ops_params import (
     IMPORTABLE,
@@ -220,6 +220,32 @@ class JobInsertBatchParams:
     headers: Sequence[str | None] | None = None
     #: shared by the batch, as in JobInsertParams.expires_at
     expires_at: float | None = None
+
+
+def insert_by_kind(
+    params: Sequence[JobInsertParams] | JobInsertBatchParams,
+    batch: Callable[[JobInsertBatchParams], object],
+    flow: Callable[[Sequence[JobInsertParams]], Sequence[str]],
+    plain: Callable[[Sequence[JobInsertParams]], Sequence[str]],
+) -> Sequence[str]:
+    """``job_insert_many`` for a store with one path per kind of insert: plain jobs that
+    share their options (``batch``), any with a unique key, parents or a limit (``flow``),
+    plain jobs each with its own (``plain``); the ids inserted.
+
+    >>> plain = lambda jobs: [p.id for p in jobs]
+    >>> insert_by_kind([JobInsertParams("a", "t", "q", "{}")], print, print, plain)
+    ['a']
+    >>> insert_by_kind(JobInsertBatchParams("t", "q", ["b"], ["{}"]), id, print, plain)
+    ['b']
+    """
+    if isinstance(params, JobInsertBatchParams):
+        batch(params)
+        return params.ids
+    if not params:
+        return []
+    if not all(p.is_plain for p in params):
+        return flow(params)
+    return plain(params)
 
 
 def one_per_job(jobs: Sequence[JobInsertParams] | JobInsertBatchParams) -> list[JobInsertParams]:

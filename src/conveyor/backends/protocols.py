@@ -11,8 +11,10 @@ record per method (:mod:`~conveyor.backends.params`), rows handed back as record
   travel in :class:`~conveyor.backends.params.JobInsertParams`): dependencies, progress,
   periodic slots.
 * :class:`Operations` -- handles, listing, filters, bulk actions, import, backup, stats.
+* :class:`Durable` -- durable jobs: step records, events, the wait deadlines (feature
+  ``steps``; params and records in :mod:`~conveyor.backends.durable_params`).
 
-A :class:`Backend` is all three. What it implements beyond the core is one declared
+A :class:`Backend` is all four. What it implements beyond the core is one declared
 ``features`` set (:data:`FEATURES` names them); callers read it, never ``getattr``.
 
 Decisions above, storage below: where a job goes next is :mod:`conveyor.rules`; a backend
@@ -36,6 +38,13 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol
 
+from conveyor.backends.durable_params import (
+    EventWaitResult,
+    JobEventSendParams,
+    JobEventWaitParams,
+    JobStepSaveParams,
+    StepRecord,
+)
 from conveyor.backends.params import (
     ActionLogInsertParams,
     ActionLogListParams,
@@ -128,6 +137,8 @@ FEATURES: dict[str, str] = {
     #: one search language (conveyor.search_query): an index where the store has one
     #: (SQLite: FTS5), else a bounded scan that says so (JobSearchPage.complete)
     "search": "job_search (conveyor jobs --search, app.search)",
+    #: durable jobs (@app.step, conveyor.sleep, conveyor.wait_for, job.send)
+    "steps": "job_step_list, job_step_save, job_event_send, job_event_wait, job_wake_due",
     "sql": "the store answers SQL over the jobs (the raw connection is usable)",
     #: every store but the in-process memory store: workers in other processes, the CLI
     #: and a shell (rows written around the API) reach the same jobs
@@ -388,7 +399,39 @@ class Operations(Protocol):
     def worker_list(self) -> list[WorkerInfo]: ...
 
 
-class Backend(HotPath, Flow, Operations, Protocol):
+class Durable(Protocol):
+    """Durable jobs (feature ``steps``): a job's step records, events sent to it, and
+    the deadlines of its waits. Step writes are fenced by the claim token, as finishes."""
+
+    def job_event_send(self, params: JobEventSendParams) -> bool:
+        """Store one event for the job and, when the job waits for that name (state
+        ``waiting``, its ``waiting`` step names it), move it to ``queued`` in the same
+        transaction or script; True when it was woken. Raises JobNotFound."""
+        ...
+
+    def job_event_wait(self, params: JobEventWaitParams) -> EventWaitResult:
+        """Atomically, fenced by the token: consume the oldest event of that name and
+        save it as the step; or save the step ``timed_out`` past its deadline; or save it
+        ``waiting`` and park the job (``waiting``, attempt given back, no worker, run_at =
+        the deadline). See :class:`~conveyor.backends.durable_params.JobEventWaitParams`."""
+        ...
+
+    def job_step_list(self, job_id: str) -> list[StepRecord]:
+        """The job's step records by position (one read per replay)."""
+        ...
+
+    def job_step_save(self, params: JobStepSaveParams) -> bool:
+        """Write one step record while the job runs under the token (one statement, one
+        commit); False when refused (the attempt lost its job)."""
+        ...
+
+    def job_wake_due(self, limit: int) -> int:
+        """Jobs waiting for an event whose deadline passed (store clock) -> ``queued``
+        (they replay and time out); returns how many, at most ``limit``."""
+        ...
+
+
+class Backend(HotPath, Flow, Operations, Durable, Protocol):
     """What every storage engine implements. Internal; see the module docstring."""
 
 

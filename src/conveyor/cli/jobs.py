@@ -30,6 +30,7 @@ from conveyor.backends.base import (
     JobLogRecord,
     JobRecord,
     JobSearchParams,
+    StepRecord,
 )
 from conveyor.cli.common import echo_json, store_options
 from conveyor.cli.config import open_app
@@ -45,6 +46,7 @@ from conveyor.cli.output import (
     utc_option,
 )
 from conveyor.cli.prefix import MIN_PREFIX, resolve
+from conveyor.cli.steps import job_steps, steps_json, steps_section, waits_for
 from conveyor.redaction import redacted
 from conveyor.secrets import mask_payload, refuse_secret_where
 from conveyor.states import JobState
@@ -223,6 +225,7 @@ def job(
     logs = backend.job_log_list(JobLogListParams(job_id))
     parents = _parents(backend, job_id)
     flow = flow_of(app, record.task)
+    steps = job_steps(backend, job_id)
     if as_json:
         echo_json(
             {
@@ -231,10 +234,12 @@ def job(
                 "depends_on": parents,
                 "attempts": [_decoded(records.asdict(a), epoch) for a in attempts],
                 "logs": [_timed(records.asdict(r), ("ts",), epoch) for r in logs],
+                **({"steps": steps_json(steps, epoch)} if steps else {}),
+                **({"waits_for": w} if (w := waits_for(record, steps)) else {}),
             }
         )
         return
-    _print_job(record, parents, attempts, logs, utc=utc)
+    _print_job(record, parents, attempts, logs, steps, utc=utc)
     if flow:
         Output(sections=True).fields(list(flow.items()), title="flow control (the task's)")
 
@@ -244,11 +249,12 @@ def _print_job(
     parents: list[dict[str, str]],
     attempts: Sequence[AttemptRecord],
     logs: Sequence[JobLogRecord],
+    steps: Sequence[StepRecord],
     *,
     utc: bool,
 ) -> None:
-    """``conveyor job``'s sections: fields, odd-row note, parents, attempts (and their
-    tracebacks), logs."""
+    """``conveyor job``'s sections: fields, odd-row note, parents, steps (durable jobs),
+    attempts (and their tracebacks), logs."""
     out = Output(sections=True)
     out.fields(
         [
@@ -275,6 +281,7 @@ def _print_job(
             title="depends on (workflow parents, in order)",
             empty="no parents",
         )
+    steps_section(out, steps, waits_for(record, steps), utc)
     _attempts_table(out, attempts, utc=utc)
     for a in attempts:
         tb = _error(a.error).get("traceback")

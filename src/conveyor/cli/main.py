@@ -35,6 +35,7 @@ COMMANDS = {
     "release": ("conveyor.cli.actions", "release"),
     "delete": ("conveyor.cli.actions", "delete"),
     "purge": ("conveyor.cli.actions", "purge"),
+    "send": ("conveyor.cli.steps", "send"),
     "export": ("conveyor.cli.export", "export"),
     "backup": ("conveyor.cli.admin", "backup"),
     "check": ("conveyor.cli.admin", "check"),

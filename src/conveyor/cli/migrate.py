@@ -44,6 +44,7 @@ from conveyor.backends.base import (
     JobLogListParams,
     JobRecord,
     QueuePauseParams,
+    StepRecord,
 )
 from conveyor.cli.action_log import record_cli_action
 from conveyor.cli.common import valid_url
@@ -54,6 +55,11 @@ from conveyor.states import JobState
 
 #: What migrate moves: the work still to do, and the failures an operator may retry.
 MOVED = (JobState.QUEUED, JobState.SCHEDULED, JobState.DEAD)
+
+
+def _steps(source: Backend, job_id: str) -> list[StepRecord]:
+    """A durable job's steps, carried so that it resumes where it was on the target."""
+    return source.job_step_list(job_id) if "steps" in source.features else []
 
 
 def move_page(source: Backend, target: Backend, page: list[JobRecord], delete: bool = True) -> int:
@@ -69,6 +75,7 @@ def move_page(source: Backend, target: Backend, page: list[JobRecord], delete: b
             source.job_attempts(j.id),
             source.job_log_list(JobLogListParams(j.id)),
             _carried(flows.get(j.id), j),
+            _steps(source, j.id),
         )
         for j in page
     ]

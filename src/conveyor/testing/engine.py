@@ -118,7 +118,7 @@ class Engine:
             if not claimed:
                 return finished
             job = claimed[0]
-            finish, _, progress = self.runner.attempt(job)
+            finish, _, progress = self.runner.attempt(job, self.store)
             if progress is not None:
                 self.store.job_progress_many([JobProgressParams(job.id, job.token, *progress)])
             self.store.job_finish_many([finish])
@@ -168,7 +168,7 @@ def execute(task: Task[Any, Any], args: Sequence[Any], kwargs: Mapping[str, Any]
     (job,) = store.job_claim(JobClaimParams(WORKER_ID, [(opts.queue, 1)], 1))
     runner = Runner(task.app)
     try:
-        finish, outcome, _ = runner.attempt(job)
+        finish, outcome, _ = runner.attempt(job, store)
     finally:
         runner.close()
     store.job_finish_many([finish])

@@ -31,8 +31,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from conveyor.backends.base import ClaimedJob, JobFinishParams
+from conveyor.backends.base import Backend, ClaimedJob, JobFinishParams
 from conveyor.context import JobContext, context_of
+from conveyor.durable import link
 from conveyor.rules import EXPIRED_REASON, is_expired
 
 if TYPE_CHECKING:
@@ -53,19 +54,24 @@ class Runner:
         self._lock = threading.Lock()
 
     def attempt(
-        self, job: ClaimedJob
+        self, job: ClaimedJob, store: Backend | None = None
     ) -> tuple[JobFinishParams, Outcome, tuple[float | None, str | None] | None]:
         """Run one claimed attempt: the finish to write, the outcome, and the last
-        progress the task reported (``None``: none)."""
+        progress the task reported (``None``: none). ``store``: the one it was claimed
+        from, where its durable steps are kept."""
         from conveyor.worker.outcome import Outcome, finish_params
 
         ctx = context_of(job)
+        if store is not None:
+            ctx._durable = link(store, job, WORKER_ID, sleeps=False)  # time is skipped
         if is_expired(job.expires_at, time.time()):  # as the worker's check before a start
             outcome = Outcome.expired(EXPIRED_REASON)
         else:
             outcome = self.run(job, ctx)
         task = self.app.tasks.get(job.task)
-        finish = finish_params(outcome, job, task, WORKER_ID, ctx.cancel_requested)
+        finish = ctx.finished_by_transaction or finish_params(
+            outcome, job, task, WORKER_ID, ctx.cancel_requested
+        )
         return finish, outcome, ctx.take_progress()
 
     def run(self, job: ClaimedJob, ctx: JobContext) -> Outcome:

@@ -21,13 +21,16 @@ from __future__ import annotations
 import itertools
 import logging
 import time
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from conveyor.backends.base import ClaimedJob, JobReleaseParams
 from conveyor.context import JobContext, context_of
+from conveyor.durable import Replay, StepLost
 from conveyor.errors import BackendUnavailable, ConfigurationError
 from conveyor.rules import EXPIRED_REASON, is_expired
+from conveyor.states import FinishKind
 from conveyor.worker.inflight import Held, InFlight
 from conveyor.worker.outcome import OK, Outcome, finish_params
 from conveyor.worker.transactional import transact
@@ -65,12 +68,19 @@ class Attempts:
         self.observers = observers
         #: One tick per attempt ended here (``next(processed)`` counts them).
         self.processed = itertools.count()
+        #: Told the deadline of each job ``conveyor.wait_for`` parks here (the worker's
+        #: deadlines service), None: nobody listens.
+        self.on_park: Callable[[float], None] | None = None
 
     def claimed(self, jobs: list[ClaimedJob]) -> list[Held]:
         """Hold claimed jobs (heartbeats extend their leases from now on)."""
         entries = [Held(j, context_of(j)) for j in jobs]
-        for entry in entries:  # current_job().transaction(), in this process's pools
-            entry.ctx._transaction = self.transaction_for
+        # current_job().transaction() and durable steps, in this process's pools; the
+        # bound methods made once per batch, not per job
+        transaction_for, replay_for = self.transaction_for, self.replay_for
+        for entry in entries:
+            entry.ctx._transaction = transaction_for
+            entry.ctx._durable = replay_for
         self.table.hold(entries)
         if self.observers:
             for observer in self.observers:
@@ -108,8 +118,8 @@ class Attempts:
         self.claims.observe(outcome.finished_at - entry.started)
         committed = entry.ctx.finished_by_transaction  # current_job().transaction()
         if committed is not None:
-            params = committed
-            if outcome.status != OK:
+            params = committed  # or parked by conveyor.wait_for (a SNOOZE, written)
+            if outcome.status != OK and committed.kind is FinishKind.SUCCEEDED:
                 log.warning(
                     "job %s committed its success in transaction(); what it raised "
                     "after that is not recorded: %s",
@@ -146,6 +156,15 @@ class Attempts:
                 "rescued) and the job claimed again; this attempt commits nothing"
             )
         return transact(self.app.backend, entry.job, self.worker_id, ctx)
+
+    def replay_for(self, ctx: JobContext) -> Replay:
+        """The durable replay of the job ``ctx`` belongs to (its saved steps read now),
+        fenced by the claim this attempt holds (conveyor/durable.py)."""
+        entry = self.table.get(ctx.id)
+        job = entry.job if entry is not None and entry.ctx is ctx else None
+        if job is None:  # taken back and claimed again: this stale run saves nothing
+            raise StepLost(f"job {ctx.id}: this attempt's claim was taken back")
+        return Replay(self.app.backend, job, self.worker_id, on_park=self.on_park)
 
     def isolate(self, jobs: list[ClaimedJob]) -> list[ClaimedJob]:
         """Poison isolation, the worker's side: a job rescued before (``rescues > 0``)

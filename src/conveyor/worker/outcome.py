@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from conveyor import records
 from conveyor.backends.base import ClaimedJob, JobFinishParams
-from conveyor.errors import JobCancelled, Snooze
+from conveyor.errors import JobCancelled, NonDeterministic, Snooze
 from conveyor.retry import Backoff, next_step
 from conveyor.rules import REFUSED_REASON
 from conveyor.states import FinishKind
@@ -152,6 +152,13 @@ def finish_params(
     if outcome.status == UNRUNNABLE or outcome.status == REFUSED:
         return JobFinishParams(
             kind=FinishKind.DEAD, error=outcome.error_json, reason=outcome.reason, **common
+        )
+    if isinstance(outcome.error, NonDeterministic):  # a replay gone astray: never retried
+        return JobFinishParams(
+            kind=FinishKind.DEAD,
+            error=outcome.error_json,
+            reason="non-deterministic replay",
+            **common,
         )
     if outcome.status == EXPIRED:
         return JobFinishParams(kind=FinishKind.EXPIRED, reason=outcome.reason, **common)

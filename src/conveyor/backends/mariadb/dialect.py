@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from conveyor.backends.base import WhereCondition
 from conveyor.backends.mariadb.connection import read_packaged
-from conveyor.backends.sql.dialect import Dialect, Executor, named_queries
+from conveyor.backends.sql.dialect import Dialect, Executor, role_queries
 from conveyor.backends.sql.integrity import integrity_sql
 from conveyor.query import json_path
 
@@ -110,9 +110,9 @@ MARIADB = Dialect(
     ignore=("INSERT IGNORE", ""),
     clock=server_now,
     queries={
-        **named_queries(read_packaged("queries/ops.sql")),
-        **named_queries(read_packaged("queries/rescue.sql")),
-        **named_queries(read_packaged("queries/workers.sql")),
+        **role_queries(
+            lambda role: read_packaged(f"queries/{role}.sql"), (), ("ops", "rescue", "workers")
+        ),
         "integrity_check": integrity_sql(INTEGRITY),
     },
     returning=False,

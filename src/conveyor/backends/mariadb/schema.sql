@@ -179,3 +179,29 @@ CREATE TABLE IF NOT EXISTS action_log (
     detail  TEXT NOT NULL,
     host    TEXT NOT NULL
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
+
+-- Version 2 (durable jobs): the twins of SQLite's schema_007.sql. No partial index:
+-- the waiting steps' index leads with the state.
+CREATE TABLE IF NOT EXISTS job_steps (
+    job_id      VARCHAR(255) NOT NULL,
+    pos         INT NOT NULL,
+    name        VARCHAR(255) NOT NULL,
+    state       VARCHAR(16) NOT NULL,
+    result      LONGTEXT,
+    error       LONGTEXT,
+    attempts    INT NOT NULL DEFAULT 1,
+    started_at  DOUBLE,
+    finished_at DOUBLE,
+    PRIMARY KEY (job_id, pos),
+    INDEX job_steps_waiting (state, job_id)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
+
+CREATE TABLE IF NOT EXISTS job_events (
+    id          BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+    job_id      VARCHAR(255) NOT NULL,
+    name        VARCHAR(255) NOT NULL,
+    payload     LONGTEXT NOT NULL,
+    sent_at     DOUBLE NOT NULL,
+    consumed_at DOUBLE,
+    INDEX job_events_job (job_id, name, id)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;

@@ -10,7 +10,7 @@ Example:
 
 from __future__ import annotations
 
-from conveyor.backends.base import IntegrityProblem
+from conveyor.backends.base import STEP_WAITING, IntegrityProblem
 from conveyor.backends.memory.store import MemoryStore
 from conveyor.rules import is_sequence_blocked
 from conveyor.states import ACTIVE_STATES, FINISHED_STATES, JobState
@@ -66,7 +66,9 @@ def audit(store: MemoryStore, stale_before: float) -> list[IntegrityProblem]:
                     f"waiting on {row.waiting_on} parents, below zero",
                 )
             parents = [store.jobs.get(p) for p in store.parents.get(row.id, ())]
-            if not is_sequence_blocked(row.reason) and not any(  # held: waits on purpose
+            parked = any(s.state == STEP_WAITING for s in store.steps.get(row.id, {}).values())
+            held = is_sequence_blocked(row.reason)  # a blocked sequence waits on purpose
+            if not (parked or held) and not any(
                 p is not None and p.state in ACTIVE_STATES for p in parents
             ):
                 problem(

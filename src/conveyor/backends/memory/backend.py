@@ -49,6 +49,7 @@ from conveyor.backends.memory.action_log import MemoryActionLog
 from conveyor.backends.memory.flow_methods import MemoryFlowMixin
 from conveyor.backends.memory.ops import MemoryOpsMixin
 from conveyor.backends.memory.schedules import MemorySchedules
+from conveyor.backends.memory.steps import MemorySteps
 from conveyor.backends.memory.store import MemoryStore, Row, Worker, store_for
 from conveyor.backends.memory.url import parse_memory_url
 from conveyor.backends.search_scan import ScanSearch
@@ -87,6 +88,7 @@ FEATURES = frozenset(
         "ack_with_claim",
         "action_log",
         "search",
+        "steps",
     }
 )
 
@@ -96,7 +98,9 @@ _NO_TRANSACTION = (
 )
 
 
-class MemoryBackend(MemoryOpsMixin, MemoryFlowMixin, MemoryActionLog, MemorySchedules, ScanSearch):
+class MemoryBackend(
+    MemoryOpsMixin, MemoryFlowMixin, MemoryActionLog, MemorySchedules, ScanSearch, MemorySteps
+):
     """Backend on a store in this process's memory. Internal: use
     ``conveyor.App("memory://name")``."""
 
@@ -368,6 +372,7 @@ def _finish(store: MemoryStore, params: Sequence[JobFinishParams], now: float) -
             del store.jobs[p.id]
             store.attempts.pop(p.id, None)
             store.logs.pop(p.id, None)
+            store.forget_steps(p.id)
             continue
         if rule.state is JobState.SUCCEEDED:
             row.result = p.result

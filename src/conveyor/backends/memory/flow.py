@@ -316,6 +316,7 @@ def delete(store: MemoryStore, ids: Sequence[str], now: float) -> int:
         del store.jobs[job_id]
         store.attempts.pop(job_id, None)
         store.logs.pop(job_id, None)
+        store.forget_steps(job_id)
         for parent in store.parents.pop(job_id, ()):
             siblings = store.children.get(parent)
             if siblings is not None and job_id in siblings:

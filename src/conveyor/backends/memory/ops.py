@@ -309,6 +309,8 @@ class MemoryOpsMixin:
                 for a in item.attempts:
                     attempts.setdefault(a.token, replace(a, job_id=j.id))
                 store.logs.setdefault(j.id, []).extend(item.logs)
+                if item.steps:
+                    store.steps[j.id] = {s.position: replace(s, job_id=j.id) for s in item.steps}
                 if flow_of.parents:
                     store.parents[j.id] = list(flow_of.parents)
                     for parent in flow_of.parents:

@@ -26,6 +26,7 @@ from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from conveyor.backends.durable_params import StepRecord
 from conveyor.backends.protocols import ACTION_LOG_CAP
 from conveyor.backends.records import (
     ActionLogRecord,
@@ -182,6 +183,15 @@ class MemoryStore:
         #: ``action_seq`` numbers them (ids never reused, as a SQL identity)
         self.actions: deque[ActionLogRecord] = deque(maxlen=ACTION_LOG_CAP)
         self.action_seq = 0
+        #: durable jobs: job id -> position -> step; job id -> events [name, payload,
+        #: consumed] oldest first
+        self.steps: dict[str, dict[int, StepRecord]] = {}
+        self.events: dict[str, list[list[object]]] = {}
+
+    def forget_steps(self, job_id: str) -> None:
+        """Drop a deleted job's step records and events."""
+        self.steps.pop(job_id, None)
+        self.events.pop(job_id, None)
 
     @contextmanager
     def write(self) -> Iterator[MemoryStore]:

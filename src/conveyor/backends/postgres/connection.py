@@ -23,12 +23,12 @@ Example:
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from conveyor.backends.packaged import packaged_text
 from conveyor.backends.postgres.url import PostgresTarget, parse_postgres_url
 from conveyor.errors import BackendUnavailable
 
@@ -37,10 +37,16 @@ if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
 #: 1: every table and column of SQLite's schema versions 1-4 at once. 2: the operator
-#: actions log (SQLite's 6). 3: schedules' pause and "run now" (SQLite's 7). 4: flow
-#: control by key (SQLite's 8). A new step adds a file here.
-SCHEMA_VERSION = 4
-_MIGRATIONS = {1: "schema.sql", 2: "schema_002.sql", 3: "schema_003.sql", 4: "schema_004.sql"}
+#: actions log (SQLite's 6). 3: schedules' pause and "run now" (SQLite's 7). 4: durable
+#: jobs (SQLite's 8). 5: flow control by key (SQLite's 9). A new step adds a file here.
+SCHEMA_VERSION = 5
+_MIGRATIONS = {
+    1: "schema.sql",
+    2: "schema_002.sql",
+    3: "schema_003.sql",
+    4: "schema_004.sql",
+    5: "schema_005.sql",
+}
 #: First key of the two-key advisory lock taken around a migration ("conv"); the second
 #: is hashtext(schema), so two schemas in one database migrate independently.
 MIGRATION_LOCK_CLASS = 0x636F6E76
@@ -48,14 +54,8 @@ _VERSION_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version integer NOT
 
 
 def read_packaged(name: str) -> str:
-    """A text file shipped beside this module (see the SQLite twin for why by path)."""
-    try:
-        with open(os.path.join(os.path.dirname(__file__), name), encoding="utf-8") as f:
-            return f.read()
-    except (FileNotFoundError, NotADirectoryError):
-        from importlib import resources
-
-        return resources.files(__package__).joinpath(name).read_text("utf-8")
+    """A text file shipped beside this module."""
+    return packaged_text(__file__, __package__, name)
 
 
 def schema_sql(schema: str) -> str:

@@ -23,7 +23,7 @@ from conveyor.backends.base import ClaimedJob, WhereCondition
 from conveyor.backends.postgres.connection import read_packaged
 from conveyor.backends.postgres.finish import FINISH_QUERIES
 from conveyor.backends.postgres.sql import BIGINT_MAX, INT_MAX, NOW, count_at_limit
-from conveyor.backends.sql.dialect import Dialect, Executor, named_queries
+from conveyor.backends.sql.dialect import Dialect, Executor, role_queries
 from conveyor.backends.sql.integrity import integrity_sql
 from conveyor.query import json_path
 
@@ -162,13 +162,10 @@ POSTGRES = Dialect(
     ignore=("INSERT", " ON CONFLICT DO NOTHING"),
     clock=server_now,
     queries={
-        "job_insert_flow": _query("job_insert_flow"),
         "integrity_check": integrity_sql(INTEGRITY),
-        **{name: _query(name) for name in OPS_QUERIES},
-        **named_queries(_query("claim")),
-        **named_queries(_query("leases")),
-        **named_queries(_query("rescue")),
-        **named_queries(_query("workers")),
+        **role_queries(
+            _query, ("job_insert_flow", *OPS_QUERIES), ("claim", "leases", "rescue", "workers")
+        ),
         **FINISH_QUERIES,
     },
     returning=True,

@@ -68,7 +68,9 @@ def finish_sql(kind: FinishKind, alone: bool = False) -> str:
         return (
             f"WITH done AS (DELETE FROM jobs USING {_BATCH} WHERE {fence} {_RETURNING}), "
             "gone_attempts AS (DELETE FROM attempts WHERE job_id IN (SELECT id FROM done)), "
-            "gone_logs AS (DELETE FROM job_logs WHERE job_id IN (SELECT id FROM done)) "
+            "gone_logs AS (DELETE FROM job_logs WHERE job_id IN (SELECT id FROM done)), "
+            "gone_steps AS (DELETE FROM job_steps WHERE job_id IN (SELECT id FROM done)), "
+            "gone_events AS (DELETE FROM job_events WHERE job_id IN (SELECT id FROM done)) "
             f"{answer}"
         )
     sets, _ = finish_sets(kind, _VALUES.__getitem__)

@@ -1,25 +1,27 @@
--- conveyor PostgreSQL schema, version 4 (flow control by key): additive over version 3.
+-- conveyor PostgreSQL schema, version 4 (durable jobs): additive over version 3.
 -- Run by connection.migrate under the migration lock, with search_path = the schema.
--- The twin of SQLite's schema_008.sql (see there for what each table is for).
+-- The twin of SQLite's schema_008.sql (see it for what each table holds).
 
--- Sequences: the last job enqueued with each key (locked by the insert that appends).
-CREATE TABLE IF NOT EXISTS sequences (
-    key  text PRIMARY KEY,
-    tail text COLLATE "C" NOT NULL
+CREATE TABLE IF NOT EXISTS job_steps (
+    job_id      text COLLATE "C" NOT NULL,
+    pos         integer NOT NULL,
+    name        text NOT NULL,
+    state       text NOT NULL,
+    result      text,
+    error       text,
+    attempts    integer NOT NULL DEFAULT 1,
+    started_at  double precision,
+    finished_at double precision,
+    PRIMARY KEY (job_id, pos)
 );
+CREATE INDEX IF NOT EXISTS job_steps_waiting ON job_steps (job_id) WHERE state = 'waiting';
 
--- Limits changed while running: an operator's values win over the code's until reset.
-CREATE TABLE IF NOT EXISTS limit_overrides (
-    key         text PRIMARY KEY,
-    concurrency integer,
-    rate_count  integer,
-    rate_period double precision
+CREATE TABLE IF NOT EXISTS job_events (
+    id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    job_id      text COLLATE "C" NOT NULL,
+    name        text NOT NULL,
+    payload     text NOT NULL,
+    sent_at     double precision NOT NULL,
+    consumed_at double precision
 );
-
--- Fair queues: each key's last place in its queue's round (rules.fair_place).
-CREATE TABLE IF NOT EXISTS fair_keys (
-    queue   text NOT NULL,
-    key     text NOT NULL,
-    last_at double precision NOT NULL,
-    PRIMARY KEY (queue, key)
-);
+CREATE INDEX IF NOT EXISTS job_events_job ON job_events (job_id, name, id);

@@ -55,6 +55,7 @@ from conveyor.backends.redis.keys import Keys
 from conveyor.backends.redis.ops import RedisOpsMixin
 from conveyor.backends.redis.schedules import RedisSchedules
 from conveyor.backends.redis.scripts import Scripts
+from conveyor.backends.redis.steps import RedisSteps
 from conveyor.backends.redis.url import parse_redis_url
 from conveyor.backends.redis.workers import RedisWorkersMixin
 from conveyor.backends.search_scan import ScanSearch
@@ -93,6 +94,7 @@ FEATURES = frozenset(
         "shared",
         "action_log",
         "search",
+        "steps",
     }
 )
 
@@ -111,6 +113,7 @@ class RedisBackend(
     RedisActionLog,
     RedisSchedules,
     ScanSearch,
+    RedisSteps,
 ):
     """Backend on Redis. Internal: use ``conveyor.App("redis://host:6379/0")``.
 

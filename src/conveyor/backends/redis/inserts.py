@@ -21,6 +21,7 @@ from conveyor.backends.base import (
     JobInsertBatchParams,
     JobInsertParams,
 )
+from conveyor.backends.params import insert_by_kind
 from conveyor.backends.redis.connection import Unavailable
 from conveyor.backends.redis.hashes import json_text, num
 from conveyor.backends.redis.keys import Keys
@@ -41,13 +42,10 @@ class RedisInsertMixin:
     def job_insert_many(
         self, params: Sequence[JobInsertParams] | JobInsertBatchParams
     ) -> Sequence[str]:
-        if isinstance(params, JobInsertBatchParams):
-            self._insert_batch(params)
-            return params.ids
-        if not params:
-            return []
-        if not all(p.is_plain for p in params):
-            return self._insert_flow(params)
+        return insert_by_kind(params, self._insert_batch, self._insert_flow, self._insert_each)
+
+    def _insert_each(self, params: Sequence[JobInsertParams]) -> list[str]:
+        """Plain jobs, each with its own options."""
         self._insert_rows(
             [
                 [

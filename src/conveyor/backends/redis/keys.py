@@ -45,6 +45,9 @@ class Keys:
         self.wake = self.base + "wake"
         #: set of paused queue names (``conveyor queues pause``); the claim skips them
         self.paused = self.base + "paused"
+        #: zset id -> deadline of jobs parked by conveyor.wait_for (job_wake_due's index;
+        #: an entry goes when its job is woken or found no longer waiting)
+        self.waiting = self.base + "waiting"
 
     def job(self, job_id: str) -> str:
         """Hash with the same fields as the SQLite ``jobs`` row (absent field = NULL)."""
@@ -57,6 +60,15 @@ class Keys:
     def logs(self, job_id: str) -> str:
         """List of JSON log records of a job (bounded; same TTL as the job)."""
         return f"{self.base}logs:{job_id}"
+
+    def steps(self, job_id: str) -> str:
+        """Hash position -> JSON step record of a durable job, and ``waiting`` -> the
+        event it is parked on (same TTL as the job)."""
+        return f"{self.base}steps:{job_id}"
+
+    def events(self, job_id: str) -> str:
+        """List of JSON ``[name, payload]`` events sent to a job and not consumed yet."""
+        return f"{self.base}events:{job_id}"
 
     def done(self, job_id: str) -> str:
         """Short-lived list that gets one element when the job finishes (job_wait)."""

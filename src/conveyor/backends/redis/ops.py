@@ -57,6 +57,7 @@ from conveyor.backends.redis import integrity, reads
 from conveyor.backends.redis.connection import Unavailable
 from conveyor.backends.redis.keys import Keys
 from conveyor.backends.redis.scripts import load_source
+from conveyor.backends.redis.steps import step_json
 from conveyor.errors import ConfigurationError
 from conveyor.states import JobState
 
@@ -418,5 +419,6 @@ def _import_entry(item: JobImport) -> list[object]:
         if parents:
             fields += ["flow", "1"]
     run_at = repr(float(j.run_at))
+    steps = [[str(s.position), step_json(s)] for s in item.steps]
     return [j.id, j.queue, str(j.state), str(j.priority), run_at, fields, attempts,
-            [_log_json(r) for r in item.logs], parents]  # fmt: skip
+            [_log_json(r) for r in item.logs], parents, steps]  # fmt: skip

@@ -192,3 +192,20 @@ def named_queries(text: str) -> dict[str, str]:
         elif lines is not None:
             lines.append(line)
     return {name: "\n".join(body).strip().rstrip(";").strip() for name, body in found.items()}
+
+
+def role_queries(
+    read: Callable[[str], str], singles: Sequence[str] = (), roles: Sequence[str] = ()
+) -> dict[str, str]:
+    r"""A store's queries by name: each of ``singles`` is the one statement of its own
+    file, each of ``roles`` a file of named queries (:func:`named_queries`); ``read``
+    gives a file's text by its name.
+
+    >>> files = {"pause": "UPDATE q SET p = 1", "claim": "-- name: a\nSELECT 1"}
+    >>> role_queries(files.__getitem__, ["pause"], ["claim"])
+    {'pause': 'UPDATE q SET p = 1', 'a': 'SELECT 1'}
+    """
+    found = {name: read(name) for name in singles}
+    for role in roles:
+        found.update(named_queries(read(role)))
+    return found

@@ -207,7 +207,8 @@ def _rows(d: Dialect, ex: Executor, params: Sequence[JobFinishParams], now: floa
         outcome = FINISH[p.kind].attempt_outcome
         if outcome is None:  # the row went: its history goes with it
             ex.execute(d.sql("DELETE FROM attempts WHERE job_id = ?"), (p.id,))
-            ex.execute(d.sql("DELETE FROM job_logs WHERE job_id = ?"), (p.id,))
+            for table in ("job_logs", "job_steps", "job_events"):
+                ex.execute(d.sql(f"DELETE FROM {table} WHERE job_id = ?"), (p.id,))
             continue
         finished = p.finished_at or now
         attempts.append(

@@ -22,8 +22,11 @@ from conveyor.backends.base import JobFlow, JobImport, JobImportParams
 from conveyor.backends.params import check_importable
 from conveyor.backends.sql.dialect import Dialect, Executor
 from conveyor.backends.sql.logs import insert_logs
+from conveyor.backends.sql.steps import COLUMNS as STEP_COLUMNS
+from conveyor.backends.sql.steps import step_args
 from conveyor.backends.sql.store import SqlStore
 
+_STEP_VALUES = ", ".join("?" * 9)
 #: Columns an import writes; the claim columns (worker_id, lease_until) stay NULL.
 IMPORT_COLUMNS = (
     "id", "task", "queue", "state", "priority", "payload", "attempt", "max_attempts",
@@ -134,6 +137,11 @@ def insert_history(d: Dialect, ex: Executor, items: Sequence[JobImport]) -> None
     if attempts:
         ex.executemany(d.sql(d.insert_ignore(_ATTEMPT)), attempts)
     insert_logs(d, ex, [r for i in items for r in i.logs])
+    steps = [step_args(s) for i in items for s in i.steps]
+    if steps:
+        ex.executemany(
+            d.sql(d.insert_ignore(f"job_steps ({STEP_COLUMNS}) VALUES ({_STEP_VALUES})")), steps
+        )
     edges = [
         (parent, i.job.id, n)
         for i in items

@@ -50,6 +50,8 @@ FROM jobs AS j WHERE j.state = 'waiting'
   AND (j.reason IS NULL OR substr(j.reason, 1, 18) <> 'sequence blocked: ') AND NOT EXISTS (
     SELECT 1 FROM job_deps AS d JOIN jobs AS p ON p.id = d.parent_id
     WHERE d.child_id = j.id AND p.state IN ({active_states}))
+-- a durable job parked by conveyor.wait_for waits for an event or its deadline instead
+AND NOT EXISTS (SELECT 1 FROM job_steps AS s WHERE s.job_id = j.id AND s.state = 'waiting')
 UNION ALL
 SELECT 'scheduled_never_due', id, 'scheduled at ' || {run_at_text} || ', which never comes'
 FROM jobs WHERE state = 'scheduled' AND {run_at_never}

@@ -104,6 +104,8 @@ def delete_in(d: Dialect, ex: Executor, ids: Sequence[str]) -> tuple[int, int]:
 _OWNED = (
     ("attempts", "job_id"),
     ("job_logs", "job_id"),
+    ("job_steps", "job_id"),
+    ("job_events", "job_id"),
     ("job_deps", "child_id"),
     ("job_deps", "parent_id"),
 )

@@ -52,6 +52,7 @@ from conveyor.backends.base import (
     RescueResult,
     WorkerHeartbeatParams,
 )
+from conveyor.backends.params import insert_by_kind
 from conveyor.backends.sql import leases, rescue, workers
 from conveyor.backends.sql.claim import Claim, promote_due
 from conveyor.backends.sql.finish import Finish
@@ -110,6 +111,7 @@ FEATURES = frozenset(
         "shared",
         "action_log",
         "search",
+        "steps",
     }
 )
 
@@ -273,11 +275,10 @@ class SQLiteBackend(SQLiteSearch, SQLiteOpsMixin, FlowMixin, SQLiteActionLog):
     def job_insert_many(
         self, params: Sequence[JobInsertParams] | JobInsertBatchParams
     ) -> Sequence[str]:
-        if isinstance(params, JobInsertBatchParams):
-            self._insert_batch(params)
-            return params.ids
-        if not all(p.is_plain for p in params):
-            return self._insert_flow(params)
+        return insert_by_kind(params, self._insert_batch, self._insert_flow, self._insert_each)
+
+    def _insert_each(self, params: Sequence[JobInsertParams]) -> list[str]:
+        """Plain jobs, each with its own options."""
         now = time.time()
         values = [insert_values(p, now) for p in params]
         with self._write() as conn:

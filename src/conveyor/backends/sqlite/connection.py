@@ -17,6 +17,7 @@ import os
 import re
 import sqlite3
 
+from conveyor.backends.packaged import packaged_text
 from conveyor.errors import ConfigurationError, StoreNotFound
 from conveyor.private_files import make_store_private
 from conveyor.records import record
@@ -24,11 +25,11 @@ from conveyor.redaction import redacted
 
 #: 1: core tables. 2: ops (queues, job logs). 3: flow control (progress, unique,
 #: workflows, limits, periodic). 4: job headers. 5: job expiry (expires_at). 6: the
-#: operator actions log (action_log). 7: schedules' pause and "run now". 8: flow
-#: control by key (sequences, fair_keys, limit_overrides). Each step is idempotent and
-#: applied in order. (The search index is not a step: it is created on demand,
-#: search_index.sql, see sqlite/search.py.)
-SCHEMA_VERSION = 8
+#: operator actions log (action_log). 7: schedules' pause and "run now". 8: durable jobs
+#: (job_steps, job_events). 9: flow control by key (sequences, fair_keys,
+#: limit_overrides). Each step is idempotent and applied in order. (The search index is
+#: not a step: it is created on demand, search_index.sql, see sqlite/search.py.)
+SCHEMA_VERSION = 9
 _MIGRATIONS = {
     1: "schema.sql",
     2: "schema_002.sql",
@@ -38,6 +39,7 @@ _MIGRATIONS = {
     6: "schema_006.sql",
     7: "schema_007.sql",
     8: "schema_008.sql",
+    9: "schema_009.sql",
 }
 #: Compiled on first use by ``re``'s own cache: only a migration needs it.
 _ADD_COLUMN = r"ALTER TABLE (\w+) ADD COLUMN (\w+)"
@@ -277,16 +279,5 @@ def load_query(name: str) -> str:
 
 
 def read_packaged(*parts: str) -> str:
-    """A text file shipped beside this module.
-
-    Read by path, which is all a normal install needs; :mod:`importlib.resources` (which
-    costs ~10 ms to import: pathlib, tempfile, shutil...) only when the package is not on
-    the file system, e.g. imported from a zip.
-    """
-    try:
-        with open(os.path.join(os.path.dirname(__file__), *parts), encoding="utf-8") as f:
-            return f.read()
-    except (FileNotFoundError, NotADirectoryError):
-        from importlib import resources
-
-        return resources.files(__package__).joinpath(*parts).read_text("utf-8")
+    """A text file shipped beside this module."""
+    return packaged_text(__file__, __package__, *parts)

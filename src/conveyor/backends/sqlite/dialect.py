@@ -16,7 +16,7 @@ import json
 import time
 
 from conveyor.backends.base import WhereCondition
-from conveyor.backends.sql.dialect import Dialect, Executor, named_queries
+from conveyor.backends.sql.dialect import Dialect, Executor, role_queries
 from conveyor.backends.sql.integrity import integrity_sql
 from conveyor.backends.sqlite import rows
 from conveyor.backends.sqlite.connection import load_query
@@ -99,13 +99,10 @@ SQLITE = Dialect(
     ignore=("INSERT OR IGNORE", ""),
     clock=_clock,
     queries={
-        "job_insert_flow": load_query("job_insert_flow"),
         "integrity_check": integrity_sql(INTEGRITY),
-        **{name: load_query(name) for name in OPS_QUERIES},
-        **named_queries(load_query("claim")),
-        **named_queries(load_query("finish")),
-        **named_queries(load_query("rescue")),
-        **named_queries(load_query("workers")),
+        **role_queries(
+            load_query, ("job_insert_flow", *OPS_QUERIES), ("claim", "finish", "rescue", "workers")
+        ),
     },
     where_json=where_json,
     one_list=json.dumps,

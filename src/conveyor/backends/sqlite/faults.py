@@ -24,13 +24,11 @@ Example:
 
 from __future__ import annotations
 
-import functools
-import inspect
 import os
 import sqlite3
-from collections.abc import Callable
 from typing import Any, TypeVar
 
+from conveyor.backends.translating import translating_methods
 from conveyor.errors import StoreError, StoreReplaced
 
 _T = TypeVar("_T", bound=type)
@@ -78,27 +76,11 @@ def store_error(exc: sqlite3.Error, path: str) -> StoreError | None:
 def translate_store_errors(cls: _T) -> _T:
     """Wrap each public method of ``cls`` (and of its mixins) so that a store fault
     leaves it as :class:`StoreError`, its cause chained."""
-    for name in dir(cls):
-        if name.startswith("_") or name in _NOT_WRAPPED:
-            continue
-        method = inspect.getattr_static(cls, name)
-        if inspect.isfunction(method):
-            setattr(cls, name, _translating(method))
-    return cls
+    return translating_methods(cls, _translate, _NOT_WRAPPED)
 
 
-def _translating(method: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(method)
-    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(self, *args, **kwargs)
-        except sqlite3.Error as exc:
-            error = store_error(exc, self.target.path)
-            if error is None:
-                raise
-            raise error from exc
-
-    return call
+def _translate(backend: Any, exc: Exception) -> StoreError | None:
+    return store_error(exc, backend.target.path) if isinstance(exc, sqlite3.Error) else None
 
 
 def file_identity(path: str) -> tuple[int, int] | None:

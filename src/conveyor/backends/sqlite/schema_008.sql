@@ -1,29 +1,32 @@
--- conveyor SQLite schema, version 8 (flow control by key): additive over version 7.
+-- conveyor SQLite schema, version 8 (durable jobs): additive over version 7.
 -- Applied once inside BEGIN IMMEDIATE; IF NOT EXISTS makes a re-run a no-op.
 
--- Sequences (@app.task(sequence_key=...)): the last job enqueued with each key. A new
--- job of the key waits on it (a job_deps edge), so the key's jobs run one at a time in
--- enqueue order. Written under the insert's write lock, read by the next insert only.
-CREATE TABLE IF NOT EXISTS sequences (
-    "key" TEXT PRIMARY KEY,
-    tail  TEXT NOT NULL
+-- One checkpoint per step call of a durable job (@app.step, conveyor.sleep,
+-- conveyor.wait_for), by its position in the job body. Written by one fenced statement
+-- per step; read once per replay; deleted with the job.
+CREATE TABLE IF NOT EXISTS job_steps (
+    job_id      TEXT NOT NULL,
+    pos         INTEGER NOT NULL,
+    name        TEXT NOT NULL,
+    state       TEXT NOT NULL,
+    result      TEXT,
+    error       TEXT,
+    attempts    INTEGER NOT NULL DEFAULT 1,
+    started_at  REAL,
+    finished_at REAL,
+    PRIMARY KEY (job_id, pos)
 ) WITHOUT ROWID;
+-- What jobs wait for an event (few rows): the send's wake-up and the deadline sweep.
+CREATE INDEX IF NOT EXISTS job_steps_waiting ON job_steps (job_id) WHERE state = 'waiting';
 
--- Limits changed while running (conveyor limits set): an operator's values, which win
--- over the code's (limits) until reset. NULL: that part keeps the code's value.
-CREATE TABLE IF NOT EXISTS limit_overrides (
-    "key"       TEXT PRIMARY KEY,
-    concurrency INTEGER,
-    rate_count  INTEGER,
-    rate_period REAL
-) WITHOUT ROWID;
-
--- Fair queues (@app.task(fair_key=...)): each key's last place in its queue's round. A
--- new job of the key is placed one step (FAIR_STEP / weight) after it, or at the
--- queue's head when the key has fallen behind, so keys take turns (rules.fair_place).
-CREATE TABLE IF NOT EXISTS fair_keys (
-    queue   TEXT NOT NULL,
-    "key"   TEXT NOT NULL,
-    last_at REAL NOT NULL,
-    PRIMARY KEY (queue, "key")
-) WITHOUT ROWID;
+-- Events sent to jobs (job.send): consumed oldest first by the job's wait_for(name);
+-- a consumed event keeps its row (consumed_at) until its job is deleted.
+CREATE TABLE IF NOT EXISTS job_events (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    job_id      TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    payload     TEXT NOT NULL,
+    sent_at     REAL NOT NULL,
+    consumed_at REAL
+);
+CREATE INDEX IF NOT EXISTS job_events_job ON job_events (job_id, name, id);

@@ -38,6 +38,9 @@ class Looper:
         self.interval = interval
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        # What ends a wait early: stop(), or nudge() (work came before the interval).
+        self._wake = threading.Condition()
+        self._nudged = False
 
     def tick(self) -> None:
         raise NotImplementedError
@@ -48,8 +51,25 @@ class Looper:
         )
         self._thread.start()
 
+    def nudge(self) -> None:
+        """End the current wait: the next tick runs now (for a looper whose work came
+        sooner than its interval; a tick in progress is followed by another)."""
+        with self._wake:
+            self._nudged = True
+            self._wake.notify_all()
+
+    def _pause(self) -> bool:
+        """Wait ``interval`` seconds, less when nudged or stopped; True once stopped."""
+        with self._wake:
+            if not self._nudged and not self._stop.is_set():
+                self._wake.wait(self.interval)
+            self._nudged = False
+        return self._stop.is_set()
+
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
+        with self._wake:
+            self._wake.notify_all()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout)
 
@@ -83,5 +103,5 @@ class Looper:
                 else:
                     log.debug("%s: tick failed again: %s", self.name, seen)
                 failing = seen
-            if self._stop.wait(self.interval):
+            if self._pause():
                 return

@@ -38,6 +38,12 @@ def flow_services(worker: Worker) -> list[Looper]:
         from conveyor.worker.services.aging import Ager
 
         services.append(Ager(worker, aging))
+    if "steps" in features:  # conveyor.wait_for's timeouts
+        from conveyor.worker.services.deadlines import WaitDeadlines
+
+        deadlines = WaitDeadlines(worker)
+        worker.attempts.on_park = deadlines.expect  # its own parks: checked when due
+        services.append(deadlines)
     if "periodic" in features and worker.app.schedules:
         from conveyor.worker.services.scheduler import Scheduler
 

@@ -1,4 +1,5 @@
-"""A small real Django project: auth models on SQLite, tasks on conveyor.
+"""A small real Django project: auth models on SQLite (or on MariaDB, with
+DJANGO_MYSQL_URL set), tasks on conveyor.
 
 The test sets DJANGO_DB (Django's database file), CONVEYOR_JOBS_URL, CONVEYOR_DIRECT_URL
 and CONVEYOR_TIMED_URL (one job store per backend: a worker runs one backend's tasks);
@@ -78,6 +79,21 @@ TASKS = {
         },
     },
 }
+if os.environ.get("DJANGO_MYSQL_URL"):
+    # Django on a MySQL/MariaDB database (CONVEYOR_DJANGO_DB=mariadb): Django's own
+    # backend over mysqlclient; the job stores are mariadb:// databases of the same server.
+    _my = urlsplit(os.environ["DJANGO_MYSQL_URL"])
+    DATABASES["default"] = {
+        "ENGINE": "django.db.backends.mysql",
+        "HOST": _my.hostname,
+        "PORT": _my.port,
+        "NAME": _my.path.lstrip("/"),
+        "USER": _my.username,
+        "PASSWORD": _my.password or "",
+        "OPTIONS": {"charset": "utf8mb4"},
+    }
+    # "together" (joining Django's transaction) stays a SQLite file's: MariaDB joins no
+    # application transaction yet (docs/mariadb.md); its tests do not run in this mode.
 if os.environ.get("DJANGO_PG_URL"):
     _pg = urlsplit(os.environ["DJANGO_PG_URL"])
     DATABASES["pg"] = {

@@ -15,8 +15,14 @@ ORDER BY id FOR UPDATE;
 
 -- name: job_rescue_candidates
 -- Running jobs whose worker is gone: proved dead by the caller, no live worker row (none
--- at all, or a heartbeat older than stale_before), or a lease long expired. SKIP LOCKED:
--- a row being finished right now is left to its finish.
+-- at all, or a heartbeat older than stale_before), or a lease long expired.
+-- FOR UPDATE without SKIP LOCKED, unlike PostgreSQL: a row being finished right now is
+-- waited for, and then read as its finish left it (no longer running: not a candidate).
+-- The rescue must see all of a lost worker's jobs at once: one left out looks like the
+-- only job its worker held (poison isolation buries that one, rules.held_alone), and
+-- InnoDB locks rows that do NOT match too, for a moment, while a locking read scans
+-- them (a claim's SELECT ... FOR UPDATE over a small table scans them all): SKIP LOCKED
+-- skipped a dead worker's innocent job so, and it ended dead, "worker lost", under load.
 SELECT j.id, j.token, j.attempt, j.max_attempts, j.rescues, j.worker_id, j.started_at
 FROM jobs AS j
 WHERE j.state = 'running'
@@ -25,7 +31,7 @@ WHERE j.state = 'running'
        OR NOT EXISTS (SELECT 1 FROM workers AS w
                       WHERE w.id = j.worker_id AND w.heartbeat_at >= %(stale_before)s))
 ORDER BY j.id
-FOR UPDATE SKIP LOCKED;
+FOR UPDATE;
 
 -- name: worker_delete_lost
 -- The lost workers' rows go once no running job names them.

@@ -16,6 +16,8 @@ local BASE = KEYS[1]
 local function k_job(id) return BASE .. 'job:' .. id end
 local function k_attempts(id) return BASE .. 'attempts:' .. id end
 local function k_logs(id) return BASE .. 'logs:' .. id end
+local function k_steps(id) return BASE .. 'steps:' .. id end
+local function k_events(id) return BASE .. 'events:' .. id end
 local function k_done(id) return BASE .. 'done:' .. id end
 local function k_ready(queue) return BASE .. 'ready:' .. queue end
 local function k_inflight(worker) return BASE .. 'inflight:' .. worker end
@@ -143,11 +145,17 @@ local function parse_expiry_member(m)
 end
 
 -- A job reached a finished state: start its result TTL and wake its waiters. Its
--- finished-job index entry is written by the script's flush_counts.
-local function finished(expiry_key, id, state, queue, ttl, t, watched)
+-- finished-job index entry is written by the script's flush_counts. durable: the job's
+-- "durable" field (set by its first step or event): false skips the two EXPIREs of its
+-- steps and events (the finish's hot path: a plain job pays nothing), nil does them.
+local function finished(expiry_key, id, state, queue, ttl, t, watched, durable)
   redis.call('EXPIRE', k_job(id), ttl)
   redis.call('EXPIRE', k_attempts(id), ttl)
   redis.call('EXPIRE', k_logs(id), ttl)
+  if durable ~= false then
+    redis.call('EXPIRE', k_steps(id), ttl)
+    redis.call('EXPIRE', k_events(id), ttl)
+  end
   local items = expiry_pending[expiry_key]
   if not items then items = {}; expiry_pending[expiry_key] = items end
   items[#items + 1] = fmt(t + ttl)

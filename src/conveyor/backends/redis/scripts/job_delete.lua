@@ -41,7 +41,7 @@ for _, id in ipairs(ids) do
     else
       redis.call('ZREM', KEYS[4], expiry_member(state, queue, id))
     end
-    redis.call('DEL', key, k_attempts(id), k_logs(id))
+    redis.call('DEL', key, k_attempts(id), k_logs(id), k_steps(id), k_events(id))
     redis.call('ZREM', KEYS[2], id)
     count(state, queue, -1)
     notify_done(id, f[4])

@@ -26,7 +26,7 @@ for _, p in ipairs(cjson.decode(ARGV[2])) do
   local id, token, kind = p[1], string.format('%d', p[2]), p[3]
   local key = k_job(id)
   local f = redis.call('HMGET', key, 'state', 'token', 'queue', 'worker_id', 'watched',
-    'cancel_requested', 'flow')
+    'cancel_requested', 'flow', 'durable')
   if f[1] ~= 'running' or f[2] ~= token then
     refused[#refused + 1] = id
   else
@@ -47,7 +47,7 @@ for _, p in ipairs(cjson.decode(ARGV[2])) do
     local rule = RULE_FINISH[kind]
     if not rule.state then
       -- drop: the row and its history go, as SQLite's DELETE
-      redis.call('DEL', key, k_attempts(id), k_logs(id))
+      redis.call('DEL', key, k_attempts(id), k_logs(id), k_steps(id), k_events(id))
       redis.call('ZREM', KEYS[6], id)
       notify_done(id, f[5])
     else
@@ -87,7 +87,7 @@ for _, p in ipairs(cjson.decode(ARGV[2])) do
       end
       if rule.ends then
         count(rule.state, queue, 1)
-        finished(KEYS[3], id, rule.state, queue, ttl, t, f[5])
+        finished(KEYS[3], id, rule.state, queue, ttl, t, f[5], f[8] or false)
       end
     end
     if f[7] and rule.ends then

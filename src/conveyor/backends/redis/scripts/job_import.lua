@@ -5,7 +5,7 @@
 -- ARGV[1] result TTL seconds (a finished job's TTL starts again at the import)
 -- ARGV[2] JSON array, one entry per job: [id, queue, state, priority, run_at,
 --   [field, value, ...] (the hash; absent = NULL), [attempt JSON, ...], [log JSON, ...],
---   [parent id, ...] (workflow edges, in depends_on order)]
+--   [parent id, ...] (workflow edges, in depends_on order), [[position, step JSON], ...]]
 -- Derived: job:<id>, attempts:<id>, logs:<id>, ready:<queue>, expiring, and the unique hash
 -- (_flow.lua) for a job's unique_key.
 -- Idempotent: an id that exists already is skipped, so a rerun after an interruption
@@ -47,6 +47,10 @@ for _, j in ipairs(cjson.decode(ARGV[2])) do
     redis.call('ZADD', KEYS[2], 0, id)
     if #j[7] > 0 then push_all(k_attempts(id), j[7]) end
     if #j[8] > 0 then push_all(k_logs(id), j[8]) end
+    if j[10] and #j[10] > 0 then -- durable steps, before finished() gives them its TTL
+      for _, s in ipairs(j[10]) do redis.call('HSET', k_steps(id), s[1], s[2]) end
+      redis.call('HSET', key, 'durable', '1')
+    end
     -- Workflow edges (as flow_insert writes them): the parents in order, and the job in
     -- the children set of each parent not ended yet, here or still to come in this run.
     if #j[9] > 0 then

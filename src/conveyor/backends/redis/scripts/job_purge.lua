@@ -23,7 +23,7 @@ for _, m in ipairs(members) do
     local key = k_job(id)
     local f = redis.call('HMGET', key, 'state', 'queue', 'finished_at', 'watched')
     if f[1] == state and f[2] == queue and number_or(f[3], math.huge) < before then
-      redis.call('DEL', key, k_attempts(id), k_logs(id))
+      redis.call('DEL', key, k_attempts(id), k_logs(id), k_steps(id), k_events(id))
       redis.call('ZREM', KEYS[2], id)
       redis.call('ZREM', KEYS[3], m)
       count(state, queue, -1)

@@ -1,0 +1,114 @@
+"""The seam of durable jobs: params and records of the ``Durable`` protocol methods.
+
+A job made of steps (``@app.step``) keeps one record per step call, by its ``position``
+in the job body and its ``name``, in the store (``job_steps`` on the SQL stores, one hash
+per job on Redis). Events sent to a job (``app.job(id).send(name, payload)``) are kept
+until a ``conveyor.wait_for(name)`` of that job consumes them, oldest first.
+
+Step states (``StepRecord.state``):
+
+- ``succeeded``: finished; a replay returns its ``result`` without running it;
+- ``failed``: its last run raised (``error``, after its own ``attempts``); a replay runs
+  it again and replaces the record;
+- ``waiting``: a ``wait_for`` parked the job; ``result`` holds the deadline (epoch
+  seconds, JSON); the job is in state ``waiting`` until an event or the deadline;
+- ``timed_out``: a ``wait_for`` whose deadline passed first; a replay raises
+  ``TimeoutError`` again.
+
+Example:
+    >>> StepRecord("j", 0, "charge", STEP_SUCCEEDED, '"r-1"').replayable
+    True
+    >>> EventWaitResult(WAIT_PARKED).payload is None
+    True
+"""
+
+from __future__ import annotations
+
+from conveyor.records import record
+
+STEP_SUCCEEDED = "succeeded"
+STEP_FAILED = "failed"
+STEP_WAITING = "waiting"
+STEP_TIMED_OUT = "timed_out"
+
+#: ``EventWaitResult.status``: the event was consumed (its payload saved as the step's)
+WAIT_RECEIVED = "received"
+#: the deadline passed first: the step is saved ``timed_out``
+WAIT_TIMED_OUT = "timed_out"
+#: no event yet: the job is now ``waiting`` (no slot, attempt given back)
+WAIT_PARKED = "parked"
+#: the job is not running under this token (rescued, cancelled): nothing written
+WAIT_REFUSED = "refused"
+
+#: A deadline that never comes (a ``wait_for`` without timeout): 9999-12-31.
+NO_DEADLINE = 253402300799.0
+
+
+@record
+class StepRecord:
+    """One checkpoint of a durable job: a step call at ``position`` named ``name``."""
+
+    job_id: str
+    position: int
+    name: str
+    state: str
+    #: the step's return value as JSON text (None: no value saved)
+    result: str | None = None
+    #: the last error as stored JSON (type, message, traceback) of a ``failed`` step
+    error: str | None = None
+    #: how many times the step ran in the attempt that saved this record
+    attempts: int = 1
+    started_at: float = 0.0
+    finished_at: float = 0.0
+
+    @property
+    def replayable(self) -> bool:
+        """True when a replay serves this record instead of running the step."""
+        return self.state in (STEP_SUCCEEDED, STEP_TIMED_OUT)
+
+
+@record
+class JobStepSaveParams:
+    """Save ``step`` for its job, fenced: only while the job is ``running`` under
+    ``token``. ``replace``: a record at that position exists (a failed run's) and is
+    overwritten."""
+
+    step: StepRecord
+    token: int
+    replace: bool = False
+
+
+@record
+class JobEventSendParams:
+    """Deliver an event ``name`` with ``payload`` (JSON text) to job ``job_id``."""
+
+    job_id: str
+    name: str
+    payload: str = "null"
+    sent_at: float = 0.0
+
+
+@record
+class JobEventWaitParams:
+    """Take the oldest unconsumed event ``event`` of the job running under ``token``,
+    saving it as the step ``name`` at ``position``; none and ``now >= deadline``: the
+    step is saved timed out; none yet: the job parks in ``waiting`` until an event or
+    the ``deadline`` (epoch seconds, the store's clock)."""
+
+    job_id: str
+    token: int
+    position: int
+    name: str
+    event: str
+    deadline: float
+    started_at: float = 0.0
+
+
+@record
+class EventWaitResult:
+    """What :meth:`~conveyor.backends.protocols.Durable.job_event_wait` did."""
+
+    #: one of ``WAIT_RECEIVED``, ``WAIT_TIMED_OUT``, ``WAIT_PARKED``, ``WAIT_REFUSED``
+    status: str
+    #: the event's payload (JSON text) when received
+    payload: str | None = None

@@ -1,0 +1,200 @@
+"""Durable jobs on any SQL store: step records, events and wait deadlines (the
+:class:`~conveyor.backends.protocols.Durable` protocol, feature ``steps``).
+
+Written once for SQLite, PostgreSQL and MariaDB: every statement is the same on each
+but for its placeholders (``Dialect.sql``) and the row lock (``Dialect.lock``). The
+tables are ``job_steps`` and ``job_events`` (SQLite ``schema_007.sql``, PostgreSQL
+``schema_003.sql``, MariaDB ``schema.sql`` version 2).
+
+- A checkpoint is ONE fenced ``INSERT ... SELECT ... FROM jobs WHERE id AND token AND
+  running``: one statement and one commit per step; a stale attempt writes nothing.
+- A send and a wait meet on the job's row lock: the send locks the row before it stores
+  the event and wakes a waiting job; the wait locks it (fenced by the token) before it
+  looks for an event and parks. Whichever comes second sees the other's write, so an
+  event is never left unread beside a parked job (SQLite: the write lock is global).
+- A parked job is ``waiting`` with ``run_at`` = its deadline, attempt given back (as a
+  snooze), no worker; :meth:`SqlSteps.job_wake_due` queues those past their deadline.
+
+Example (any SQL store)::
+
+    backend.job_step_save(JobStepSaveParams(StepRecord(job_id, 0, "charge", "succeeded",
+                                                       '"r-1"'), token))
+    backend.job_step_list(job_id)   # [StepRecord(job_id, 0, "charge", ...)]
+"""
+
+from __future__ import annotations
+
+import json
+
+from conveyor.backends.base import (
+    STEP_SUCCEEDED,
+    STEP_TIMED_OUT,
+    STEP_WAITING,
+    WAIT_PARKED,
+    WAIT_RECEIVED,
+    WAIT_REFUSED,
+    WAIT_TIMED_OUT,
+    EventWaitResult,
+    JobEventSendParams,
+    JobEventWaitParams,
+    JobStepSaveParams,
+    StepRecord,
+)
+from conveyor.backends.sql.dialect import Dialect, Executor
+from conveyor.backends.sql.store import SqlStore
+from conveyor.errors import JobNotFound
+
+COLUMNS = "job_id, pos, name, state, result, error, attempts, started_at, finished_at"
+_VALUES = "?, ?, ?, ?, ?, ?, ?, ?, ?"
+_FENCE = "id = ? AND token = ? AND state = 'running'"
+#: The checkpoint: written only while the attempt holds its job (and only once per
+#: position: a record there already is kept, as a stale twin's must be).
+SAVE = f"job_steps ({COLUMNS}) SELECT {_VALUES} FROM jobs WHERE {_FENCE}"
+_DELETE = (
+    "DELETE FROM job_steps WHERE job_id = ? AND pos = ? "
+    f"AND EXISTS (SELECT 1 FROM jobs WHERE {_FENCE})"
+)
+_PARK = (
+    "UPDATE jobs SET state = 'waiting', worker_id = NULL, lease_until = NULL, run_at = ?, "
+    f"attempt = jobs.attempt - 1 WHERE {_FENCE}"
+)
+#: A waiting job whose waiting step names the event goes back to the queue.
+_WAKE = (
+    "UPDATE jobs SET state = 'queued', run_at = ? WHERE id = ? AND state = 'waiting' "
+    "AND EXISTS (SELECT 1 FROM job_steps WHERE job_steps.job_id = jobs.id "
+    "AND job_steps.state = 'waiting' AND job_steps.name = ?)"
+)
+
+
+def wait_step_name(event: str) -> str:
+    """The step name of ``conveyor.wait_for(event)``.
+
+    >>> wait_step_name("approved")
+    'wait_for:approved'
+    """
+    return f"wait_for:{event}"
+
+
+def step_args(s: StepRecord) -> tuple[object, ...]:
+    return (
+        s.job_id, s.position, s.name, s.state, s.result, s.error, s.attempts,
+        s.started_at, s.finished_at,
+    )  # fmt: skip
+
+
+def step_of(row: tuple[object, ...]) -> StepRecord:
+    """A record from a row of :data:`COLUMNS`."""
+    j, pos, name, state, result, error, attempts, started, finished = row
+    return StepRecord(
+        str(j), int(str(pos)), str(name), str(state),
+        None if result is None else str(result), None if error is None else str(error),
+        int(str(attempts)), float(str(started or 0.0)), float(str(finished or 0.0)),
+    )  # fmt: skip
+
+
+def _replace(d: Dialect, ex: Executor, step: StepRecord, token: int) -> bool:
+    """Delete then write the record at its position, both fenced by ``token``."""
+    ex.execute(d.sql(_DELETE), (step.job_id, step.position, step.job_id, token))
+    fenced = (step.job_id, token)
+    return ex.execute(d.sql(d.insert_ignore(SAVE)), (*step_args(step), *fenced)).rowcount == 1
+
+
+class SqlSteps(SqlStore):
+    """The Durable protocol on any SQL store."""
+
+    def job_step_list(self, job_id: str) -> list[StepRecord]:
+        query = f"SELECT {COLUMNS} FROM job_steps WHERE job_id = ? ORDER BY pos"
+        return [step_of(r) for r in self._ops_rows(self._dialect.sql(query), (job_id,))]
+
+    def job_step_save(self, params: JobStepSaveParams) -> bool:
+        d, step = self._dialect, params.step
+        with self._ops_tx() as ex:
+            if params.replace:
+                return _replace(d, ex, step, params.token)
+            args = (*step_args(step), step.job_id, params.token)
+            return ex.execute(d.sql(d.insert_ignore(SAVE)), args).rowcount == 1
+
+    def job_event_send(self, params: JobEventSendParams) -> bool:
+        d = self._dialect
+        with self._ops_tx() as ex:
+            # The row lock first: a concurrent wait either parked already (we wake it)
+            # or waits for our commit and then finds the event.
+            row = ex.execute(
+                d.sql(f"SELECT state FROM jobs WHERE id = ?{d.lock}"), (params.job_id,)
+            )
+            found = row.fetchone()
+            if found is None:
+                raise JobNotFound(params.job_id)
+            now = d.clock(ex)
+            ex.execute(
+                d.sql(
+                    "INSERT INTO job_events (job_id, name, payload, sent_at) VALUES (?, ?, ?, ?)"
+                ),
+                (params.job_id, params.name, params.payload, params.sent_at or now),
+            )
+            if str(found[0]) != "waiting":
+                return False
+            wake = (now, params.job_id, wait_step_name(params.name))
+            woken = ex.execute(d.sql(_WAKE), wake).rowcount == 1
+            if woken:
+                self._ops_wake(ex)
+            return woken
+
+    def job_event_wait(self, params: JobEventWaitParams) -> EventWaitResult:
+        d, p = self._dialect, params
+        with self._ops_tx() as ex:
+            held = ex.execute(d.sql(f"SELECT attempt FROM jobs WHERE {_FENCE}{d.lock}"),
+                              (p.job_id, p.token)).fetchone()  # fmt: skip
+            if held is None:
+                return EventWaitResult(WAIT_REFUSED)
+            now = d.clock(ex)
+            pick = (
+                "SELECT id, payload FROM job_events WHERE job_id = ? AND name = ? "
+                f"AND consumed_at IS NULL ORDER BY id LIMIT 1{d.lock}"
+            )
+            event = ex.execute(d.sql(pick), (p.job_id, p.event)).fetchone()
+            step = StepRecord(p.job_id, p.position, p.name, STEP_WAITING,
+                              json.dumps(p.deadline), None, 1, p.started_at or now, now)  # fmt: skip
+            if event is not None:
+                ex.execute(d.sql("UPDATE job_events SET consumed_at = ? WHERE id = ?"),
+                           (now, event[0]))  # fmt: skip
+                payload = str(event[1])
+                _replace(d, ex, _as(step, STEP_SUCCEEDED, payload), p.token)
+                return EventWaitResult(WAIT_RECEIVED, payload)
+            if now >= p.deadline:
+                _replace(d, ex, _as(step, STEP_TIMED_OUT, step.result), p.token)
+                return EventWaitResult(WAIT_TIMED_OUT)
+            _replace(d, ex, step, p.token)
+            ex.execute(d.sql(_PARK), (p.deadline, p.job_id, p.token))
+            return EventWaitResult(WAIT_PARKED)
+
+    def job_wake_due(self, limit: int) -> int:
+        d = self._dialect
+        with self._ops_tx() as ex:
+            now = d.clock(ex)
+            due = ex.execute(
+                d.sql(
+                    "SELECT jobs.id FROM jobs JOIN job_steps ON job_steps.job_id = jobs.id "
+                    "WHERE job_steps.state = 'waiting' AND jobs.state = 'waiting' "
+                    "AND jobs.run_at <= ? ORDER BY jobs.run_at LIMIT ?"
+                ),
+                (now, limit),
+            ).fetchall()
+            ids = [str(r[0]) for r in due]
+            woken = 0
+            for where, args in d.in_list("id", ids):
+                woken += ex.execute(
+                    d.sql(f"UPDATE jobs SET state = 'queued', run_at = ? WHERE {where} "
+                          "AND state = 'waiting' AND run_at <= ?"),
+                    (now, *args, now),
+                ).rowcount  # fmt: skip
+            if woken:
+                self._ops_wake(ex)
+            return woken
+
+
+def _as(step: StepRecord, state: str, result: str | None) -> StepRecord:
+    return StepRecord(
+        step.job_id, step.position, step.name, state, result, None, step.attempts,
+        step.started_at, step.finished_at,
+    )  # fmt: skip

@@ -1,0 +1,379 @@
+"""Durable jobs: steps whose results survive crashes, sleeps that free the slot, waits
+for events (``@app.step``, :func:`sleep`, :func:`wait_for`; docs/durable.md).
+
+A job whose body calls steps is replayed from the top on each attempt (a retry, a rescue
+after a crash, the end of a sleep or of a wait). Each step call takes the next position;
+a step saved at that position returns its saved result without running, any other runs
+and is saved before it returns (one fenced statement: ``job_step_save``). The saved
+steps are read once per attempt, when the first step is called, so a job that calls
+none costs nothing more. A name that differs from the saved one at a position ends the
+job dead with :class:`~conveyor.errors.NonDeterministic`.
+
+Outside a job a step is a plain call, :func:`sleep` is ``time.sleep`` and
+:func:`wait_for` refuses; in a process or interpreter pool all three refuse (not yet).
+
+Example:
+    >>> import conveyor
+    >>> app = conveyor.App("memory://")
+    >>> @app.step(max_attempts=3)
+    ... def charge(order_id: int) -> str:
+    ...     return f"r-{order_id}"
+    >>> charge(7)   # outside a job: a plain call
+    'r-7'
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import inspect
+import json
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from conveyor.backends.base import (
+    NO_DEADLINE,
+    STEP_FAILED,
+    STEP_SUCCEEDED,
+    STEP_TIMED_OUT,
+    WAIT_PARKED,
+    WAIT_RECEIVED,
+    WAIT_TIMED_OUT,
+    JobEventWaitParams,
+    JobFinishParams,
+    JobStepSaveParams,
+    StepRecord,
+)
+from conveyor.codec import decode, encode
+from conveyor.context import JobContext, current_or_none
+from conveyor.errors import ConfigurationError, ConveyorError, NonDeterministic, Snooze
+from conveyor.extensions import provide
+from conveyor.retry import Backoff
+from conveyor.states import FinishKind
+
+if TYPE_CHECKING:
+    from conveyor.backends.base import Backend
+    from conveyor.backends.records import ClaimedJob
+    from conveyor.job import Job
+    from conveyor.task import Task
+
+#: The feature a store declares for durable jobs.
+FEATURE = "steps"
+SLEEP = "sleep"
+
+
+class StepLost(ConveyorError):
+    """The attempt no longer holds its job (rescued or cancelled meanwhile): a step's
+    checkpoint was refused, so this stale run stops here."""
+
+
+class Parked(Snooze):
+    """Raised by :func:`wait_for` after the store parked the job (``waiting``): the
+    attempt ends, and the worker writes nothing more for it."""
+
+
+class Replay:
+    """One attempt's view of its job's saved steps (loaded once) and the next position."""
+
+    __slots__ = ("backend", "job", "on_park", "position", "saved", "sleeps", "worker_id")
+
+    def __init__(
+        self,
+        backend: Backend,
+        job: ClaimedJob,
+        worker_id: str,
+        sleeps: bool = True,
+        on_park: Callable[[float], None] | None = None,
+    ) -> None:
+        if FEATURE not in backend.features:
+            raise ConfigurationError(f"the {backend.name} store does not keep durable steps")
+        self.backend, self.job, self.worker_id = backend, job, worker_id
+        #: False in the testing modes: a durable sleep is skipped (saved, not waited)
+        self.sleeps = sleeps
+        #: told the deadline when a wait parks the job (the worker's deadlines service)
+        self.on_park = on_park
+        self.saved = {s.position: s for s in backend.job_step_list(job.id)}
+        self.position = 0
+
+    def next(self, name: str) -> tuple[int, StepRecord | None]:
+        """The next position and what is saved there (None: nothing yet)."""
+        position = self.position
+        self.position += 1
+        saved = self.saved.get(position)
+        if saved is not None and saved.name != name:
+            raise NonDeterministic(self.job.id, position, saved.name, name)
+        return position, saved
+
+    def save(self, step: StepRecord, replace: bool) -> None:
+        params = JobStepSaveParams(step, self.job.token, replace)
+        if not self.backend.job_step_save(params):
+            raise StepLost(f"job {self.job.id}: step {step.position} refused, attempt lost")
+        self.saved[step.position] = step
+
+
+def link(
+    backend: Backend, job: ClaimedJob, worker_id: str, sleeps: bool = True
+) -> Callable[[JobContext], Replay]:
+    """What a runner sets as ``ctx._durable``: the replay of ``job``, made on first use
+    (``sleeps=False``: the testing modes', where time is skipped)."""
+    return lambda ctx: Replay(backend, job, worker_id, sleeps)
+
+
+def replay_of(ctx: JobContext | None) -> Replay | None:
+    """The running job's replay (loaded on its first step); None outside a job. Inside a
+    job that runs where steps cannot be saved (a process or interpreter pool: the store
+    connection lives in the worker's process), a step refuses rather than run unsaved."""
+    if ctx is None:
+        return None
+    replay: Replay | None = ctx._replay
+    if replay is None:
+        if ctx._durable is None:
+            raise ConfigurationError(
+                f"job {ctx.id}: durable steps, conveyor.sleep and conveyor.wait_for run in "
+                "a worker's thread or asyncio pool and in the testing modes, not in a "
+                "process or interpreter pool yet"
+            )
+        replay = ctx._replay = ctx._durable(ctx)
+    return replay
+
+
+class Step:
+    """A checkpointed function (``@app.step``): see the module docstring."""
+
+    def __init__(
+        self, fn: Callable[..., Any], name: str, max_attempts: int, retry: Backoff
+    ) -> None:
+        if max_attempts < 1:
+            raise ConfigurationError(f"step {name}: max_attempts must be >= 1")
+        self.fn, self.name, self.max_attempts, self.retry = fn, name, max_attempts, retry
+        self.is_async = inspect.iscoroutinefunction(fn)
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        replay = replay_of(current_or_none())
+        if replay is None:
+            return self.fn(*args, **kwargs)
+        position, saved = replay.next(self.name)
+        if saved is not None and saved.state == STEP_SUCCEEDED:
+            return _served(saved, self.is_async)
+        if self.is_async:
+            return self._run_async(replay, position, saved, args, kwargs)
+        started = time.time()
+        for attempt in range(1, self.max_attempts + 1):
+            try:
+                value = self.fn(*args, **kwargs)
+            except Exception as exc:
+                if attempt >= self.max_attempts:
+                    _save_failed(replay, self, position, saved, exc, attempt, started)
+                    raise
+                time.sleep(self.retry.delay(attempt))
+                continue
+            return _save_result(replay, self, position, saved, value, attempt, started)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _run_async(
+        self, replay: Replay, position: int, saved: StepRecord | None, args: Any, kwargs: Any
+    ) -> Any:
+        started = time.time()
+        for attempt in range(1, self.max_attempts + 1):
+            try:
+                value = await self.fn(*args, **kwargs)
+            except Exception as exc:
+                if attempt >= self.max_attempts:
+                    _save_failed(replay, self, position, saved, exc, attempt, started)
+                    raise
+                import asyncio  # lazily: a worker of sync jobs never loads it
+
+                await asyncio.sleep(self.retry.delay(attempt))
+                continue
+            return _save_result(replay, self, position, saved, value, attempt, started)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _served(saved: StepRecord, is_async: bool) -> Any:
+    value = decode(saved.result)
+    if not is_async:
+        return value
+
+    async def ready() -> Any:
+        return value
+
+    return ready()
+
+
+def _save_result(
+    replay: Replay, step: Step, position: int, saved: StepRecord | None,
+    value: Any, attempt: int, started: float,
+) -> Any:  # fmt: skip
+    text = encode(value, f"the result of step {step.name}")
+    record = StepRecord(replay.job.id, position, step.name, STEP_SUCCEEDED, text, None,
+                        attempt, started, time.time())  # fmt: skip
+    replay.save(record, replace=saved is not None)
+    # What a replay would return (JSON round trip): the same value on every run.
+    return decode(text)
+
+
+def _save_failed(
+    replay: Replay, step: Step | str, position: int, saved: StepRecord | None,
+    exc: BaseException, attempt: int, started: float,
+) -> None:  # fmt: skip
+    error = json.dumps({"type": type(exc).__qualname__, "message": str(exc)})
+    name = step if isinstance(step, str) else step.name
+    record = StepRecord(replay.job.id, position, name, STEP_FAILED, None, error,
+                        attempt, started, time.time())  # fmt: skip
+    replay.save(record, replace=saved is not None)
+
+
+def seconds_of(duration: float | datetime.timedelta) -> float:
+    """Seconds from a number or a ``timedelta``.
+
+    >>> seconds_of(datetime.timedelta(minutes=2)), seconds_of(1.5)
+    (120.0, 1.5)
+    """
+    value = duration.total_seconds() if isinstance(duration, datetime.timedelta) else duration
+    if value < 0:
+        raise ValueError(f"a duration must be >= 0, got {duration!r}")
+    return float(value)
+
+
+def sleep(duration: float | datetime.timedelta) -> None:
+    """Sleep durably: the wake time is saved, the job leaves its slot (``scheduled``, the
+    attempt given back) and resumes by replay at that time. Outside a job: ``time.sleep``;
+    in the testing modes (``app.testing``, ``task.execute``) time is skipped.
+
+    Raises :class:`~conveyor.errors.Snooze` to end the attempt: do not catch it.
+    """
+    seconds = seconds_of(duration)
+    replay = replay_of(current_or_none())
+    if replay is None:
+        time.sleep(seconds)
+        return
+    position, saved = replay.next(SLEEP)
+    now = time.time()
+    if saved is None:
+        wake = now + seconds
+        record = StepRecord(replay.job.id, position, SLEEP, STEP_SUCCEEDED, json.dumps(wake),
+                            None, 1, now, now)  # fmt: skip
+        replay.save(record, replace=False)
+    else:
+        wake = float(decode(saved.result))
+    if wake > now and replay.sleeps:
+        raise Snooze(wake - now)
+
+
+def wait_for(name: str, timeout: float | datetime.timedelta | None = None) -> Any:
+    """Wait durably for the event ``name`` sent to this job (``app.job(id).send(name,
+    payload)``, ``conveyor send``); returns its payload. The job parks (``waiting``, no
+    slot) until the event comes or ``timeout`` passes: then ``TimeoutError`` is raised
+    here (on every replay too). Each event is consumed once, oldest first."""
+    ctx = current_or_none()
+    replay = replay_of(ctx)
+    if ctx is None or replay is None:
+        raise ConfigurationError("conveyor.wait_for() works inside a running job only")
+    step_name = f"wait_for:{name}"
+    position, saved = replay.next(step_name)
+    now = time.time()
+    if saved is not None and saved.state == STEP_SUCCEEDED:
+        return decode(saved.result)
+    if saved is not None and saved.state == STEP_TIMED_OUT:
+        raise TimeoutError(f"no event {name!r} came before its timeout")
+    if saved is not None:  # waiting: the deadline of the first call stands
+        deadline = float(decode(saved.result))
+    else:
+        deadline = NO_DEADLINE if timeout is None else now + seconds_of(timeout)
+    job = replay.job
+    got = replay.backend.job_event_wait(
+        JobEventWaitParams(job.id, job.token, position, step_name, name, deadline, now)
+    )
+    if got.status == WAIT_RECEIVED:
+        return decode(got.payload)
+    if got.status == WAIT_TIMED_OUT:
+        raise TimeoutError(f"no event {name!r} came before its timeout")
+    if got.status != WAIT_PARKED:
+        raise StepLost(f"job {job.id}: wait_for({name!r}) refused, attempt lost")
+    if replay.on_park is not None and deadline < NO_DEADLINE:
+        replay.on_park(deadline)
+    # The store has ended this attempt (parked, attempt given back): no finish to write.
+    ctx.finished_by_transaction = JobFinishParams(
+        job.id, job.token, FinishKind.SNOOZE, replay.worker_id, job.attempt, None, None,
+        f"waiting for {name!r}", deadline, job.claimed_at, now,
+    )  # fmt: skip
+    raise Parked(0.0)
+
+
+#: How long a spawned child's unique key holds (a crash between its enqueue and the
+#: spawn's checkpoint replays the enqueue, which then finds the same child).
+SPAWN_KEY_SECONDS = 30 * 86400.0
+
+
+def spawn(task: Task[..., Any], *args: Any, **kwargs: Any) -> Job[Any]:
+    """Enqueue a child job once, as a step: a replay returns the same child's handle.
+    The enqueue carries a unique key of this job and position (``on_conflict="keep"``),
+    so a crash between the enqueue and its checkpoint finds the child it made. Outside a
+    job: a plain ``task.enqueue``."""
+    replay = replay_of(current_or_none())
+    if replay is None:
+        return task.enqueue(*args, **kwargs)
+    name = f"spawn:{task.name}"
+    position, saved = replay.next(name)
+    if saved is not None and saved.state == STEP_SUCCEEDED:
+        return task.app.job(str(decode(saved.result)))
+    started = time.time()
+    key = f"spawn:{replay.job.id}:{position}"
+    once = task.with_options(unique_key=key, unique_for=SPAWN_KEY_SECONDS, on_conflict="keep")
+    child = once.enqueue(*args, **kwargs)
+    record = StepRecord(replay.job.id, position, name, STEP_SUCCEEDED, json.dumps(child.id),
+                        None, 1, started, time.time())  # fmt: skip
+    replay.save(record, replace=saved is not None)
+    return child
+
+
+def join(job: Job[Any], poll: float = 1.0) -> Any:
+    """Wait durably for ``job`` (a :func:`spawn`'s child, or any job) and return its
+    result, saved as a step; its failure is raised here (``JobFailed``,
+    ``JobCancelled``). While it runs, this job leaves its slot and looks again every
+    ``poll`` seconds (a snooze: no attempt spent). Outside a job: ``job.result()``."""
+    replay = replay_of(current_or_none())
+    if replay is None:
+        return job.result()
+    name = f"join:{job.id}"
+    position, saved = replay.next(name)
+    if saved is not None and saved.state == STEP_SUCCEEDED:
+        return decode(saved.result)
+    started = time.time()
+    if not job.status.is_finished:
+        raise Snooze(poll)
+    try:
+        value = job.result(timeout=0)
+    except ConveyorError as exc:
+        _save_failed(replay, name, position, saved, exc, 1, started)
+        raise
+    return _save_value(replay, name, position, saved, value, started)
+
+
+def _save_value(
+    replay: Replay, name: str, position: int, saved: StepRecord | None, value: Any,
+    started: float,
+) -> Any:  # fmt: skip
+    text = encode(value, f"the result of {name}")
+    record = StepRecord(replay.job.id, position, name, STEP_SUCCEEDED, text, None, 1,
+                        started, time.time())  # fmt: skip
+    replay.save(record, replace=saved is not None)
+    return decode(text)
+
+
+def step(
+    fn: Callable[..., Any] | None = None, *, name: str | None = None,
+    max_attempts: int = 1, retry: Backoff | None = None,
+) -> Any:  # fmt: skip
+    """``@app.step`` (see :meth:`conveyor.App.step`): a :class:`Step` of ``fn``."""
+
+    def wrap(func: Callable[..., Any]) -> Step:
+        label = name or f"{func.__module__}.{func.__qualname__}"
+        return Step(func, label, max_attempts, retry or Backoff(base=0.5, max=30.0))
+
+    return wrap if fn is None else wrap(fn)
+
+
+provide("step", step)

@@ -1,0 +1,187 @@
+"""Durable jobs (feature ``steps``) on every store: step checkpoints fenced by the
+claim token, replay serving saved steps, NonDeterministic, durable sleep, events sent
+to a job and its waits (parked, woken, timed out), and removal with the job."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import conveyor
+from conveyor.backends.base import (
+    STEP_FAILED,
+    STEP_SUCCEEDED,
+    STEP_TIMED_OUT,
+    STEP_WAITING,
+    WAIT_PARKED,
+    WAIT_RECEIVED,
+    WAIT_REFUSED,
+    WAIT_TIMED_OUT,
+    Backend,
+    IntegrityCheckParams,
+    JobEventSendParams,
+    JobEventWaitParams,
+    JobStepSaveParams,
+    StepRecord,
+)
+from conveyor.errors import JobNotFound
+from conveyor.retry import Backoff
+from conveyor.states import JobState
+from tests.contract.helpers import claim, insert, register
+from tests.support.flow import drain, needs
+
+
+def _step(
+    job_id: str, pos: int, name: str = "s", result: str = '"r"', state: str = STEP_SUCCEEDED
+) -> StepRecord:
+    return StepRecord(job_id, pos, name, state, result, None, 1, 1.0, 2.0)
+
+
+def _wait(
+    job_id: str, token: int, pos: int = 0, event: str = "go", deadline: float = 1e11
+) -> JobEventWaitParams:
+    return JobEventWaitParams(job_id, token, pos, f"wait_for:{event}", event, deadline, time.time())
+
+
+def _state(backend: Backend, job_id: str) -> JobState:
+    return backend.job_get_many([job_id])[0].state
+
+
+def test_step_checkpoints_are_fenced_and_read_in_order(backend: Backend) -> None:
+    needs(backend, "steps")
+    register(backend)
+    (job_id,) = insert(backend)
+    (job,) = claim(backend)
+    assert backend.job_step_save(JobStepSaveParams(_step(job_id, 1, "b"), job.token))
+    assert backend.job_step_save(JobStepSaveParams(_step(job_id, 0, "a"), job.token))
+    assert not backend.job_step_save(JobStepSaveParams(_step(job_id, 2), job.token + 1))
+    # a position is written once, unless replaced (a failed run's record)
+    assert not backend.job_step_save(JobStepSaveParams(_step(job_id, 0, "x"), job.token))
+    failed = _step(job_id, 1, "b", state=STEP_FAILED)
+    assert backend.job_step_save(JobStepSaveParams(failed, job.token, replace=True))
+    steps = backend.job_step_list(job_id)
+    assert [(s.position, s.name, s.state, s.result) for s in steps] == [
+        (0, "a", STEP_SUCCEEDED, '"r"'),
+        (1, "b", STEP_FAILED, '"r"'),
+    ]
+    assert backend.job_step_list("nope") == []
+
+
+def test_wait_parks_the_job_and_a_send_wakes_it(backend: Backend) -> None:
+    needs(backend, "steps")
+    register(backend)
+    (job_id,) = insert(backend)
+    (job,) = claim(backend)
+    assert backend.job_event_wait(_wait(job_id, job.token)).status == WAIT_PARKED
+    parked = backend.job_get_many([job_id])[0]
+    assert parked.state is JobState.WAITING and parked.attempt == 0 and parked.worker_id is None
+    assert [s.state for s in backend.job_step_list(job_id)] == [STEP_WAITING]
+    # parked on an event, not orphaned: the audit finds nothing wrong with it
+    assert backend.integrity_check(IntegrityCheckParams(30.0)) == []
+    assert claim(backend) == []
+    assert backend.job_event_send(JobEventSendParams(job_id, "other", "1")) is False
+    assert _state(backend, job_id) is JobState.WAITING
+    assert backend.job_event_send(JobEventSendParams(job_id, "go", '{"ok": true}')) is True
+    assert _state(backend, job_id) is JobState.QUEUED
+    (again,) = claim(backend)
+    assert again.attempt == 1  # the parked attempt was given back
+    got = backend.job_event_wait(_wait(job_id, again.token))
+    assert (got.status, conveyor.codec.decode(got.payload)) == (WAIT_RECEIVED, {"ok": True})
+    (step,) = backend.job_step_list(job_id)
+    assert step.state == STEP_SUCCEEDED and conveyor.codec.decode(step.result) == {"ok": True}
+    assert backend.job_event_wait(_wait(job_id, again.token + 7, 1)).status == WAIT_REFUSED
+
+
+def test_events_sent_before_the_wait_are_kept_and_consumed_once_in_order(backend: Backend) -> None:
+    needs(backend, "steps")
+    register(backend)
+    (job_id,) = insert(backend)
+    for n in (1, 2):
+        assert backend.job_event_send(JobEventSendParams(job_id, "go", str(n))) is False
+    (job,) = claim(backend)
+    assert backend.job_event_wait(_wait(job_id, job.token, 0)).payload == "1"
+    assert backend.job_event_wait(_wait(job_id, job.token, 1)).payload == "2"
+    assert backend.job_event_wait(_wait(job_id, job.token, 2)).status == WAIT_PARKED
+    with pytest.raises(JobNotFound):
+        backend.job_event_send(JobEventSendParams("no-such-job", "go", "1"))
+
+
+def test_a_wait_past_its_deadline_is_queued_and_times_out(backend: Backend) -> None:
+    needs(backend, "steps")
+    register(backend)
+    (job_id,) = insert(backend)
+    (job,) = claim(backend)
+    deadline = time.time() + 0.3
+    assert backend.job_event_wait(_wait(job_id, job.token, deadline=deadline)).status == WAIT_PARKED
+    assert backend.job_wake_due(10) == 0
+    time.sleep(0.4)
+    assert backend.job_wake_due(10) == 1
+    assert _state(backend, job_id) is JobState.QUEUED
+    (again,) = claim(backend)
+    assert (
+        backend.job_event_wait(_wait(job_id, again.token, deadline=deadline)).status
+        == WAIT_TIMED_OUT
+    )
+    assert [s.state for s in backend.job_step_list(job_id)] == [STEP_TIMED_OUT]
+
+
+def test_steps_and_events_go_with_their_job(backend: Backend) -> None:
+    needs(backend, "steps")
+    register(backend)
+    (job_id,) = insert(backend)
+    (job,) = claim(backend)
+    backend.job_step_save(JobStepSaveParams(_step(job_id, 0), job.token))
+    backend.job_event_send(JobEventSendParams(job_id, "go", "1"))
+    assert backend.job_delete_many([job_id]) == 1
+    assert backend.job_step_list(job_id) == []
+
+
+def test_a_durable_flow_runs_end_to_end(app: conveyor.App, backend: Backend) -> None:
+    """One job through every durable feature, by a real worker on this store: an async
+    step saved and served, a sleep that gives the slot back, a failing step retried by
+    the job (the saved ones not run again), a child spawned once and joined, and a wait
+    woken by a send through the job handle."""
+    needs(backend, "steps")
+    runs: list[str] = []
+    kids: list[int] = []
+
+    @app.step(name="charge")
+    async def charge(order: int) -> dict[str, int]:
+        runs.append("charge")
+        return {"order": order}
+
+    @app.step(name="flaky")
+    def flaky() -> str:
+        runs.append("flaky")
+        if runs.count("flaky") == 1:
+            raise RuntimeError("carrier down")
+        return "ok"
+
+    @app.task(name="child")
+    def child(n: int) -> int:
+        kids.append(n)
+        return n * 10
+
+    @app.task(name="flow", max_attempts=3, retry=Backoff(base=0.0, jitter=0.0))
+    async def flow(order: int) -> list[object]:
+        receipt = await charge(order)
+        conveyor.sleep(0.1)
+        shipped = flaky()
+        kid = conveyor.spawn(child, order)
+        answer = conveyor.wait_for("approved", timeout=60)
+        return [receipt, shipped, conveyor.join(kid, poll=0.05), answer]
+
+    job = flow.enqueue(7)
+    deadline = time.monotonic() + 20
+    while job.status is not JobState.SUCCEEDED and time.monotonic() < deadline:
+        drain(app)
+        if job.status is JobState.WAITING:
+            assert job.send("approved", {"by": "ada"}) is True
+        time.sleep(0.05)
+    assert job.result(timeout=0) == [{"order": 7}, "ok", 70, {"by": "ada"}]
+    assert runs == ["charge", "flaky", "flaky"] and kids == [7]
+    assert "snoozed" in [a.outcome for a in job.attempts()]
+    names = [s.name for s in backend.job_step_list(job.id)]
+    assert names[:4] == ["charge", "sleep", "flaky", "spawn:child"]
+    assert names[4] == "wait_for:approved" and names[5].startswith("join:")

@@ -1,0 +1,98 @@
+"""The durable-jobs fault scenario: jobs of steps, workers SIGKILLed in a storm, and the
+check that no step whose checkpoint was saved ran again.
+
+Every step appends ``step <job> <position> <pid> <start>`` to the marks file
+(``fault_tasks.step_work``, ``O_APPEND``). A step may run more than once only when its
+worker died during it, before its checkpoint: a run that *started* after the saved
+checkpoint's ``finished_at`` is a finished step run twice, which must never happen.
+
+Example::
+
+    result = durable_storm("sqlite:///jobs.db", tmp_path, 40, steps=5)
+    assert result.rerun_after_checkpoint == 0
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import time
+from pathlib import Path
+
+import conveyor
+from conveyor.states import JobState
+from tests.faults.harness import Fleet, all_final, wait_until
+from tests.faults.scenarios import enqueue
+
+
+@dataclasses.dataclass
+class DurableStormResult:
+    jobs: int
+    succeeded: int
+    kills: int
+    #: step runs in the marks file, and how many of them were second runs of a step
+    step_runs: int
+    reruns: int
+    #: runs that started after their step's checkpoint was saved (must be 0)
+    rerun_after_checkpoint: int
+    #: steps saved without a run in the marks file (must be 0)
+    saved_never_ran: int
+    seconds: float
+    output: str
+
+    def line(self) -> str:
+        return (
+            f"[durable storm] jobs={self.jobs} succeeded={self.succeeded} kills={self.kills} "
+            f"step_runs={self.step_runs} reruns={self.reruns} "
+            f"rerun_after_checkpoint={self.rerun_after_checkpoint} "
+            f"saved_never_ran={self.saved_never_ran} time={self.seconds:.1f}s"
+        )
+
+
+def durable_storm(
+    url: str, directory: Path, n: int, *, steps: int = 5, step_seconds: float = 0.05,
+    workers: int = 3, concurrency: int = 2, kill_every: float = 0.5, timeout: float = 120.0,
+) -> DurableStormResult:  # fmt: skip
+    """``n`` jobs of ``steps`` steps, ``workers`` workers, one SIGKILLed every
+    ``kill_every`` s and restarted, until every job is final or ``timeout`` passes."""
+    marks = directory / "marks.log"
+    ids = enqueue(url, "fault.steps", [(steps, step_seconds)] * n)
+    started = time.monotonic()
+    with Fleet(url, directory, marks) as fleet:
+        fleet.start(workers, "-c", str(concurrency))
+        fleet.supervise(kill_every=kill_every)
+        wait_until(all_final(url, ids), timeout, poll=0.2)
+        fleet.stop_supervisor()
+        elapsed = time.monotonic() - started
+        for w in fleet.standing():
+            w.stop()
+        output = fleet.output()
+        kills = fleet.kills
+    runs: dict[tuple[str, int], list[float]] = collections.defaultdict(list)
+    if marks.exists():
+        for line in marks.read_text().splitlines():
+            word, job_id, position, _pid, start = line.split()
+            if word == "step":
+                runs[(job_id, int(position))].append(float(start))
+    app = conveyor.App(url)
+    try:
+        records = app.backend.job_get_many(ids)
+        after = never = 0
+        for job_id in ids:
+            for step in app.backend.job_step_list(job_id):
+                starts = runs.get((job_id, step.position), [])
+                never += not starts
+                after += sum(1 for s in starts if s > step.finished_at)
+    finally:
+        app.close()
+    return DurableStormResult(
+        jobs=n,
+        succeeded=sum(1 for r in records if r.state is JobState.SUCCEEDED),
+        kills=kills,
+        step_runs=sum(len(v) for v in runs.values()),
+        reruns=sum(len(v) - 1 for v in runs.values()),
+        rerun_after_checkpoint=after,
+        saved_never_ran=never,
+        seconds=elapsed,
+        output=output,
+    )
