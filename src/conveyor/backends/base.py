@@ -30,6 +30,7 @@ from conveyor.backends.durable_params import (
     JobStepSaveParams,
     StepRecord,
 )
+from conveyor.backends.flow_params import JobAgeParams, LimitOverrideParams, SequenceReleaseParams
 from conveyor.backends.params import (
     MAX_ACTION_IDS,
     MAX_HISTOGRAM_BUCKETS,
@@ -39,7 +40,6 @@ from conveyor.backends.params import (
     ActionLogListParams,
     ArgSlot,
     IntegrityCheckParams,
-    JobAgeParams,
     JobCancelParams,
     JobClaimParams,
     JobClearResultsParams,
@@ -65,7 +65,6 @@ from conveyor.backends.params import (
     JobRescueParams,
     JobRetryParams,
     JobWaitParams,
-    LimitOverrideParams,
     LimitSpec,
     PeriodicFireParams,
     PeriodicPauseParams,
@@ -73,7 +72,6 @@ from conveyor.backends.params import (
     PeriodicRunParams,
     QueuePauseParams,
     QueueResumeParams,
-    SequenceReleaseParams,
     WhereCondition,
     WorkerHeartbeatParams,
     action_log_entry,

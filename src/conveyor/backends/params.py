@@ -54,7 +54,6 @@ __all__ = [
     "ActionLogListParams",
     "ArgSlot",
     "IntegrityCheckParams",
-    "JobAgeParams",
     "JobCancelParams",
     "JobClaimParams",
     "JobClearResultsParams",
@@ -80,7 +79,6 @@ __all__ = [
     "JobRescueParams",
     "JobRetryParams",
     "JobWaitParams",
-    "LimitOverrideParams",
     "LimitSpec",
     "PeriodicFireParams",
     "PeriodicPauseParams",
@@ -88,7 +86,6 @@ __all__ = [
     "PeriodicRunParams",
     "QueuePauseParams",
     "QueueResumeParams",
-    "SequenceReleaseParams",
     "WhereCondition",
     "WorkerHeartbeatParams",
     "action_log_entry",
@@ -304,35 +301,6 @@ class JobFinishThroughParams:
 
 @record
 class JobDependenciesParams:
-    ids: Sequence[str]
-
-
-@record
-class LimitOverrideParams:
-    """An operator's values for limit ``key`` (``conveyor limits set``), obeyed by every
-    worker's next claim; ``values`` None removes the override (``reset``: the code's
-    values again). A part of ``values`` left None keeps the code's."""
-
-    key: str
-    values: tuple[int | None, int | None, float | None] | None
-
-
-@record
-class JobAgeParams:
-    """Priority aging of one queue: each ``queued`` job ready for ``step`` seconds or
-    more (by the store's clock) gains one priority, below ``ceiling``, and its
-    ``run_at`` moves ``step`` later (so the next step is counted from now)."""
-
-    queue: str
-    step: float
-    ceiling: int
-
-
-@record
-class SequenceReleaseParams:
-    """Let the held jobs among ``ids`` go on: each one ``waiting`` behind a failed job of
-    its sequence (``on_failure="block"``) becomes ready; any other id is left as it is."""
-
     ids: Sequence[str]
 
 
