@@ -31,10 +31,12 @@ from conveyor.app_settings import SETTINGS, TASK_DEFAULTS, TASK_ONLY, AppSetting
 from conveyor.app_spec import parse_app_spec as parse_app_spec
 from conveyor.classtask import ClassTask
 from conveyor.errors import ConfigurationError
+from conveyor.fair import FairKey, FairWeights
 from conveyor.limits import LimitKey, check_queue_settings
 from conveyor.middleware import Middlewares
 from conveyor.redaction import redacted
 from conveyor.retry import Backoff, RetryDelayHook
+from conveyor.sequences import SequenceKey
 
 # Re-exported: they were defined here, and callers import them from conveyor.app.
 from conveyor.stores import BACKENDS as BACKENDS
@@ -45,7 +47,6 @@ from conveyor.stores import check_url as check_url
 from conveyor.stores import open_backend as open_backend
 from conveyor.stores import require_store as require_store
 from conveyor.task import AsyncTask, Task, TaskOptions
-from conveyor.task_options import FairKey, FairWeights, SequenceKey
 from conveyor.unique import UniqueKey
 
 if TYPE_CHECKING:
