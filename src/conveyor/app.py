@@ -31,10 +31,12 @@ from conveyor.app_settings import SETTINGS, TASK_DEFAULTS, TASK_ONLY, AppSetting
 from conveyor.app_spec import parse_app_spec as parse_app_spec
 from conveyor.classtask import ClassTask
 from conveyor.errors import ConfigurationError
-from conveyor.limits import LimitKey
+from conveyor.fair import FairKey, FairWeights
+from conveyor.limits import LimitKey, check_queue_settings
 from conveyor.middleware import Middlewares
 from conveyor.redaction import redacted
 from conveyor.retry import Backoff, RetryDelayHook
+from conveyor.sequences import SequenceKey
 
 # Re-exported: they were defined here, and callers import them from conveyor.app.
 from conveyor.stores import BACKENDS as BACKENDS
@@ -83,8 +85,8 @@ class App:
     ``retry``, ``retry_delay``, ``lease``, ``store_result``, ``result_ttl``, ``expires``) or app settings (``max_payload_bytes``,
     ``max_rescues``, ``heartbeat_interval``, ``heartbeat_ttl``, ``rescue_interval``,
     ``retention``, ``prune_interval``, ``capture_logs``, ``log_level``,
-    ``log_max_per_job``, ``log_drain_timeout``, ``check_types``). Task defaults are
-    checked here, as on ``@app.task`` and ``with_options`` (:mod:`conveyor.options`).
+    ``log_max_per_job``, ``log_drain_timeout``, ``check_types``, ``queue_concurrency``,
+    ``priority_aging``). Task defaults are checked here, as on ``@app.task`` and ``with_options`` (:mod:`conveyor.options`).
     ``middleware``: classes to add, as with :meth:`add_middleware`. ``include``: names of
     modules that define tasks, imported (after the app's own module) when a worker
     starts, by :func:`load_app` and by ``task.execute`` (:mod:`conveyor.include`).
@@ -112,6 +114,7 @@ class App:
             raise TypeError(f"App() got unknown options: {sorted(unknown)}")
         self.task_defaults = {k: v for k, v in defaults.items() if k in TASK_DEFAULTS}
         self.settings = AppSettings(**{k: v for k, v in defaults.items() if k in SETTINGS})
+        check_queue_settings(self.settings.queue_concurrency, self.settings.priority_aging)
         TaskOptions(name="_check_defaults", **self.task_defaults)  # fail fast on bad defaults
         self.tasks: dict[str, Task[Any, Any]] = {}
         #: The middlewares (``add_middleware``): the one hook API, see conveyor/middleware.py.
@@ -301,6 +304,13 @@ class App:
         concurrency: int | None = None,
         rate: str | None = None,
         limit_key: LimitKey = None,
+        sequence_key: SequenceKey = None,
+        on_failure: str | None = None,
+        fair_key: FairKey = None,
+        fair_weights: FairWeights = None,
+        debounce: float | datetime.timedelta | None = None,
+        max_wait: float | datetime.timedelta | None = None,
+        throttle: float | datetime.timedelta | None = None,
         secret: Sequence[str] | None = None,
         store_result: bool | None = None,
         result_ttl: float | datetime.timedelta | None = None,
@@ -365,16 +375,8 @@ class App:
         See :mod:`conveyor.periodic`."""
         from conveyor.periodic import register
 
-        return register(
-            self,
-            cron=cron,
-            every=every,
-            tz=tz,
-            catch_up=catch_up,
-            name=name,
-            args=args,
-            kwargs=kwargs,
-        )
+        when: dict[str, Any] = {"cron": cron, "every": every, "tz": tz, "catch_up": catch_up}
+        return register(self, name=name, args=args, kwargs=kwargs, **when)
 
     @overload
     def testing(self, mode: Literal["inline"], *, run_scheduled: bool = True) -> Inline: ...

@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 
 from conveyor.codec import DEFAULT_MAX_PAYLOAD_BYTES
 from conveyor.records import fields as record_fields
@@ -51,6 +52,12 @@ class AppSettings:
     #: Check arguments against primitive annotations (int, float, str, bool, None and
     #: their list/dict/Optional/union forms) at enqueue; False turns it off.
     check_types: bool = True
+    #: Queue name -> most jobs of it running at once, across every worker and host (a
+    #: limit keyed "queue:<name>" on each job of the queue that has no limit of its own).
+    queue_concurrency: Mapping[str, int] | None = None
+    #: Queue name -> seconds: a ready job of the queue gains one priority for every that
+    #: many seconds it waits (up to the highest priority), so low priority cannot starve.
+    priority_aging: Mapping[str, float] | None = None
 
 
 SETTINGS = set(record_fields(AppSettings))

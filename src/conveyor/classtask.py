@@ -63,8 +63,10 @@ from conveyor.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from conveyor.app import App
+    from conveyor.fair import FairKey, FairWeights
     from conveyor.limits import LimitKey
     from conveyor.retry import Backoff
+    from conveyor.sequences import SequenceKey
     from conveyor.task import Enqueuer
     from conveyor.unique import Seconds, UniqueKey
 
@@ -107,6 +109,13 @@ class ClassTask(ClassEnqueueMethods):
         concurrency: int | None = None,
         rate: str | None = None,
         limit_key: LimitKey = None,
+        sequence_key: SequenceKey = None,
+        on_failure: str | None = None,
+        fair_key: FairKey = None,
+        fair_weights: FairWeights = None,
+        debounce: Seconds | None = None,
+        max_wait: Seconds | None = None,
+        throttle: Seconds | None = None,
         secret: Sequence[str] | None = None,
         store_result: bool | None = None,
         result_ttl: Seconds | None = None,
@@ -132,6 +141,13 @@ class ClassTask(ClassEnqueueMethods):
             "concurrency": concurrency,
             "rate": rate,
             "limit_key": limit_key,
+            "sequence_key": sequence_key,
+            "on_failure": on_failure,
+            "fair_key": fair_key,
+            "fair_weights": fair_weights,
+            "debounce": debounce,
+            "max_wait": max_wait,
+            "throttle": throttle,
             "secret": secret,
             "store_result": store_result,
             "result_ttl": result_ttl,

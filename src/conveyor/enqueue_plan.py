@@ -24,8 +24,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
+from conveyor import fair, limits, options, sequences, transactions, unique
 from conveyor import headers as job_headers
-from conveyor import limits, options, transactions, unique
 from conveyor.aio import to_thread
 from conveyor.backends.base import (
     JobInsertBatchParams,
@@ -34,6 +34,7 @@ from conveyor.backends.base import (
     require_feature,
 )
 from conveyor.codec import encode_payload
+from conveyor.errors import ConfigurationError
 from conveyor.ids import new_id, new_ids
 from conveyor.middleware import NewJob
 from conveyor.task_options import Resolved
@@ -121,7 +122,8 @@ class Planner(Generic[P, R]):
 
     def _resolved(self) -> Resolved:
         if self._options is None:
-            self._options = Resolved(self._task.options, self._overrides)
+            caps = self._task.app.settings.queue_concurrency
+            self._options = Resolved(self._task.options, self._overrides, caps)
         return self._options
 
     # -- the plan ------------------------------------------------------------------------
@@ -228,12 +230,33 @@ class Planner(Generic[P, R]):
                 fields["unique_until"] = (
                     None if r.unique_for is None else time.time() + unique.seconds(r.unique_for)
                 )
+                if r.max_wait is not None:
+                    fields["max_wait"] = r.max_wait
         if r.depends_on:
             fields["depends_on"] = r.depends_on
             fields["pipe"] = r.pipe
+        if opts.sequence_key is not None:
+            key = sequences.key_for(opts.name, opts.sequence_key, args, kwargs)
+            if key is not None:
+                if r.depends_on:
+                    raise ConfigurationError(
+                        f"{opts.name} is in a sequence: it cannot also wait on depends_on"
+                    )
+                options.check_name("sequence key", key)
+                fields["sequence_key"] = key
+                fields["pipe"] = sequences.PIPES[opts.on_failure or "block"]
+        if opts.fair_key is not None:
+            fair_key = fair.key_for(opts.fair_key, args, kwargs)
+            if fair_key is not None:
+                options.check_name("fair key", fair_key)
+                fields["fair_key"] = fair_key
+                fields["fair_weight"] = fair.weight_for(opts.fair_weights, fair_key)
         if r.limit:
-            fields["limit"] = limits.limit_for(
-                opts.name, opts.concurrency, opts.rate, opts.limit_key, args, kwargs
+            fields["limit"] = (
+                limits.limit_for(
+                    opts.name, opts.concurrency, opts.rate, opts.limit_key, args, kwargs
+                )
+                or r.queue_cap
             )
         return fields
 

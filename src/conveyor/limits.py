@@ -50,6 +50,64 @@ def check_options(concurrency: int | None, rate: str | None) -> None:
         parse_rate(rate)
 
 
+def check_queue_caps(caps: Mapping[str, int] | None) -> None:
+    """``App(queue_concurrency={...})``: queue names to counts >= 1.
+
+    >>> check_queue_caps({"reports": 0})
+    Traceback (most recent call last):
+    ...
+    conveyor.errors.ConfigurationError: queue_concurrency of 'reports' must be an int >= 1, got 0
+    """
+    if caps is None:
+        return
+    if not isinstance(caps, Mapping):
+        raise ConfigurationError(
+            f"queue_concurrency must map queue names to counts, got {type(caps).__name__}"
+        )
+    for queue, cap in caps.items():
+        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+            raise ConfigurationError(
+                f"queue_concurrency of {queue!r} must be an int >= 1, got {cap!r}"
+            )
+
+
+def check_queue_settings(caps: Mapping[str, int] | None, aging: Mapping[str, float] | None) -> None:
+    """The app's per-queue settings: ``queue_concurrency`` and ``priority_aging``."""
+    check_queue_caps(caps)
+    check_aging(aging)
+
+
+def check_aging(steps: Mapping[str, float] | None) -> None:
+    """``App(priority_aging={...})``: queue names to seconds > 0.
+
+    >>> check_aging({"reports": 0})
+    Traceback (most recent call last):
+    ...
+    conveyor.errors.ConfigurationError: priority_aging of 'reports' must be seconds > 0, got 0
+    """
+    if steps is None:
+        return
+    if not isinstance(steps, Mapping):
+        raise ConfigurationError(
+            f"priority_aging must map queue names to seconds, got {type(steps).__name__}"
+        )
+    for queue, step in steps.items():
+        if isinstance(step, bool) or not isinstance(step, int | float) or not step > 0:
+            raise ConfigurationError(
+                f"priority_aging of {queue!r} must be seconds > 0, got {step!r}"
+            )
+
+
+def queue_limit(queue: str, caps: Mapping[str, int] | None) -> LimitSpec | None:
+    """The queue-wide limit a job of ``queue`` counts against (no limit of its own).
+
+    >>> queue_limit("reports", {"reports": 4})
+    LimitSpec(key='queue:reports', concurrency=4, rate_count=None, rate_period=None)
+    """
+    cap = None if caps is None else caps.get(queue)
+    return None if cap is None else LimitSpec(f"queue:{queue}", cap)
+
+
 def limit_for(
     task: str,
     concurrency: int | None,

@@ -57,6 +57,7 @@ from conveyor.finish_rules import (
 )
 from conveyor.states import FINISHED_STATES, JobState
 from conveyor.workflow_rules import (
+    _BLOCKED,
     _DEPENDENCY,
     _NOT_NEEDED,
     CHILD_EFFECT,
@@ -67,6 +68,10 @@ from conveyor.workflow_rules import (
     PIPE_FAILURE,
     PIPE_NONE,
     PIPE_ONE,
+    PIPE_SEQUENCE,
+    PIPE_SEQUENCE_SKIP,
+    SEQUENCE_EFFECT,
+    SEQUENCE_PIPES,
     ChildEffect,
     InsertDecision,
     JobStory,
@@ -74,9 +79,11 @@ from conveyor.workflow_rules import (
     failed_dependency,
     failure_error,
     insert_decision,
+    is_sequence_blocked,
     not_needed_reason,
     on_parent_end,
     ready_state,
+    sequence_blocked_reason,
 )
 
 #: the rules of every part (finish_rules.py, workflow_rules.py) and this module's own
@@ -87,6 +94,7 @@ __all__ = [
     "EXPIRED_REASON",
     "EXPIRE_UNCLAIMED",
     "FAILED_AT_INSERT",
+    "FAIR_STEP",
     "FINISH",
     "LIMIT_RECHECK",
     "LOST",
@@ -95,10 +103,14 @@ __all__ = [
     "PIPE_FAILURE",
     "PIPE_NONE",
     "PIPE_ONE",
+    "PIPE_SEQUENCE",
+    "PIPE_SEQUENCE_SKIP",
     "RATE_JITTER",
     "REFUSED_REASON",
     "RELEASED",
     "RETRY_BY_HAND",
+    "SEQUENCE_EFFECT",
+    "SEQUENCE_PIPES",
     "WAS_CANCELLED",
     "WAS_DELETED",
     "WAS_EXPIRED",
@@ -109,11 +121,14 @@ __all__ = [
     "InsertDecision",
     "JobStory",
     "cancelled_reason",
+    "debounced_run_at",
     "failed_dependency",
     "failure_error",
+    "fair_place",
     "held_alone",
     "insert_decision",
     "is_expired",
+    "is_sequence_blocked",
     "limit_deferral",
     "lua_prelude",
     "not_needed_reason",
@@ -121,6 +136,7 @@ __all__ = [
     "ready_state",
     "rescue_gives_back_attempt",
     "rescue_state",
+    "sequence_blocked_reason",
     "sql_states",
 ]
 
@@ -217,6 +233,37 @@ LIMIT_RECHECK = 0.2
 RATE_JITTER = 0.01
 
 
+#: The step between two jobs of one fair key in its queue's round (seconds of ``run_at``;
+#: 1 ms, the grain Redis orders ready jobs by). A key of weight 2 steps half as far.
+FAIR_STEP = 0.001
+
+
+def fair_place(last: float | None, head: float | None, now: float, weight: float = 1.0) -> float:
+    """The ``run_at`` (its place in the claim's order) of a ready job of a fair key:
+    one step after its key's last place, never before the queue's head (``None``: the
+    queue is empty, so ``now``). A new key, or one that fell behind, starts at the head:
+    its turn is next, whatever another key has queued. The job is ``queued`` even where
+    that place is ahead of ``now``: a claim takes queued jobs in ``run_at`` order.
+
+    >>> fair_place(None, 100.0, 500.0), fair_place(100.0, 100.0, 500.0)
+    (100.0, 100.001)
+    """
+    start = now if head is None else head
+    if last is None:
+        return start
+    return max(last + FAIR_STEP / weight, start)
+
+
+def debounced_run_at(run_at: float, created_at: float, max_wait: float | None) -> float:
+    """A replaced job's new ``run_at`` (a debounce): the new one, but never later than
+    ``max_wait`` after the job was first enqueued.
+
+    >>> debounced_run_at(130.0, 100.0, 20.0), debounced_run_at(130.0, 100.0, None)
+    (120.0, 130.0)
+    """
+    return run_at if max_wait is None else min(run_at, created_at + max_wait)
+
+
 def limit_deferral(
     *,
     concurrency: int | None,
@@ -273,6 +320,9 @@ def _lua_definitions() -> tuple[tuple[str, str], ...]:
     def effect(handler: bool, ok: bool) -> str:
         return _lua(CHILD_EFFECT[(handler, ok)].value)
 
+    def in_sequence(skip: bool, ok: bool) -> str:
+        return _lua(SEQUENCE_EFFECT[(skip, ok)].value)
+
     constants = {
         "RULE_FINISH": f"{{\n  {finish}\n}}",
         "RULE_ENDED_AT_INSERT": "{"
@@ -280,6 +330,10 @@ def _lua_definitions() -> tuple[tuple[str, str], ...]:
         + "}",
         "RULE_FAILED_AT_INSERT": _lua(FAILED_AT_INSERT),
         "RULE_PIPE_FAILURE": _lua(PIPE_FAILURE),
+        "RULE_PIPE_SEQUENCE": _lua(PIPE_SEQUENCE),
+        "RULE_PIPE_SEQUENCE_SKIP": _lua(PIPE_SEQUENCE_SKIP),
+        "RULE_SEQUENCE_BLOCKED": _lua(_BLOCKED),
+        "RULE_FAIR_STEP": repr(FAIR_STEP),
         "RULE_WORKER_LOST_REASON": _lua(WORKER_LOST_REASON),
         "RULE_LOST": _lua(LOST),
         "RULE_LOST_PARENT_FAILED": _lua(LOST_PARENT_FAILED),
@@ -307,11 +361,31 @@ def _lua_definitions() -> tuple[tuple[str, str], ...]:
     if parent_succeeded then return {effect(True, True)} end
     return {effect(True, False)}
   end
+  if pipe == RULE_PIPE_SEQUENCE then
+    if parent_succeeded then return {in_sequence(False, True)} end
+    return {in_sequence(False, False)}
+  end
+  if pipe == RULE_PIPE_SEQUENCE_SKIP then
+    if parent_succeeded then return {in_sequence(True, True)} end
+    return {in_sequence(True, False)}
+  end
   if parent_succeeded then return {effect(False, True)} end
   return {effect(False, False)}
 end""",
         "rule_cancelled_reason": f"""local function rule_cancelled_reason(parent, why)
   return {_lua(_DEPENDENCY)} .. parent .. ' ' .. why
+end""",
+        "rule_sequence_blocked_reason": """local function rule_sequence_blocked_reason(parent, why)
+  return RULE_SEQUENCE_BLOCKED .. parent .. ' ' .. why
+end""",
+        "rule_debounced_run_at": """local function rule_debounced_run_at(run_at, created_at, max_wait)
+  if not max_wait then return run_at end
+  return math.min(run_at, created_at + max_wait)
+end""",
+        "rule_fair_place": """local function rule_fair_place(last, head, now, weight)
+  local start = head or now
+  if not last then return start end
+  return math.max(last + RULE_FAIR_STEP / weight, start)
 end""",
         "rule_not_needed_reason": f"""local function rule_not_needed_reason(parent)
   return {_lua(_DEPENDENCY)} .. parent .. {_lua(_NOT_NEEDED)}

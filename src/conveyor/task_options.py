@@ -20,9 +20,11 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from conveyor import limits, options, unique
+from conveyor import fair, limits, options, sequences, unique
+from conveyor.fair import FairKey, FairWeights
 from conveyor.limits import LimitKey
 from conveyor.retry import Backoff, RetryDelayHook
+from conveyor.sequences import SequenceKey
 from conveyor.unique import UniqueKey
 
 Delay = float | int | datetime.timedelta
@@ -45,9 +47,23 @@ class TaskOptions:
     unique_key: UniqueKey = None
     unique_for: unique.Seconds | None = None
     on_conflict: str = "keep"
+    #: with unique_key: each enqueue replaces the waiting job (last arguments win) and
+    #: starts it that long after (quiet period); max_wait caps it from the first enqueue
+    debounce: unique.Seconds | None = None
+    max_wait: unique.Seconds | None = None
+    #: with unique_key: at most one job per key per period (later enqueues return it)
+    throttle: unique.Seconds | None = None
     concurrency: int | None = None
     rate: str | None = None
     limit_key: LimitKey = None
+    #: jobs of one key run one at a time in enqueue order (sequences.py); what a failed
+    #: one does to the rest: "block" (held, releasable) or "skip" (None: "block")
+    sequence_key: SequenceKey = None
+    on_failure: str | None = None
+    #: a queue's ready jobs are served round-robin across these keys (fair.py), with
+    #: more turns for a key of greater weight
+    fair_key: FairKey = None
+    fair_weights: FairWeights = None
     #: parameters encrypted at rest (plus those annotated ``conveyor.Secret[...]``)
     secret: tuple[str, ...] = ()
     # -- results (docs/tasks.md) --
@@ -69,7 +85,12 @@ class TaskOptions:
                 "an aware datetime per job with with_options(expires=...)"
             )
         unique.check_options(self.on_conflict, self.unique_for)
+        unique.check_timing(
+            self.unique_key, self.debounce, self.max_wait, self.throttle, self.unique_for
+        )
         limits.check_options(self.concurrency, self.rate)
+        sequences.check_options(self.sequence_key, self.on_failure)
+        fair.check_options(self.fair_key, self.fair_weights, self.sequence_key)
 
 
 def delay_seconds(delay: Delay) -> float:
@@ -97,24 +118,30 @@ class Resolved:
 
     __slots__ = (
         "at",
+        "debounce",
         "delay",
         "depends_on",
         "expires",
         "headers",
+        "keyed",
         "limit",
         "max_attempts",
+        "max_wait",
         "on_conflict",
         "pipe",
         "plain",
         "priority",
         "queue",
+        "queue_cap",
         "simple",
         "timeout",
         "unique_for",
         "unique_key",
     )
 
-    def __init__(self, opts: TaskOptions, o: Mapping[str, Any]) -> None:
+    def __init__(
+        self, opts: TaskOptions, o: Mapping[str, Any], queue_caps: Mapping[str, int] | None = None
+    ) -> None:
         self.queue: str = o.get("queue") or opts.queue
         self.priority: int = o.get("priority", opts.priority)
         self.max_attempts: int = o.get("max_attempts", opts.max_attempts)
@@ -124,6 +151,13 @@ class Resolved:
         self.unique_key: UniqueKey = o.get("unique_key", opts.unique_key)
         self.unique_for: unique.Seconds | None = o.get("unique_for", opts.unique_for)
         self.on_conflict: str = o.get("on_conflict", opts.on_conflict)
+        #: debounce: replace, start after the quiet period, capped from the first enqueue
+        self.debounce = None if opts.debounce is None else unique.seconds(opts.debounce)
+        self.max_wait = None if opts.max_wait is None else unique.seconds(opts.max_wait)
+        if self.debounce is not None:
+            self.on_conflict = "replace"
+        if opts.throttle is not None:
+            self.unique_for, self.on_conflict = opts.throttle, "keep"
         depends_on = o.get("depends_on") or ()
         self.depends_on: tuple[str, ...] = tuple(getattr(d, "id", d) for d in depends_on)
         self.pipe: int = o.get("pipe", 0) if self.depends_on else 0
@@ -133,10 +167,22 @@ class Resolved:
         self.expires: float | datetime.timedelta | datetime.datetime | None = o.get(
             "expires", opts.expires
         )
-        self.limit = opts.concurrency is not None or opts.rate is not None
-        #: no job can carry a unique key, parents or a limit: the batch fast path applies
+        #: the app's cap on this queue (App(queue_concurrency=...)), for jobs without a
+        #: limit of their own
+        self.queue_cap = limits.queue_limit(self.queue, queue_caps)
+        self.limit = (
+            opts.concurrency is not None or opts.rate is not None or self.queue_cap is not None
+        )
+        #: a sequence or a fair key: each job's key is found from its arguments
+        self.keyed = opts.sequence_key is not None or opts.fair_key is not None
+        #: no job can carry a unique key, parents, a limit, a sequence or a fair key: the
+        #: batch fast path applies
         self.plain = (
-            self.unique_key is None and not self.depends_on and not o.get("pipe") and not self.limit
+            self.unique_key is None
+            and not self.depends_on
+            and not o.get("pipe")
+            and not self.limit
+            and not self.keyed
         )
         #: plain, ready now, no headers, never expires: a single enqueue needs nothing
         #: but its arguments and an id (``Enqueuer.enqueue``, when no hook applies)
@@ -145,6 +191,7 @@ class Resolved:
             and not self.headers
             and self.at is None
             and self.delay is None
+            and self.debounce is None
             and self.expires is None
         )
 
@@ -160,4 +207,6 @@ class Resolved:
             return epoch_of(self.at)
         if self.delay is not None:
             return time.time() + delay_seconds(self.delay)
+        if self.debounce is not None:
+            return time.time() + self.debounce
         return None

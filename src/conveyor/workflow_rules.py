@@ -23,6 +23,11 @@ PIPE_NONE = 0  # nothing
 PIPE_ONE = 1  # the one parent's result, as its first argument (a chain step)
 PIPE_ALL = 2  # the list of the parents' results in order (a group's callback)
 PIPE_FAILURE = 3  # an on_failure handler: ready when its one parent fails
+#: a sequence's next job (``sequence_key``): waits on the job enqueued before it with the
+#: same key; behind a failed one it is held (``on_failure="block"``) or goes on ("skip")
+PIPE_SEQUENCE = 4
+PIPE_SEQUENCE_SKIP = 5
+SEQUENCE_PIPES = (PIPE_SEQUENCE, PIPE_SEQUENCE_SKIP)
 
 
 class ChildEffect(enum.StrEnum):
@@ -31,6 +36,7 @@ class ChildEffect(enum.StrEnum):
     COUNT_DOWN = "count_down"  # one parent fewer to wait for; ready (results piped) at 0
     RELEASE = "release"  # ready now, told what happened to the parent (on_failure)
     CANCEL = "cancel"  # cancelled, and its own dependants after it (transitively)
+    HOLD = "hold"  # keeps waiting, with a reason saying why (a blocked sequence)
 
 
 #: (child is an on_failure handler, the parent succeeded) -> effect. The one table both
@@ -43,9 +49,42 @@ CHILD_EFFECT: dict[tuple[bool, bool], ChildEffect] = {
 }
 
 
+#: (a sequence's next job skips failures, the one before it succeeded) -> effect.
+SEQUENCE_EFFECT: dict[tuple[bool, bool], ChildEffect] = {
+    (False, True): ChildEffect.COUNT_DOWN,
+    (False, False): ChildEffect.HOLD,
+    (True, True): ChildEffect.COUNT_DOWN,
+    (True, False): ChildEffect.COUNT_DOWN,
+}
+
+
 def on_parent_end(pipe: int, *, parent_succeeded: bool) -> ChildEffect:
-    """The effect on a waiting child (by its ``pipe``) of one parent's end."""
+    """The effect on a waiting child (by its ``pipe``) of one parent's end.
+
+    >>> on_parent_end(PIPE_SEQUENCE, parent_succeeded=False)
+    <ChildEffect.HOLD: 'hold'>
+    """
+    if pipe in SEQUENCE_PIPES:
+        return SEQUENCE_EFFECT[(pipe == PIPE_SEQUENCE_SKIP, parent_succeeded)]
     return CHILD_EFFECT[(pipe == PIPE_FAILURE, parent_succeeded)]
+
+
+_BLOCKED = "sequence blocked: "
+
+
+def sequence_blocked_reason(parent: str, why: str) -> str:
+    """``reason`` of a sequence's job held behind ``parent``, which failed (``why``).
+
+    >>> sequence_blocked_reason("j1", "ended dead")
+    'sequence blocked: j1 ended dead'
+    """
+    return f"{_BLOCKED}{parent} {why}"
+
+
+def is_sequence_blocked(reason: str | None) -> bool:
+    """Whether a waiting job's ``reason`` says it is held behind a failed job (so an
+    operator's release may make it ready)."""
+    return isinstance(reason, str) and reason.startswith(_BLOCKED)
 
 
 _DEPENDENCY = "dependency "
@@ -158,6 +197,8 @@ def insert_decision(pipe: int, parents: Sequence[str], states: Sequence[str]) ->
     """
     pending = sum(1 for s in states if s != JobState.SUCCEEDED)
     failed = [i for i, s in enumerate(states) if s in ENDED_AT_INSERT]
+    if pipe in SEQUENCE_PIPES:
+        return _sequence_decision(pipe, parents, states, failed)
     if pipe == PIPE_FAILURE:
         first = states[0]
         if first == JobState.SUCCEEDED:
@@ -176,6 +217,21 @@ def insert_decision(pipe: int, parents: Sequence[str], states: Sequence[str]) ->
     if pending:
         return InsertDecision("waiting", pending)
     return InsertDecision("ready", piped=pipe in (PIPE_ONE, PIPE_ALL))
+
+
+def _sequence_decision(
+    pipe: int, parents: Sequence[str], states: Sequence[str], failed: Sequence[int]
+) -> InsertDecision:
+    """A sequence's next job behind the job enqueued before it (none: ready)."""
+    if not parents or states[0] == JobState.SUCCEEDED:
+        return InsertDecision("ready")
+    if failed:
+        effect = on_parent_end(pipe, parent_succeeded=False)
+        if effect is ChildEffect.COUNT_DOWN:
+            return InsertDecision("ready")
+        why = ENDED_AT_INSERT[JobState(states[0])]
+        return InsertDecision("waiting", 1, reason=sequence_blocked_reason(parents[0], why))
+    return InsertDecision("waiting", 1)
 
 
 def ready_state(run_at: float, now: float) -> JobState:

@@ -8,7 +8,7 @@ import time
 import pytest
 
 import conveyor
-from conveyor.backends.base import Backend
+from conveyor.backends.base import Backend, LimitOverrideParams
 from conveyor.errors import ConfigurationError
 from conveyor.limits import parse_rate
 from conveyor.worker.worker import Worker
@@ -109,3 +109,63 @@ def test_parse_rate_and_bad_options() -> None:
     app = conveyor.App("sqlite:///:memory:")
     with pytest.raises(ConfigurationError):
         app.task(concurrency=0)(lambda: None)
+
+
+def test_limits_changed_while_running(app: conveyor.App, backend: Backend) -> None:
+    needs(backend, "limits")
+    meter = Meter()
+    gate = threading.Event()
+
+    @app.task(concurrency=1, limit_key="api", max_attempts=1)
+    def call(i: int) -> None:
+        meter.enter("api")
+        gate.wait(5)
+        meter.leave("api")
+
+    call.enqueue(0)
+    [listed] = backend.limit_list()
+    assert (listed.key, listed.in_force, listed.override) == ("api", (1, None, None), None)
+    # Three at once from now on, for every worker's next claim; the code's value kept.
+    backend.limit_override(LimitOverrideParams("api", (3, None, None)))
+    jobs = [call.enqueue(i) for i in range(1, 4)]
+    workers = [Worker(app, concurrency=2).start() for _ in range(3)]
+    try:
+        deadline = time.monotonic() + 5
+        while meter.now.get("api", 0) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        [listed] = backend.limit_list()
+        assert listed.in_force == (3, None, None) and listed.concurrency == 1
+        assert listed.running == 3
+        backend.limit_override(LimitOverrideParams("api", None))  # reset: the code's 1
+        gate.set()
+        for job in jobs:
+            job.wait(timeout=20)
+    finally:
+        gate.set()
+        for w in workers:
+            w.stop()
+    assert meter.peak["api"] == 3
+    assert backend.limit_list()[0].override is None
+
+
+def test_queue_concurrency_across_workers(backend_url: str, backend: Backend) -> None:
+    needs(backend, "limits")
+    app = conveyor.App(backend_url, queue_concurrency={"reports": 2})
+    meter = Meter()
+
+    @app.task(queue="reports", max_attempts=1)
+    def render(i: int) -> None:
+        meter.enter("reports")
+        time.sleep(0.05)
+        meter.leave("reports")
+
+    jobs = [render.enqueue(i) for i in range(4)]
+    workers = [Worker(app, concurrency=2, queues=["reports"]).start() for _ in range(2)]
+    try:
+        for job in jobs:
+            job.wait(timeout=20)
+    finally:
+        for w in workers:
+            w.stop()
+        app.close()
+    assert meter.peak["reports"] == 2  # four slots, two at a time: the queue's cap

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import importlib
 import re
+import sys
 from collections import defaultdict
 from functools import cache
 from pathlib import Path
@@ -196,7 +197,9 @@ def test_architecture_chart_names_every_store() -> None:
 
 
 def protocol_methods(cls: type) -> list[str]:
-    tree = ast.parse(Path(protocols.__file__).read_text(encoding="utf-8"))
+    # the module that defines it (Flow lives in flow_protocol.py, re-exported)
+    source = sys.modules[cls.__module__].__file__ or ""
+    tree = ast.parse(Path(source).read_text(encoding="utf-8"))
     node = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls.__name__)
     defs = (ast.FunctionDef, ast.AsyncFunctionDef)
     return sorted(n.name for n in node.body if isinstance(n, defs))

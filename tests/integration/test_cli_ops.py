@@ -240,3 +240,24 @@ def test_job_shows_workflow_parents_and_progress(
         release.set()
         worker.stop(timeout=10)
     app.close()
+
+
+def test_limits_listed_set_and_reset(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/limits.db"
+    app = conveyor.App(url)
+
+    @app.task(concurrency=2, limit_key="partner-api")
+    def call(n: int) -> None: ...
+
+    call.enqueue(1)
+    app.close()
+    [row] = json.loads(run(url, "limits", "--json").output)
+    assert row["in_force"] == {"concurrency": 2, "rate_count": None, "rate_period": None}
+    out = run(url, "limits", "set", "partner-api", "--rate", "10/s", "--concurrency", "3")
+    assert out.output.strip() == "limit partner-api set"
+    [row] = json.loads(run(url, "limits", "--json").output)
+    assert row["in_force"] == {"concurrency": 3, "rate_count": 10, "rate_period": 1.0}
+    assert row["code"]["concurrency"] == 2
+    run(url, "limits", "reset", "partner-api")
+    [row] = json.loads(run(url, "limits", "--json").output)
+    assert row["override"] is None and row["in_force"]["concurrency"] == 2

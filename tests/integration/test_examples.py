@@ -152,3 +152,19 @@ def test_web_app_enqueues_worker_runs_it_and_the_periodic_job_fires(
 
     _stop(worker, "the worker")
     _stop(web, "the web app")
+
+
+def test_saas_tenants_example_is_fair_and_in_order(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "saas_tenants.py")],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = dict(line.split(": ", 1) for line in done.stdout.splitlines() if ": " in line)
+    positions = json.loads(lines["smallshop's jobs started at positions"])
+    assert max(positions) < 20  # not after bigcorp's 200
+    assert lines["acme's ledger ran in order"] == "['acme:1', 'acme:2', 'acme:3']"

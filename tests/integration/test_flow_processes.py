@@ -45,6 +45,12 @@ APP_MODULE = textwrap.dedent("""
             time.sleep(60)  # the worker is killed during this
         return x + 1
 
+    @app.task(name="seq_step", sequence_key="ledger")
+    def seq_step(i: int) -> int:
+        if i == 1 and conveyor.current_job().attempt == 1:
+            time.sleep(60)  # the worker is killed during this
+        return i
+
     @app.task(name="limited", concurrency=1)
     def limited(i: int) -> int:
         if i == 0 and conveyor.current_job().attempt == 1:
@@ -184,4 +190,23 @@ def test_limit_holder_dies_slot_freed_on_rescue(spawn: Spawn, flow_url: str) -> 
     spawn()
     assert [j.result(timeout=20) for j in jobs] == [0, 1, 2, 3]
     assert all(j.refresh().attempt == 1 for j in jobs[1:])  # waiting cost no attempt
+    app.close()
+
+
+def test_sequence_holder_dies_rescued_job_keeps_its_place(spawn: Spawn, flow_url: str) -> None:
+    app = conveyor.App(flow_url)
+    seq_step = app.task(name="seq_step", sequence_key="ledger")(lambda i: i)
+    jobs = [seq_step.enqueue(i) for i in range(4)]
+    first = spawn()
+    _wait_for(lambda: jobs[1].status is JobState.RUNNING)
+    assert [j.status for j in jobs[2:]] == [JobState.WAITING] * 2  # behind it, in order
+    first.send_signal(signal.SIGKILL)
+    first.wait(10)
+    spawn()  # its rescuer requeues job 1, which runs again before 2 and 3
+    assert [j.result(timeout=20) for j in jobs] == [0, 1, 2, 3]
+    assert [a.outcome for a in jobs[1].attempts()] == ["lost", "succeeded"]
+    records = [j.refresh() for j in jobs]
+    for before, after in itertools.pairwise(records):  # one at a time, in enqueue order
+        assert before.finished_at is not None and after.started_at is not None
+        assert before.finished_at <= after.started_at
     app.close()

@@ -280,3 +280,32 @@ def test_failure_error_follows_cancelled_parents_back_to_the_failure() -> None:
     assert failure_error("a", rows.get) == '{"type": "KeyError"}'
     for no_error in ("loop", "gone", "user", "expired", "missing"):
         assert failure_error(no_error, rows.get) is None
+
+
+def test_sequence_and_fairness_rules() -> None:
+    from conveyor import fair, sequences, unique, workflow_rules
+    from conveyor.backends import records
+
+    for module in (workflow_rules, sequences, fair, unique, records):
+        assert doctest.testmod(module).failed == 0
+    block, skip = rules.PIPE_SEQUENCE, rules.PIPE_SEQUENCE_SKIP
+    table = {
+        (pipe, ok): rules.on_parent_end(pipe, parent_succeeded=ok)
+        for pipe in (block, skip)
+        for ok in (True, False)
+    }
+    assert table == {
+        (block, True): rules.ChildEffect.COUNT_DOWN,
+        (block, False): rules.ChildEffect.HOLD,
+        (skip, True): rules.ChildEffect.COUNT_DOWN,
+        (skip, False): rules.ChildEffect.COUNT_DOWN,
+    }
+    # At insert, the same effects on the job before it, already ended.
+    assert rules.insert_decision(block, ["p"], ["dead"]).reason == "sequence blocked: p ended dead"
+    assert rules.insert_decision(skip, ["p"], ["dead"]).state == "ready"
+    assert rules.insert_decision(block, ["p"], ["queued"]).waiting_on == 1
+    assert rules.insert_decision(block, [], []).state == "ready"
+    # A key behind the head starts at it; one ahead steps on; weight 2 steps half as far.
+    assert rules.fair_place(5.0, 10.0, 99.0) == 10.0
+    assert rules.fair_place(20.0, 10.0, 99.0, weight=2.0) == 20.0 + rules.FAIR_STEP / 2
+    assert rules.fair_place(None, None, 99.0) == 99.0

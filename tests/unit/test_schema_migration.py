@@ -28,7 +28,7 @@ def test_v1_file_migrates_and_keeps_jobs(tmp_path: Path) -> None:
     assert [j.id for j in backend.job_get_many(["old", "new"])] == ["old", "new"]
     backend.close()
     again = SQLiteBackend(f"sqlite:///{path}")  # idempotent: opening twice changes nothing
-    assert again.connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 8
+    assert again.connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
     assert again.queue_list()[0].paused
     again.close()
 
@@ -58,14 +58,16 @@ def test_v1_file_is_migrated_and_keeps_its_jobs(tmp_path: Path) -> None:
     assert backend.periodic_list() == []
     assert backend.action_log_list(ActionLogListParams()) == []  # version 6: an empty log
     assert backend.job_step_list("old") == []  # version 8: no durable steps
+    tables = {r[0] for r in backend.connection.execute("SELECT name FROM sqlite_master")}
+    assert {"sequences", "limit_overrides"} <= tables  # version 9: flow control by key
     backend.close()
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 8
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
     # Re-running the migration over an already migrated file is a no-op.
     conn.execute("PRAGMA user_version = 1")
     conn.commit()
     conn.close()
     SQLiteBackend(f"sqlite:///{path}").close()
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 8
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 9
     conn.close()

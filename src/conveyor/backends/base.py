@@ -30,6 +30,7 @@ from conveyor.backends.durable_params import (
     JobStepSaveParams,
     StepRecord,
 )
+from conveyor.backends.flow_params import JobAgeParams, LimitOverrideParams, SequenceReleaseParams
 from conveyor.backends.params import (
     MAX_ACTION_IDS,
     MAX_HISTOGRAM_BUCKETS,
@@ -99,6 +100,7 @@ from conveyor.backends.records import (
     JobLogRecord,
     JobRecord,
     LeaseStatus,
+    LimitRecord,
     PeriodicRecord,
     QueueInfo,
     QueueStats,
@@ -146,6 +148,7 @@ __all__ = [
     "HotPath",
     "IntegrityCheckParams",
     "IntegrityProblem",
+    "JobAgeParams",
     "JobCancelParams",
     "JobClaimParams",
     "JobClearResultsParams",
@@ -180,6 +183,8 @@ __all__ = [
     "JobStepSaveParams",
     "JobWaitParams",
     "LeaseStatus",
+    "LimitOverrideParams",
+    "LimitRecord",
     "LimitSpec",
     "Operations",
     "PeriodicFireParams",
@@ -193,6 +198,7 @@ __all__ = [
     "QueueStats",
     "RescueResult",
     "SearchTerm",
+    "SequenceReleaseParams",
     "StepRecord",
     "WhereCondition",
     "WorkerHeartbeatParams",

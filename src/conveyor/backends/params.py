@@ -159,14 +159,25 @@ class JobInsertParams:
     #: "keep": the existing job stands; "replace": its payload and run_at are replaced
     #: (only while it is not running)
     on_conflict: str = "keep"
+    #: with "replace" (a debounce): the replaced run_at is at most the holder's
+    #: created_at + max_wait (seconds), so a stream of enqueues cannot delay it forever
+    max_wait: float | None = None
     #: parent ids (earlier params of the same batch may be named); waits until all succeed
     depends_on: tuple[str, ...] = ()
     #: 0: parent results not passed; 1: the one parent's result is the first argument;
     #: 2: the list of the parents' results (in depends_on order) is the first argument;
     #: 3: an on_failure handler of its one parent: ready when the parent ends dead /
     #: cancelled (with {"job_id","state","reason","error"} first), cancelled if it succeeds
+    #: 4 / 5: the next job of a sequence (rules.PIPE_SEQUENCE / _SKIP), with sequence_key
     pipe: int = 0
     limit: LimitSpec | None = None
+    #: the sequence it joins: it waits on the job enqueued before it with this key (the
+    #: store keeps each key's last job), ``pipe`` saying what that job's failure does
+    sequence_key: str | None = None
+    #: fair queues: ready jobs of a queue are served round-robin across these keys (a
+    #: job ready now is placed by rules.fair_place); its key's weight (2: twice the turns)
+    fair_key: str | None = None
+    fair_weight: float = 1.0
     #: the job's headers as stored: a JSON object of strings (conveyor/headers.py), None
     #: for none. Not a flow field: a plain job may carry headers.
     headers: str | None = None
@@ -176,7 +187,13 @@ class JobInsertParams:
 
     @property
     def is_plain(self) -> bool:
-        return self.unique_key is None and not self.depends_on and self.limit is None
+        return (
+            self.unique_key is None
+            and not self.depends_on
+            and self.limit is None
+            and self.sequence_key is None
+            and self.fair_key is None
+        )
 
 
 @record

@@ -45,6 +45,7 @@ from conveyor.backends.durable_params import (
     JobStepSaveParams,
     StepRecord,
 )
+from conveyor.backends.flow_protocol import Flow as Flow  # re-exported: Backend composes it
 from conveyor.backends.params import (
     ActionLogInsertParams,
     ActionLogListParams,
@@ -53,7 +54,6 @@ from conveyor.backends.params import (
     JobClaimParams,
     JobClearResultsParams,
     JobCountParams,
-    JobDependenciesParams,
     JobExpireDueParams,
     JobExtendLeasesParams,
     JobFinishedHistogramParams,
@@ -66,16 +66,11 @@ from conveyor.backends.params import (
     JobListParams,
     JobLogInsertParams,
     JobLogListParams,
-    JobProgressParams,
     JobPurgeParams,
     JobReleaseParams,
     JobRescueParams,
     JobRetryParams,
     JobWaitParams,
-    PeriodicFireParams,
-    PeriodicPauseParams,
-    PeriodicResumeParams,
-    PeriodicRunParams,
     QueuePauseParams,
     QueueResumeParams,
     WorkerHeartbeatParams,
@@ -84,14 +79,12 @@ from conveyor.backends.records import (
     ActionLogRecord,
     AttemptRecord,
     ClaimedJob,
-    Dependency,
     FinishedBucket,
     IntegrityProblem,
     JobFlow,
     JobLogRecord,
     JobRecord,
     LeaseStatus,
-    PeriodicRecord,
     QueueInfo,
     QueueStats,
     RescueResult,
@@ -109,11 +102,15 @@ FEATURES: dict[str, str] = {
     "progress": "job_progress_many (job.progress)",
     "unique": "unique keys in job_insert_many",
     "workflows": "depends_on / pipe in job_insert_many, job_dependencies_many",
-    "limits": "concurrency and rate limits in job_insert_many and the claim",
+    "limits": "concurrency and rate limits in job_insert_many and the claim, limit_list, "
+    "limit_override (changed while running)",
     #: pause, resume and "run now" are stored and obeyed inside periodic_fire, so every
     #: worker honours them (``conveyor schedules``, the dashboard's /schedules)
     "periodic": "periodic_fire, periodic_list, periodic_pause, periodic_resume, "
     "periodic_run_request",
+    "sequences": "sequence_key in job_insert_many, sequence_release_many",
+    "fair": "fair_key / fair_weight in job_insert_many (round-robin across keys)",
+    "aging": "job_age_many (priority aging of a queue's waiting jobs)",
     # -- operations --
     "filters": "JobFilter in job_list / job_count (and the bulk actions built on them)",
     "purge": "job_purge",
@@ -237,38 +234,6 @@ class HotPath(Protocol):
     def worker_deregister(self, worker_id: str) -> None: ...
 
     def worker_heartbeat(self, params: WorkerHeartbeatParams) -> None: ...
-
-
-class Flow(Protocol):
-    """Flow control beyond the insert: workflow edges, progress, periodic schedules."""
-
-    def job_dependencies_many(self, params: JobDependenciesParams) -> list[Dependency]:
-        """The parents of each job in ``ids`` (workflows)."""
-        ...
-
-    def job_progress_many(self, params: Sequence[JobProgressParams]) -> list[str]:
-        """Store progress of running jobs; returns ids refused (not running under token)."""
-        ...
-
-    def periodic_fire(self, params: PeriodicFireParams) -> list[float]:
-        """Enqueue the slots nobody fired yet, in one transaction; returns those fired."""
-        ...
-
-    def periodic_list(self) -> list[PeriodicRecord]: ...
-
-    def periodic_pause(self, params: PeriodicPauseParams) -> bool:
-        """Pause a schedule the store knows (a worker fired or planned it); False if it
-        knows none of that name. Idempotent."""
-        ...
-
-    def periodic_resume(self, params: PeriodicResumeParams) -> bool:
-        """Resume a paused schedule: its next slot fires; the skipped ones do not."""
-        ...
-
-    def periodic_run_request(self, params: PeriodicRunParams) -> bool:
-        """Ask for one run now (a worker's scheduler enqueues it once, see
-        ``PeriodicFireParams.run``); False if the store knows no schedule of that name."""
-        ...
 
 
 class Operations(Protocol):
@@ -459,4 +424,8 @@ def flow_features_of(params: Sequence[JobInsertParams]) -> list[str]:
             needed.append("workflows")
         if p.limit is not None and "limits" not in needed:
             needed.append("limits")
+        if p.sequence_key is not None and "sequences" not in needed:
+            needed.append("sequences")
+        if p.fair_key is not None and "fair" not in needed:
+            needed.append("fair")
     return needed

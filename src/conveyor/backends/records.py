@@ -233,6 +233,44 @@ class PeriodicRecord:
 
 
 @record
+class LimitRecord:
+    """A declared limit key (``conveyor limits``): the code's values (as the last job
+    enqueued under the key declared them), an operator's override (None: none; a part
+    left None keeps the code's), the values in force, and its jobs running now."""
+
+    key: str
+    concurrency: int | None
+    rate_count: int | None
+    rate_period: float | None
+    override: LimitValues | None
+    running: int
+
+    @property
+    def in_force(self) -> LimitValues:
+        """(concurrency, rate_count, rate_period) the claim applies."""
+        return merged_limit((self.concurrency, self.rate_count, self.rate_period), self.override)
+
+
+#: (concurrency, rate_count, rate_period), each None when unset.
+LimitValues = tuple[int | None, int | None, float | None]
+
+
+def merged_limit(code: LimitValues, override: LimitValues | None) -> LimitValues:
+    """The values in force: each part of an override wins over the code's.
+
+    >>> merged_limit((3, 10, 1.0), (None, 5, 1.0))
+    (3, 5, 1.0)
+    """
+    if override is None:
+        return code
+    return (
+        code[0] if override[0] is None else override[0],
+        code[1] if override[1] is None else override[1],
+        code[2] if override[2] is None else override[2],
+    )
+
+
+@record
 class RescueResult:
     job_id: str
     worker_id: str | None

@@ -1,4 +1,4 @@
-"""``conveyor retry|cancel|delete`` (by ids, or by the ``jobs`` filters after a
+"""``conveyor retry|cancel|release|delete`` (by ids, or by the ``jobs`` filters after a
 confirmation that shows the count; ``--yes`` skips it) and ``conveyor purge``.
 
 ``retry`` and ``cancel`` take whole ids or unique prefixes of them; ``delete`` whole ids.
@@ -6,6 +6,7 @@ confirmation that shows the count; ``--yes`` skips it) and ``conveyor purge``.
 Example::
 
     conveyor retry 01JD8X2K 01JD8Y...
+    conveyor release --state waiting --task ledger.post    # a blocked sequence goes on
     conveyor retry --state dead --task billing.charge          # asks: "Retry 12 job(s)?"
     conveyor delete --queue tmp --yes
     conveyor purge --older-than 7d --state succeeded --yes
@@ -25,6 +26,7 @@ from conveyor.backends.base import (
     JobFilter,
     JobPurgeParams,
     JobRetryParams,
+    SequenceReleaseParams,
 )
 from conveyor.cli.action_log import describe_filter, record_cli_action
 from conveyor.cli.common import echo_json, store_options
@@ -48,6 +50,10 @@ def _cancel(backend: Backend, ids: Sequence[str]) -> int:
         for j in backend.job_cancel_many(JobCancelParams(ids))
         if j.state is JobState.CANCELLED or j.cancel_requested
     )
+
+
+def _release(backend: Backend, ids: Sequence[str]) -> int:
+    return len(backend.sequence_release_many(SequenceReleaseParams(ids)))
 
 
 def _delete(backend: Backend, ids: Sequence[str]) -> int:
@@ -169,6 +175,13 @@ cancel = _bulk(
     _cancel,
     "Cancel jobs: waiting ones at once, running ones at their worker's next heartbeat. "
     "IDS: whole ids or unique prefixes (4 characters or more).",
+)
+release = _bulk(
+    "release",
+    _release,
+    "Let jobs held behind a failed job of their sequence (sequence_key with "
+    'on_failure="block") go on; other jobs are left as they are. IDS: whole ids or '
+    "unique prefixes (4 characters or more).",
 )
 # Deleting cannot be undone: it takes whole ids only.
 delete = _bulk(

@@ -35,6 +35,7 @@ from conveyor.backends.base import (
 from conveyor.cli.common import echo_json, store_options
 from conveyor.cli.config import open_app
 from conveyor.cli.filters import TIME_FIELDS, bound_to, filter_options, is_empty, job_dict
+from conveyor.cli.flow_options import flow_of
 from conveyor.cli.output import (
     Column,
     Output,
@@ -205,7 +206,8 @@ def job(
 ) -> None:
     """One job in full: record, every attempt (with traceback), and its logs. JOB_ID is
     a whole id or a unique prefix of one (at least 4 characters)."""
-    backend = open_app(url, app_spec).backend
+    app = open_app(url, app_spec)
+    backend = app.backend
     resolved = resolve(backend, job_id)
     found = backend.job_get_many([resolved]) if resolved is not None else []
     if not found:
@@ -222,11 +224,13 @@ def job(
     attempts = backend.job_attempts(job_id)
     logs = backend.job_log_list(JobLogListParams(job_id))
     parents = _parents(backend, job_id)
+    flow = flow_of(app, record.task)
     steps = job_steps(backend, job_id)
     if as_json:
         echo_json(
             {
                 "job": job_dict(record, epoch=epoch),
+                "flow": flow,
                 "depends_on": parents,
                 "attempts": [_decoded(records.asdict(a), epoch) for a in attempts],
                 "logs": [_timed(records.asdict(r), ("ts",), epoch) for r in logs],
@@ -236,6 +240,8 @@ def job(
         )
         return
     _print_job(record, parents, attempts, logs, steps, utc=utc)
+    if flow:
+        Output(sections=True).fields(list(flow.items()), title="flow control (the task's)")
 
 
 def _print_job(

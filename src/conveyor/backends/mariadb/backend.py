@@ -65,7 +65,7 @@ if TYPE_CHECKING:
 #: seconds, each wait POLL_GROWTH times the last, at most POLL_MAX.
 POLL_FIRST, POLL_GROWTH, POLL_MAX = 0.005, 1.5, 0.25
 
-FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic", "filters", "purge", "result_ttl", "queues", "logs", "integrity", "expires", "shared", "action_log", "search", "steps"})  # fmt: skip
+FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic", "sequences", "fair", "aging", "filters", "purge", "result_ttl", "queues", "logs", "integrity", "expires", "shared", "action_log", "search", "steps"})  # fmt: skip
 
 _T = TypeVar("_T")
 #: InnoDB's "deadlock found, transaction rolled back" error, and how often a

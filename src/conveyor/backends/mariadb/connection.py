@@ -27,7 +27,8 @@ from conveyor.errors import BackendUnavailable, StoreNotFound
 #: 1: every table (schema.sql). 2: schedules' pause and "run now" (columns of
 #: periodic_schedules, in schema.sql for new stores; ADDED_COLUMNS for older ones).
 #: 3: durable jobs (job_steps, job_events: CREATE TABLE IF NOT EXISTS in schema.sql).
-SCHEMA_VERSION = 3
+#: 4: sequences, fair_keys, limit_overrides (new tables: schema.sql re-run, idempotent).
+SCHEMA_VERSION = 4
 #: Columns schema.sql gained after version 1: (table, column, definition), added to a
 #: store that lacks them (MySQL 8 has no ADD COLUMN IF NOT EXISTS, so each is looked up).
 ADDED_COLUMNS = (

@@ -124,6 +124,26 @@ CREATE TABLE IF NOT EXISTS limit_hits (
     INDEX limit_hits_key (`key`, at)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
 
+-- Sequences: the last job enqueued with each key (SQLite's schema_007.sql).
+CREATE TABLE IF NOT EXISTS sequences (
+    `key` VARCHAR(255) NOT NULL PRIMARY KEY,
+    tail  VARCHAR(255) NOT NULL
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
+-- Fair queues: each key's last place in its queue's round (rules.fair_place).
+CREATE TABLE IF NOT EXISTS fair_keys (
+    queue   VARCHAR(255) NOT NULL,
+    `key`   VARCHAR(255) NOT NULL,
+    last_at DOUBLE NOT NULL,
+    PRIMARY KEY (queue, `key`)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
+-- Limits changed while running: an operator's values win over the code's until reset.
+CREATE TABLE IF NOT EXISTS limit_overrides (
+    `key`       VARCHAR(255) NOT NULL PRIMARY KEY,
+    concurrency INT,
+    rate_count  INT,
+    rate_period DOUBLE
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
+
 CREATE TABLE IF NOT EXISTS periodic_schedules (
     name          VARCHAR(255) NOT NULL PRIMARY KEY,
     spec          TEXT NOT NULL,

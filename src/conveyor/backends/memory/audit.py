@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from conveyor.backends.base import STEP_WAITING, IntegrityProblem
 from conveyor.backends.memory.store import MemoryStore
+from conveyor.rules import is_sequence_blocked
 from conveyor.states import ACTIVE_STATES, FINISHED_STATES, JobState
 
 
@@ -66,7 +67,10 @@ def audit(store: MemoryStore, stale_before: float) -> list[IntegrityProblem]:
                 )
             parents = [store.jobs.get(p) for p in store.parents.get(row.id, ())]
             parked = any(s.state == STEP_WAITING for s in store.steps.get(row.id, {}).values())
-            if not parked and not any(p is not None and p.state in ACTIVE_STATES for p in parents):
+            held = is_sequence_blocked(row.reason)  # a blocked sequence waits on purpose
+            if not (parked or held) and not any(
+                p is not None and p.state in ACTIVE_STATES for p in parents
+            ):
                 problem(
                     "waiting_without_parent",
                     row.id,

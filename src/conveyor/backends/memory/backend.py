@@ -73,7 +73,17 @@ if TYPE_CHECKING:
 #: Everything this backend implements (names: conveyor.backends.protocols.FEATURES).
 FEATURES = frozenset(
     {
-        *("snooze", "progress", "unique", "workflows", "limits", "periodic"),
+        *(
+            "snooze",
+            "progress",
+            "unique",
+            "workflows",
+            "limits",
+            "periodic",
+            "sequences",
+            "fair",
+            "aging",
+        ),
         *("filters", "purge", "result_ttl", "expires", "queues", "logs", "integrity"),
         "ack_with_claim",
         "action_log",

@@ -23,21 +23,28 @@ from collections.abc import Mapping, Sequence
 from conveyor.backends.base import ClaimedJob, JobInsertBatchParams, JobInsertParams
 from conveyor.backends.memory.store import MemoryStore, Row
 from conveyor.backends.params import one_per_job
+from conveyor.backends.records import merged_limit
 from conveyor.errors import ConveyorError, JobNotFound
 from conveyor.rules import (
     FAILED_AT_INSERT,
+    PIPE_ALL,
     PIPE_ONE,
+    PIPE_SEQUENCE,
     WAS_CANCELLED,
     WAS_DELETED,
     ChildEffect,
     JobStory,
     cancelled_reason,
+    debounced_run_at,
     failure_error,
+    fair_place,
     insert_decision,
+    is_sequence_blocked,
     limit_deferral,
     not_needed_reason,
     on_parent_end,
     ready_state,
+    sequence_blocked_reason,
 )
 from conveyor.states import FINISHED_STATES, JobState
 
@@ -94,6 +101,13 @@ def insert_one(store: MemoryStore, p: JobInsertParams, now: float, standing: dic
         limit_key=p.limit.key if p.limit else None,
     )
     parents = [standing.get(d, d) for d in p.depends_on]
+    if p.sequence_key is not None:
+        tail = store.sequences.get(p.sequence_key)
+        store.sequences[p.sequence_key] = p.id
+        parents = [tail] if tail is not None and tail in store.jobs else []
+    if p.fair_key is not None and p.sequence_key is None and not parents and run_at <= now:
+        row.run_at = fair_place_in(store, p.queue, p.fair_key, p.fair_weight, now)
+        row.state = JobState.QUEUED  # queued whatever its place (rules.fair_place)
     if parents:
         states = [store.jobs[d].state.value for d in parents]
         decided = insert_decision(p.pipe, parents, states)
@@ -116,6 +130,15 @@ def insert_one(store: MemoryStore, p: JobInsertParams, now: float, standing: dic
     return p.id
 
 
+def fair_place_in(store: MemoryStore, queue: str, key: str, weight: float, now: float) -> float:
+    """A ready job's place in ``queue``'s round (``sql/fair.py``); the key's moves there."""
+    ready = [r for r in store.jobs.values() if r.queue == queue and r.state is JobState.QUEUED]
+    head = min(ready, key=claim_order).run_at if ready else None
+    at = fair_place(store.fair.get((queue, key)), head, now, weight)
+    store.fair[(queue, key)] = at
+    return at
+
+
 def _unique_conflict(
     store: MemoryStore, p: JobInsertParams, run_at: float, now: float
 ) -> str | None:
@@ -133,6 +156,7 @@ def _unique_conflict(
         return None
     if p.on_conflict == "replace" and holder.state in _ACTIVE_FOR_REPLACE:
         # Debounce: newest arguments and run time win; a waiting job keeps waiting.
+        run_at = debounced_run_at(run_at, holder.created_at, p.max_wait)
         if holder.state is not JobState.WAITING:
             holder.state = ready_state(run_at, now)
         holder.payload, holder.run_at, holder.unique_until = p.payload, run_at, p.unique_until
@@ -204,9 +228,11 @@ def _child_of_ended(
         row.waiting_on -= 1
         if row.waiting_on > 0:
             return
-        if row.pipe:
+        if row.pipe in (PIPE_ONE, PIPE_ALL):
             row.payload = piped_payload(store, row.payload, store.parents.get(child, []), row.pipe)
         row.state = ready_state(row.run_at, now)
+    elif effect is ChildEffect.HOLD:
+        row.reason = sequence_blocked_reason(parent, why or "")
     elif effect is ChildEffect.RELEASE:
         row.payload = failure_payload(store, row.payload, parent, why or "")
         row.state, row.waiting_on = ready_state(row.run_at, now), 0
@@ -214,6 +240,20 @@ def _child_of_ended(
         row.reason = not_needed_reason(parent) if why is None else cancelled_reason(parent, why)
         row.state, row.finished_at, row.waiting_on = JobState.CANCELLED, now, 0
         pending[child] = WAS_CANCELLED
+
+
+def sequence_release(store: MemoryStore, ids: Sequence[str], now: float) -> list[str]:
+    """The held jobs among ``ids`` made ready (``sql/flow.py sequence_release``)."""
+    released: list[str] = []
+    for job_id in sorted(set(ids)):
+        row = store.jobs.get(job_id)
+        if row is None or row.state is not JobState.WAITING or row.pipe != PIPE_SEQUENCE:
+            continue
+        if not is_sequence_blocked(row.reason):
+            continue
+        row.state, row.waiting_on, row.reason = ready_state(row.run_at, now), 0, None
+        released.append(job_id)
+    return released
 
 
 def apply_limits(store: MemoryStore, claimed: Sequence[Row], now: float) -> list[Row]:
@@ -235,7 +275,9 @@ def apply_limits(store: MemoryStore, claimed: Sequence[Row], now: float) -> list
         if key is None:
             kept.append(row)
             continue
-        concurrency, rate_count, period = store.limits.get(key, (None, None, None))
+        concurrency, rate_count, period = merged_limit(
+            store.limits.get(key, (None, None, None)), store.limit_overrides.get(key)
+        )
         hits = store.limit_hits.setdefault(key, [])
         if period is not None:
             hits[:] = [at for at in hits if at > now - period]

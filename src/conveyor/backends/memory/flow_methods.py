@@ -18,13 +18,17 @@ from conveyor.backends.base import (
     TRUNCATED_LOGGER,
     TRUNCATED_MESSAGE,
     Dependency,
+    JobAgeParams,
     JobDependenciesParams,
     JobLogInsertParams,
     JobLogListParams,
     JobLogRecord,
     JobProgressParams,
+    LimitOverrideParams,
+    LimitRecord,
     PeriodicFireParams,
     PeriodicRecord,
+    SequenceReleaseParams,
 )
 from conveyor.backends.memory import flow
 from conveyor.backends.memory.store import MemoryStore, Schedule
@@ -47,6 +51,46 @@ class MemoryFlowMixin:
                 for child in sorted(set(params.ids))
                 for n, parent in enumerate(self.store.parents.get(child, ()))
             ]
+
+    def job_age_many(self, params: JobAgeParams) -> int:
+        with self.store.write() as store:
+            aged = 0
+            due = time.time() - params.step
+            for row in store.jobs.values():
+                if (
+                    row.state is JobState.QUEUED
+                    and row.queue == params.queue
+                    and row.run_at <= due
+                    and row.priority < params.ceiling
+                ):
+                    row.priority, row.run_at = row.priority + 1, row.run_at + params.step
+                    aged += 1
+            return aged
+
+    def limit_list(self) -> list[LimitRecord]:
+        with self.store.lock:
+            store = self.store
+            running: dict[str, int] = {}
+            for row in store.jobs.values():
+                if row.state is JobState.RUNNING and row.limit_key is not None:
+                    running[row.limit_key] = running.get(row.limit_key, 0) + 1
+            return [
+                LimitRecord(
+                    key, *store.limits[key], store.limit_overrides.get(key), running.get(key, 0)
+                )
+                for key in sorted(store.limits)
+            ]
+
+    def limit_override(self, params: LimitOverrideParams) -> None:
+        with self.store.write() as store:
+            if params.values is None:
+                store.limit_overrides.pop(params.key, None)
+            else:
+                store.limit_overrides[params.key] = params.values
+
+    def sequence_release_many(self, params: SequenceReleaseParams) -> list[str]:
+        with self.store.write() as store:
+            return flow.sequence_release(store, params.ids, time.time())
 
     # -- progress and periodic -------------------------------------------------------------
 

@@ -170,6 +170,12 @@ class MemoryStore:
         #: limit key -> (concurrency, rate_count, rate_period); key -> recent starts
         self.limits: dict[str, tuple[int | None, int | None, float | None]] = {}
         self.limit_hits: dict[str, list[float]] = {}
+        #: sequence key -> the last job enqueued with it (its next job waits on it)
+        self.sequences: dict[str, str] = {}
+        #: (queue, fair key) -> the key's last place in the queue's round (a run_at)
+        self.fair: dict[tuple[str, str], float] = {}
+        #: limit key -> an operator's (concurrency, rate_count, rate_period), over the code's
+        self.limit_overrides: dict[str, tuple[int | None, int | None, float | None]] = {}
         self.schedules: dict[str, Schedule] = {}
         #: (schedule name, slot) -> job id: each slot fired once
         self.slots: dict[tuple[str, float], str] = {}

@@ -38,9 +38,15 @@ if TYPE_CHECKING:
 
 #: 1: every table and column of SQLite's schema versions 1-4 at once. 2: the operator
 #: actions log (SQLite's 6). 3: schedules' pause and "run now" (SQLite's 7). 4: durable
-#: jobs (SQLite's 8). A new step adds a file here.
-SCHEMA_VERSION = 4
-_MIGRATIONS = {1: "schema.sql", 2: "schema_002.sql", 3: "schema_003.sql", 4: "schema_004.sql"}
+#: jobs (SQLite's 8). 5: flow control by key (SQLite's 9). A new step adds a file here.
+SCHEMA_VERSION = 5
+_MIGRATIONS = {
+    1: "schema.sql",
+    2: "schema_002.sql",
+    3: "schema_003.sql",
+    4: "schema_004.sql",
+    5: "schema_005.sql",
+}
 #: First key of the two-key advisory lock taken around a migration ("conv"); the second
 #: is hashtext(schema), so two schemas in one database migrate independently.
 MIGRATION_LOCK_CLASS = 0x636F6E76

@@ -79,7 +79,17 @@ _KIND = {kind: rule.code for kind, rule in FINISH.items()}
 #: Everything this backend implements (names: conveyor.backends.protocols.FEATURES).
 FEATURES = frozenset(
     {
-        *("snooze", "progress", "unique", "workflows", "limits", "periodic"),
+        *(
+            "snooze",
+            "progress",
+            "unique",
+            "workflows",
+            "limits",
+            "periodic",
+            "sequences",
+            "fair",
+            "aging",
+        ),
         *("filters", "purge", "result_ttl", "queues", "logs", "integrity", "expires"),
         "shared",
         "action_log",

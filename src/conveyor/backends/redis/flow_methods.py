@@ -25,11 +25,15 @@ from redis.commands.core import Script
 from conveyor.backends import decoding
 from conveyor.backends.base import (
     Dependency,
+    JobAgeParams,
     JobDependenciesParams,
     JobInsertParams,
     JobProgressParams,
+    LimitOverrideParams,
+    LimitRecord,
     PeriodicFireParams,
     PeriodicRecord,
+    SequenceReleaseParams,
 )
 from conveyor.backends.redis.hashes import num
 from conveyor.backends.redis.scripts import load_source
@@ -64,6 +68,8 @@ class FlowScripts:
         self.job_insert_flow = Script(client, load_source("job_insert_flow"))
         self.job_progress = Script(client, load_source("job_progress"))
         self.periodic_fire = Script(client, load_source("periodic_fire"))
+        self.sequence_release = Script(client, load_source("sequence_release"))
+        self.job_age = Script(client, load_source("job_age"))
 
 
 def flow_job(p: JobInsertParams) -> dict[str, object]:
@@ -82,8 +88,12 @@ def flow_job(p: JobInsertParams) -> dict[str, object]:
         "unique_key": p.unique_key,
         "unique_until": num(p.unique_until),
         "on_conflict": p.on_conflict,
+        "max_wait": num(p.max_wait),
         "depends_on": list(p.depends_on),
         "pipe": p.pipe,
+        "sequence_key": p.sequence_key,
+        "fair_key": p.fair_key,
+        "fair_weight": repr(float(p.fair_weight)),
         "limit": None
         if limit is None
         else [
@@ -95,6 +105,12 @@ def flow_job(p: JobInsertParams) -> dict[str, object]:
         "headers": p.headers,
         "expires_at": num(p.expires_at),
     }
+
+
+def _limit_parts(text: str) -> tuple[int | None, int | None, float | None]:
+    """ "concurrency|rate_count|rate_period" ('' = none) as values."""
+    c, n, p = [*text.split("|"), "", "", ""][:3]
+    return (int(c) if c else None, int(n) if n else None, float(p) if p else None)
 
 
 def raise_insert_error(exc: redis.exceptions.ResponseError) -> None:
@@ -170,6 +186,63 @@ class RedisFlowMixin:
         except redis.exceptions.ResponseError as exc:
             raise_insert_error(exc)
         return [float(s) for s in fired]
+
+    def sequence_release_many(self, params: SequenceReleaseParams) -> list[str]:
+        ids = sorted(set(params.ids))
+        if not ids:
+            return []
+        with self._guard:
+            reply = self._flow.sequence_release([self.keys.base], [_json(ids)])
+        return [str(i) for i in json.loads(reply)]
+
+    def job_age_many(self, params: JobAgeParams) -> int:
+        args = [params.queue, repr(float(params.step)), str(int(params.ceiling))]
+        with self._guard:
+            return int(self._flow.job_age([self.keys.base], args))
+
+    def limit_list(self) -> list[LimitRecord]:
+        base = self.keys.base
+        with self._guard:
+            code = self._client.hgetall(base + "limits")
+            overrides = self._client.hgetall(base + "limit_overrides")
+            keys = sorted(code)
+            pipe = self._client.pipeline(transaction=False)
+            for key in keys:
+                pipe.smembers(base + "limit:run:" + key)
+            members = pipe.execute()
+            pipe = self._client.pipeline(transaction=False)
+            for held in members:
+                for job_id in sorted(held):
+                    pipe.hmget(base + "job:" + job_id, ("state", "limit_key"))
+            states = iter(pipe.execute())
+        found = []
+        for key, held in zip(keys, members, strict=True):
+            running = sum(1 for _ in held if next(states) == ["running", key])
+            over = overrides.get(key)
+            found.append(
+                LimitRecord(
+                    key,
+                    *_limit_parts(code[key]),
+                    None if over is None else _limit_parts(over),
+                    running,
+                )
+            )
+        return found
+
+    def limit_override(self, params: LimitOverrideParams) -> None:
+        field = self.keys.base + "limit_overrides"
+        with self._guard:
+            if params.values is None:
+                self._client.hdel(field, params.key)
+            else:
+                c, n, p = params.values
+                parts = (
+                    "" if c is None else str(int(c)),
+                    "" if n is None else str(int(n)),
+                    num(p) or "",
+                )
+                text = "|".join(parts)
+                self._client.hset(field, params.key, text)
 
     def periodic_list(self) -> list[PeriodicRecord]:
         base = self.keys.base

@@ -21,19 +21,26 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from conveyor.backends.base import Dependency, JobInsertParams
+from conveyor.backends.sql import fair
 from conveyor.backends.sql.dialect import Dialect, Executor
 from conveyor.errors import JobNotFound
 from conveyor.rules import (
     FAILED_AT_INSERT,
+    PIPE_ALL,
+    PIPE_ONE,
+    PIPE_SEQUENCE,
     WAS_CANCELLED,
     ChildEffect,
     JobStory,
     cancelled_reason,
+    debounced_run_at,
     failure_error,
     insert_decision,
+    is_sequence_blocked,
     not_needed_reason,
     on_parent_end,
     ready_state,
+    sequence_blocked_reason,
 )
 
 
@@ -101,13 +108,14 @@ def _holder(d: Dialect, ex: Executor, p: JobInsertParams, run_at: float, now: fl
     """The job holding ``p``'s unique key (locked where the store locks rows), after
     applying ``replace``."""
     row = ex.execute(
-        d.sql(f"SELECT id, state FROM jobs WHERE task = ? AND unique_key = ?{d.lock}"),
+        d.sql(f"SELECT id, state, created_at FROM jobs WHERE task = ? AND unique_key = ?{d.lock}"),
         (p.task, p.unique_key),
     ).fetchone()
     if row is None:
         return None
     existing, state = str(row[0]), str(row[1])
     if p.on_conflict == "replace" and state in ("queued", "scheduled", "waiting"):
+        run_at = debounced_run_at(run_at, float(row[2]), p.max_wait)
         # Debounce: newest arguments and run time win; a waiting job keeps waiting.
         new_state = state if state == "waiting" else _ready_state(run_at, now)
         ex.execute(
@@ -134,7 +142,14 @@ def insert_flow(
             holder = _holder(d, ex, p, run_at, now)
         if holder is None:
             parents = [standing.get(dep, dep) for dep in p.depends_on]
-            if _insert_one(d, ex, p, parents, run_at, now):
+            if p.sequence_key is not None:
+                parents = sequence_tail(d, ex, p.sequence_key, p.id)
+            queued = (
+                p.fair_key is not None and p.sequence_key is None and not parents and run_at <= now
+            )
+            if queued:  # its place in the queue's round (fair.py), queued whatever it is
+                run_at = fair.place(d, ex, p.queue, str(p.fair_key), p.fair_weight, now)
+            if _insert_one(d, ex, p, parents, run_at, now, queued):
                 _link(d, ex, p, parents)
                 holder = p.id
             else:
@@ -150,6 +165,22 @@ def insert_flow(
     return results
 
 
+def sequence_tail(d: Dialect, ex: Executor, key: str, job_id: str) -> list[str]:
+    """The job a new job of sequence ``key`` waits on (none: the first, or the last one
+    was deleted), after making ``job_id`` the key's tail. Where rows lock, the key's row
+    is locked (a placeholder inserted first, so two first jobs of a key queue on it)."""
+    ex.execute(d.sql(d.insert_ignore('sequences ("key", tail) VALUES (?, ?)')), (key, job_id))
+    row = ex.execute(
+        d.sql(f'SELECT tail FROM sequences WHERE "key" = ?{d.lock}'), (key,)
+    ).fetchone()
+    tail = str(row[0])
+    if tail == job_id:
+        return []
+    ex.execute(d.sql('UPDATE sequences SET tail = ? WHERE "key" = ?'), (job_id, key))
+    found = ex.execute(d.sql("SELECT 1 FROM jobs WHERE id = ?"), (tail,)).fetchone()
+    return [tail] if found else []
+
+
 def _insert_one(
     d: Dialect,
     ex: Executor,
@@ -157,11 +188,13 @@ def _insert_one(
     parents: Sequence[str],
     run_at: float,
     now: float,
+    queued: bool = False,
 ) -> bool:
-    """Write ``p``'s row in the state its parents decide; False if a unique key that
+    """Write ``p``'s row in the state its parents decide (``queued``: placed in a fair
+    round, queued even if that place is ahead of ``now``); False if a unique key that
     another transaction holds kept it out."""
     state, payload, reason, finished_at, waiting = (
-        _ready_state(run_at, now),
+        "queued" if queued else _ready_state(run_at, now),
         p.payload,
         None,
         None,
@@ -286,7 +319,7 @@ def _child_of_ended(
         left = int(row[3]) - 1
         if left > 0:
             return 0
-        if pipe:
+        if pipe in (PIPE_ONE, PIPE_ALL):
             parents = [
                 str(r[0])
                 for r in ex.execute(
@@ -300,6 +333,10 @@ def _child_of_ended(
             (_ready_state(run_at, now), payload, child),
         )
         return 1
+    if effect is ChildEffect.HOLD:  # held: the reason says behind which failed job
+        reason = sequence_blocked_reason(parent, why or "")
+        ex.execute(d.sql("UPDATE jobs SET reason = ? WHERE id = ?"), (reason, child))
+        return 0
     if effect is ChildEffect.RELEASE:
         ex.execute(
             d.sql("UPDATE jobs SET state = ?, payload = ?, waiting_on = 0 WHERE id = ?"),
@@ -333,3 +370,29 @@ def dependencies(d: Dialect, ex: Executor, ids: Sequence[str]) -> list[Dependenc
             ).fetchall()
         ]
     return found
+
+
+def sequence_release(d: Dialect, ex: Executor, ids: Sequence[str], now: float) -> list[str]:
+    """The held jobs among ``ids`` (``waiting`` behind a failed job of a blocking
+    sequence) made ready; the ids released, in id order."""
+    released: list[str] = []
+    for where, args in d.in_list("id", sorted(set(ids))):
+        rows = ex.execute(
+            d.sql(
+                f"SELECT id, run_at, reason FROM jobs WHERE {where} AND state = 'waiting' "
+                f"AND pipe = {PIPE_SEQUENCE} ORDER BY id{d.lock}"
+            ),
+            args,
+        ).fetchall()
+        for job_id, run_at, reason in rows:
+            if not is_sequence_blocked(reason):
+                continue
+            ex.execute(
+                d.sql(
+                    "UPDATE jobs SET state = ?, waiting_on = 0, reason = NULL "
+                    "WHERE id = ? AND state = 'waiting'"
+                ),
+                (_ready_state(float(run_at), now), job_id),
+            )
+            released.append(str(job_id))
+    return released

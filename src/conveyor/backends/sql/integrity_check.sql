@@ -43,7 +43,11 @@ SELECT 'waiting_on_negative', id, 'waiting on ' || {waiting_on_text} || ' parent
 FROM jobs WHERE state = 'waiting' AND waiting_on < 0
 UNION ALL
 SELECT 'waiting_without_parent', j.id, 'waiting, but no parent of it can still finish: it never runs'
-FROM jobs AS j WHERE j.state = 'waiting' AND NOT EXISTS (
+-- A job held behind a failed job of its sequence (on_failure "block") waits on purpose,
+-- until an operator releases it: not a problem (rules.sequence_blocked_reason's prefix;
+-- substr, not LIKE: its wildcard is a placeholder character to PyMySQL).
+FROM jobs AS j WHERE j.state = 'waiting'
+  AND (j.reason IS NULL OR substr(j.reason, 1, 18) <> 'sequence blocked: ') AND NOT EXISTS (
     SELECT 1 FROM job_deps AS d JOIN jobs AS p ON p.id = d.parent_id
     WHERE d.child_id = j.id AND p.state IN ({active_states}))
 -- a durable job parked by conveyor.wait_for waits for an event or its deadline instead

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from conveyor.backends.base import ClaimedJob
+from conveyor.backends.records import merged_limit
 from conveyor.backends.sql.dialect import Dialect, Executor
 from conveyor.rules import limit_deferral
 
@@ -52,6 +53,7 @@ def apply_limits(
             f'WHERE {where} ORDER BY "key"{d.lock}'
         )
         config.update((str(k), (c, n, p)) for k, c, n, p in ex.execute(query, args).fetchall())
+    _apply_overrides(d, ex, keys, config)
     if now is None:
         now = d.clock(ex)
     running = _running_before(d, ex, keys, keyed)
@@ -88,6 +90,19 @@ def apply_limits(
             ex.execute(d.sql('INSERT INTO limit_hits ("key", at) VALUES (?, ?)'), (key, now))
         kept.append(job)
     return kept
+
+
+def _apply_overrides(
+    d: Dialect, ex: Executor, keys: Sequence[str], config: dict[str, Config]
+) -> None:
+    """An operator's values (``conveyor limits set``) over the code's, part by part:
+    read at every claim, so a change is obeyed by every worker's next claim."""
+    for where, args in d.in_list('"key"', keys):
+        query = d.sql(
+            f'SELECT "key", concurrency, rate_count, rate_period FROM limit_overrides WHERE {where}'
+        )
+        for k, c, n, p in ex.execute(query, args).fetchall():
+            config[str(k)] = merged_limit(config.get(str(k), _UNSET), (c, n, p))
 
 
 def _running_before(

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from conveyor.backends.base import (
+    JobAgeParams,
     JobCancelParams,
     JobClearResultsParams,
     JobExpireDueParams,
@@ -29,6 +30,7 @@ from conveyor.backends.base import (
     JobRetryParams,
     QueuePauseParams,
     QueueResumeParams,
+    SequenceReleaseParams,
 )
 from conveyor.backends.sql import flow
 from conveyor.backends.sql.dialect import Dialect, Executor
@@ -156,6 +158,29 @@ class SqlBulkOps(SqlStore):
             if moved:
                 self._ops_wake(ex)  # they are ready now: wake a worker
         return self.job_get_many(ids)
+
+    def job_age_many(self, params: JobAgeParams) -> int:
+        """See :meth:`conveyor.backends.protocols.Flow.job_age_many`."""
+        d = self._dialect
+        with self._ops_tx() as ex:
+            return int(
+                ex.execute(
+                    d.sql(
+                        "UPDATE jobs SET priority = priority + 1, run_at = run_at + ? "
+                        "WHERE state = 'queued' AND queue = ? AND run_at <= ? AND priority < ?"
+                    ),
+                    (params.step, params.queue, d.clock(ex) - params.step, params.ceiling),
+                ).rowcount
+            )
+
+    def sequence_release_many(self, params: SequenceReleaseParams) -> list[str]:
+        """See :meth:`conveyor.backends.protocols.Flow.sequence_release_many`."""
+        d = self._dialect
+        with self._ops_tx() as ex:
+            released = flow.sequence_release(d, ex, list(params.ids), d.clock(ex))
+            if released:
+                self._ops_wake(ex)  # they are ready now: wake a worker
+        return released
 
     def job_delete_many(self, ids: Sequence[str]) -> int:
         with self._ops_tx() as ex:

@@ -92,7 +92,17 @@ _DATA_VERSION = "PRAGMA data_version"
 #: Everything this backend implements (names: conveyor.backends.protocols.FEATURES).
 FEATURES = frozenset(
     {
-        *("snooze", "progress", "unique", "workflows", "limits", "periodic"),
+        *(
+            "snooze",
+            "progress",
+            "unique",
+            "workflows",
+            "limits",
+            "periodic",
+            "sequences",
+            "fair",
+            "aging",
+        ),
         *("filters", "purge", "result_ttl", "queues", "logs", "integrity", "backup", "sql"),
         "ack_with_claim",
         "expires",

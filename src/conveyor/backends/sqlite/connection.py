@@ -26,9 +26,10 @@ from conveyor.redaction import redacted
 #: 1: core tables. 2: ops (queues, job logs). 3: flow control (progress, unique,
 #: workflows, limits, periodic). 4: job headers. 5: job expiry (expires_at). 6: the
 #: operator actions log (action_log). 7: schedules' pause and "run now". 8: durable jobs
-#: (job_steps, job_events). Each step is idempotent and applied in order. (The search
-#: index is not a step: it is created on demand, search_index.sql, see sqlite/search.py.)
-SCHEMA_VERSION = 8
+#: (job_steps, job_events). 9: flow control by key (sequences, fair_keys,
+#: limit_overrides). Each step is idempotent and applied in order. (The search index is
+#: not a step: it is created on demand, search_index.sql, see sqlite/search.py.)
+SCHEMA_VERSION = 9
 _MIGRATIONS = {
     1: "schema.sql",
     2: "schema_002.sql",
@@ -38,6 +39,7 @@ _MIGRATIONS = {
     6: "schema_006.sql",
     7: "schema_007.sql",
     8: "schema_008.sql",
+    9: "schema_009.sql",
 }
 #: Compiled on first use by ``re``'s own cache: only a migration needs it.
 _ADD_COLUMN = r"ALTER TABLE (\w+) ADD COLUMN (\w+)"

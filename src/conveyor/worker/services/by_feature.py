@@ -1,4 +1,5 @@
-"""Which flow-control services a worker runs (progress writer, periodic scheduler),
+"""Which flow-control services a worker runs (progress writer, periodic scheduler,
+priority aging),
 chosen by the backend's declared ``features`` so a backend without them costs nothing.
 
 Example::
@@ -32,6 +33,11 @@ def flow_services(worker: Worker) -> list[Looper]:
             worker.app.backend.name,
             len(worker.app.schedules),
         )
+    aging = worker.app.settings.priority_aging
+    if aging and "aging" in features:
+        from conveyor.worker.services.aging import Ager
+
+        services.append(Ager(worker, aging))
     if "steps" in features:  # conveyor.wait_for's timeouts
         from conveyor.worker.services.deadlines import WaitDeadlines
 

@@ -8,6 +8,8 @@
 --   children:<id>  set of jobs waiting on this one (only while it is unfinished)
 --   unique         hash "len(task):task" .. unique_key -> id of the job holding the key
 --   limits         hash limit key -> "concurrency|rate_count|rate_period" ('' = none)
+--   sequences      hash sequence key -> the last job enqueued with it (the next waits on it)
+--   fair           hash "len(queue):queue" .. fair key -> the key's last place (run_at)
 -- Job hash fields added: waiting_on, pipe, unique_key, unique_until, limit_key,
 -- progress, progress_message, and flow = '1' on a job with parents or children (its
 -- deps/children keys then get the job's result TTL when it finishes).
@@ -15,6 +17,20 @@
 local function k_deps(id) return BASE .. 'deps:' .. id end
 local function k_children(id) return BASE .. 'children:' .. id end
 local K_UNIQUE, K_LIMITS = BASE .. 'unique', BASE .. 'limits'
+local K_SEQUENCES, K_FAIR = BASE .. 'sequences', BASE .. 'fair'
+
+-- A ready job's place in its queue's round (rule_fair_place: one step after its key's
+-- last place, never before the job the claim takes next); the key's place moves there.
+local function fair_place(queue, key, weight, t)
+  local field = #queue .. ':' .. queue .. key
+  local last = redis.call('HGET', K_FAIR, field)
+  local head = redis.call('ZRANGE', k_ready(queue), 0, 0)[1]
+  local head_at = head and redis.call('HGET', k_job(head), 'run_at')
+  local at = rule_fair_place(last and tonumber(last), head_at and tonumber(head_at), t,
+    tonumber(weight) or 1)
+  redis.call('HSET', K_FAIR, field, fmt(at))
+  return fmt(at)
+end
 local K_JOBS, K_SCHEDULED, K_EXPIRY = BASE .. 'jobs', BASE .. 'scheduled', BASE .. 'expiry'
 local K_COUNTS, K_WAKE = BASE .. 'counts', BASE .. 'wake'
 local flow_woken = 0 -- jobs made ready by this script (the caller wakes workers)
@@ -120,6 +136,8 @@ local function child_of_ended(parent, child, why, t, ttl, pending)
   elseif effect == 'release' then
     redis.call('HSET', key, 'payload', prepend_arg(f[6], failure_info(parent, why)))
     ready_up(child, key, f[3], f[4], f[5], t)
+  elseif effect == 'hold' then
+    redis.call('HSET', key, 'reason', rule_sequence_blocked_reason(parent, why))
   else
     local reason = why and rule_cancelled_reason(parent, why) or rule_not_needed_reason(parent)
     cancel_waiting(child, key, f[3], reason, t, ttl, f[7])
@@ -157,7 +175,8 @@ local function unique_conflict(p, run_at, t)
   local holder = redis.call('HGET', K_UNIQUE, field)
   if not holder then return nil end
   local key = k_job(holder)
-  local f = redis.call('HMGET', key, 'state', 'unique_until', 'queue', 'priority', 'run_at')
+  local f = redis.call('HMGET', key, 'state', 'unique_until', 'queue', 'priority', 'run_at',
+    'created_at')
   local state = f[1]
   if not state or (is_final(state) and (not f[2] or number_or(f[2], 0) <= t)) then
     redis.call('HDEL', K_UNIQUE, field)
@@ -168,7 +187,11 @@ local function unique_conflict(p, run_at, t)
       or state == 'waiting') then
     return {holder, false}
   end
-  -- Debounce: the newest arguments and run time win; a waiting job keeps waiting.
+  -- Debounce: the newest arguments and run time win (the run time capped by max_wait
+  -- from the first enqueue); a waiting job keeps waiting.
+  if p.max_wait and p.max_wait ~= cjson.null then
+    run_at = fmt(rule_debounced_run_at(tonumber(run_at), tonumber(f[6]), tonumber(p.max_wait)))
+  end
   local new_state = state
   if state ~= 'waiting' then
     new_state = (tonumber(run_at) > t) and 'scheduled' or 'queued'
@@ -224,12 +247,24 @@ local function flow_insert(p, standing, t, ttl)
     end
   end
   local state = (tonumber(run_at) > t) and 'scheduled' or 'queued'
+  if opt(p.fair_key) and state == 'queued' and #p.depends_on == 0
+      and not opt(p.sequence_key) then
+    run_at = fair_place(p.queue, p.fair_key, p.fair_weight, t) -- queued whatever its place
+  end
   local payload, reason, finished_at, waiting = p.payload, false, false, 0
   local pipe = tostring(p.pipe or 0)
   local parents, states = {}, {}
   for i, d in ipairs(p.depends_on) do
     parents[i] = standing[d] or d
     states[i] = redis.call('HGET', k_job(parents[i]), 'state')
+  end
+  local held = false -- a sequence's job behind a failed one, on_failure "block"
+  if opt(p.sequence_key) then
+    -- The key's last job is the one this waits on (none, or deleted: ready now).
+    local tail = redis.call('HGET', K_SEQUENCES, p.sequence_key)
+    redis.call('HSET', K_SEQUENCES, p.sequence_key, p.id)
+    local tail_state = tail and redis.call('HGET', k_job(tail), 'state')
+    if tail_state then parents[1], states[1] = tail, tail_state end
   end
   if #parents > 0 then
     -- Parents that ended already act as they would have when ending (rule_child_effect);
@@ -246,7 +281,12 @@ local function flow_insert(p, standing, t, ttl)
     elseif failed then
       effect = rule_child_effect(pipe, false)
     end
-    if effect == 'cancel' then
+    if effect == 'hold' then
+      state, held = 'waiting', true
+      reason = rule_sequence_blocked_reason(parents[1], RULE_ENDED_AT_INSERT[states[1]])
+    elseif effect == 'count_down' then
+      waiting = 0 -- a sequence that skips failures: the failed job is passed over
+    elseif effect == 'cancel' then
       state, waiting, finished_at = 'cancelled', 0, ts
       if pipe == RULE_PIPE_FAILURE then reason = rule_not_needed_reason(parents[1])
       else reason = rule_cancelled_reason(parents[failed], RULE_ENDED_AT_INSERT[states[failed]]) end
@@ -289,8 +329,9 @@ local function flow_insert(p, standing, t, ttl)
   if #parents > 0 then
     redis.call('RPUSH', k_deps(p.id), unpack(parents))
     for i, parent in ipairs(parents) do
-      -- An ended parent has settled its dependants already: only live ones are told.
-      if not is_final(states[i]) then
+      -- An ended parent has settled its dependants already: only live ones are told
+      -- (and a failed one a job is held behind: retried by hand, its success frees it).
+      if held or not is_final(states[i]) then
         redis.call('SADD', k_children(parent), p.id)
         redis.call('HSET', k_job(parent), 'flow', '1')
       end
@@ -307,4 +348,18 @@ local function flow_insert(p, standing, t, ttl)
   end
   standing[p.id] = p.id
   return {p.id, true, false}
+end
+
+-- Let a held job of a blocked sequence go on (sequence_release.lua): ready when it is
+-- waiting behind a failed job with on_failure "block"; true if it was released.
+local function sequence_release(id, t)
+  local key = k_job(id)
+  local f = redis.call('HMGET', key, 'state', 'pipe', 'reason', 'queue', 'priority', 'run_at')
+  if f[1] ~= 'waiting' or f[2] ~= RULE_PIPE_SEQUENCE then return false end
+  if not f[3] or string.sub(f[3], 1, #RULE_SEQUENCE_BLOCKED) ~= RULE_SEQUENCE_BLOCKED then
+    return false
+  end
+  redis.call('HDEL', key, 'reason')
+  ready_up(id, key, f[4], f[5], f[6], t)
+  return true
 end

@@ -9,6 +9,9 @@
 --                        finish, release or rescue needs no bookkeeping of its own, and a
 --                        holder whose worker died frees its slot when it is rescued
 --   limit:hits:<key>     zset of recent starts (score = start time), for the rate window
+--   limit_overrides      hash limit key -> "concurrency|rate_count|rate_period": an
+--                        operator's values (conveyor limits set), each part over the
+--                        code's ('' = the code's); read at every claim
 --
 -- Like SQLite (claim_limits.py): a job over its limit goes back to scheduled a moment later
 -- (0.2-0.4 s for concurrency, when the window frees for a rate) before it is claimed, so
@@ -41,6 +44,12 @@ local function limit_admit(id, key, queue, t)
   if not conf then return true end
   local c, n, p = string.match(conf, '^([^|]*)|([^|]*)|([^|]*)$')
   local concurrency, rate_count, period = tonumber(c), tonumber(n), tonumber(p)
+  local over = redis.call('HGET', BASE .. 'limit_overrides', lkey)
+  if over then
+    local oc, on, op = string.match(over, '^([^|]*)|([^|]*)|([^|]*)$')
+    concurrency = tonumber(oc) or concurrency
+    rate_count, period = tonumber(on) or rate_count, tonumber(op) or period
+  end
   local run = k_limit_run(lkey)
   if concurrency then
     local held = 0

@@ -96,8 +96,11 @@ local function audit_job(id)
         end
       end
     end
-    -- a durable job parked by conveyor.wait_for waits for an event or its deadline
-    if not alive and redis.call('HEXISTS', BASE .. 'steps:' .. id, 'waiting') == 0 then
+    -- a durable job parked by conveyor.wait_for waits for an event or its deadline; one
+    -- held behind a failed job of its sequence waits on purpose, until released
+    local reason = redis.call('HGET', k_job(id), 'reason')
+    local held = reason and string.sub(reason, 1, #RULE_SEQUENCE_BLOCKED) == RULE_SEQUENCE_BLOCKED
+    if not alive and not held and redis.call('HEXISTS', BASE .. 'steps:' .. id, 'waiting') == 0 then
       problem('waiting_without_parent', id,
         'waiting, but no parent of it can still finish: it never runs')
     end
