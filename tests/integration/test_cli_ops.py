@@ -258,6 +258,8 @@ def test_limits_listed_set_and_reset(tmp_path: Path) -> None:
     [row] = json.loads(run(url, "limits", "--json").output)
     assert row["in_force"] == {"concurrency": 3, "rate_count": 10, "rate_period": 1.0}
     assert row["code"]["concurrency"] == 2
-    run(url, "limits", "reset", "partner-api")
+    # --url after the subcommand (where users type it) names the same store.
+    done = CliRunner().invoke(cli, ["limits", "reset", "partner-api", "--url", url])
+    assert done.exit_code == 0, done.output
     [row] = json.loads(run(url, "limits", "--json").output)
     assert row["override"] is None and row["in_force"]["concurrency"] == 2

@@ -16,7 +16,7 @@ import click
 
 from conveyor.backends.base import LimitOverrideParams, LimitRecord
 from conveyor.cli.action_log import record_cli_action
-from conveyor.cli.common import echo_json, store_options
+from conveyor.cli.common import echo_json, group_store_options, store_options
 from conveyor.cli.config import open_app
 from conveyor.cli.output import Column, Output
 from conveyor.errors import ConfigurationError
@@ -83,6 +83,7 @@ def limits(ctx: click.Context, url: str | None, app_spec: str | None, as_json: b
 
 @limits.command("set")
 @click.argument("key")
+@group_store_options
 @click.option("--concurrency", type=click.IntRange(min=1), help="Running jobs at most.")
 @click.option("--rate", help="Starts per period: 10/s, 100/m, 5/10s.")
 @click.pass_context
@@ -99,6 +100,7 @@ def set_limit(ctx: click.Context, key: str, concurrency: int | None, rate: str |
 
 @limits.command("reset")
 @click.argument("key")
+@group_store_options
 @click.pass_context
 def reset_limit(ctx: click.Context, key: str) -> None:
     """Remove KEY's override: the code's values again."""
