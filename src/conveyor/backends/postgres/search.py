@@ -1,0 +1,147 @@
+"""Search on PostgreSQL (feature ``search``): a bounded scan by default, or a trigram
+index (``pg_trgm``) once it is turned on (``conveyor search-index on``).
+
+The index is a GIN ``gin_trgm_ops`` index on one expression, :data:`DOC`: the lower-cased
+text of a job's task, queue, arguments, result, error and headers. It is not a schema
+version: ``on`` creates it (``CREATE INDEX CONCURRENTLY``: writes go on while it is
+built), ``off`` drops it, and PostgreSQL keeps it on every write path by itself.
+
+Why trigrams and not ``tsvector``: PostgreSQL's text parser does not cut words where
+the language does (``send_welcome`` is two words to it, ``billing.total`` one), so a
+``tsvector`` would answer some queries differently from the scan and SQLite's index.
+Instead the index only *narrows*: a job holding the word ``w`` has the substring ``w``
+in :data:`DOC` when its text is ASCII (lower case is then the same in Python and SQL),
+so ``DOC LIKE '%w%'`` for each positive word of three letters or more (the trigrams'
+minimum) is a necessary condition the index answers, and jobs with non-ASCII text (whose
+accents the language folds) are always candidates, from a small partial index of their
+own. Each candidate is then matched in Python exactly as a scan matches it
+(:func:`~conveyor.backends.search_match.matches`: words, phrases' order, fields,
+negations), so the answers are the scan's, and a selective search reads only its hits.
+
+A mixin of :class:`~conveyor.backends.postgres.backend.PostgresBackend`.
+
+Example:
+    >>> from conveyor.search_query import parse_search
+    >>> like_patterns(parse_search('send_w* "gave up" -retry ok error:timeout').terms)
+    ['%gave%', '%send\\\\_w%', '%timeout%']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from conveyor.backends import decoding
+from conveyor.backends.base import JobListParams, JobRecord
+from conveyor.backends.postgres.dialect import POSTGRES
+from conveyor.backends.search_params import JobSearchPage, JobSearchParams, SearchTerm
+from conveyor.backends.sql.filters import filter_sql
+from conveyor.backends.sql.ops_read import JOB_COLUMNS
+
+if TYPE_CHECKING:
+    from psycopg_pool import ConnectionPool
+
+_RAW = (
+    "(task || ' ' || queue || ' ' || payload || ' ' || coalesce(result, '') || ' ' || "
+    "coalesce(error, '') || ' ' || coalesce(headers, ''))"
+)
+#: The indexed expression (the query repeats it verbatim, so the planner uses the index).
+DOC = f"lower({_RAW})"
+#: Jobs whose text is not ASCII: always candidates (the partial index's predicate).
+WIDE = f"octet_length({_RAW}) <> length({_RAW})"
+TRGM_INDEX = "jobs_search_trgm"
+WIDE_INDEX = "jobs_search_wide"
+#: Candidates read per round: a page's worth and some, as most of them match.
+_BATCH = 200
+
+
+def like_patterns(terms: Sequence[SearchTerm]) -> list[str]:
+    """A ``LIKE`` pattern for each word, of the positive terms, that the trigram index
+    can look up (three characters or more; shorter ones are left to the re-check)."""
+    words = {w for t in terms if not t.negated for w in t.text.split() if len(w) >= 3}
+    return ["%" + w.replace("\\", "\\\\").replace("_", "\\_") + "%" for w in sorted(words)]
+
+
+class PostgresSearch:
+    """``job_search`` from the trigram index (a scan where the index is off)."""
+
+    _pool: ConnectionPool  # autocommit connections
+    _once: Callable[..., list[tuple[object, ...]]]
+    job_list: Callable[[JobListParams], list[JobRecord]]
+
+    def _trgm_schema(self) -> str:
+        # pg_trgm is one per database, in whichever schema it was created: the opclass
+        # is named with it (a conveyor schema's search_path is that schema alone). A new
+        # one goes to public where there is one, so dropping a conveyor schema (CASCADE)
+        # never takes other schemas' indexes with it.
+        query = "SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = %s"
+        found = self._once(query, ("pg_trgm",))
+        if not found:
+            public = self._once("SELECT 1 FROM pg_namespace WHERE nspname = 'public'")
+            where = " SCHEMA public" if public else ""
+            self._ddl(f"CREATE EXTENSION IF NOT EXISTS pg_trgm{where}")
+            found = self._once(query, ("pg_trgm",))
+        return str(found[0][0])
+
+    def _ddl(self, statement: str) -> None:
+        with self._pool.connection() as conn:  # autocommit: CONCURRENTLY needs it
+            conn.execute(statement)
+
+    def search_index_set(self, on: bool) -> None:
+        """Turn the index on (built without blocking writes) or off (dropped)."""
+        for name in (TRGM_INDEX, WIDE_INDEX):
+            if not on or not self._index_valid(name):
+                # an interrupted CONCURRENTLY build leaves an invalid index: rebuilt
+                self._ddl(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+        if not on:
+            return
+        ops = f"{self._trgm_schema()}.gin_trgm_ops"
+        self._ddl(
+            f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {TRGM_INDEX} ON jobs "
+            f"USING gin (({DOC}) {ops})"
+        )
+        self._ddl(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {WIDE_INDEX} ON jobs (id) WHERE {WIDE}")
+
+    def _index_valid(self, name: str) -> bool:
+        found = self._once(
+            "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+            "WHERE c.relname = %s AND c.relnamespace = current_schema()::regnamespace",
+            (name,),
+        )
+        return bool(found and found[0][0])
+
+    def search_index_enabled(self) -> bool:
+        return self._index_valid(TRGM_INDEX) and self._index_valid(WIDE_INDEX)
+
+    def job_search(self, params: JobSearchParams) -> JobSearchPage:
+        patterns = like_patterns(params.terms)
+        if not patterns or not self.search_index_enabled():
+            from conveyor.backends.search_scan import scan_search  # searches only
+
+            return scan_search(self.job_list, params)
+        return self._indexed_search(params, patterns)
+
+    def _indexed_search(self, params: JobSearchParams, patterns: list[str]) -> JobSearchPage:
+        from conveyor.backends.search_match import matches  # searches only
+
+        where, args = filter_sql(POSTGRES, params.filter)
+        likes = " AND ".join(f"{DOC} LIKE %s" for _ in patterns)
+        head = f"SELECT {JOB_COLUMNS} FROM jobs WHERE ({where}) AND (({likes}) OR {WIDE})"
+        tail = f" ORDER BY {POSTGRES.id_order} DESC LIMIT %s"
+        found: list[JobRecord] = []
+        read, before = 0, params.before_id
+        while read < params.max_scan:
+            page = "" if before is None else f" AND {POSTGRES.id_order} < %s"
+            more = [] if before is None else [before]
+            rows = self._once(head + page + tail, [*args, *patterns, *more, _BATCH])
+            for row in rows:
+                job = decoding.job_record(row)
+                read, before = read + 1, job.id
+                if matches(job, params.terms):
+                    found.append(job)
+                    if len(found) == params.limit:
+                        return JobSearchPage(tuple(found), None, True, job.id)
+            if len(rows) < _BATCH:
+                return JobSearchPage(tuple(found), None, True, None)
+        # candidates the words did not narrow enough: said, as a scan says it
+        return JobSearchPage(tuple(found), read, False, before)
