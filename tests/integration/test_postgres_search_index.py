@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 import conveyor
-from conveyor.backends.base import JobClaimParams, JobFinishParams
-from conveyor.backends.postgres.search import DOC, PostgresSearch
+from conveyor.backends.base import JobClaimParams, JobFinishParams, JobSearchParams
+from conveyor.backends.postgres.search import DOC, PostgresSearch, term_patterns
+from conveyor.search_query import parse_search
 from conveyor.states import FinishKind
 from tests.contract import test_search as contract
 from tests.integration.cli_run import conveyor as run
@@ -74,7 +75,8 @@ def test_index_follows_writes_and_turns_off_and_on(
     assert isinstance(backend, PostgresSearch)
     with backend._tx() as cur:  # type: ignore[attr-defined]  # 20 rows: forbid a seq scan
         cur.execute("SET LOCAL enable_seqscan = off")
-        cur.execute(f"EXPLAIN SELECT id FROM jobs WHERE {DOC} LIKE %s", ("%photo\\_7%",))
+        (pattern,) = term_patterns(parse_search("photo_7").terms)
+        cur.execute(f"EXPLAIN SELECT id FROM jobs WHERE {DOC} ~ %s", (pattern,))
         plan = " ".join(str(r[0]) for r in cur.fetchall())
     assert "jobs_search_trgm" in plan  # the planner can read the trigram index
     status = run("search-index", "--url", app.url, cwd=tmp_path)
@@ -85,4 +87,41 @@ def test_index_follows_writes_and_turns_off_and_on(
     later = resize.enqueue("photo_99.png")
     page = app.search("photo_99")
     assert [j.id for j in page.jobs] == [later.id] and page.scanned == 20
+    app.close()
+
+
+def test_the_index_answers_as_the_scan_does(request: pytest.FixtureRequest) -> None:
+    """Words that are parts of others, phrases over punctuation, prefixes, fields,
+    negations, short words: the index's candidates re-checked give the scan's answer."""
+    app = _indexed(request)
+
+    @app.task(name="shop.order_paid")
+    def paid(note: str) -> None: ...
+
+    notes = [
+        "customer_5 paid",
+        "customer_50 paid",
+        "Customer_5: re-paid",
+        "paid-in-full 5",
+        "order 12 for customer_512",
+        "gave up, retry",
+        "café crème",
+        "x y customer_5x",
+    ]
+    for note in notes:
+        paid.enqueue(note)
+    from conveyor.backends.search_scan import scan_search
+
+    hits = 0
+    for query in ("customer_5", "customer_5*", '"re paid"', "paid -customer_50", "5",
+                  "args:customer_5 task:order_paid", "creme", '"in full"', "x y", "gave up",
+                  "order_p* -retry", "cust*", '"customer_5 paid"'):  # fmt: skip
+        parsed = parse_search(query)
+        params = JobSearchParams(parsed.filter, parsed.terms, 100)
+        scanned = scan_search(app.backend.job_list, params)
+        indexed = app.backend.job_search(params)
+        assert [j.id for j in indexed.jobs] == [j.id for j in scanned.jobs], query
+        assert (indexed.scanned is None) == bool(term_patterns(parsed.terms)), query
+        hits += len(indexed.jobs)
+    assert hits > 10  # the queries find jobs (not only none, alike)
     app.close()

@@ -11,10 +11,11 @@ the language does (``send_welcome`` is two words to it, ``billing.total`` one), 
 ``tsvector`` would answer some queries differently from the scan and SQLite's index.
 Instead the index only *narrows*: a job holding the word ``w`` has the substring ``w``
 in :data:`DOC` when its text is ASCII (lower case is then the same in Python and SQL),
-so ``DOC LIKE '%w%'`` for each positive word of three letters or more (the trigrams'
-minimum) is a necessary condition the index answers, and jobs with non-ASCII text (whose
+so ``DOC ~ pattern``, each positive term's words whole and in order (for a term with a
+word of three letters or more: the trigrams' minimum), is a necessary condition the
+index answers, and jobs with non-ASCII text (whose
 accents the language folds) are always candidates, from a small partial index of their
-own. Each candidate is then matched in Python exactly as a scan matches it
+own (a second query, merged newest first). Each candidate is then matched in Python exactly as a scan matches it
 (:func:`~conveyor.backends.search_match.matches`: words, phrases' order, fields,
 negations), so the answers are the scan's, and a selective search reads only its hits.
 
@@ -22,13 +23,16 @@ A mixin of :class:`~conveyor.backends.postgres.backend.PostgresBackend`.
 
 Example:
     >>> from conveyor.search_query import parse_search
-    >>> like_patterns(parse_search('send_w* "gave up" -retry ok error:timeout').terms)
-    ['%gave%', '%send\\\\_w%', '%timeout%']
+    >>> for p in term_patterns(parse_search('send_w* "gave up" -retry ok').terms):
+    ...     print(p)
+    (^|[^[:alnum:]_])gave[^[:alnum:]_]+up([^[:alnum:]_]|$)
+    (^|[^[:alnum:]_])send_w
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import heapq
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from conveyor.backends import decoding
@@ -55,11 +59,23 @@ WIDE_INDEX = "jobs_search_wide"
 _BATCH = 200
 
 
-def like_patterns(terms: Sequence[SearchTerm]) -> list[str]:
-    """A ``LIKE`` pattern for each word, of the positive terms, that the trigram index
-    can look up (three characters or more; shorter ones are left to the re-check)."""
-    words = {w for t in terms if not t.negated for w in t.text.split() if len(w) >= 3}
-    return ["%" + w.replace("\\", "\\\\").replace("_", "\\_") + "%" for w in sorted(words)]
+#: What is not a word character (the language's words are runs of letters, digits, _).
+_GAP = "[^[:alnum:]_]"
+
+
+def term_patterns(terms: Sequence[SearchTerm]) -> list[str]:
+    """A regular expression for each positive term that the trigram index can look up
+    (one with a word of three characters or more; the others are left to the re-check):
+    its words whole, in order, apart by what is not a word (the last word open when the
+    term is a prefix). On ASCII text it holds exactly where the term's tokens are."""
+    found = []
+    for term in terms:
+        words = term.text.split()
+        if term.negated or max(len(w) for w in words) < 3:
+            continue
+        end = "" if term.prefix else f"({_GAP}|$)"
+        found.append(f"(^|{_GAP})" + f"{_GAP}+".join(words) + end)
+    return sorted(set(found))
 
 
 class PostgresSearch:
@@ -114,7 +130,7 @@ class PostgresSearch:
         return self._index_valid(TRGM_INDEX) and self._index_valid(WIDE_INDEX)
 
     def job_search(self, params: JobSearchParams) -> JobSearchPage:
-        patterns = like_patterns(params.terms)
+        patterns = term_patterns(params.terms)
         if not patterns or not self.search_index_enabled():
             from conveyor.backends.search_scan import scan_search  # searches only
 
@@ -125,23 +141,41 @@ class PostgresSearch:
         from conveyor.backends.search_match import matches  # searches only
 
         where, args = filter_sql(POSTGRES, params.filter)
-        likes = " AND ".join(f"{DOC} LIKE %s" for _ in patterns)
-        head = f"SELECT {JOB_COLUMNS} FROM jobs WHERE ({where}) AND (({likes}) OR {WIDE})"
-        tail = f" ORDER BY {POSTGRES.id_order} DESC LIMIT %s"
+        words = " AND ".join(f"{DOC} ~ %s" for _ in patterns)
+        # two queries merged newest first, not one with OR: the planner cannot estimate
+        # the OR, and walks the primary key through every row for a rare word
+        streams = (
+            self._candidates(f"({where}) AND {words}", [*args, *patterns], params.before_id),
+            self._candidates(f"({where}) AND {WIDE}", args, params.before_id),
+        )
         found: list[JobRecord] = []
-        read, before = 0, params.before_id
-        while read < params.max_scan:
+        read, last, before = 0, None, params.before_id
+        for job in heapq.merge(*streams, key=lambda j: j.id.encode(), reverse=True):
+            if job.id == last:
+                continue  # in both streams (text not ASCII, and has the words)
+            if read == params.max_scan:
+                # candidates the words did not narrow enough: said, as a scan says it
+                return JobSearchPage(tuple(found), read, False, before)
+            read, last, before = read + 1, job.id, job.id
+            if matches(job, params.terms):
+                found.append(job)
+                if len(found) == params.limit:
+                    return JobSearchPage(tuple(found), None, True, job.id)
+        return JobSearchPage(tuple(found), None, True, None)
+
+    def _candidates(
+        self, condition: str, args: list[object], before: str | None
+    ) -> Iterator[JobRecord]:
+        """The jobs meeting ``condition``, newest first, read ``_BATCH`` at a time."""
+        tail = f" ORDER BY {POSTGRES.id_order} DESC LIMIT %s"
+        while True:
             page = "" if before is None else f" AND {POSTGRES.id_order} < %s"
             more = [] if before is None else [before]
-            rows = self._once(head + page + tail, [*args, *patterns, *more, _BATCH])
+            sql = f"SELECT {JOB_COLUMNS} FROM jobs WHERE {condition}{page}{tail}"
+            rows = self._once(sql, [*args, *more, _BATCH])
             for row in rows:
                 job = decoding.job_record(row)
-                read, before = read + 1, job.id
-                if matches(job, params.terms):
-                    found.append(job)
-                    if len(found) == params.limit:
-                        return JobSearchPage(tuple(found), None, True, job.id)
+                before = job.id
+                yield job
             if len(rows) < _BATCH:
-                return JobSearchPage(tuple(found), None, True, None)
-        # candidates the words did not narrow enough: said, as a scan says it
-        return JobSearchPage(tuple(found), read, False, before)
+                return
