@@ -117,6 +117,8 @@ class PostgresSearch:
             f"USING gin (({DOC}) {ops})"
         )
         self._ddl(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {WIDE_INDEX} ON jobs (id) WHERE {WIDE}")
+        # the planner's statistics of the indexed expression (autovacuum would take a while)
+        self._ddl("ANALYZE jobs")
 
     def _index_valid(self, name: str) -> bool:
         found = self._once(
