@@ -107,6 +107,7 @@ def test_the_index_answers_as_the_scan_does(request: pytest.FixtureRequest) -> N
         "gave up, retry",
         "café crème",
         "x y customer_5x",
+        "customer5 paid",
     ]
     for note in notes:
         paid.enqueue(note)

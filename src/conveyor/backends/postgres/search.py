@@ -1,23 +1,24 @@
 """Search on PostgreSQL (feature ``search``): a bounded scan by default, or a trigram
 index (``pg_trgm``) once it is turned on (``conveyor search-index on``).
 
-The index is a GIN ``gin_trgm_ops`` index on one expression, :data:`DOC`: the lower-cased
-text of a job's task, queue, arguments, result, error and headers. It is not a schema
-version: ``on`` creates it (``CREATE INDEX CONCURRENTLY``: writes go on while it is
-built), ``off`` drops it, and PostgreSQL keeps it on every write path by itself.
+The index is a GIN ``gin_trgm_ops`` index on one expression, :data:`DOC`: the
+lower-cased text of a job's task, queue, arguments, result, error and headers, without
+``_``. It is not a schema version: ``on`` creates it (``CREATE INDEX CONCURRENTLY``:
+writes go on while it is built), ``off`` drops it, and PostgreSQL keeps it on every
+write path by itself.
 
 Why trigrams and not ``tsvector``: PostgreSQL's text parser does not cut words where
 the language does (``send_welcome`` is two words to it, ``billing.total`` one), so a
 ``tsvector`` would answer some queries differently from the scan and SQLite's index.
-Instead the index only *narrows*: a job holding the word ``w`` has the substring ``w``
-in :data:`DOC` when its text is ASCII (lower case is then the same in Python and SQL),
-so ``DOC ~ pattern``, each positive term's words whole and in order (for a term with a
-word of three letters or more: the trigrams' minimum), is a necessary condition the
-index answers, and jobs with non-ASCII text (whose
-accents the language folds) are always candidates, from a small partial index of their
-own (a second query, merged newest first). Each candidate is then matched in Python exactly as a scan matches it
-(:func:`~conveyor.backends.search_match.matches`: words, phrases' order, fields,
-negations), so the answers are the scan's, and a selective search reads only its hits.
+Instead the index only *narrows*. On ASCII text (lower case is then the same in Python
+and SQL) a job holding a term's words has them in :data:`DOC` whole and in order, which
+is a regular expression the trigram index answers (:func:`term_patterns`: for a term
+with a word of three letters or more, the trigrams' minimum); jobs whose text is not
+ASCII (the language folds accents) are always candidates, from a small partial index of
+their own (a second query, merged newest first). Each candidate is then matched in
+Python exactly as a scan matches a row (:func:`~conveyor.backends.search_match.matches`:
+words, phrases' order, fields, negations), so the answers are the scan's, and a
+selective search reads little more than its hits.
 
 A mixin of :class:`~conveyor.backends.postgres.backend.PostgresBackend`.
 
@@ -25,8 +26,8 @@ Example:
     >>> from conveyor.search_query import parse_search
     >>> for p in term_patterns(parse_search('send_w* "gave up" -retry ok').terms):
     ...     print(p)
-    (^|[^[:alnum:]_])gave[^[:alnum:]_]+up([^[:alnum:]_]|$)
-    (^|[^[:alnum:]_])send_w
+    (^|[^[:alnum:]])gave[^[:alnum:]]+up([^[:alnum:]]|$)
+    (^|[^[:alnum:]])sendw
 """
 
 from __future__ import annotations
@@ -49,29 +50,30 @@ _RAW = (
     "(task || ' ' || queue || ' ' || payload || ' ' || coalesce(result, '') || ' ' || "
     "coalesce(error, '') || ' ' || coalesce(headers, ''))"
 )
-#: The indexed expression (the query repeats it verbatim, so the planner uses the index).
-DOC = f"lower({_RAW})"
+#: The indexed expression (the query repeats it verbatim, so the planner uses the index):
+#: lower case, without ``_``, which trigrams do not count as a letter, so ``customer_9``
+#: becomes the word ``customer9``, whose trigrams tell it from ``customer_1``.
+DOC = f"replace(lower({_RAW}), '_', '')"
 #: Jobs whose text is not ASCII: always candidates (the partial index's predicate).
 WIDE = f"octet_length({_RAW}) <> length({_RAW})"
 TRGM_INDEX = "jobs_search_trgm"
 WIDE_INDEX = "jobs_search_wide"
 #: Candidates read per round: a page's worth and some, as most of them match.
 _BATCH = 200
-
-
-#: What is not a word character (the language's words are runs of letters, digits, _).
-_GAP = "[^[:alnum:]_]"
+#: What is not a word character in :data:`DOC` (words: letters and digits, ``_`` gone).
+_GAP = "[^[:alnum:]]"
 
 
 def term_patterns(terms: Sequence[SearchTerm]) -> list[str]:
-    """A regular expression for each positive term that the trigram index can look up
-    (one with a word of three characters or more; the others are left to the re-check):
-    its words whole, in order, apart by what is not a word (the last word open when the
-    term is a prefix). On ASCII text it holds exactly where the term's tokens are."""
+    """A regular expression on :data:`DOC` for each positive term the trigram index can
+    look up (one with a word of three characters or more without its ``_``; the others
+    are left to the re-check): its words whole, in order, apart by what is not a word
+    (the last one open when the term is a prefix). On ASCII text it holds wherever the
+    term's tokens are (and rarely elsewhere: ``a_b`` and ``ab`` look alike to it)."""
     found = []
     for term in terms:
-        words = term.text.split()
-        if term.negated or max(len(w) for w in words) < 3:
+        words = term.text.replace("_", "").split()
+        if term.negated or not words or max(len(w) for w in words) < 3:
             continue
         end = "" if term.prefix else f"({_GAP}|$)"
         found.append(f"(^|{_GAP})" + f"{_GAP}+".join(words) + end)
