@@ -122,16 +122,18 @@ class PostgresSearch:
         # the planner's statistics of the indexed expression (autovacuum would take a while)
         self._ddl("ANALYZE jobs")
 
-    def _index_valid(self, name: str) -> bool:
+    def _index_valid(self, *names: str) -> bool:
+        # one round trip, asked by every search: are these indexes all there and valid
         found = self._once(
-            "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
-            "WHERE c.relname = %s AND c.relnamespace = current_schema()::regnamespace",
-            (name,),
+            "SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+            "WHERE c.relname = ANY(%s) AND i.indisvalid "
+            "AND c.relnamespace = current_schema()::regnamespace",
+            (list(names),),
         )
-        return bool(found and found[0][0])
+        return int(str(found[0][0])) == len(names)
 
     def search_index_enabled(self) -> bool:
-        return self._index_valid(TRGM_INDEX) and self._index_valid(WIDE_INDEX)
+        return self._index_valid(TRGM_INDEX, WIDE_INDEX)
 
     def job_search(self, params: JobSearchParams) -> JobSearchPage:
         patterns = term_patterns(params.terms)
