@@ -1,10 +1,12 @@
-"""What SQLite's search index (FTS5, ``search_index.sql``) costs the writes it follows:
+"""What a store's search index (SQLite's FTS5, ``search_index.sql``; with ``--store
+postgres``, PostgreSQL's pg_trgm index on a throwaway cluster) costs the writes it follows:
 E1 (single enqueues), E2 (``enqueue_many`` in batches of 1,000) and W1 (noop jobs
 drained by a worker), each on a fresh file with the index turned on, and off (the
 default), interleaved, median of ``--repeat`` runs. Also the search itself: a selective
 query's latency over the W1 store, with the index (and without: a scan).
 
-``python -m bench.search_index [--e1 5000] [--e2 50000] [--w1 10000] [--repeat 3]``
+``python -m bench.search_index [--e1 5000] [--e2 50000] [--w1 10000] [--repeat 3]
+[--store sqlite|postgres]``
 
 In-process (the worker is ``conveyor.Worker``, thread pool, burst): it compares the two
 arms under the same conditions; the suite's W1 (``python -m bench run``) measures a
@@ -17,23 +19,30 @@ import argparse
 import statistics
 import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 import conveyor
+from conveyor.backends.postgres.search import PostgresSearch
 from conveyor.backends.sqlite.search import SQLiteSearch
 
 Arm = Callable[[conveyor.App, int], float]
+#: The PostgreSQL server's URL (``--store postgres``); None: SQLite files.
+_PG_URL: list[str] = []
 
 
 def _app(path: Path, indexed: bool) -> tuple[conveyor.App, conveyor.Task]:  # type: ignore[type-arg]
-    app = conveyor.App(f"sqlite:///{path}")
+    if _PG_URL:  # a fresh schema per run, as SQLite's fresh file
+        app = conveyor.App(f"{_PG_URL[0]}?schema=bench_{uuid.uuid4().hex[:12]}")
+    else:
+        app = conveyor.App(f"sqlite:///{path}")
 
     @app.task(name="bench.noop")
     def noop(user_id: int, note: str) -> None: ...
 
     backend = app.backend
-    assert isinstance(backend, SQLiteSearch)
+    assert isinstance(backend, SQLiteSearch | PostgresSearch)
     backend.search_index_set(indexed)  # off is the default: on builds it (empty)
     return app, noop
 
@@ -87,7 +96,23 @@ def main() -> None:
     ap.add_argument("--e2", type=int, default=50_000)
     ap.add_argument("--w1", type=int, default=10_000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--store", choices=("sqlite", "postgres"), default="sqlite")
     args = ap.parse_args()
+    if args.store == "postgres":
+        from bench.postgres_cluster import PostgresCluster
+
+        cluster = PostgresCluster().init().start()
+        _PG_URL.append(cluster.url)
+        try:
+            _compare(args)
+        finally:
+            cluster.stop("immediate")
+            cluster.remove()
+        return
+    _compare(args)
+
+
+def _compare(args: argparse.Namespace) -> None:
     for kind, n in (("E1", args.e1), ("E2", args.e2), ("W1", args.w1)):
         rates: dict[bool, list[float]] = {True: [], False: []}
         search_ms: list[float] = []

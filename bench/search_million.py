@@ -1,10 +1,12 @@
-"""Search at scale on SQLite: makes a store of ``--jobs`` jobs (default 1,000,000: a mix
+"""Search at scale on SQLite (or PostgreSQL with ``--store postgres``, on a throwaway
+cluster): makes a store of ``--jobs`` jobs (default 1,000,000: a mix
 of tasks, queues, states, errors and headers, written with ``enqueue_many`` and finished
 in batches), then measures search pages with the index off (the bounded scan), the time
 ``conveyor search-index on`` takes to index them all, and search pages with it: p50 and
 p95 of ``--repeat`` runs of each query. Not part of ``make test``.
 
-``python -m bench.search_million [--jobs 1000000] [--repeat 20] [--keep PATH]``
+``python -m bench.search_million [--jobs 1000000] [--repeat 20] [--keep PATH]
+[--store sqlite|postgres]``
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 
 import conveyor
 from conveyor.backends.base import JobClaimParams, JobFinishParams
+from conveyor.backends.postgres.search import PostgresSearch
 from conveyor.backends.sqlite.search import SQLiteSearch
 from conveyor.states import FinishKind
 
@@ -30,8 +33,8 @@ QUERIES = (
 )
 
 
-def make_store(path: Path, jobs: int) -> conveyor.App:
-    app = conveyor.App(f"sqlite:///{path}")
+def make_store(url: str, jobs: int) -> conveyor.App:
+    app = conveyor.App(url)
 
     @app.task(name="shop.charge")
     def charge(user_id: int, note: str) -> None: ...
@@ -90,17 +93,32 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--keep", type=Path, default=None)
+    ap.add_argument("--store", choices=("sqlite", "postgres"), default="sqlite")
     args = ap.parse_args()
+    if args.store == "postgres":
+        from bench.postgres_cluster import PostgresCluster
+
+        cluster = PostgresCluster().init().start()
+        try:
+            _run(f"{cluster.url}?schema=million", args)
+        finally:
+            cluster.stop("immediate")
+            cluster.remove()
+        return
     with tempfile.TemporaryDirectory() as tmp:
-        app = make_store(args.keep or Path(tmp) / "jobs.db", args.jobs)
-        measure(app, max(3, args.repeat // 4), "no index")
-        backend = app.backend
-        assert isinstance(backend, SQLiteSearch)
-        start = time.perf_counter()
-        backend.search_index_set(True)
-        print(f"search-index on: {time.perf_counter() - start:.1f} s for {args.jobs:,} jobs")
-        measure(app, args.repeat, "index")
-        app.close()
+        _run(f"sqlite:///{args.keep or Path(tmp) / 'jobs.db'}", args)
+
+
+def _run(url: str, args: argparse.Namespace) -> None:
+    app = make_store(url, args.jobs)
+    measure(app, max(3, args.repeat // 4), "no index")
+    backend = app.backend
+    assert isinstance(backend, SQLiteSearch | PostgresSearch)
+    start = time.perf_counter()
+    backend.search_index_set(True)
+    print(f"search-index on: {time.perf_counter() - start:.1f} s for {args.jobs:,} jobs")
+    measure(app, args.repeat, "index")
+    app.close()
 
 
 if __name__ == "__main__":

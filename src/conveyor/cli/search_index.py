@@ -1,5 +1,6 @@
 """``conveyor search-index [on|off]``: whether the store answers ``--search`` from a
-text index, and turning SQLite's FTS5 index on or off (docs/search.md).
+text index, and turning the store's index on or off (SQLite's FTS5, PostgreSQL's
+pg_trgm) (docs/search.md).
 
 Off by default: the index costs every insert and finish. Without it every store scans
 (at most ``MAX_SCAN`` jobs a page, and says when it stopped). Turning it on indexes every
@@ -21,14 +22,19 @@ from conveyor.cli.action_log import record_cli_action
 from conveyor.cli.common import store_options
 from conveyor.cli.config import open_app
 
+#: What each store's index is, as the command says it (stores without one scan).
+_KINDS = {"sqlite": "FTS5", "postgres": "pg_trgm"}
+
 
 @click.command("search-index")
 @store_options
 @click.argument("turn", required=False, type=click.Choice(["on", "off"]))
 def search_index(url: str | None, app_spec: str | None, turn: str | None) -> None:
-    """Say whether searches use an index; on/off turns SQLite's FTS5 index on or off."""
+    """Say whether searches use an index; on/off turns the store's index (SQLite's FTS5,
+    PostgreSQL's pg_trgm) on or off."""
     backend = open_app(url, app_spec, create=turn is not None).backend
-    if backend.name != "sqlite":
+    kind = _KINDS.get(backend.name)
+    if kind is None:
         if turn is not None:
             raise click.ClickException(
                 f"the {backend.name} store has no search index to turn {turn} yet: "
@@ -36,14 +42,18 @@ def search_index(url: str | None, app_spec: str | None, turn: str | None) -> Non
             )
         click.echo(f"{backend.name}: no index (searches scan, at most 100,000 jobs a page)")
         return
+    from conveyor.backends.postgres.search import PostgresSearch
     from conveyor.backends.sqlite.search import SQLiteSearch
 
-    assert isinstance(backend, SQLiteSearch)  # the sqlite store's own switch
+    assert isinstance(backend, SQLiteSearch | PostgresSearch)  # the store's own switch
     if turn is not None:
         start = time.perf_counter()
         backend.search_index_set(turn == "on")
-        record_cli_action(backend, f"search_index_{turn}", count=0, detail="sqlite FTS5")
+        detail = f"{backend.name} {kind}"
+        record_cli_action(backend, f"search_index_{turn}", count=0, detail=detail)
         click.echo(f"search index {turn} ({time.perf_counter() - start:.1f} s)")
         return
-    enabled = backend.search_index_enabled()
-    click.echo("sqlite: index on (FTS5)" if enabled else "sqlite: index off (searches scan)")
+    if backend.search_index_enabled():
+        click.echo(f"{backend.name}: index on ({kind})")
+    else:
+        click.echo(f"{backend.name}: index off (searches scan)")

@@ -56,6 +56,7 @@ from conveyor.backends.postgres.dialect import POSTGRES, Cursors
 from conveyor.backends.postgres.faults import translate_faults
 from conveyor.backends.postgres.listener import CHANNEL, DoneListener, Listener, notify_done
 from conveyor.backends.postgres.ops import PostgresOperations
+from conveyor.backends.postgres.search import PostgresSearch
 from conveyor.backends.postgres.url import parse_postgres_url
 from conveyor.backends.sql import leases, periodic, rescue, schedules, workers
 from conveyor.backends.sql.claim import Claim, promote_due
@@ -80,7 +81,7 @@ FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "pe
 
 
 @translate_faults
-class PostgresBackend(PostgresOperations, PostgresActionLog):
+class PostgresBackend(PostgresSearch, PostgresOperations, PostgresActionLog):
     """Backend on a PostgreSQL schema. Internal: use ``conveyor.App("postgresql://...")``."""
 
     name = "postgres"
