@@ -174,6 +174,25 @@ class JobContext:
             )
         return self._transaction(self)
 
+    def publish(self, key: str, value: Any) -> None:
+        """Make ``value`` (JSON-encodable) readable outside while the job runs:
+        ``app.job(id).read(key)`` / ``await ...aread(key)`` return the last value
+        published under ``key``. Saved in the store at once (one fenced write, kept
+        with the job's steps: docs/durable.md#publishing-values); where durable steps
+        run (a worker's thread or asyncio pool, the testing modes, ``task.execute``).
+
+        >>> # current_job().publish("progress", {"rows": 1200, "of": 5000})
+        """
+        replay = self._replay
+        if replay is None:
+            if self._durable is None:
+                raise ConfigurationError(
+                    f"job {self.id}: publish() works in a worker's thread or asyncio pool "
+                    "and in the testing modes, not in a process or interpreter pool yet"
+                )
+            replay = self._replay = self._durable(self)
+        replay.publish(key, value)
+
     def take_progress(self) -> tuple[float | None, str | None] | None:
         """Worker side: the progress reported since the last call, or None."""
         value, self._progress = self._progress, None

@@ -28,12 +28,15 @@ import datetime
 import functools
 import inspect
 import json
+import threading
 import time
+import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from conveyor.backends.base import (
     NO_DEADLINE,
+    PUBLISH_PREFIX,
     STEP_FAILED,
     STEP_SUCCEEDED,
     STEP_TIMED_OUT,
@@ -73,10 +76,37 @@ class Parked(Snooze):
     attempt ends, and the worker writes nothing more for it."""
 
 
+class StepTally:
+    """A worker's counts of durable work, read by its metrics: ``run`` steps run and
+    checkpointed, ``replayed`` saved steps served without running, ``replays``
+    attempts that served at least one (a job resumed by replay).
+
+    >>> tally = StepTally()
+    >>> tally.add(run=2, replayed=1)
+    >>> tally.run, tally.replayed, tally.replays
+    (2, 1, 0)
+    """
+
+    __slots__ = ("_lock", "replayed", "replays", "run")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # steps of many threads' jobs count here
+        self.run = self.replayed = self.replays = 0
+
+    def add(self, run: int = 0, replayed: int = 0, replays: int = 0) -> None:
+        with self._lock:
+            self.run += run
+            self.replayed += replayed
+            self.replays += replays
+
+
 class Replay:
     """One attempt's view of its job's saved steps (loaded once) and the next position."""
 
-    __slots__ = ("backend", "job", "on_park", "position", "saved", "sleeps", "worker_id")
+    __slots__ = (
+        "backend", "job", "on_park", "position", "saved", "served", "sleeps", "tally",
+        "worker_id",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -85,6 +115,7 @@ class Replay:
         worker_id: str,
         sleeps: bool = True,
         on_park: Callable[[float], None] | None = None,
+        tally: StepTally | None = None,
     ) -> None:
         if FEATURE not in backend.features:
             raise ConfigurationError(f"the {backend.name} store does not keep durable steps")
@@ -93,8 +124,11 @@ class Replay:
         self.sleeps = sleeps
         #: told the deadline when a wait parks the job (the worker's deadlines service)
         self.on_park = on_park
+        #: the worker's counts (its metrics), None: nobody counts
+        self.tally = tally
         self.saved = {s.position: s for s in backend.job_step_list(job.id)}
         self.position = 0
+        self.served = 0  # saved steps this attempt served without running
 
     def next(self, name: str) -> tuple[int, StepRecord | None]:
         """The next position and what is saved there (None: nothing yet)."""
@@ -103,6 +137,9 @@ class Replay:
         saved = self.saved.get(position)
         if saved is not None and saved.name != name:
             raise NonDeterministic(self.job.id, position, saved.name, name)
+        if saved is not None and saved.replayable and self.tally is not None:
+            self.served += 1
+            self.tally.add(replayed=1, replays=1 if self.served == 1 else 0)
         return position, saved
 
     def save(self, step: StepRecord, replace: bool) -> None:
@@ -110,6 +147,34 @@ class Replay:
         if not self.backend.job_step_save(params):
             raise StepLost(f"job {self.job.id}: step {step.position} refused, attempt lost")
         self.saved[step.position] = step
+        if self.tally is not None and step.position >= 0:
+            self.tally.add(run=1)
+
+    def publish(self, key: str, value: Any) -> None:
+        """Save ``value`` as the job's published ``key`` (``current_job().publish``):
+        a record ``publish:KEY`` at a negative position, replaced by each publish,
+        fenced like a step (a stale attempt publishes nothing)."""
+        name = PUBLISH_PREFIX + key
+        text = encode(value, f"the value published as {key!r}")
+        position = publish_slot(self.saved, name)
+        now = time.time()
+        record = StepRecord(self.job.id, position, name, STEP_SUCCEEDED, text, None, 1,
+                            now, now)  # fmt: skip
+        self.save(record, replace=position in self.saved)
+
+
+def publish_slot(saved: dict[int, StepRecord], name: str) -> int:
+    """The negative position of the published value ``name`` (``publish:KEY``): where
+    it is saved already, else a free one derived from the name (probing on down past
+    another name's), outside the replayed positions 0, 1, ...
+
+    >>> publish_slot({}, "publish:progress") < 0
+    True
+    """
+    position = -1 - (zlib.crc32(name.encode()) & 0x3FFFFFFF)
+    while position in saved and saved[position].name != name:
+        position -= 1
+    return position
 
 
 def link(

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from conveyor.backends.durable_params import (
     NO_DEADLINE,
+    PUBLISH_PREFIX,
+    SLEEP_STEP,
     STEP_FAILED,
     STEP_SUCCEEDED,
     STEP_TIMED_OUT,
@@ -29,6 +31,9 @@ from conveyor.backends.durable_params import (
     JobEventWaitParams,
     JobStepSaveParams,
     StepRecord,
+    is_published,
+    step_time,
+    waits_on,
 )
 from conveyor.backends.params import (
     MAX_ACTION_IDS,
@@ -120,7 +125,9 @@ __all__ = [
     "MAX_HISTOGRAM_BUCKETS",
     "MAX_SCAN",
     "NO_DEADLINE",
+    "PUBLISH_PREFIX",
     "SEARCH_FIELDS",
+    "SLEEP_STEP",
     "STEP_FAILED",
     "STEP_SUCCEEDED",
     "STEP_TIMED_OUT",
@@ -200,6 +207,9 @@ __all__ = [
     "action_log_entry",
     "check_histogram",
     "flow_features_of",
+    "is_published",
     "require_feature",
     "require_transactional",
+    "step_time",
+    "waits_on",
 ]

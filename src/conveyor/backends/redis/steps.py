@@ -79,7 +79,8 @@ class RedisSteps:
     def job_step_list(self, job_id: str) -> list[StepRecord]:
         with self._guard:
             found = self._client.hgetall(self.keys.steps(job_id))
-        steps = [step_from(job_id, v) for k, v in found.items() if str(k).isdigit()]
+        # fields are positions (negative: published values) and 'waiting'
+        steps = [step_from(job_id, v) for k, v in found.items() if str(k).lstrip("-").isdigit()]
         return sorted(steps, key=lambda s: s.position)
 
     def job_step_save(self, params: JobStepSaveParams) -> bool:
