@@ -341,8 +341,10 @@ class App:
         return register(fn) if fn is not None else register
 
     def step(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
-        """A durable job's checkpointed step (``name``, ``max_attempts``, ``retry``):
-        its result is saved and served on replay (:mod:`conveyor.durable`)."""
+        """A durable job's checkpointed step (``name``, ``max_attempts``, ``retry``,
+        ``transaction``): its result is saved and served on replay
+        (:mod:`conveyor.durable`); ``transaction=True`` commits the step's writes
+        with its checkpoint (SQLite, PostgreSQL: :mod:`conveyor.durable_tx`)."""
         from conveyor.extensions import provided  # conveyor.durable sits above the core
 
         return provided("step")(fn, **options)

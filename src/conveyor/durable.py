@@ -1,5 +1,6 @@
 """Durable jobs: steps whose results survive crashes, sleeps that free the slot, waits
-for events (``@app.step``, :func:`sleep`, :func:`wait_for`; docs/durable.md).
+for events (``@app.step``, :func:`sleep`, :func:`wait_for`; child jobs in
+:mod:`conveyor.durable_children`; docs/durable.md).
 
 A job whose body calls steps is replayed from the top on each attempt (a retry, a rescue
 after a crash, the end of a sleep or of a wait). Each step call takes the next position;
@@ -50,6 +51,7 @@ from conveyor.backends.base import (
 )
 from conveyor.codec import decode, encode
 from conveyor.context import JobContext, current_or_none
+from conveyor.durable_tx import commit_checkpoint, step_transaction
 from conveyor.errors import ConfigurationError, ConveyorError, NonDeterministic, Snooze
 from conveyor.extensions import provide
 from conveyor.retry import Backoff
@@ -58,8 +60,6 @@ from conveyor.states import FinishKind
 if TYPE_CHECKING:
     from conveyor.backends.base import Backend
     from conveyor.backends.records import ClaimedJob
-    from conveyor.job import Job
-    from conveyor.task import Task
 
 #: The feature a store declares for durable jobs.
 FEATURE = "steps"
@@ -146,6 +146,10 @@ class Replay:
         params = JobStepSaveParams(step, self.job.token, replace)
         if not self.backend.job_step_save(params):
             raise StepLost(f"job {self.job.id}: step {step.position} refused, attempt lost")
+        self.kept(step)
+
+    def kept(self, step: StepRecord) -> None:
+        """``step`` is saved (by :meth:`save`, or with a transactional step's commit)."""
         self.saved[step.position] = step
         if self.tally is not None and step.position >= 0:
             self.tally.add(run=1)
@@ -207,12 +211,17 @@ class Step:
     """A checkpointed function (``@app.step``): see the module docstring."""
 
     def __init__(
-        self, fn: Callable[..., Any], name: str, max_attempts: int, retry: Backoff
-    ) -> None:
+        self, fn: Callable[..., Any], name: str, max_attempts: int, retry: Backoff,
+        transaction: bool = False,
+    ) -> None:  # fmt: skip
         if max_attempts < 1:
             raise ConfigurationError(f"step {name}: max_attempts must be >= 1")
         self.fn, self.name, self.max_attempts, self.retry = fn, name, max_attempts, retry
         self.is_async = inspect.iscoroutinefunction(fn)
+        #: commit the step's writes with its checkpoint (conveyor/durable_tx.py)
+        self.transaction = transaction
+        if transaction and self.is_async:
+            raise ConfigurationError(f"step {name}: transaction=True takes a sync function")
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -227,15 +236,36 @@ class Step:
         started = time.time()
         for attempt in range(1, self.max_attempts + 1):
             try:
+                if self.transaction:
+                    return self._committed(replay, position, saved, args, kwargs, attempt)
                 value = self.fn(*args, **kwargs)
+            except StepLost:
+                raise
             except Exception as exc:
                 if attempt >= self.max_attempts:
-                    _save_failed(replay, self, position, saved, exc, attempt, started)
+                    save_failed(replay, self, position, saved, exc, attempt, started)
                     raise
                 time.sleep(self.retry.delay(attempt))
                 continue
             return _save_result(replay, self, position, saved, value, attempt, started)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _committed(
+        self, replay: Replay, position: int, saved: StepRecord | None, args: Any, kwargs: Any,
+        attempt: int,
+    ) -> Any:  # fmt: skip
+        """One run of a transactional step: its writes and checkpoint in one commit."""
+        ctx, started, backend = current_or_none(), time.time(), replay.backend
+        assert ctx is not None  # a replay exists only inside a job
+        with step_transaction(backend, ctx, self.name) as conn:
+            text = encode(self.fn(*args, **kwargs), f"the result of step {self.name}")
+            record = StepRecord(replay.job.id, position, self.name, STEP_SUCCEEDED, text,
+                                None, attempt, started, time.time())  # fmt: skip
+            save = JobStepSaveParams(record, replay.job.token, saved is not None)
+            if not commit_checkpoint(backend, conn, save):
+                raise StepLost(f"job {replay.job.id}: step {position} refused, attempt lost")
+        replay.kept(record)
+        return decode(text)
 
     async def _run_async(
         self, replay: Replay, position: int, saved: StepRecord | None, args: Any, kwargs: Any
@@ -246,7 +276,7 @@ class Step:
                 value = await self.fn(*args, **kwargs)
             except Exception as exc:
                 if attempt >= self.max_attempts:
-                    _save_failed(replay, self, position, saved, exc, attempt, started)
+                    save_failed(replay, self, position, saved, exc, attempt, started)
                     raise
                 import asyncio  # lazily: a worker of sync jobs never loads it
 
@@ -279,7 +309,7 @@ def _save_result(
     return decode(text)
 
 
-def _save_failed(
+def save_failed(
     replay: Replay, step: Step | str, position: int, saved: StepRecord | None,
     exc: BaseException, attempt: int, started: float,
 ) -> None:  # fmt: skip
@@ -367,76 +397,16 @@ def wait_for(name: str, timeout: float | datetime.timedelta | None = None) -> An
     raise Parked(0.0)
 
 
-#: How long a spawned child's unique key holds (a crash between its enqueue and the
-#: spawn's checkpoint replays the enqueue, which then finds the same child).
-SPAWN_KEY_SECONDS = 30 * 86400.0
-
-
-def spawn(task: Task[..., Any], *args: Any, **kwargs: Any) -> Job[Any]:
-    """Enqueue a child job once, as a step: a replay returns the same child's handle.
-    The enqueue carries a unique key of this job and position (``on_conflict="keep"``),
-    so a crash between the enqueue and its checkpoint finds the child it made. Outside a
-    job: a plain ``task.enqueue``."""
-    replay = replay_of(current_or_none())
-    if replay is None:
-        return task.enqueue(*args, **kwargs)
-    name = f"spawn:{task.name}"
-    position, saved = replay.next(name)
-    if saved is not None and saved.state == STEP_SUCCEEDED:
-        return task.app.job(str(decode(saved.result)))
-    started = time.time()
-    key = f"spawn:{replay.job.id}:{position}"
-    once = task.with_options(unique_key=key, unique_for=SPAWN_KEY_SECONDS, on_conflict="keep")
-    child = once.enqueue(*args, **kwargs)
-    record = StepRecord(replay.job.id, position, name, STEP_SUCCEEDED, json.dumps(child.id),
-                        None, 1, started, time.time())  # fmt: skip
-    replay.save(record, replace=saved is not None)
-    return child
-
-
-def join(job: Job[Any], poll: float = 1.0) -> Any:
-    """Wait durably for ``job`` (a :func:`spawn`'s child, or any job) and return its
-    result, saved as a step; its failure is raised here (``JobFailed``,
-    ``JobCancelled``). While it runs, this job leaves its slot and looks again every
-    ``poll`` seconds (a snooze: no attempt spent). Outside a job: ``job.result()``."""
-    replay = replay_of(current_or_none())
-    if replay is None:
-        return job.result()
-    name = f"join:{job.id}"
-    position, saved = replay.next(name)
-    if saved is not None and saved.state == STEP_SUCCEEDED:
-        return decode(saved.result)
-    started = time.time()
-    if not job.status.is_finished:
-        raise Snooze(poll)
-    try:
-        value = job.result(timeout=0)
-    except ConveyorError as exc:
-        _save_failed(replay, name, position, saved, exc, 1, started)
-        raise
-    return _save_value(replay, name, position, saved, value, started)
-
-
-def _save_value(
-    replay: Replay, name: str, position: int, saved: StepRecord | None, value: Any,
-    started: float,
-) -> Any:  # fmt: skip
-    text = encode(value, f"the result of {name}")
-    record = StepRecord(replay.job.id, position, name, STEP_SUCCEEDED, text, None, 1,
-                        started, time.time())  # fmt: skip
-    replay.save(record, replace=saved is not None)
-    return decode(text)
-
-
 def step(
     fn: Callable[..., Any] | None = None, *, name: str | None = None,
-    max_attempts: int = 1, retry: Backoff | None = None,
+    max_attempts: int = 1, retry: Backoff | None = None, transaction: bool = False,
 ) -> Any:  # fmt: skip
     """``@app.step`` (see :meth:`conveyor.App.step`): a :class:`Step` of ``fn``."""
 
     def wrap(func: Callable[..., Any]) -> Step:
         label = name or f"{func.__module__}.{func.__qualname__}"
-        return Step(func, label, max_attempts, retry or Backoff(base=0.5, max=30.0))
+        backoff = retry or Backoff(base=0.5, max=30.0)
+        return Step(func, label, max_attempts, backoff, transaction)
 
     return wrap if fn is None else wrap(fn)
 

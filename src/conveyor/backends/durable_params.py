@@ -139,6 +139,17 @@ class JobStepSaveParams:
 
 
 @record
+class JobStepSaveThroughParams:
+    """``save`` through ``connection`` (one of ``transaction_connection()``'s), in its
+    open transaction, no commit: a transactional step's checkpoint commits with the
+    step's own writes (``@app.step(transaction=True)``; feature
+    ``transactional_completion``)."""
+
+    connection: object
+    save: JobStepSaveParams
+
+
+@record
 class JobEventSendParams:
     """Deliver an event ``name`` with ``payload`` (JSON text) to job ``job_id``."""
 
