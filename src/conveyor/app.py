@@ -342,9 +342,7 @@ class App:
 
     def step(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
         """A durable job's checkpointed step (``name``, ``max_attempts``, ``retry``,
-        ``transaction``): its result is saved and served on replay
-        (:mod:`conveyor.durable`); ``transaction=True`` commits the step's writes
-        with its checkpoint (SQLite, PostgreSQL: :mod:`conveyor.durable_tx`)."""
+        ``transaction``: :mod:`conveyor.durable_tx`), saved and served on replay."""
         from conveyor.extensions import provided  # conveyor.durable sits above the core
 
         return provided("step")(fn, **options)
