@@ -54,14 +54,16 @@ def test_a_stale_transactional_step_lands_nothing(app: conveyor.App, table: str)
     def write() -> int:
         runs.append(len(runs) + 1)
         ctx = conveyor.current_job()
-        with ctx.transaction() as conn:
-            conn.execute(f"INSERT INTO {table} VALUES ({len(runs)}, 'run {len(runs)}')")
         if len(runs) == 1:  # the job is taken from this run before its checkpoint
+            # (released before the write: on SQLite the step's write holds the file's
+            # write lock until its commit, so a release after it would wait for it)
             (record,) = app.backend.job_get_many([ctx.id])
             assert record.token is not None and record.worker_id is not None
             app.backend.job_release_many(
                 JobReleaseParams(record.worker_id, [(ctx.id, record.token)])
             )
+        with ctx.transaction() as conn:
+            conn.execute(f"INSERT INTO {table} VALUES ({len(runs)}, 'run {len(runs)}')")
         return len(runs)
 
     @app.task(max_attempts=3, retry=AT_ONCE)
