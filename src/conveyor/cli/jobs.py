@@ -276,7 +276,7 @@ def _print_job(
             title="depends on (workflow parents, in order)",
             empty="no parents",
         )
-    steps_section(out, steps, waits_for(record, steps), utc)
+    steps_section(out, steps, waits_for(record, steps, utc), utc)
     _attempts_table(out, attempts, utc=utc)
     for a in attempts:
         tb = _error(a.error).get("traceback")

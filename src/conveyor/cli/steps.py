@@ -45,7 +45,7 @@ def job_steps(backend: Backend, job_id: str) -> list[StepRecord]:
     return backend.job_step_list(job_id) if "steps" in backend.features else []
 
 
-def waits_for(record: JobRecord, steps: Sequence[StepRecord]) -> str | None:
+def waits_for(record: JobRecord, steps: Sequence[StepRecord], utc: bool = False) -> str | None:
     """What a parked or sleeping job waits for, in words (``event 'approved' (no
     timeout)``, ``sleep until 2026-12-08T09:00:00Z``); None when it waits for nothing."""
     found = waits_on(record.state, steps)
@@ -53,8 +53,9 @@ def waits_for(record: JobRecord, steps: Sequence[StepRecord]) -> str | None:
         return None
     what, moment = found
     if what == SLEEP_STEP:
-        return f"sleep until {iso_time(moment)}"
-    return f"{what} ({'no timeout' if moment is None else f'times out {iso_time(moment)}'})"
+        return f"sleep until {iso_time(moment, utc=utc)}"
+    until = "no timeout" if moment is None else f"times out {iso_time(moment, utc=utc)}"
+    return f"{what} ({until})"
 
 
 def shown_result(s: StepRecord, utc: bool = False) -> str:
