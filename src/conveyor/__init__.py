@@ -17,7 +17,8 @@ if TYPE_CHECKING:  # what type checkers see; at run time, __getattr__ below
     from conveyor.classtask import ClassTask
     from conveyor.compose import Chain, Group, Signature, chain, group
     from conveyor.context import JobContext, current_job
-    from conveyor.durable import join, sleep, spawn, wait_for
+    from conveyor.durable import sleep, wait_for
+    from conveyor.durable_children import join, spawn
     from conveyor.errors import (
         BackendUnavailable,
         ConfigurationError,
@@ -120,8 +121,8 @@ _LAZY = {
     "chain": "conveyor.compose",
     "current_job": "conveyor.context",
     "group": "conveyor.compose",
-    "join": "conveyor.durable",
-    "spawn": "conveyor.durable",
+    "join": "conveyor.durable_children",
+    "spawn": "conveyor.durable_children",
     "sleep": "conveyor.durable",
     "wait_for": "conveyor.durable",
     "transaction": "conveyor.transactions",

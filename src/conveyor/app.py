@@ -351,8 +351,8 @@ class App:
         return register(fn) if fn is not None else register
 
     def step(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
-        """A durable job's checkpointed step (``name``, ``max_attempts``, ``retry``):
-        its result is saved and served on replay (:mod:`conveyor.durable`)."""
+        """A durable job's checkpointed step (``name``, ``max_attempts``, ``retry``,
+        ``transaction``: :mod:`conveyor.durable_tx`), saved and served on replay."""
         from conveyor.extensions import provided  # conveyor.durable sits above the core
 
         return provided("step")(fn, **options)

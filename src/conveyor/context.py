@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import threading
 from collections.abc import Callable, Mapping
@@ -42,6 +43,7 @@ class JobContext:
         "_progress",
         "_replay",
         "_secrets",
+        "_step_conn",
         "_transaction",
         "attempt",
         "finished_by_transaction",
@@ -96,6 +98,9 @@ class JobContext:
         #: on its first step call; the replay is kept in ``_replay``.
         self._durable: Callable[[JobContext], Any] | None = None
         self._replay: Any = None
+        #: While a transactional step runs (conveyor/durable_tx.py): its connection,
+        #: which :meth:`transaction` yields (the step commits it with its checkpoint).
+        self._step_conn: Any = None
 
     @property
     def headers(self) -> Mapping[str, str]:
@@ -163,6 +168,8 @@ class JobContext:
         file) and PostgreSQL (psycopg); thread and asyncio pools. See
         docs/transactions.md#transactional-completion.
         """
+        if self._step_conn is not None:  # in @app.step(transaction=True): its own
+            return contextlib.nullcontext(self._step_conn)
         if self._transaction is None:
             raise ConfigurationError(
                 "current_job().transaction() works in a worker's thread or asyncio pool "
@@ -173,6 +180,25 @@ class JobContext:
                 f"job {self.id} already committed its success in a transaction() block"
             )
         return self._transaction(self)
+
+    def publish(self, key: str, value: Any) -> None:
+        """Make ``value`` (JSON-encodable) readable outside while the job runs:
+        ``app.job(id).read(key)`` / ``await ...aread(key)`` return the last value
+        published under ``key``. Saved in the store at once (one fenced write, kept
+        with the job's steps: docs/durable.md#publishing-values); where durable steps
+        run (a worker's thread or asyncio pool, the testing modes, ``task.execute``).
+
+        >>> # current_job().publish("progress", {"rows": 1200, "of": 5000})
+        """
+        replay = self._replay
+        if replay is None:
+            if self._durable is None:
+                raise ConfigurationError(
+                    f"job {self.id}: publish() works in a worker's thread or asyncio pool "
+                    "and in the testing modes, not in a process or interpreter pool yet"
+                )
+            replay = self._replay = self._durable(self)
+        replay.publish(key, value)
 
     def take_progress(self) -> tuple[float | None, str | None] | None:
         """Worker side: the progress reported since the last call, or None."""

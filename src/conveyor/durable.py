@@ -1,5 +1,6 @@
 """Durable jobs: steps whose results survive crashes, sleeps that free the slot, waits
-for events (``@app.step``, :func:`sleep`, :func:`wait_for`; docs/durable.md).
+for events (``@app.step``, :func:`sleep`, :func:`wait_for`; child jobs in
+:mod:`conveyor.durable_children`; docs/durable.md).
 
 A job whose body calls steps is replayed from the top on each attempt (a retry, a rescue
 after a crash, the end of a sleep or of a wait). Each step call takes the next position;
@@ -28,12 +29,15 @@ import datetime
 import functools
 import inspect
 import json
+import threading
 import time
+import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from conveyor.backends.base import (
     NO_DEADLINE,
+    PUBLISH_PREFIX,
     STEP_FAILED,
     STEP_SUCCEEDED,
     STEP_TIMED_OUT,
@@ -47,6 +51,7 @@ from conveyor.backends.base import (
 )
 from conveyor.codec import decode, encode
 from conveyor.context import JobContext, current_or_none
+from conveyor.durable_tx import commit_checkpoint, step_transaction
 from conveyor.errors import ConfigurationError, ConveyorError, NonDeterministic, Snooze
 from conveyor.extensions import provide
 from conveyor.retry import Backoff
@@ -55,8 +60,6 @@ from conveyor.states import FinishKind
 if TYPE_CHECKING:
     from conveyor.backends.base import Backend
     from conveyor.backends.records import ClaimedJob
-    from conveyor.job import Job
-    from conveyor.task import Task
 
 #: The feature a store declares for durable jobs.
 FEATURE = "steps"
@@ -73,10 +76,37 @@ class Parked(Snooze):
     attempt ends, and the worker writes nothing more for it."""
 
 
+class StepTally:
+    """A worker's counts of durable work, read by its metrics: ``run`` steps run and
+    checkpointed, ``replayed`` saved steps served without running, ``replays``
+    attempts that served at least one (a job resumed by replay).
+
+    >>> tally = StepTally()
+    >>> tally.add(run=2, replayed=1)
+    >>> tally.run, tally.replayed, tally.replays
+    (2, 1, 0)
+    """
+
+    __slots__ = ("_lock", "replayed", "replays", "run")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # steps of many threads' jobs count here
+        self.run = self.replayed = self.replays = 0
+
+    def add(self, run: int = 0, replayed: int = 0, replays: int = 0) -> None:
+        with self._lock:
+            self.run += run
+            self.replayed += replayed
+            self.replays += replays
+
+
 class Replay:
     """One attempt's view of its job's saved steps (loaded once) and the next position."""
 
-    __slots__ = ("backend", "job", "on_park", "position", "saved", "sleeps", "worker_id")
+    __slots__ = (
+        "backend", "job", "on_park", "position", "saved", "served", "sleeps", "tally",
+        "worker_id",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -85,6 +115,7 @@ class Replay:
         worker_id: str,
         sleeps: bool = True,
         on_park: Callable[[float], None] | None = None,
+        tally: StepTally | None = None,
     ) -> None:
         if FEATURE not in backend.features:
             raise ConfigurationError(f"the {backend.name} store does not keep durable steps")
@@ -93,8 +124,11 @@ class Replay:
         self.sleeps = sleeps
         #: told the deadline when a wait parks the job (the worker's deadlines service)
         self.on_park = on_park
+        #: the worker's counts (its metrics), None: nobody counts
+        self.tally = tally
         self.saved = {s.position: s for s in backend.job_step_list(job.id)}
         self.position = 0
+        self.served = 0  # saved steps this attempt served without running
 
     def next(self, name: str) -> tuple[int, StepRecord | None]:
         """The next position and what is saved there (None: nothing yet)."""
@@ -103,13 +137,48 @@ class Replay:
         saved = self.saved.get(position)
         if saved is not None and saved.name != name:
             raise NonDeterministic(self.job.id, position, saved.name, name)
+        if saved is not None and saved.replayable and self.tally is not None:
+            self.served += 1
+            self.tally.add(replayed=1, replays=1 if self.served == 1 else 0)
         return position, saved
 
     def save(self, step: StepRecord, replace: bool) -> None:
         params = JobStepSaveParams(step, self.job.token, replace)
         if not self.backend.job_step_save(params):
             raise StepLost(f"job {self.job.id}: step {step.position} refused, attempt lost")
+        self.kept(step)
+
+    def kept(self, step: StepRecord) -> None:
+        """``step`` is saved (by :meth:`save`, or with a transactional step's commit)."""
         self.saved[step.position] = step
+        if self.tally is not None and step.position >= 0:
+            self.tally.add(run=1)
+
+    def publish(self, key: str, value: Any) -> None:
+        """Save ``value`` as the job's published ``key`` (``current_job().publish``):
+        a record ``publish:KEY`` at a negative position, replaced by each publish,
+        fenced like a step (a stale attempt publishes nothing)."""
+        name = PUBLISH_PREFIX + key
+        text = encode(value, f"the value published as {key!r}")
+        position = publish_slot(self.saved, name)
+        now = time.time()
+        record = StepRecord(self.job.id, position, name, STEP_SUCCEEDED, text, None, 1,
+                            now, now)  # fmt: skip
+        self.save(record, replace=position in self.saved)
+
+
+def publish_slot(saved: dict[int, StepRecord], name: str) -> int:
+    """The negative position of the published value ``name`` (``publish:KEY``): where
+    it is saved already, else a free one derived from the name (probing on down past
+    another name's), outside the replayed positions 0, 1, ...
+
+    >>> publish_slot({}, "publish:progress") < 0
+    True
+    """
+    position = -1 - (zlib.crc32(name.encode()) & 0x3FFFFFFF)
+    while position in saved and saved[position].name != name:
+        position -= 1
+    return position
 
 
 def link(
@@ -142,12 +211,17 @@ class Step:
     """A checkpointed function (``@app.step``): see the module docstring."""
 
     def __init__(
-        self, fn: Callable[..., Any], name: str, max_attempts: int, retry: Backoff
-    ) -> None:
+        self, fn: Callable[..., Any], name: str, max_attempts: int, retry: Backoff,
+        transaction: bool = False,
+    ) -> None:  # fmt: skip
         if max_attempts < 1:
             raise ConfigurationError(f"step {name}: max_attempts must be >= 1")
         self.fn, self.name, self.max_attempts, self.retry = fn, name, max_attempts, retry
         self.is_async = inspect.iscoroutinefunction(fn)
+        #: commit the step's writes with its checkpoint (conveyor/durable_tx.py)
+        self.transaction = transaction
+        if transaction and self.is_async:
+            raise ConfigurationError(f"step {name}: transaction=True takes a sync function")
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -162,15 +236,36 @@ class Step:
         started = time.time()
         for attempt in range(1, self.max_attempts + 1):
             try:
+                if self.transaction:
+                    return self._committed(replay, position, saved, args, kwargs, attempt)
                 value = self.fn(*args, **kwargs)
+            except StepLost:
+                raise
             except Exception as exc:
                 if attempt >= self.max_attempts:
-                    _save_failed(replay, self, position, saved, exc, attempt, started)
+                    save_failed(replay, self, position, saved, exc, attempt, started)
                     raise
                 time.sleep(self.retry.delay(attempt))
                 continue
             return _save_result(replay, self, position, saved, value, attempt, started)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _committed(
+        self, replay: Replay, position: int, saved: StepRecord | None, args: Any, kwargs: Any,
+        attempt: int,
+    ) -> Any:  # fmt: skip
+        """One run of a transactional step: its writes and checkpoint in one commit."""
+        ctx, started, backend = current_or_none(), time.time(), replay.backend
+        assert ctx is not None  # a replay exists only inside a job
+        with step_transaction(backend, ctx, self.name) as conn:
+            text = encode(self.fn(*args, **kwargs), f"the result of step {self.name}")
+            record = StepRecord(replay.job.id, position, self.name, STEP_SUCCEEDED, text,
+                                None, attempt, started, time.time())  # fmt: skip
+            save = JobStepSaveParams(record, replay.job.token, saved is not None)
+            if not commit_checkpoint(backend, conn, save):
+                raise StepLost(f"job {replay.job.id}: step {position} refused, attempt lost")
+        replay.kept(record)
+        return decode(text)
 
     async def _run_async(
         self, replay: Replay, position: int, saved: StepRecord | None, args: Any, kwargs: Any
@@ -181,7 +276,7 @@ class Step:
                 value = await self.fn(*args, **kwargs)
             except Exception as exc:
                 if attempt >= self.max_attempts:
-                    _save_failed(replay, self, position, saved, exc, attempt, started)
+                    save_failed(replay, self, position, saved, exc, attempt, started)
                     raise
                 import asyncio  # lazily: a worker of sync jobs never loads it
 
@@ -214,7 +309,7 @@ def _save_result(
     return decode(text)
 
 
-def _save_failed(
+def save_failed(
     replay: Replay, step: Step | str, position: int, saved: StepRecord | None,
     exc: BaseException, attempt: int, started: float,
 ) -> None:  # fmt: skip
@@ -302,76 +397,16 @@ def wait_for(name: str, timeout: float | datetime.timedelta | None = None) -> An
     raise Parked(0.0)
 
 
-#: How long a spawned child's unique key holds (a crash between its enqueue and the
-#: spawn's checkpoint replays the enqueue, which then finds the same child).
-SPAWN_KEY_SECONDS = 30 * 86400.0
-
-
-def spawn(task: Task[..., Any], *args: Any, **kwargs: Any) -> Job[Any]:
-    """Enqueue a child job once, as a step: a replay returns the same child's handle.
-    The enqueue carries a unique key of this job and position (``on_conflict="keep"``),
-    so a crash between the enqueue and its checkpoint finds the child it made. Outside a
-    job: a plain ``task.enqueue``."""
-    replay = replay_of(current_or_none())
-    if replay is None:
-        return task.enqueue(*args, **kwargs)
-    name = f"spawn:{task.name}"
-    position, saved = replay.next(name)
-    if saved is not None and saved.state == STEP_SUCCEEDED:
-        return task.app.job(str(decode(saved.result)))
-    started = time.time()
-    key = f"spawn:{replay.job.id}:{position}"
-    once = task.with_options(unique_key=key, unique_for=SPAWN_KEY_SECONDS, on_conflict="keep")
-    child = once.enqueue(*args, **kwargs)
-    record = StepRecord(replay.job.id, position, name, STEP_SUCCEEDED, json.dumps(child.id),
-                        None, 1, started, time.time())  # fmt: skip
-    replay.save(record, replace=saved is not None)
-    return child
-
-
-def join(job: Job[Any], poll: float = 1.0) -> Any:
-    """Wait durably for ``job`` (a :func:`spawn`'s child, or any job) and return its
-    result, saved as a step; its failure is raised here (``JobFailed``,
-    ``JobCancelled``). While it runs, this job leaves its slot and looks again every
-    ``poll`` seconds (a snooze: no attempt spent). Outside a job: ``job.result()``."""
-    replay = replay_of(current_or_none())
-    if replay is None:
-        return job.result()
-    name = f"join:{job.id}"
-    position, saved = replay.next(name)
-    if saved is not None and saved.state == STEP_SUCCEEDED:
-        return decode(saved.result)
-    started = time.time()
-    if not job.status.is_finished:
-        raise Snooze(poll)
-    try:
-        value = job.result(timeout=0)
-    except ConveyorError as exc:
-        _save_failed(replay, name, position, saved, exc, 1, started)
-        raise
-    return _save_value(replay, name, position, saved, value, started)
-
-
-def _save_value(
-    replay: Replay, name: str, position: int, saved: StepRecord | None, value: Any,
-    started: float,
-) -> Any:  # fmt: skip
-    text = encode(value, f"the result of {name}")
-    record = StepRecord(replay.job.id, position, name, STEP_SUCCEEDED, text, None, 1,
-                        started, time.time())  # fmt: skip
-    replay.save(record, replace=saved is not None)
-    return decode(text)
-
-
 def step(
     fn: Callable[..., Any] | None = None, *, name: str | None = None,
-    max_attempts: int = 1, retry: Backoff | None = None,
+    max_attempts: int = 1, retry: Backoff | None = None, transaction: bool = False,
 ) -> Any:  # fmt: skip
     """``@app.step`` (see :meth:`conveyor.App.step`): a :class:`Step` of ``fn``."""
 
     def wrap(func: Callable[..., Any]) -> Step:
         label = name or f"{func.__module__}.{func.__qualname__}"
-        return Step(func, label, max_attempts, retry or Backoff(base=0.5, max=30.0))
+        backoff = retry or Backoff(base=0.5, max=30.0)
+        return Step(func, label, max_attempts, backoff, transaction)
 
     return wrap if fn is None else wrap(fn)
 

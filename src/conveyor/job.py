@@ -161,14 +161,37 @@ class Job(Generic[R]):
         return self._backend.job_event_send(JobEventSendParams(self.id, name, text))
 
     def steps(self) -> list[StepRecord]:
-        """The saved steps of this durable job, by position (``conveyor job ID``)."""
-        return self._backend.job_step_list(self.id) if "steps" in self._backend.features else []
+        """The saved steps of this durable job, by position (``conveyor job ID``); the
+        values it published are apart (:meth:`read`)."""
+        from conveyor.backends.base import is_published
+
+        if "steps" not in self._backend.features:
+            return []
+        return [s for s in self._backend.job_step_list(self.id) if not is_published(s)]
+
+    def read(self, key: str, default: Any = None) -> Any:
+        """The last value the job published under ``key`` (``current_job().publish(key,
+        value)``, readable while it runs and after), or ``default`` if none yet."""
+        from conveyor.backends.base import PUBLISH_PREFIX, is_published
+        from conveyor.codec import decode
+
+        if "steps" not in self._backend.features:
+            return default
+        name = PUBLISH_PREFIX + key
+        for s in self._backend.job_step_list(self.id):
+            if s.name == name and is_published(s):
+                return decode(s.result)
+        return default
 
     # -- asyncio twins -------------------------------------------------------------------
 
     async def asend(self, name: str, payload: Any = None) -> bool:
         """Asyncio twin of :meth:`send`."""
         return await to_thread(self.send, name, payload)
+
+    async def aread(self, key: str, default: Any = None) -> Any:
+        """Asyncio twin of :meth:`read`."""
+        return await to_thread(self.read, key, default)
 
     async def arefresh(self) -> JobRecord:
         """Asyncio twin of :meth:`refresh`."""

@@ -12,7 +12,8 @@ Names (all prefixed ``conveyor_``), as Prometheus names them: counters end in
 ``_total`` -- ``jobs_enqueued_total`` (by this process), ``jobs_started_total``,
 ``jobs_succeeded_total``, ``jobs_failed_total`` (an attempt raised),
 ``jobs_retried_total``, ``jobs_dead_total``, ``jobs_cancelled_total``,
-``jobs_expired_total``, ``jobs_rescued_total``, ``log_dropped_total``; histograms
+``jobs_expired_total``, ``jobs_rescued_total``, ``log_dropped_total``, and for durable
+jobs ``steps_run_total``, ``steps_replayed_total``, ``jobs_replayed_total``; histograms
 ``job_queue_wait_seconds`` and ``job_run_seconds``; gauges ``queue_depth{queue,state}``
 (work waiting to run: :data:`DEPTH_STATES`, never finished jobs), ``queue_running{queue}``,
 ``queue_oldest_ready_age_seconds{queue}``, ``log_backlog``.
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
     from conveyor.context import JobContext
+    from conveyor.durable import StepTally
     from conveyor.worker.worker import Worker
 
 #: The states ``conveyor_queue_depth`` counts: jobs waiting to run (ready, due later,
@@ -160,6 +162,7 @@ class WorkerMetrics(Middleware):
         backlog = pc.Gauge("conveyor_log_backlog", "Log records waiting to be stored.", registry=r)
         backlog.set_function(lambda: capture.backlog if capture else 0)
         r.register(_LogDropped(lambda: capture.dropped if capture else 0))
+        r.register(_StepCounts(worker.attempts.steps))
         self.refresher = _Refresher(self, refresh)
         self._server: WSGIServer | None = None
         worker.app.add_middleware(self)
@@ -305,6 +308,33 @@ class _LogDropped:
         core = importlib.import_module("prometheus_client.core")
         yield core.CounterMetricFamily(
             "conveyor_log_dropped", "Log records dropped (queue full).", value=self.read()
+        )
+
+
+class _StepCounts:
+    """The durable-job counters, read from the worker's tally at each scrape:
+    ``conveyor_steps_run_total`` (steps run and checkpointed),
+    ``conveyor_steps_replayed_total`` (saved steps served without running) and
+    ``conveyor_jobs_replayed_total`` (attempts that resumed a job by replay)."""
+
+    def __init__(self, tally: StepTally) -> None:
+        self.tally = tally
+
+    def collect(self) -> Iterator[Any]:
+        core = importlib.import_module("prometheus_client.core")
+        t = self.tally
+        yield core.CounterMetricFamily(
+            "conveyor_steps_run", "Durable steps run and checkpointed.", value=t.run
+        )
+        yield core.CounterMetricFamily(
+            "conveyor_steps_replayed",
+            "Saved durable steps served on replay without running.",
+            value=t.replayed,
+        )
+        yield core.CounterMetricFamily(
+            "conveyor_jobs_replayed",
+            "Attempts that resumed a durable job by replaying saved steps.",
+            value=t.replays,
         )
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import signal
 import time
 from pathlib import Path
 
@@ -96,3 +97,57 @@ def durable_storm(
         seconds=elapsed,
         output=output,
     )
+
+
+@dataclasses.dataclass
+class RecoveryResult:
+    #: from the restarted worker's process start, and from its "ready" line, to the
+    #: interrupted job's next step starting in it (seconds)
+    from_start: float
+    from_ready: float
+    #: runs of the steps saved before the kill, after it (must be 0)
+    saved_reran: int
+
+    def line(self) -> str:
+        return (
+            f"[durable recovery] resumed {self.from_start:.3f}s after the restart "
+            f"({self.from_ready:.3f}s after its ready line), saved_reran={self.saved_reran}"
+        )
+
+
+def _step_marks(marks: Path, job_id: str) -> list[tuple[int, int, float]]:
+    """(position, pid, start) of each run of ``job_id``'s steps in the marks file."""
+    if not marks.exists():
+        return []
+    out = []
+    for line in marks.read_text().splitlines():
+        word, job, position, pid, start = line.split()
+        if word == "step" and job == job_id:
+            out.append((int(position), int(pid), float(start)))
+    return out
+
+
+def recovery(
+    url: str, directory: Path, *, steps: int = 4, step_seconds: float = 1.0
+) -> RecoveryResult:
+    """Issue 23's recovery proof: a worker running a job of steps is SIGKILLed in its
+    second step; a worker started then (same host: the dead one's jobs are rescued at
+    once) resumes the job at that step. Measured: restart -> the step starting again."""
+    marks = directory / "marks.log"
+    (job_id,) = enqueue(url, "fault.steps", [(steps, step_seconds)])
+    with Fleet(url, directory, marks) as fleet:
+        (first,) = fleet.start(1)
+        wait_until(lambda: any(p == 1 for p, _, _ in _step_marks(marks, job_id)), 30, 0.01)
+        first.signal(signal.SIGKILL)
+        first.wait(10)
+        restarted_at = time.time()
+        second = fleet.spawn()
+        while not second.is_ready() and second.alive():
+            time.sleep(0.005)
+        ready_at = time.time()
+        mine = lambda: [m for m in _step_marks(marks, job_id) if m[1] == second.pid]  # noqa: E731
+        wait_until(lambda: bool(mine()), 30, 0.01)
+        resumed = min(start for _, _, start in mine())
+        reran = sum(1 for p, _, _ in mine() if p < 1)
+        second.stop()
+    return RecoveryResult(resumed - restarted_at, resumed - ready_at, reran)

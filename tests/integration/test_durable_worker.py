@@ -131,3 +131,74 @@ def test_a_different_step_on_replay_ends_the_job_dead(tmp_path: Path) -> None:
     record = job.refresh()
     assert record.state is JobState.DEAD and len(seen) == 2  # not retried further
     assert "NonDeterministic" in (record.error or "") and "'other'" in (record.error or "")
+
+
+def test_job_page_and_cli_show_steps_wake_time_and_published(tmp_path: Path) -> None:
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from conveyor.web import create_app
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    app = conveyor.App(url)
+
+    @app.step(name="fetch")
+    def fetch() -> str:
+        return "<rows>"
+
+    @app.task(name="nap")
+    def nap() -> str:
+        conveyor.current_job().publish("stage", "fetched")
+        rows = fetch()
+        conveyor.sleep(3600)
+        return rows
+
+    job = nap.enqueue()
+    drain(app)
+    assert job.status is JobState.SCHEDULED
+    wake = float(job.steps()[1].result or "0")
+    iso = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(wake))
+    run = CliRunner()
+    shown = run.invoke(cli, ["job", job.id, "--url", url, "--utc"])
+    assert shown.exit_code == 0, shown.output
+    assert f"wakes {iso}" in shown.output and repr(wake) not in shown.output
+    assert "waits for: sleep until" in shown.output and "published (1)" in shown.output
+    as_json = json.loads(run.invoke(cli, ["job", job.id, "--url", url, "--json"]).output)
+    assert as_json["steps"][1]["at"].startswith(iso[:-1]) and as_json["published"] == {
+        "stage": "fetched"
+    }
+    with TestClient(create_app(app), base_url="http://127.0.0.1") as web:
+        page = web.get(f"/jobs/{job.id}").text
+    assert "<h2>Steps (2)</h2>" in page and "&lt;rows&gt;" in page  # escaped
+    assert f"wakes {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(wake))}" in page
+    assert "Waits for: sleeping until" in page and "fetched" in page
+
+
+def test_metrics_count_steps_and_replays(tmp_path: Path) -> None:
+    pytest.importorskip("prometheus_client")
+    from conveyor.metrics import WorkerMetrics
+
+    app = conveyor.App(f"sqlite:///{tmp_path / 'm.db'}")
+    tries: list[int] = []
+
+    @app.step(name="one")
+    def one() -> int:
+        return 1
+
+    @app.task(name="twice", max_attempts=2, retry=conveyor.Backoff(base=0.0, jitter=0.0))
+    def twice() -> int:
+        value = one() + one()
+        tries.append(1)
+        if len(tries) == 1:
+            raise RuntimeError("again")  # the retry replays both saved steps
+        return value
+
+    worker = Worker(app, burst=True)
+    metrics = WorkerMetrics(worker)
+    job = twice.enqueue()
+    worker.run(install_signals=False)
+    assert job.result(timeout=5) == 2
+    sample = metrics.registry.get_sample_value
+    assert sample("conveyor_steps_run_total") == 2.0
+    assert sample("conveyor_steps_replayed_total") == 2.0
+    assert sample("conveyor_jobs_replayed_total") == 1.0

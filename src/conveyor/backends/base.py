@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from conveyor.backends.durable_params import (
     NO_DEADLINE,
+    PUBLISH_PREFIX,
+    SLEEP_STEP,
     STEP_FAILED,
     STEP_SUCCEEDED,
     STEP_TIMED_OUT,
@@ -28,7 +30,11 @@ from conveyor.backends.durable_params import (
     JobEventSendParams,
     JobEventWaitParams,
     JobStepSaveParams,
+    JobStepSaveThroughParams,
     StepRecord,
+    is_published,
+    step_time,
+    waits_on,
 )
 from conveyor.backends.flow_params import JobAgeParams, LimitOverrideParams, SequenceReleaseParams
 from conveyor.backends.params import (
@@ -122,7 +128,9 @@ __all__ = [
     "MAX_HISTOGRAM_BUCKETS",
     "MAX_SCAN",
     "NO_DEADLINE",
+    "PUBLISH_PREFIX",
     "SEARCH_FIELDS",
+    "SLEEP_STEP",
     "STEP_FAILED",
     "STEP_SUCCEEDED",
     "STEP_TIMED_OUT",
@@ -181,6 +189,7 @@ __all__ = [
     "JobSearchPage",
     "JobSearchParams",
     "JobStepSaveParams",
+    "JobStepSaveThroughParams",
     "JobWaitParams",
     "LeaseStatus",
     "LimitOverrideParams",
@@ -206,6 +215,9 @@ __all__ = [
     "action_log_entry",
     "check_histogram",
     "flow_features_of",
+    "is_published",
     "require_feature",
     "require_transactional",
+    "step_time",
+    "waits_on",
 ]

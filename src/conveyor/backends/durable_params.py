@@ -24,7 +24,10 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from conveyor.records import record
+from conveyor.states import JobState
 
 STEP_SUCCEEDED = "succeeded"
 STEP_FAILED = "failed"
@@ -42,6 +45,16 @@ WAIT_REFUSED = "refused"
 
 #: A deadline that never comes (a ``wait_for`` without timeout): 9999-12-31.
 NO_DEADLINE = 253402300799.0
+
+#: The step name of ``conveyor.sleep``: its ``result`` is the wake time (epoch seconds).
+SLEEP_STEP = "sleep"
+#: The name prefix of a wait's step (``wait_for:approved``): its result while it waits
+#: (and once timed out) is the deadline (epoch seconds).
+WAIT_PREFIX = "wait_for:"
+#: The name prefix of a value published by a running job (``current_job().publish``):
+#: kept as a step record at a negative position, outside the replayed sequence (a
+#: replay counts from 0), so a job can publish any number of times, from anywhere.
+PUBLISH_PREFIX = "publish:"
 
 
 @record
@@ -67,6 +80,53 @@ class StepRecord:
         return self.state in (STEP_SUCCEEDED, STEP_TIMED_OUT)
 
 
+def step_time(s: StepRecord) -> float | None:
+    """The moment a step's record holds as its result: a sleep's wake time, a waiting
+    or timed-out wait's deadline (None for no deadline); None for any other step.
+
+    >>> step_time(StepRecord("j", 1, SLEEP_STEP, STEP_SUCCEEDED, "1796000000.5"))
+    1796000000.5
+    >>> step_time(StepRecord("j", 1, "wait_for:ok", STEP_WAITING, str(NO_DEADLINE))) is None
+    True
+    """
+    timed = s.name == SLEEP_STEP or (
+        s.name.startswith(WAIT_PREFIX) and s.state in (STEP_WAITING, STEP_TIMED_OUT)
+    )
+    if not timed or s.result is None:
+        return None
+    try:
+        moment = float(s.result)
+    except ValueError:  # a row written by hand
+        return None
+    return None if moment >= NO_DEADLINE else moment
+
+
+def waits_on(state: JobState, steps: Sequence[StepRecord]) -> tuple[str, float | None] | None:
+    """What a job in ``state`` with these steps waits for: ``("event 'NAME'", deadline
+    or None)`` when a wait parked it, ``("sleep", wake time)`` when it sleeps; None when
+    it waits for nothing.
+
+    >>> waits_on(JobState.SCHEDULED, [StepRecord("j", 0, SLEEP_STEP, STEP_SUCCEEDED, "9.0")])
+    ('sleep', 9.0)
+    """
+    body = [s for s in steps if not is_published(s)]
+    waiting = [s for s in body if s.state == STEP_WAITING]
+    if waiting and state is JobState.WAITING:
+        return f"event {waiting[-1].name[len(WAIT_PREFIX) :]!r}", step_time(waiting[-1])
+    if body and body[-1].name == SLEEP_STEP and state is JobState.SCHEDULED:
+        return SLEEP_STEP, step_time(body[-1])
+    return None
+
+
+def is_published(s: StepRecord) -> bool:
+    """True for a value published by the job (not a step of its body).
+
+    >>> is_published(StepRecord("j", -7, "publish:progress", STEP_SUCCEEDED, "0.5"))
+    True
+    """
+    return s.position < 0 and s.name.startswith(PUBLISH_PREFIX)
+
+
 @record
 class JobStepSaveParams:
     """Save ``step`` for its job, fenced: only while the job is ``running`` under
@@ -76,6 +136,17 @@ class JobStepSaveParams:
     step: StepRecord
     token: int
     replace: bool = False
+
+
+@record
+class JobStepSaveThroughParams:
+    """``save`` through ``connection`` (one of ``transaction_connection()``'s), in its
+    open transaction, no commit: a transactional step's checkpoint commits with the
+    step's own writes (``@app.step(transaction=True)``; feature
+    ``transactional_completion``)."""
+
+    connection: object
+    save: JobStepSaveParams
 
 
 @record

@@ -43,6 +43,7 @@ from conveyor.backends.durable_params import (
     JobEventSendParams,
     JobEventWaitParams,
     JobStepSaveParams,
+    JobStepSaveThroughParams,
     StepRecord,
 )
 from conveyor.backends.flow_protocol import Flow as Flow  # re-exported: Backend composes it
@@ -363,6 +364,13 @@ class Durable(Protocol):
     def job_step_save(self, params: JobStepSaveParams) -> bool:
         """Write one step record while the job runs under the token (one statement, one
         commit); False when refused (the attempt lost its job)."""
+        ...
+
+    def job_step_save_through(self, params: JobStepSaveThroughParams) -> bool:
+        """``job_step_save`` through a task's connection (one of
+        :meth:`transaction_connection`'s), in its open transaction, no commit: the
+        checkpoint of ``@app.step(transaction=True)`` commits with the step's writes.
+        Stores without feature ``transactional_completion`` raise ConfigurationError."""
         ...
 
     def job_wake_due(self, limit: int) -> int:

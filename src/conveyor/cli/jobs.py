@@ -46,7 +46,7 @@ from conveyor.cli.output import (
     utc_option,
 )
 from conveyor.cli.prefix import MIN_PREFIX, resolve
-from conveyor.cli.steps import job_steps, steps_json, steps_section, waits_for
+from conveyor.cli.steps import job_steps, published_json, steps_json, steps_section, waits_for
 from conveyor.redaction import redacted
 from conveyor.secrets import mask_payload, refuse_secret_where
 from conveyor.states import JobState
@@ -235,6 +235,7 @@ def job(
                 "attempts": [_decoded(records.asdict(a), epoch) for a in attempts],
                 "logs": [_timed(records.asdict(r), ("ts",), epoch) for r in logs],
                 **({"steps": steps_json(steps, epoch)} if steps else {}),
+                **({"published": p} if (p := published_json(steps)) else {}),
                 **({"waits_for": w} if (w := waits_for(record, steps)) else {}),
             }
         )
@@ -281,7 +282,7 @@ def _print_job(
             title="depends on (workflow parents, in order)",
             empty="no parents",
         )
-    steps_section(out, steps, waits_for(record, steps), utc)
+    steps_section(out, steps, waits_for(record, steps, utc), utc)
     _attempts_table(out, attempts, utc=utc)
     for a in attempts:
         tb = _error(a.error).get("traceback")

@@ -1,4 +1,6 @@
-"""The dashboard's page of one job: its fields, arguments, result, error and attempts.
+"""The dashboard's page of one job: its fields, arguments, result, error, attempts and,
+for a durable job, its steps (a sleep's wake time and a wait's deadline as times), what
+it waits for and the values it published.
 
 Example:
     >>> print(_pretty('{"a": 1}'))
@@ -12,7 +14,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from conveyor import rowtext
-from conveyor.backends.base import AttemptRecord, JobLogRecord, JobRecord
+from conveyor.backends.base import (
+    PUBLISH_PREFIX,
+    SLEEP_STEP,
+    AttemptRecord,
+    JobLogRecord,
+    JobRecord,
+    StepRecord,
+    is_published,
+    step_time,
+    waits_on,
+)
 from conveyor.headers import decode as decode_headers
 from conveyor.secrets import mask_payload
 from conveyor.states import JobState
@@ -34,6 +46,9 @@ from conveyor.web.job_cells import (
     state_badge,
 )
 from conveyor.web.query import ACTION_STATES
+
+#: Characters of a step's result (or a published value) the steps table shows.
+PREVIEW = 120
 
 
 def _pretty(text: str | None, raw_link: str | None = None) -> str:
@@ -106,6 +121,7 @@ def job_page(
     attempts: Sequence[AttemptRecord],
     logs: Sequence[JobLogRecord] | None,
     csrf: str,
+    steps: Sequence[StepRecord] = (),
 ) -> str:
     dl = _fields_list(job)
     att_rows = [_attempt_row(a) for a in attempts]
@@ -140,6 +156,7 @@ def job_page(
             empty="Not attempted yet.",
             cls="attempts",
         )
+        + _steps_section(job, steps)
         + html_logs
     )
 
@@ -194,3 +211,57 @@ def _logs_section(logs: Sequence[JobLogRecord] | None) -> str:
     return "<h2>Logs</h2>" + table(
         ["time", "level", "logger", "message"], log_rows, empty="No log records."
     )
+
+
+def _step_result(s: StepRecord) -> str:
+    """A step's result cell: a sleep's wake time or a wait's deadline as a time, else a
+    preview of the saved JSON (or of the error)."""
+    moment = step_time(s)
+    if moment is not None:
+        return f"{'wakes' if s.name == SLEEP_STEP else 'times out'} {utc(moment)}"
+    text = s.result if s.result is not None else s.error
+    if text is None:
+        return '<span class="muted">-</span>'
+    return f'<span class="mono">{esc(rowtext.preview(text, PREVIEW))}</span>'
+
+
+def _waits_note(job: JobRecord, steps: Sequence[StepRecord]) -> str:
+    found = waits_on(job.state, steps)
+    if found is None:
+        return ""
+    what, moment = found
+    if what == SLEEP_STEP:
+        text = f"sleeping until {utc(moment)}"
+    else:
+        text = f"{esc(what)} ({'no timeout' if moment is None else f'times out {utc(moment)}'})"
+    return f'<p class="waits">Waits for: {text}</p>'
+
+
+def _steps_section(job: JobRecord, steps: Sequence[StepRecord]) -> str:
+    """A durable job's steps, what it waits for and its published values ('' for a job
+    that has none)."""
+    body = [s for s in steps if not is_published(s)]
+    published = sorted((s for s in steps if is_published(s)), key=lambda s: s.name)
+    out = ""
+    if body:
+        rows = [
+            [str(s.position), f'<span class="mono">{esc(s.name)}</span>', badge(s.state),
+             esc(s.attempts), utc(s.started_at), duration(s.started_at, s.finished_at),
+             _step_result(s)]
+            for s in body
+        ]  # fmt: skip
+        out += f"<h2>Steps ({len(body)})</h2>{_waits_note(job, steps)}" + table(
+            ["#", "step", "state", "tries", "started", "took", "result"],
+            rows,
+            empty="No steps.",
+            cls="steps",
+        )
+    if published:
+        rows = [
+            [f'<span class="mono">{esc(s.name[len(PUBLISH_PREFIX) :])}</span>',
+             f'<span class="mono">{esc(rowtext.preview(s.result or "", PREVIEW))}</span>',
+             utc(s.finished_at)]
+            for s in published
+        ]  # fmt: skip
+        out += "<h2>Published</h2>" + table(["key", "value", "at"], rows, empty="-")
+    return out

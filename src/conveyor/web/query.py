@@ -39,6 +39,7 @@ from conveyor.backends.base import (
     JobSearchParams,
     QueuePauseParams,
     QueueResumeParams,
+    StepRecord,
     WhereCondition,
 )
 from conveyor.query import parse_where
@@ -426,6 +427,11 @@ def set_paused(backend: Backend, queue: str, paused: bool) -> None:
 def paused_queues(backend: Backend) -> set[str]:
     """Names of paused queues."""
     return {q.queue for q in backend.queue_list() if q.paused}
+
+
+def job_steps(backend: Backend, job_id: str) -> list[StepRecord]:
+    """A durable job's steps and published values (none on a store without them)."""
+    return backend.job_step_list(job_id) if "steps" in backend.features else []
 
 
 def job_logs(backend: Backend, job_id: str) -> list[JobLogRecord]:

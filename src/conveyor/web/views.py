@@ -44,6 +44,7 @@ from conveyor.web.query import (
     apply_action,
     job_logs,
     job_page,
+    job_steps,
     matching_ids,
     paused_queues,
     set_paused,
@@ -179,7 +180,8 @@ async def job_detail(request: Request) -> Response:
         return _not_found(request, job_id)
     attempts = await run_in_threadpool(backend.job_attempts, job_id)
     logs = await run_in_threadpool(job_logs, backend, job_id)
-    body = pages.job_page(found[0], attempts, logs, _csrf(request))
+    steps = await run_in_threadpool(job_steps, backend, job_id)
+    body = pages.job_page(found[0], attempts, logs, _csrf(request), steps)
     return _render(request, f"Job {job_id}", body, active="/jobs")
 
 

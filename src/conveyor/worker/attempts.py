@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from conveyor.backends.base import ClaimedJob, JobReleaseParams
 from conveyor.context import JobContext, context_of
-from conveyor.durable import Replay, StepLost
+from conveyor.durable import Replay, StepLost, StepTally
 from conveyor.errors import BackendUnavailable, ConfigurationError
 from conveyor.rules import EXPIRED_REASON, is_expired
 from conveyor.states import FinishKind
@@ -71,6 +71,8 @@ class Attempts:
         #: Told the deadline of each job ``conveyor.wait_for`` parks here (the worker's
         #: deadlines service), None: nobody listens.
         self.on_park: Callable[[float], None] | None = None
+        #: Steps run and replayed by this worker's jobs (its metrics read them).
+        self.steps = StepTally()
 
     def claimed(self, jobs: list[ClaimedJob]) -> list[Held]:
         """Hold claimed jobs (heartbeats extend their leases from now on)."""
@@ -164,7 +166,7 @@ class Attempts:
         job = entry.job if entry is not None and entry.ctx is ctx else None
         if job is None:  # taken back and claimed again: this stale run saves nothing
             raise StepLost(f"job {ctx.id}: this attempt's claim was taken back")
-        return Replay(self.app.backend, job, self.worker_id, on_park=self.on_park)
+        return Replay(self.app.backend, job, self.worker_id, on_park=self.on_park, tally=self.steps)
 
     def isolate(self, jobs: list[ClaimedJob]) -> list[ClaimedJob]:
         """Poison isolation, the worker's side: a job rescued before (``rescues > 0``)

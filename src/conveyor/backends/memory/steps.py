@@ -34,10 +34,11 @@ from conveyor.backends.base import (
     JobEventSendParams,
     JobEventWaitParams,
     JobStepSaveParams,
+    JobStepSaveThroughParams,
     StepRecord,
 )
 from conveyor.backends.memory.store import MemoryStore, Row
-from conveyor.errors import JobNotFound
+from conveyor.errors import ConfigurationError, JobNotFound
 from conveyor.records import replace
 from conveyor.states import JobState
 
@@ -75,6 +76,13 @@ class MemorySteps:
                 return False  # the SQL stores' primary key refuses it too
             saved[step.position] = step
             return True
+
+    def job_step_save_through(self, params: JobStepSaveThroughParams) -> bool:
+        """No task connection to commit a step's writes through (SQL stores only)."""
+        raise ConfigurationError(
+            "@app.step(transaction=True) commits a step's writes with its checkpoint on "
+            "SQLite and PostgreSQL only"
+        )
 
     def job_event_send(self, params: JobEventSendParams) -> bool:
         with self.store.write() as store:

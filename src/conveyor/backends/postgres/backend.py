@@ -70,6 +70,7 @@ if TYPE_CHECKING:
     import psycopg
 
     from conveyor.backends.base import Backend
+    from conveyor.backends.sql.dialect import Executor
 
 #: job_wait while its listener is not listening: it polls the job's row by primary key,
 #: first after WAIT_FIRST seconds, each wait WAIT_GROWTH times the last, at most
@@ -176,6 +177,10 @@ class PostgresBackend(PostgresSearch, PostgresOperations, PostgresActionLog):
     def transaction_connection(self) -> AbstractContextManager[object]:
         """A new connection (the server's default search_path) for a task's writes."""
         return transactional.task_connection(self.target.conninfo)
+
+    def _steps_through(self, connection: object) -> AbstractContextManager[Executor]:
+        """A transactional step's checkpoint on the task's connection (sql/steps.py)."""
+        return transactional.in_schema(self.schema, connection)
 
     def job_finish_many_through(self, params: JobFinishThroughParams) -> list[str]:
         return transactional.finish_through(self.schema, params)

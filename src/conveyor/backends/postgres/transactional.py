@@ -232,6 +232,25 @@ def finish_through(schema: str, params: JobFinishThroughParams) -> list[str]:
 
 
 @contextlib.contextmanager
+def in_schema(schema: str, conn: object) -> Iterator[Cursors]:
+    """The engine's executor on a task's connection, conveyor's ``schema`` first on
+    its ``search_path`` for the block (set local to the transaction, put back after)."""
+    import psycopg
+    from psycopg.rows import tuple_row
+
+    if not isinstance(conn, psycopg.Connection):
+        raise ConfigurationError(f"expected a psycopg 3 connection, got {type(conn).__name__}")
+    with conn.cursor(row_factory=tuple_row) as cur:
+        cur.execute(
+            "SELECT current_setting('search_path'), set_config('search_path', %s, true)",
+            (schema,),
+        )
+        row = cur.fetchone()
+        yield Cursors(conn, tuples=True)
+        cur.execute("SELECT set_config('search_path', %s, true)", (str(row[0]) if row else "",))
+
+
+@contextlib.contextmanager
 def task_connection(conninfo: str) -> Iterator[psycopg.Connection[Any]]:
     """A new connection for a task's own writes (``current_job().transaction()``): not a
     pooled one, whose ``search_path`` is conveyor's schema, but the server's default, as

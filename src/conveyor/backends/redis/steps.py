@@ -30,12 +30,13 @@ from conveyor.backends.base import (
     JobEventSendParams,
     JobEventWaitParams,
     JobStepSaveParams,
+    JobStepSaveThroughParams,
     StepRecord,
 )
 from conveyor.backends.redis.connection import Unavailable
 from conveyor.backends.redis.keys import Keys
 from conveyor.backends.redis.scripts import load_source
-from conveyor.errors import JobNotFound
+from conveyor.errors import ConfigurationError, JobNotFound
 
 #: Where ``job_event_wait`` puts the event's payload in the received record.
 _PAYLOAD = "@PAYLOAD@"
@@ -79,7 +80,8 @@ class RedisSteps:
     def job_step_list(self, job_id: str) -> list[StepRecord]:
         with self._guard:
             found = self._client.hgetall(self.keys.steps(job_id))
-        steps = [step_from(job_id, v) for k, v in found.items() if str(k).isdigit()]
+        # fields are positions (negative: published values) and 'waiting'
+        steps = [step_from(job_id, v) for k, v in found.items() if str(k).lstrip("-").isdigit()]
         return sorted(steps, key=lambda s: s.position)
 
     def job_step_save(self, params: JobStepSaveParams) -> bool:
@@ -88,6 +90,13 @@ class RedisSteps:
         args: list[str | int] = [s.job_id, params.token, s.position, step_json(s), replace]
         with self._guard:
             return bool(self._steps_run().job_step_save([self.keys.base], args))
+
+    def job_step_save_through(self, params: JobStepSaveThroughParams) -> bool:
+        """No task connection to commit a step's writes through (SQL stores only)."""
+        raise ConfigurationError(
+            "@app.step(transaction=True) commits a step's writes with its checkpoint on "
+            "SQLite and PostgreSQL only"
+        )
 
     def job_event_send(self, params: JobEventSendParams) -> bool:
         k = self.keys

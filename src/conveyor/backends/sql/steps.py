@@ -25,6 +25,7 @@ Example (any SQL store)::
 from __future__ import annotations
 
 import json
+from contextlib import AbstractContextManager
 
 from conveyor.backends.base import (
     STEP_SUCCEEDED,
@@ -38,11 +39,12 @@ from conveyor.backends.base import (
     JobEventSendParams,
     JobEventWaitParams,
     JobStepSaveParams,
+    JobStepSaveThroughParams,
     StepRecord,
 )
 from conveyor.backends.sql.dialect import Dialect, Executor
 from conveyor.backends.sql.store import SqlStore
-from conveyor.errors import JobNotFound
+from conveyor.errors import ConfigurationError, JobNotFound
 
 COLUMNS = "job_id, pos, name, state, result, error, attempts, started_at, finished_at"
 _VALUES = "?, ?, ?, ?, ?, ?, ?, ?, ?"
@@ -92,6 +94,15 @@ def step_of(row: tuple[object, ...]) -> StepRecord:
     )  # fmt: skip
 
 
+def save_in(d: Dialect, ex: Executor, params: JobStepSaveParams) -> bool:
+    """The fenced checkpoint on ``ex``, in its transaction (see the module docstring)."""
+    step = params.step
+    if params.replace:
+        return _replace(d, ex, step, params.token)
+    args = (*step_args(step), step.job_id, params.token)
+    return ex.execute(d.sql(d.insert_ignore(SAVE)), args).rowcount == 1
+
+
 def _replace(d: Dialect, ex: Executor, step: StepRecord, token: int) -> bool:
     """Delete then write the record at its position, both fenced by ``token``."""
     ex.execute(d.sql(_DELETE), (step.job_id, step.position, step.job_id, token))
@@ -107,12 +118,20 @@ class SqlSteps(SqlStore):
         return [step_of(r) for r in self._ops_rows(self._dialect.sql(query), (job_id,))]
 
     def job_step_save(self, params: JobStepSaveParams) -> bool:
-        d, step = self._dialect, params.step
         with self._ops_tx() as ex:
-            if params.replace:
-                return _replace(d, ex, step, params.token)
-            args = (*step_args(step), step.job_id, params.token)
-            return ex.execute(d.sql(d.insert_ignore(SAVE)), args).rowcount == 1
+            return save_in(self._dialect, ex, params)
+
+    def job_step_save_through(self, params: JobStepSaveThroughParams) -> bool:
+        with self._steps_through(params.connection) as ex:
+            return save_in(self._dialect, ex, params.save)
+
+    def _steps_through(self, connection: object) -> AbstractContextManager[Executor]:
+        """An executor on a task's connection, in its transaction (SQLite, PostgreSQL:
+        the stores of ``current_job().transaction()``); others refuse."""
+        raise ConfigurationError(
+            f"the {getattr(self, 'name', 'SQL')} store cannot commit a step's writes with its "
+            "checkpoint (@app.step(transaction=True)): SQLite and PostgreSQL can"
+        )
 
     def job_event_send(self, params: JobEventSendParams) -> bool:
         d = self._dialect

@@ -55,6 +55,7 @@ from conveyor.backends.base import (
 from conveyor.backends.params import insert_by_kind
 from conveyor.backends.sql import leases, rescue, workers
 from conveyor.backends.sql.claim import Claim, promote_due
+from conveyor.backends.sql.dialect import Executor
 from conveyor.backends.sql.finish import Finish
 from conveyor.backends.sqlite import rows
 from conveyor.backends.sqlite.action_log import SQLiteActionLog
@@ -78,6 +79,7 @@ from conveyor.backends.sqlite.ops import SQLiteOpsMixin
 from conveyor.backends.sqlite.search import SQLiteSearch
 from conveyor.backends.sqlite.transactional import (
     ASYNC_REFUSED,
+    begin_as_the_driver_would,
     insert_through,
     joined_connection,
     task_connection,
@@ -314,6 +316,13 @@ class SQLiteBackend(SQLiteSearch, SQLiteOpsMixin, FlowMixin, SQLiteActionLog):
     def transaction_connection(self) -> AbstractContextManager[object]:
         """A new connection to the store's file for a task's own writes."""
         return task_connection(self.target)
+
+    @contextmanager
+    def _steps_through(self, connection: object) -> Iterator[Executor]:
+        """A transactional step's checkpoint on the task's connection (sql/steps.py)."""
+        conn = joined_connection(connection, self.target.path)
+        begin_as_the_driver_would(conn)  # the step's writes and its checkpoint: one tx
+        yield conn
 
     def job_finish_many_through(self, params: JobFinishThroughParams) -> list[str]:
         """The finishes on the task's connection, in its transaction (no commit)."""

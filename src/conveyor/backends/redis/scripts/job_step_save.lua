@@ -9,6 +9,7 @@ if f[1] ~= 'running' or f[2] ~= ARGV[2] then return 0 end
 local key = k_steps(ARGV[1])
 if ARGV[5] ~= '1' and redis.call('HEXISTS', key, ARGV[3]) == 1 then return 0 end
 redis.call('HSET', key, ARGV[3], ARGV[4])
--- the job's first step: its finish must also expire steps:<id> (finished() in _lib)
-if ARGV[3] == '0' then redis.call('HSET', k_job(ARGV[1]), 'durable', '1') end
+-- the job's first step, or a published value (a negative position): its finish must
+-- also expire steps:<id> (finished() in _lib)
+if tonumber(ARGV[3]) <= 0 then redis.call('HSET', k_job(ARGV[1]), 'durable', '1') end
 return 1
