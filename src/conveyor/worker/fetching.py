@@ -140,10 +140,13 @@ def ready_left(worker: Worker) -> bool:
         if ready_left(worker):   # one more claim is worth it
             ...
     """
+    backend = worker.app.backend
+    if "queues" not in backend.features:  # no way to look: stop, as before
+        return False
     names = set(worker.selection.names)
     return any(
         q.queue in names and not q.paused and q.counts.get("queued", 0) > 0
-        for q in worker.app.backend.queue_list()
+        for q in backend.queue_list()
     )
 
 
@@ -351,7 +354,11 @@ class InlineFetch:
                 self._run_here(kept)
             return bool(jobs)
 
-        return claim_until_settled(self.worker, claim_once)
+        try:
+            return claim_until_settled(self.worker, claim_once)
+        except BackendUnavailable as exc:  # not over: the next claim backs off
+            log.debug("burst: looking again failed (%s)", exc)
+            return True
 
     def _run_here(self, jobs: list[ClaimedJob]) -> None:
         """Run a claimed batch (one job, or more with prefetch) in this thread, in order."""
