@@ -49,6 +49,11 @@ log = logging.getLogger("conveyor.worker")
 
 #: Back-off after a failed claim: doubles from this, up to MAX_BACKOFF (seconds).
 FIRST_BACKOFF, MAX_BACKOFF = 0.2, 5.0
+#: Burst mode, before stopping: while a plain read still shows a ready job in the
+#: worker's unpaused queues, claim again, at most this many times, waiting from
+#: BURST_RECHECK_WAIT seconds (doubling) between claims: ~0.6 s in all at most, the
+#: bound for a job that stays ready because a limit holds it back.
+BURST_RECHECKS, BURST_RECHECK_WAIT = 5, 0.02
 
 
 class ClaimBackoff:
@@ -108,15 +113,64 @@ def burst_over(
     table: InFlight, completer: Completer, claim_again: Callable[[], bool] | None
 ) -> bool:
     """Burst mode: True (and logged) once nothing is running and nothing is ready.
-    ``claim_again`` (pooled fetch): the completer's finishes must be written first,
-    as one may make a retry due, then one more claim looks; the inline fetch wrote
-    its finishes with the empty claim it just made, so it passes ``None``."""
+    ``claim_again`` looks once more, after the completer's finishes are written (one
+    may make a retry due): the pooled fetch claims again, and both fetches keep
+    claiming while a plain read shows a job ready that a claim skipping locked rows
+    passed over (:func:`claim_until_settled`); ``None``: no second look."""
     if not table.empty():
         return False
     if claim_again is not None and (completer.pending or claim_again()):
         return False
     log.info("burst: nothing ready or running; stopping")
     return True
+
+
+def ready_left(worker: Worker) -> bool:
+    """Whether a plain (non-locking) read shows a job ready in one of the worker's
+    unpaused queues.
+
+    A claim that skips locked rows (``SKIP LOCKED`` on MariaDB and PostgreSQL) can
+    come back empty while a job is ready: its row was held at that instant by another
+    transaction of the worker's own threads (a finish, a lease extension, the rescue).
+    That is harmless while the worker keeps claiming, but a burst that stopped on it
+    would leave the job queued; this read, which waits on no lock, tells the two apart.
+
+    Example::
+
+        if ready_left(worker):   # one more claim is worth it
+            ...
+    """
+    backend = worker.app.backend
+    if "queues" not in backend.features:  # no way to look: stop, as before
+        return False
+    names = set(worker.selection.names)
+    return any(
+        q.queue in names and not q.paused and q.counts.get("queued", 0) > 0
+        for q in backend.queue_list()
+    )
+
+
+def claim_until_settled(worker: Worker, claim: Callable[[], bool]) -> bool:
+    """Burst mode, after an empty claim with nothing running: claim again while
+    :func:`ready_left` says a job is ready, a bounded number of times (a job a limit
+    holds back stays ready); True when a claim found something (the burst goes on).
+
+    Example::
+
+        if not claim_until_settled(worker, lambda: bool(fetch_some())):
+            stop()
+    """
+    wait = BURST_RECHECK_WAIT
+    for tried in range(BURST_RECHECKS):
+        if not ready_left(worker):
+            return False
+        log.debug("burst: a job is ready but the claim found none (try %d)", tried + 1)
+        if worker.inflight.stopping.wait(wait):
+            return False
+        wait *= 2
+        if claim():
+            return True
+    return False
 
 
 class PooledFetch:
@@ -171,7 +225,11 @@ class PooledFetch:
                 table.stopping.wait(0.1)
 
     def _claim_again(self) -> bool:
-        """Burst: a finish written just now may have made a retry due; look once more."""
+        """Burst: a finish written just now may have made a retry due; look once more,
+        and again while a plain read still shows a ready job (:func:`claim_until_settled`)."""
+        return self._claim_once() or claim_until_settled(self.worker, self._claim_once)
+
+    def _claim_once(self) -> bool:
         w = self.worker
         jobs = w.app.backend.job_claim(
             JobClaimParams(w.id, w.selection.allocate(w.concurrency), w.concurrency)
@@ -275,13 +333,32 @@ class InlineFetch:
                 continue
             # The finishes just written went in before this (empty) claim, in the
             # same transaction / pipeline: nothing they made due can be missed.
-            if w.burst and burst_over(table, completer, None):
+            if w.burst and burst_over(table, completer, self._claim_again):
                 return
             try:
                 backend.work_wait(IDLE_WAIT)
             except BackendUnavailable as exc:  # the next claim logs it and backs off
                 log.debug("waiting for work failed: %s", exc)
                 table.stopping.wait(0.1)
+
+    def _claim_again(self) -> bool:
+        """Burst: the empty claim just made wrote this loop's finishes first, so nothing
+        they made due was missed; claim again only while a plain read shows a job ready
+        that the claim skipped (:func:`claim_until_settled`), and run what it finds."""
+
+        def claim_once() -> bool:
+            w = self.worker
+            jobs = w.app.backend.job_claim(JobClaimParams(w.id, w.selection.allocate(1), 1))
+            kept = self.attempts.isolate(jobs) if jobs else []
+            if kept:
+                self._run_here(kept)
+            return bool(jobs)
+
+        try:
+            return claim_until_settled(self.worker, claim_once)
+        except BackendUnavailable as exc:  # not over: the next claim backs off
+            log.debug("burst: looking again failed (%s)", exc)
+            return True
 
     def _run_here(self, jobs: list[ClaimedJob]) -> None:
         """Run a claimed batch (one job, or more with prefetch) in this thread, in order."""
