@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import datetime
 import inspect
-import sys
 import threading
 import types
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol, TypeVar, overload
 
-from conveyor.app_import import import_app
+from conveyor.app_import import default_task_name, import_app
 from conveyor.app_settings import SETTINGS, TASK_DEFAULTS, TASK_ONLY, AppSettings
 from conveyor.app_spec import parse_app_spec as parse_app_spec
 from conveyor.classtask import ClassTask
@@ -425,16 +424,6 @@ def _app_task_namespace(namespace: dict[str, Any]) -> None:
 
 def _qualified(fn: Callable[..., Any]) -> str:
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', '?')}"
-
-
-def default_task_name(fn: Callable[..., Any]) -> str:
-    """``module.qualname``; for ``__main__`` run with ``-m``, the real module name."""
-    module = getattr(fn, "__module__", None) or "__main__"
-    if module == "__main__":
-        spec = getattr(sys.modules.get("__main__"), "__spec__", None)
-        if spec is not None and spec.name:
-            module = spec.name
-    return f"{module}.{fn.__qualname__}"
 
 
 def load_app(spec: str) -> App:

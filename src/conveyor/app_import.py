@@ -81,3 +81,19 @@ def _kind(value: object) -> str:
         return "a module"
     name = type(value).__name__
     return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
+def default_task_name(fn: Any) -> str:
+    """``module.qualname``; for ``__main__`` run with ``-m``, the real module name (the
+    name a worker importing the module finds the task by).
+
+    Example:
+        >>> default_task_name(default_task_name)
+        'conveyor.app_import.default_task_name'
+    """
+    module = getattr(fn, "__module__", None) or "__main__"
+    if module == "__main__":
+        spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+        if spec is not None and spec.name:
+            module = spec.name
+    return f"{module}.{fn.__qualname__}"
