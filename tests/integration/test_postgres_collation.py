@@ -31,6 +31,8 @@ JOB_ID_COLUMNS = {
     ("job_deps", "child_id"),
     ("periodic_schedules", "last_job_id"),
     ("periodic_slots", "job_id"),
+    ("job_steps", "job_id"),
+    ("job_events", "job_id"),
 }
 
 
