@@ -23,7 +23,9 @@ def test_no_finished_step_runs_twice_under_sigkill(
     # every 1.5 s. (Known: docs/durable.md says so.)
     monkeypatch.setenv("FAULT_MAX_RESCUES", "1000")
     url = f"sqlite:///{tmp_path / 'jobs.db'}"
-    result = durable_storm(url, tmp_path, 20, steps=5, step_seconds=0.03, concurrency=4, timeout=90)
+    # Enough work to outlast two kills on a quiet box (0.03 s steps at 4 slots once ended
+    # in 0.8 s, after one kill).
+    result = durable_storm(url, tmp_path, 20, steps=5, step_seconds=0.15, concurrency=2, timeout=90)
     assert result.succeeded == result.jobs, f"{result.line()}\n{result.output[-3000:]}"
     assert result.rerun_after_checkpoint == 0, result.line()
     assert result.saved_never_ran == 0, result.line()

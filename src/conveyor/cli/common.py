@@ -120,6 +120,14 @@ def group_store_options(fn: F) -> F:
         return value
 
     fn = click.option(
+        "-C",
+        "--config",
+        metavar="FILE",
+        expose_value=False,
+        callback=_remember_config,
+        help=CONFIG_HELP,
+    )(fn)
+    fn = click.option(
         "--app",
         "app_spec",
         metavar="MODULE:ATTR",

@@ -6,7 +6,7 @@ the hooks of :class:`~conveyor.backends.sql.store.SqlStore`.
 
 Example:
     >>> sorted(m for m in vars(SqlBulkOps) if m.startswith("job_"))[:2]
-    ['job_cancel_many', 'job_clear_results']
+    ['job_age_many', 'job_cancel_many']
 """
 
 from __future__ import annotations
