@@ -92,6 +92,9 @@ def test_a_worker_whose_password_stops_working_logs_authentication_failed(
         admin = redis.Redis(port=server.port, password=PASSWORD)
         admin.config_set("requirepass", "rotated-" + PASSWORD)  # the worker's is now wrong
         admin.client_kill_filter(_type="normal", skipme=True)  # its connections reconnect
+        # A worker idle in a SUBSCRIBE (wake-ups) holds a pubsub connection, which the
+        # kill above leaves: end it too, or the next command may come only much later.
+        admin.client_kill_filter(_type="pubsub", skipme=True)
         admin.close()
         wait_for(
             lambda: any("authentication failed" in line for line in lines),

@@ -42,8 +42,10 @@ class OutageLog:
         self._since = 0.0
         #: Kinds of error warned about in this outage: a new kind gets its own line (a
         #: Redis connection killed, then its password refused: the cause the user must
-        #: fix is the second one, and a DEBUG line would hide it).
-        self._causes: set[type[BaseException]] = set()
+        #: fix is the second one, and a DEBUG line would hide it). A kind is the
+        #: exception's type and its cause's: both of those reach here as
+        #: BackendUnavailable.
+        self._causes: set[tuple[type[BaseException], type[BaseException] | None]] = set()
 
     def failed(self, what: str, exc: BaseException, doing: str) -> bool:
         """``what`` could not reach the store; True (and one warning) when this starts
@@ -55,8 +57,9 @@ class OutageLog:
             if starts:
                 self._since = time.monotonic()
                 self._causes.clear()
-            new_cause = type(exc) not in self._causes
-            self._causes.add(type(exc))
+            kind = (type(exc), None if exc.__cause__ is None else type(exc.__cause__))
+            new_cause = kind not in self._causes
+            self._causes.add(kind)
         if starts:
             log.warning("%s: store unavailable (%s); %s", what, exc, doing)
         elif new_cause:
