@@ -16,6 +16,7 @@ import contextlib
 import os
 import re
 import sqlite3
+import time
 
 from conveyor.backends.packaged import packaged_text
 from conveyor.errors import ConfigurationError, StoreNotFound
@@ -149,12 +150,32 @@ def open_connection(target: SQLiteTarget) -> sqlite3.Connection:
     # durability, not the default FULL (one fewer sync at a store's first open).
     conn.execute(f"PRAGMA synchronous = {target.synchronous}")
     if not target.is_memory:
-        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        mode = _journal_mode_wal(conn, target.busy_timeout_ms / 1000.0)
         if str(mode).lower() != "wal":
             raise ConfigurationError(f"could not put {target.path} in WAL mode (got {mode})")
     conn.execute("PRAGMA temp_store = MEMORY")
     _migrate(conn)
     return conn
+
+
+def _journal_mode_wal(conn: sqlite3.Connection, patience: float) -> object:
+    """``PRAGMA journal_mode = WAL``, tried again while another process holds the file
+    locked: that pragma can answer "database is locked" at once, without the busy
+    handler, while another connection checkpoints or migrates (four processes opening
+    one store together saw it), so it waits here as busy_timeout would.
+
+    Example::
+
+        _journal_mode_wal(sqlite3.connect("jobs.db"), 5.0)   # 'wal'
+    """
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            return conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.02)
 
 
 def require_existing_store(url: str) -> None:
