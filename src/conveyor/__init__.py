@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # what type checkers see; at run time, __getattr__ below
     from conveyor.app import App
+    from conveyor.batch import Batch, BatchItem
     from conveyor.classtask import ClassTask
     from conveyor.compose import Chain, Group, Signature, chain, group
     from conveyor.context import JobContext, current_job
@@ -50,6 +51,8 @@ __all__ = [
     "Args",
     "BackendUnavailable",
     "Backoff",
+    "Batch",
+    "BatchItem",
     "Chain",
     "ClassTask",
     "ConfigurationError",
@@ -94,6 +97,8 @@ _LAZY = {
     "Args": "conveyor.task",
     "BackendUnavailable": "conveyor.errors",
     "Backoff": "conveyor.retry",
+    "Batch": "conveyor.batch",
+    "BatchItem": "conveyor.batch",
     "Chain": "conveyor.compose",
     "ClassTask": "conveyor.classtask",
     "ConfigurationError": "conveyor.errors",

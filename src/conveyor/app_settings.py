@@ -21,8 +21,8 @@ from conveyor.records import fields as record_fields
 from conveyor.records import record
 from conveyor.task_options import TaskOptions
 
-#: per-task only (not App defaults): the name, and which parameters are secret
-TASK_ONLY = {"name", "secret"}
+#: per-task only (not App defaults): the name, which parameters are secret, batching
+TASK_ONLY = {"name", "secret", "batch"}
 
 #: the options of `@app.task` that `App(...)` takes as defaults for every task
 TASK_DEFAULTS = {f.name for f in dataclasses.fields(TaskOptions)} - TASK_ONLY

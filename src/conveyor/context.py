@@ -35,6 +35,7 @@ class JobContext:
     """The running job as seen from inside its task."""
 
     __slots__ = (
+        "_batch",
         "_cancelled",
         "_durable",
         "_event",
@@ -101,6 +102,9 @@ class JobContext:
         #: While a transactional step runs (conveyor/durable_tx.py): its connection,
         #: which :meth:`transaction` yields (the step commits it with its checkpoint).
         self._step_conn: Any = None
+        #: Set by the worker on the first job of a gathered batch call (the slot's
+        #: holder): the call's members (conveyor/worker/batch_run.py); None otherwise.
+        self._batch: Any = None
 
     @property
     def headers(self) -> Mapping[str, str]:

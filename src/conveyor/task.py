@@ -29,6 +29,7 @@ from conveyor import headers as job_headers
 from conveyor import options, transactions, unique
 from conveyor.aio import to_thread
 from conveyor.arity import arity_checker, type_checker
+from conveyor.batch import item_signature
 from conveyor.backends.base import JobInsertBatchParams
 from conveyor.celery_spellings import celery_args, celery_kwargs, celery_run_at, refusal
 from conveyor.classtask import TaskMarker
@@ -283,12 +284,14 @@ class Task(Enqueuer[P, R]):
         self.options = options
         self.name = options.name
         self.is_async = inspect.iscoroutinefunction(fn)
-        self.decoder = Decoder(fn)
+        #: a batch task's jobs take one item's arguments, not the body's list (batch.py)
+        signature: Callable[..., Any] = fn if options.batch is None else item_signature(fn)
+        self.decoder = Decoder(signature)
         #: raises TypeError exactly when ``fn`` could not be called with the arguments
-        self.check_arguments = arity_checker(fn)
+        self.check_arguments = arity_checker(signature)
         #: raises TypeError naming the parameter when an argument does not match a
         #: primitive annotation; None when nothing is checked (App(check_types=False))
-        self.check_types = type_checker(fn) if app.settings.check_types else None
+        self.check_types = type_checker(signature) if app.settings.check_types else None
         secret = secret_parameters(fn, options.secret)
         #: seals the secret arguments at enqueue, opens them in the worker (secrets.py)
         self.sealer = Sealer(options.name, fn, secret) if secret else None

@@ -20,7 +20,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from conveyor import batch as batching
 from conveyor import fair, limits, options, sequences, unique
+from conveyor.batch import Batch
 from conveyor.fair import FairKey, FairWeights
 from conveyor.limits import LimitKey
 from conveyor.retry import Backoff, RetryDelayHook
@@ -75,6 +77,8 @@ class TaskOptions:
     #: seconds (or a timedelta) after each enqueue by which a job must have started;
     #: one not started by then ends ``expired``, never run. None: never expires.
     expires: unique.Seconds | None = None
+    #: a batch handler: the body gets up to ``size`` jobs' arguments at once (batch.py)
+    batch: Batch | None = None
 
     def __post_init__(self) -> None:
         # Types and ranges first (options.py), so the checks below compare numbers.
@@ -91,6 +95,9 @@ class TaskOptions:
         limits.check_options(self.concurrency, self.rate)
         sequences.check_options(self.sequence_key, self.on_failure)
         fair.check_options(self.fair_key, self.fair_weights, self.sequence_key)
+        batching.check_options(
+            self.batch, {"sequence_key": self.sequence_key, "secret": self.secret}
+        )
 
 
 def delay_seconds(delay: Delay) -> float:

@@ -24,6 +24,12 @@ Example:
     0
     >>> ClaimAllowance(16, concurrency=1).extra()
     16
+    >>> ClaimAllowance(0, concurrency=1, floor=100).extra()   # serves Batch(size=100)
+    100
+
+A worker that serves a batch task (``Batch(size=N)``, worker/batching.py) claims at
+least ``N`` beyond its free slots whatever the setting: a call gathers up to ``N`` of
+its claimed jobs, and the next call's jobs wait claimed while one runs.
 """
 
 from __future__ import annotations
@@ -45,14 +51,16 @@ WEIGHT = 0.2
 class ClaimAllowance:
     """The prefetch allowance of one worker; ``observe`` is called as each job finishes."""
 
-    __slots__ = ("_budget", "_extra", "_mean", "fixed")
+    __slots__ = ("_budget", "_extra", "_mean", "fixed", "floor")
 
-    def __init__(self, prefetch: Prefetch, concurrency: int) -> None:
+    def __init__(self, prefetch: Prefetch, concurrency: int, floor: int = 0) -> None:
         #: The allowance when set by hand (``None``: auto).
         self.fixed: int | None = None if prefetch == AUTO else int(prefetch)
         self._budget = HORIZON * concurrency  # slot-seconds of work the buffer may hold
         self._mean: float | None = None
-        self._extra = self.fixed or 0
+        #: the least allowance: the largest batch size of the tasks served (0: none)
+        self.floor = floor
+        self._extra = max(self.fixed or 0, floor)
 
     @property
     def auto(self) -> bool:
@@ -66,7 +74,8 @@ class ClaimAllowance:
         mean = self._mean
         mean = seconds if mean is None else mean + WEIGHT * (seconds - mean)
         self._mean = mean
-        self._extra = AUTO_MAX if mean <= 0 else min(AUTO_MAX, int(self._budget / mean))
+        extra = AUTO_MAX if mean <= 0 else min(AUTO_MAX, int(self._budget / mean))
+        self._extra = max(extra, self.floor)
 
     def extra(self) -> int:
         """Jobs to claim beyond the free slots now."""

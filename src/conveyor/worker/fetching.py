@@ -100,6 +100,7 @@ def inline_executor(worker: Worker, *, executor_given: bool) -> ThreadExecutor |
         worker.concurrency == 1
         and worker.pool == "thread"
         and not executor_given
+        and worker.batcher is None  # a batch call waits for its jobs: pooled
         and "ack_with_claim" in worker.app.backend.features
     ):
         from conveyor.worker.executors.thread import ThreadExecutor
@@ -196,8 +197,10 @@ class PooledFetch:
                 table.stopping.wait(IDLE_WAIT)
                 continue
             extra = self._claims.extra()
+            # A batch call's riders take no slot: they do not count against the claim.
+            capacity = w.concurrency + extra + table.riders
             free = table.free_for_claim(
-                w.concurrency + extra, extra, self._claim_batch, w.completer.pending > MAX_PENDING
+                capacity, extra, self._claim_batch, w.completer.pending > MAX_PENDING
             )
             if free <= 0:
                 continue
@@ -241,18 +244,32 @@ class PooledFetch:
     def dispatch(self, jobs: list[ClaimedJob]) -> None:
         """Hand claimed jobs to free slots; with prefetch, buffer the rest."""
         entries = self.attempts.claimed(jobs)
+        batcher = self.worker.batcher
+        if batcher is not None:  # jobs of a batch call being gathered join it
+            entries = batcher.join(entries)
         for entry in self.table.admit(entries, self.worker.concurrency):
             self._start(entry)
 
-    def _start(self, entry: Held) -> None:
-        refused = self.attempts.refusal(entry)
-        if refused is None:
-            self.worker.executor.submit(entry.job, entry.ctx)
-        else:
-            self.ended(entry.job, refused)
+    def _start(self, entry: Held | None) -> None:
+        batcher = self.worker.batcher
+        while entry is not None:
+            refused = self.attempts.refusal(entry)
+            if refused is not None:
+                self.ended(entry.job, refused)
+            elif batcher is None or not batcher.serves(entry.job):
+                self.worker.executor.submit(entry.job, entry.ctx)
+            elif not batcher.lead(entry):  # joined an open call: the slot is free again
+                entry = self.table.next_buffered()
+                continue
+            return
 
     def ended(self, job: ClaimedJob, outcome: Outcome) -> None:
-        """The executor's callback: the attempt ends; a prefetched job takes the slot."""
+        """The executor's callback: the attempt ends (a batch call's other jobs first);
+        a prefetched job takes the slot."""
+        batcher = self.worker.batcher
+        if batcher is not None:
+            for rider, its_outcome in batcher.finished(job, outcome):
+                self.attempts.end(rider, its_outcome)
         if self.attempts.end(job, outcome) and self.table.buffer:
             entry = self.table.next_buffered()
             if entry is not None:

@@ -69,6 +69,9 @@ class InFlight:
         self._released: set[str] = set()
         #: attempts out of the table whose finish is not handed on yet (see finish())
         self._handing_on = 0
+        #: Held jobs of batch calls (gathering or running) other than each call's first:
+        #: they take no slot (worker/batching.py). Read without the lock by the fetcher.
+        self.riders = 0
         #: Poison isolation (docs/guarantees.md): the id of a job rescued before that runs
         #: alone here (nothing else is claimed until it finished), and whether the
         #: fetcher waits for this worker to empty before claiming such a job.
@@ -180,7 +183,7 @@ class InFlight:
         """Of ``entries`` (just held), those that fit the free slots, to start now; the
         rest wait in the buffer."""
         with self.lock:
-            running = len(self._held) - len(self.buffer) - len(entries)
+            running = len(self._held) - len(self.buffer) - self.riders - len(entries)
             free = max(0, concurrency - running)
             self.buffer.extend(entries[free:])
         return entries[:free]
@@ -204,6 +207,39 @@ class InFlight:
                 return None
         entry.started = entry.ctx.started_at = time.time()
         return entry
+
+    def ride(self, count: int) -> None:
+        """``count`` held jobs (just claimed, or leaving the slot they were started in)
+        join a batch call as riders: no slot is theirs (worker/batching.py)."""
+        with self.lock:
+            self.riders += count
+            if count > 0:
+                self.slot_freed.notify()
+
+    def take_riders(self, task: str, limit: int) -> list[Held]:
+        """Up to ``limit`` buffered jobs of ``task``, out of the buffer, as riders of a
+        batch call its first job opens (oldest first)."""
+        with self.lock:
+            taken = [e for e in self.buffer if e.job.task == task and not e.lost][:limit]
+            if taken:
+                ids = {id(e) for e in taken}
+                kept = [e for e in self.buffer if id(e) not in ids]
+                self.buffer.clear()
+                self.buffer.extend(kept)
+                self.riders += len(taken)
+        now = time.time()
+        for entry in taken:
+            entry.started = entry.ctx.started_at = now
+        return taken
+
+    def drop_gathered(self, entries: list[Held], riders: int) -> None:
+        """Batch jobs gathered but never called, no longer held (the shutdown releases
+        them); ``riders`` of them were riders."""
+        with self.lock:
+            for entry in entries:
+                self._held.pop(entry.job.id, None)
+            self.riders -= riders
+            self.slot_freed.notify_all()
 
     def take_buffered(self) -> list[Held]:
         """Every prefetched job, no longer held (the caller releases them)."""

@@ -113,7 +113,8 @@ def refusal(job: ClaimedJob, max_payload_bytes: int) -> str | None:
     return None
 
 
-def _success(value: Any, task: Task[Any, Any]) -> Outcome:
+def success(value: Any, task: Task[Any, Any]) -> Outcome:
+    """The outcome of a body that returned ``value`` (encoded unless not stored)."""
     if not task.options.store_result:  # nothing to keep: not even encoded
         return Outcome.ok(None)
     if value is None:  # most jobs return nothing: skip the encoder's walk (~5 µs)
@@ -127,11 +128,30 @@ def _success(value: Any, task: Task[Any, Any]) -> Outcome:
 
 
 def run_sync(app: App, job: ClaimedJob, ctx: JobContext) -> Outcome:
-    """Run a job in the calling thread (an ``async def`` task gets its own loop)."""
+    """Run a job in the calling thread (an ``async def`` task gets its own loop); a
+    batch task's job runs its gathered call (or, alone, a call of one: batch_run.py)."""
+    task = app.tasks.get(job.task)
+    if task is not None and task.options.batch is not None:
+        from conveyor.worker.batch_run import run_batch
+
+        return run_batch(app, job, ctx, lambda t, a: _invoke_sync(app, t, a, {}, job, ctx))
     prepared = prepare(app, job)
     if isinstance(prepared, Outcome):
         return prepared
     task, args, kwargs = prepared
+    value, failed = _invoke_sync(app, task, args, kwargs, job, ctx)
+    return failed if failed is not None else success(value, task)
+
+
+def _invoke_sync(
+    app: App,
+    task: Task[Any, Any],
+    args: list[Any],
+    kwargs: dict[str, Any],
+    job: ClaimedJob,
+    ctx: JobContext,
+) -> tuple[Any, Outcome | None]:
+    """Call the body: ``(value, None)``, or ``(None, outcome)`` when it raised."""
     if task.sealer is not None:  # for reporters that must not send them (contrib.sentry)
         ctx._secrets = task.sealer.values(args, kwargs)
     token = set_current(ctx)
@@ -151,17 +171,17 @@ def run_sync(app: App, job: ClaimedJob, ctx: JobContext) -> Outcome:
         else:
             value = task.fn(*args, **kwargs)
     except Snooze as snooze:
-        return Outcome.snoozed(snooze.seconds)
+        return None, Outcome.snoozed(snooze.seconds)
     except BaseException as exc:  # the job's failure, whatever it is, is data
         # SystemExit, KeyboardInterrupt, GeneratorExit raised by the task included: the
         # slot's thread must live on to serve the next job (a real ^C is delivered to the
         # main thread, never here).
         if isinstance(exc, JobTimeout) and not exc.args:  # raised by the thread watchdog
             exc = JobTimeout(f"task {task.name} timed out after {job.timeout} s")
-        return Outcome.failed(exc)
+        return None, Outcome.failed(exc)
     finally:
         reset_current(token)
-    return _success(value, task)
+    return value, None
 
 
 async def _call_async(
@@ -185,12 +205,34 @@ async def run_async(
     """Run a job on the current event loop: async tasks directly (cancellable, timed out
     with ``asyncio.timeout``), sync tasks in a thread (``offload``, by default
     ``asyncio.to_thread``)."""
-    import asyncio
+    task = app.tasks.get(job.task)
+    if task is not None and task.options.batch is not None:
+        from conveyor.worker.batch_run import run_batch_async
 
+        async def invoke(t: Task[Any, Any], a: list[Any]) -> tuple[Any, Outcome | None]:
+            return await _invoke_async(app, t, a, {}, job, ctx, offload)
+
+        return await run_batch_async(app, job, ctx, invoke)
     prepared = prepare(app, job)
     if isinstance(prepared, Outcome):
         return prepared
     task, args, kwargs = prepared
+    value, failed = await _invoke_async(app, task, args, kwargs, job, ctx, offload)
+    return failed if failed is not None else success(value, task)
+
+
+async def _invoke_async(
+    app: App,
+    task: Task[Any, Any],
+    args: list[Any],
+    kwargs: dict[str, Any],
+    job: ClaimedJob,
+    ctx: JobContext,
+    offload: Callable[..., Awaitable[Any]] | None,
+) -> tuple[Any, Outcome | None]:
+    """Call the body on the loop: ``(value, None)``, or ``(None, outcome)``."""
+    import asyncio
+
     if task.sealer is not None:  # for reporters that must not send them (contrib.sentry)
         ctx._secrets = task.sealer.values(args, kwargs)
     token = set_current(ctx)
@@ -210,11 +252,11 @@ async def run_async(
             else:
                 value = await run(task.fn, *args, **kwargs)
     except asyncio.CancelledError:
-        return Outcome.cancelled()
+        return None, Outcome.cancelled()
     except Snooze as snooze:
-        return Outcome.snoozed(snooze.seconds)
+        return None, Outcome.snoozed(snooze.seconds)
     except BaseException as exc:  # SystemExit & co. too: they would stop the event loop
-        return Outcome.failed(exc)
+        return None, Outcome.failed(exc)
     finally:
         reset_current(token)
-    return _success(value, task)
+    return value, None

@@ -42,6 +42,7 @@ from conveyor.errors import BackendUnavailable, ConfigurationError, WorkerFailed
 from conveyor.ids import new_id
 from conveyor.worker import fetching, procinfo
 from conveyor.worker.attempts import CANCELLED_BEFORE_START, Attempts
+from conveyor.worker.batching import Batcher, served_batches
 from conveyor.worker.claim_size import AUTO, ClaimAllowance, Prefetch, parse_prefetch
 from conveyor.worker.completer import Completer
 from conveyor.worker.completion import CompletionStrategy, Flusher, GroupCommit, RideOnClaim
@@ -97,9 +98,18 @@ class Worker:
         #: (sized from observed job durations), N, or 0 (every claim is sized to the free
         #: slots). See docs/guarantees.md, "Prefetch", and claim_size.py.
         self.prefetch = prefetch
-        self.claims = ClaimAllowance(prefetch, concurrency)
         self.app = app
         self.selection = QueueSelection.parse(list(queues) if queues else ["default"])
+        #: batch tasks declared on this worker's queues (worker/batching.py)
+        self.batches = served_batches(self)
+        if self.batches and pool in ("process", "interpreter") and executor is None:
+            raise ConfigurationError(
+                f"batch task {next(iter(self.batches))} needs --pool thread or async: a "
+                f"{pool} pool runs one job per call"
+            )
+        self.claims = ClaimAllowance(
+            prefetch, concurrency, floor=max((b.size for b in self.batches.values()), default=0)
+        )
         self.concurrency = concurrency
         self.pool = pool
         self.shutdown_timeout = shutdown_timeout
@@ -146,6 +156,8 @@ class Worker:
         self._lock = self.inflight.lock  # also guards ``failure``
         self._stopping = self.inflight.stopping
         self.completer = Completer(self.app.backend, outages=self.outages)
+        #: gathers batch calls; None when no batch task is declared on these queues
+        self.batcher = Batcher(self) if self.batches else None
         inline = fetching.inline_executor(self, executor_given=executor_given)
         completion: CompletionStrategy
         if inline is not None:
@@ -353,7 +365,8 @@ class Worker:
             entry.ctx.request_cancel()
             # A prefetched job is not in the executor yet: it finishes as cancelled when
             # its turn comes, without running.
-            if not buffered:
+            # A batch call's job: its item sees the request, the call goes on.
+            if not buffered and (self.batcher is None or not self.batcher.member(job_id)):
                 self.executor.cancel(job_id)
 
     def mark_lost(self, job_id: str) -> None:
@@ -371,6 +384,8 @@ class Worker:
             self.log_capture.start()
             self.log_capture.install()
         self.completer.start()
+        if self.batcher is not None:
+            self.batcher.start()
         self.fetch.start()
         for service in self._services:
             service.start()
@@ -380,6 +395,10 @@ class Worker:
     def _shutdown(self) -> None:
         deadline = time.monotonic() + self.shutdown_timeout
         self.attempts.release_buffered()
+        if self.batcher is not None:  # calls still gathering: never started, released
+            gathered = self.batcher.release_open()
+            if gathered:
+                self.attempts.release(gathered, started=False)
         running = len(self.inflight)
         for observer in self.observers:  # "stopping: waiting up to S s for N job(s)"
             observer.on_stopping(running, self.shutdown_timeout, self.inflight.hard.is_set())
@@ -394,6 +413,8 @@ class Worker:
         self.completer.stop(timeout=max(self.shutdown_timeout, 1.0))
         for service in self._services:
             service.stop()
+        if self.batcher is not None:
+            self.batcher.stop()
         self.executor.stop(timeout=0.5 if leftovers else 2.0)
         if self.log_capture is not None:
             self.log_capture.uninstall()
