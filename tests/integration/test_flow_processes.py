@@ -1,5 +1,5 @@
 """Flow control with real worker processes: periodic slots under SIGKILL, a chain whose
-worker dies in the middle, a limit whose holder dies. Each runs on SQLite and on Redis
+worker dies in the middle, a limit whose holder dies, a batch call whose worker dies. Each runs on SQLite and on Redis
 (a test-owned redis-server, its own key prefix)."""
 
 from __future__ import annotations
@@ -50,6 +50,12 @@ APP_MODULE = textwrap.dedent("""
         if i == 1 and conveyor.current_job().attempt == 1:
             time.sleep(60)  # the worker is killed during this
         return i
+
+    @app.task(name="batched", batch=conveyor.Batch(size=10, wait=0.5))
+    def batched(items: list[conveyor.BatchItem[[int]]]) -> list[int]:
+        if os.environ.get("FLOW_STALL_BATCH") and any(i.attempt == 1 for i in items):
+            time.sleep(60)  # the worker is killed during this call
+        return [i.args[0] for i in items]
 
     @app.task(name="limited", concurrency=1)
     def limited(i: int) -> int:
@@ -209,4 +215,20 @@ def test_sequence_holder_dies_rescued_job_keeps_its_place(spawn: Spawn, flow_url
     for before, after in itertools.pairwise(records):  # one at a time, in enqueue order
         assert before.finished_at is not None and after.started_at is not None
         assert before.finished_at <= after.started_at
+    app.close()
+
+
+def test_worker_killed_mid_batch_call_its_jobs_are_rescued(spawn: Spawn, flow_url: str) -> None:
+    app = conveyor.App(flow_url)
+    batched = app.task(name="batched", batch=conveyor.Batch(size=10))(lambda items: None)
+    jobs = batched.enqueue_many([(n,) for n in range(10)])
+    first = spawn(FLOW_STALL_BATCH="1")
+    _wait_for(lambda: all(j.status is JobState.RUNNING for j in jobs))  # one call of 10
+    first.send_signal(signal.SIGKILL)
+    first.wait(10)
+    spawn()  # its rescuer sees the dead PID: each job back to queued, run again
+    assert [j.result(timeout=30) for j in jobs] == list(range(10))
+    records = app.backend.job_get_many([j.id for j in jobs])
+    # Rescued, the attempt given back (a worker holding many jobs is not charged).
+    assert {(r.attempt, r.rescues) for r in records} == {(1, 1)}
     app.close()
