@@ -19,7 +19,16 @@ import conveyor
 from bench.arms.base import Arm, Item, Variant, bin_path, env, same_enqueue_as
 from bench.jobs import run_job
 
-app = conveyor.App(env("BENCH_CONVEYOR_URL", "sqlite:///:memory:"))
+#: Issue 24's cost figures (bench/flow_cost.py): "" (plain), "fair" (fair_key over
+#: FAIR_KEYS keys), "limit" (a declared queue concurrency no worker reaches) or "batch"
+#: (a Batch(size=BATCH_SIZE) handler): the producer and the worker both read it.
+FLOW = env("BENCH_FLOW")
+FAIR_KEYS, QUEUE_LIMIT, BATCH_SIZE = 100, 1_000, 100
+
+app = conveyor.App(
+    env("BENCH_CONVEYOR_URL", "sqlite:///:memory:"),
+    **({"queue_concurrency": {"default": QUEUE_LIMIT}} if FLOW == "limit" else {}),
+)
 
 
 @app.task
@@ -32,8 +41,23 @@ async def ajob(i: int, t0: float, kind: str) -> int:
     return run_job(i, t0, kind)
 
 
+@app.task(fair_key=lambda i, t0, kind: f"k{i % FAIR_KEYS}")
+def fjob(i: int, t0: float, kind: str) -> int:
+    return run_job(i, t0, kind)
+
+
+@app.task(batch=conveyor.Batch(size=BATCH_SIZE, wait=0.1))
+def bjob(items: list[conveyor.BatchItem[[int, float, str]]]) -> None:
+    for item in items:
+        run_job(*item.args)
+
+
 #: the task this process's variant enqueues
-task = ajob if env("BENCH_VARIANT").endswith("-async") else job
+task: conveyor.Task[[int, float, str], object] = (
+    ajob
+    if env("BENCH_VARIANT").endswith("-async")
+    else {"fair": fjob, "batch": bjob}.get(FLOW, job)
+)
 
 
 class ConveyorArm(Arm):

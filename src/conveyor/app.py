@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol, TypeVar, ov
 from conveyor.app_import import default_task_name, import_app
 from conveyor.app_settings import SETTINGS, TASK_DEFAULTS, TASK_ONLY, AppSettings
 from conveyor.app_spec import parse_app_spec as parse_app_spec
-from conveyor.batch import Batch, BatchItem
+from conveyor.batch import Batch, BatchTaskDecorator
 from conveyor.classtask import ClassTask
 from conveyor.errors import ConfigurationError
 from conveyor.fair import FairKey, FairWeights
@@ -71,20 +71,6 @@ class TaskDecorator(Protocol):
 
     @overload
     def __call__(self, fn: Callable[P, R], /) -> Task[P, R]: ...
-
-
-class BatchTaskDecorator(Protocol):
-    """What ``@app.task(batch=conveyor.Batch(...))`` returns: the body takes
-    ``list[BatchItem[P]]`` and its jobs are enqueued with ``P`` (one item's arguments);
-    each job's result is one element of what the body returns."""
-
-    @overload
-    def __call__(
-        self, fn: Callable[[list[BatchItem[P]]], Coroutine[Any, Any, Sequence[R] | None]], /
-    ) -> AsyncTask[P, R]: ...
-
-    @overload
-    def __call__(self, fn: Callable[[list[BatchItem[P]]], Sequence[R] | None], /) -> Task[P, R]: ...
 
 
 class App:

@@ -31,13 +31,14 @@ from __future__ import annotations
 import dataclasses
 import math
 import typing
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
+from collections.abc import Callable, Coroutine, Sequence
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar, overload
 
 from conveyor.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from conveyor.context import JobContext
+    from conveyor.task import AsyncTask, Task
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -109,6 +110,20 @@ class BatchItem(Generic[P]):
 
     def __repr__(self) -> str:
         return f"<BatchItem {self.id} args={self.args!r}>"
+
+
+class BatchTaskDecorator(Protocol):
+    """What ``@app.task(batch=conveyor.Batch(...))`` returns: the body takes
+    ``list[BatchItem[P]]`` and its jobs are enqueued with ``P`` (one item's arguments);
+    each job's result is one element of what the body returns."""
+
+    @overload
+    def __call__(
+        self, fn: Callable[[list[BatchItem[P]]], Coroutine[Any, Any, Sequence[R] | None]], /
+    ) -> AsyncTask[P, R]: ...
+
+    @overload
+    def __call__(self, fn: Callable[[list[BatchItem[P]]], Sequence[R] | None], /) -> Task[P, R]: ...
 
 
 def check_options(batch: object, options: dict[str, Any]) -> None:

@@ -103,7 +103,7 @@ class JobContext:
         #: which :meth:`transaction` yields (the step commits it with its checkpoint).
         self._step_conn: Any = None
         #: Set by the worker on the first job of a gathered batch call (the slot's
-        #: holder): the call's members (conveyor/worker/batch_run.py); None otherwise.
+        #: holder): the call's members (conveyor/worker/runner.py); None otherwise.
         self._batch: Any = None
 
     @property

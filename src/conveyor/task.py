@@ -29,8 +29,8 @@ from conveyor import headers as job_headers
 from conveyor import options, transactions, unique
 from conveyor.aio import to_thread
 from conveyor.arity import arity_checker, type_checker
-from conveyor.batch import item_signature
 from conveyor.backends.base import JobInsertBatchParams
+from conveyor.batch import item_signature
 from conveyor.celery_spellings import celery_args, celery_kwargs, celery_run_at, refusal
 from conveyor.classtask import TaskMarker
 from conveyor.codec import Decoder, encode_payload

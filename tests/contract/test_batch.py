@@ -55,7 +55,8 @@ def test_a_partial_failure_retries_only_the_failed_items(app: conveyor.App) -> N
     def deliver(items: list[conveyor.BatchItem[[int]]]) -> list[object]:
         calls.append(sorted(item.args[0] for item in items))
         return [
-            ValueError(f"{item.args[0]} is odd") if item.args[0] % 2 and item.attempt == 1
+            ValueError(f"{item.args[0]} is odd")
+            if item.args[0] % 2 and item.attempt == 1
             else item.args[0]
             for item in items
         ]

@@ -6,7 +6,7 @@ it, up to ``size``; the call is handed to the executor (one slot, in the leader'
 thread or asyncio task) once it is full or ``wait`` seconds after it opened. Its other
 jobs are *riders*: held (their leases extended by the heartbeat like any running job's),
 but taking no slot (``InFlight.riders``). When the executor reports the leader's outcome
-the riders' outcomes (kept by the call, ``batch_run.BatchCall``) are ended first, each
+the riders' outcomes (kept by the call, ``runner.BatchCall``) are ended first, each
 job's finish written as any job's, through the completion strategy.
 
 The claim grows to ``size`` through the claim allowance (``claim_size.ClaimAllowance``
@@ -31,9 +31,9 @@ import time
 from typing import TYPE_CHECKING
 
 from conveyor.backends.base import ClaimedJob
-from conveyor.worker.batch_run import BatchCall
 from conveyor.worker.inflight import Held
 from conveyor.worker.outcome import OK, Outcome
+from conveyor.worker.runner import BatchCall
 
 if TYPE_CHECKING:
     from conveyor.batch import Batch
@@ -157,7 +157,9 @@ class Batcher:
                 else:
                     ready = None
                     self._open[gathering.task] = gathering
-                    heapq.heappush(self._deadlines, (gathering.deadline, next(self._tie), gathering))
+                    heapq.heappush(
+                        self._deadlines, (gathering.deadline, next(self._tie), gathering)
+                    )
                     self._lock.notify()
         if not led:
             self.table.ride(1)

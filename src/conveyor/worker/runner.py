@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from conveyor.backends.base import ClaimedJob
+from conveyor.batch import BatchItem, split
 from conveyor.codec import encode
 from conveyor.context import JobContext, reset_current, set_current
 from conveyor.errors import ConfigurationError, DecodeError, EncodeError, Snooze
@@ -129,11 +130,9 @@ def success(value: Any, task: Task[Any, Any]) -> Outcome:
 
 def run_sync(app: App, job: ClaimedJob, ctx: JobContext) -> Outcome:
     """Run a job in the calling thread (an ``async def`` task gets its own loop); a
-    batch task's job runs its gathered call (or, alone, a call of one: batch_run.py)."""
+    batch task's job runs its gathered call (or, alone, a call of one: the end of this module)."""
     task = app.tasks.get(job.task)
     if task is not None and task.options.batch is not None:
-        from conveyor.worker.batch_run import run_batch
-
         return run_batch(app, job, ctx, lambda t, a: _invoke_sync(app, t, a, {}, job, ctx))
     prepared = prepare(app, job)
     if isinstance(prepared, Outcome):
@@ -207,7 +206,6 @@ async def run_async(
     ``asyncio.to_thread``)."""
     task = app.tasks.get(job.task)
     if task is not None and task.options.batch is not None:
-        from conveyor.worker.batch_run import run_batch_async
 
         async def invoke(t: Task[Any, Any], a: list[Any]) -> tuple[Any, Outcome | None]:
             return await _invoke_async(app, t, a, {}, job, ctx, offload)
@@ -260,3 +258,98 @@ async def _invoke_async(
     finally:
         reset_current(token)
     return value, None
+
+
+# -- batch calls (@app.task(batch=conveyor.Batch(...)), worker/batching.py) -------------
+#
+# Running one batch call: decode each member job, call the body once with the list of
+# :class:`~conveyor.batch.BatchItem`, and turn what it returned into one outcome per job.
+#
+# A call is gathered by the worker (``batching.py``) and runs in the slot of its first
+# job (the *leader*, the job the executor was given); its other jobs (*riders*) get their
+# outcomes in :attr:`BatchCall.outcomes`, written when the leader's slot reports back. A
+# batch task's job run without a gathered call (a one-slot inline worker, the testing
+# modes, ``task.execute``, a process pool) is a call of one.
+#
+# A member that cannot run (undecodable, unknown payload shape) ends dead on its own
+# without being in the call; the body raising fails every item in it (each retried as its
+# own attempts allow); a returned exception instance fails that item only.
+#
+# Example:
+
+#: Calls the body with ``[items]``: ``(value, None)``, or ``(None, outcome)`` if it raised.
+Invoke = Callable[["Task[Any, Any]", list[Any]], tuple[Any, Outcome | None]]
+AsyncInvoke = Callable[["Task[Any, Any]", list[Any]], Awaitable[tuple[Any, Outcome | None]]]
+
+
+class BatchCall:
+    """The jobs of one call, leader first, and their outcomes once it ran."""
+
+    __slots__ = ("members", "number", "outcomes")
+
+    def __init__(self, members: list[tuple[ClaimedJob, JobContext]], number: int = 0) -> None:
+        self.members = members
+        #: this worker's count of calls (the event log names it: "batch 12 of 100")
+        self.number = number
+        self.outcomes: dict[str, Outcome] = {}
+
+
+def _gather(
+    app: App, job: ClaimedJob, ctx: JobContext
+) -> tuple[BatchCall, Task[Any, Any] | None, list[BatchItem[Any]]]:
+    call: BatchCall = ctx._batch if ctx._batch is not None else BatchCall([(job, ctx)])
+    task = None
+    items: list[BatchItem[Any]] = []
+    for member, member_ctx in call.members:
+        prepared = prepare(app, member)
+        if isinstance(prepared, Outcome):
+            call.outcomes[member.id] = prepared
+            continue
+        task, args, kwargs = prepared
+        items.append(BatchItem(args, kwargs, member_ctx))
+    return call, task, items
+
+
+def _settle(
+    call: BatchCall,
+    task: Task[Any, Any],
+    items: list[BatchItem[Any]],
+    value: Any,
+    failed: Outcome | None,
+) -> None:
+    if failed is None:
+        try:
+            each = split(value, len(items), task.name)
+        except TypeError as exc:
+            failed = Outcome.failed(exc)
+    for index, item in enumerate(items):
+        if failed is not None:
+            call.outcomes[item.id] = failed
+            continue
+        answer = each[index]
+        if isinstance(answer, Snooze):
+            call.outcomes[item.id] = Outcome.snoozed(answer.seconds)
+        elif isinstance(answer, BaseException):
+            call.outcomes[item.id] = Outcome.failed(answer)
+        else:
+            call.outcomes[item.id] = success(answer, task)
+
+
+def run_batch(app: App, job: ClaimedJob, ctx: JobContext, invoke: Invoke) -> Outcome:
+    """Run the call ``job`` leads (or a call of one); the leader's outcome."""
+    call, task, items = _gather(app, job, ctx)
+    if task is not None and items:
+        value, failed = invoke(task, [items])
+        _settle(call, task, items, value, failed)
+    return call.outcomes[job.id]
+
+
+async def run_batch_async(
+    app: App, job: ClaimedJob, ctx: JobContext, invoke: AsyncInvoke
+) -> Outcome:
+    """:func:`run_batch` on an event loop (the async pool)."""
+    call, task, items = _gather(app, job, ctx)
+    if task is not None and items:
+        value, failed = await invoke(task, [items])
+        _settle(call, task, items, value, failed)
+    return call.outcomes[job.id]
