@@ -80,3 +80,10 @@ RecalculateAccount.with_options(queu="q")  # type: ignore[call-arg]
 
 class TypoOption(conveyor.ClassTask, app=app, queeu="q"):  # type: ignore[call-arg]
     def execute(self) -> None: ...
+
+
+@app.task(batch=conveyor.Batch(size=100))
+def notify(items: list[conveyor.BatchItem[[str, int]]]) -> None: ...
+
+
+notify.enqueue("a@example.com", "three")  # type: ignore[arg-type]

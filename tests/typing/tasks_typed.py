@@ -148,3 +148,22 @@ def class_tasks_in_capture_mode() -> None:
         RecalculateAccount.enqueue(1)
         captured.assert_enqueued(RecalculateAccount, 1)
         captured.assert_not_enqueued(FetchAccount)
+
+
+# -- batch handlers: the body takes the items, the jobs take one item's arguments ----------
+
+
+@app.task(batch=conveyor.Batch(size=100, wait=1.0))
+def notify(items: list[conveyor.BatchItem[[str, int]]]) -> list[bool]:
+    return [item.call(lambda to, n: bool(to) and n > 0) for item in items]
+
+
+@app.task(batch=conveyor.Batch(size=10))
+async def index_all(items: list[conveyor.BatchItem[[int]]]) -> list[str]:
+    return [str(item.args[0]) for item in items]
+
+
+assert_type(notify, Task[[str, int], bool])
+assert_type(notify.enqueue("a@example.com", 3), Job[bool])
+assert_type(index_all, AsyncTask[[int], str])
+assert_type(index_all.enqueue(1), Job[str])
