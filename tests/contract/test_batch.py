@@ -1,6 +1,6 @@
 """Batch handlers on every store: jobs run in calls of ``size`` when that many are
 ready, a partial failure retries only the failed items, a call that raises fails each
-of its items on its own attempts. (A worker killed mid-call: its jobs are rescued like
+of its items on its own attempts, a concurrency limit counts a call's jobs. (A worker killed mid-call: its jobs are rescued like
 any job's, tests/integration/test_flow_processes.py.)
 
 The issue's sizes (10,000 jobs, ``size=100``): ``CONVEYOR_BATCH_JOBS=10000
@@ -88,3 +88,20 @@ def test_a_call_that_raises_fails_each_item_on_its_own_attempts(app: conveyor.Ap
         worker.stop()
     assert states == [JobState.DEAD] * 5
     assert all("5 items" in (r.error or "") for r in app.backend.job_get_many([j.id for j in jobs]))
+
+
+def test_a_concurrency_limit_counts_the_jobs_of_a_call(app: conveyor.App) -> None:
+    sizes: list[int] = []
+
+    @app.task(batch=conveyor.Batch(size=12, wait=0.2), concurrency=4)
+    def limited(items: list[conveyor.BatchItem[[int]]]) -> None:
+        sizes.append(len(items))
+
+    jobs = limited.enqueue_many([(n,) for n in range(12)])
+    worker = Worker(app, concurrency=2).start()
+    try:
+        states = {job.wait(timeout=60).state for job in jobs}
+    finally:
+        worker.stop()
+    assert states == {JobState.SUCCEEDED}
+    assert sum(sizes) == 12 and max(sizes) <= 4, sizes
