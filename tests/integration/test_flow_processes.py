@@ -51,7 +51,7 @@ APP_MODULE = textwrap.dedent("""
             time.sleep(60)  # the worker is killed during this
         return i
 
-    @app.task(name="batched", batch=conveyor.Batch(size=10, wait=0.5))
+    @app.task(name="batched", batch=conveyor.Batch(size=10, wait=5.0))
     def batched(items: list[conveyor.BatchItem[[int]]]) -> list[int]:
         if os.environ.get("FLOW_STALL_BATCH") and any(i.attempt == 1 for i in items):
             time.sleep(60)  # the worker is killed during this call

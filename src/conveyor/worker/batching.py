@@ -152,7 +152,9 @@ class Batcher:
                 gathering = _Gathering(entry, batch.size, time.monotonic() + batch.wait)
                 gathering.riders = self.table.take_riders(entry.job.task, batch.size - 1)
                 self._members.update(r.job.id for r in gathering.riders)
-                if gathering.full() or batch.wait <= 0:
+                # A job rescued before runs alone (poison isolation: nothing more is
+                # claimed meanwhile), so its call does not wait for company.
+                if gathering.full() or batch.wait <= 0 or entry.job.rescues:
                     ready = gathering
                 else:
                     ready = None
