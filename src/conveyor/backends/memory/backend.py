@@ -52,6 +52,7 @@ from conveyor.backends.memory.schedules import MemorySchedules
 from conveyor.backends.memory.steps import MemorySteps
 from conveyor.backends.memory.store import MemoryStore, Row, Worker, store_for
 from conveyor.backends.memory.url import parse_memory_url
+from conveyor.backends.queue_ring import ring_of
 from conveyor.backends.search_scan import ScanSearch
 from conveyor.errors import ConfigurationError
 from conveyor.rules import (
@@ -315,8 +316,19 @@ def _claim(store: MemoryStore, params: JobClaimParams, now: float) -> list[Claim
         rows.sort(key=flow.claim_order)
     taken: list[Row] = []
     remaining = params.total
-    for pass_limits in (params.queues, [(q, params.total) for q, _ in params.queues]):
+    # A ring (many queues, queue_ring): its queues that gave a job top the claim up, and
+    # the next claim starts after the last of them, as on the SQL stores and Redis.
+    ring, served = ring_of(params.queues), list[str]()
+    for pass_no in (1, 2):
+        if pass_no == 1:
+            pass_limits: Sequence[tuple[str, int]] = params.queues
+        elif ring is not None:
+            pass_limits = [(q, params.total) for q in served]
+        else:
+            pass_limits = [(q, params.total) for q, _ in params.queues]
         for queue, limit in pass_limits:
+            if remaining <= 0:
+                break
             want = min(limit, remaining)
             if want <= 0 or store.queues.get(queue, False):
                 continue
@@ -328,6 +340,10 @@ def _claim(store: MemoryStore, params: JobClaimParams, now: float) -> list[Claim
                 row.started_at, row.lease_until = now, now + row.lease
             remaining -= len(got)
             taken.extend(got)
+            if got and pass_no == 1:
+                served.append(queue)
+    if ring is not None and served:
+        ring.resume(served[-1])
     if taken and store.limits:
         taken = flow.apply_limits(store, taken, now)
     taken.sort(key=flow.claim_order)

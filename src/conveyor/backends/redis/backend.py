@@ -45,7 +45,9 @@ from conveyor.backends.base import (
     QueueStats,
     require_transactional,
 )
+from conveyor.backends.queue_ring import ring_of
 from conveyor.backends.redis import hashes, reads
+from conveyor.backends.redis import ring as claim_ring
 from conveyor.backends.redis.action_log import RedisActionLog
 from conveyor.backends.redis.connection import Unavailable, open_client
 from conveyor.backends.redis.flow_methods import RedisFlowMixin
@@ -177,7 +179,15 @@ class RedisBackend(
         keys, args = self._claim_call(params)
         with self._guard:
             _promoted, reply = self._scripts.job_claim(keys, args)
-        return self._claimed(reply)
+            return self._claimed(self._ring_rest(params, reply))
+
+    def _ring_rest(self, params: JobClaimParams, reply: str) -> list[Any]:
+        """The claim's rows: the first call's, and for a ring, the rest of its walk."""
+        rows: list[Any] = json.loads(reply)
+        if (ring := ring_of(params.queues)) is None:
+            return rows
+        base = self._claim_call_keys(params)
+        return claim_ring.walk(self._scripts.job_claim, base, self.keys.ready, params, ring, rows)
 
     def job_finish_and_claim(
         self, finishes: Sequence[JobFinishParams], claim: JobClaimParams
@@ -198,19 +208,25 @@ class RedisBackend(
             replies = pipe.execute()
         refused: list[str] = [job_id for r in replies[:-1] for job_id in r]
         _promoted, reply = replies[-1]
-        return refused, self._claimed(reply)
+        with self._guard:
+            return refused, self._claimed(self._ring_rest(claim, reply))
+
+    def _claim_call_keys(self, params: JobClaimParams) -> list[str]:
+        k = self.keys
+        return [k.base, k.scheduled, k.holders, k.inflight(params.worker_id), k.counts, k.wake]
 
     def _claim_call(self, params: JobClaimParams) -> tuple[list[str], list[str | int]]:
-        k = self.keys
-        keys = [k.base, k.scheduled, k.holders, k.inflight(params.worker_id), k.counts, k.wake]
-        keys += [k.ready(queue) for queue, _ in params.queues]
+        keys = self._claim_call_keys(params)
+        if (ring := ring_of(params.queues)) is not None:
+            return keys, claim_ring.claim_args(params, ring, PROMOTE_LIMIT)
+        keys += [self.keys.ready(queue) for queue, _ in params.queues]
         args: list[str | int] = [params.worker_id, params.total, PROMOTE_LIMIT]
         args += [limit for _, limit in params.queues]
         return keys, args
 
     @staticmethod
-    def _claimed(reply: str) -> list[ClaimedJob]:
-        claimed = [hashes.claimed_job(j) for j in json.loads(reply)]
+    def _claimed(rows: list[Any]) -> list[ClaimedJob]:
+        claimed = [hashes.claimed_job(j) for j in rows]
         if len(claimed) > 1:
             claimed.sort(key=lambda j: (-j.priority, j.run_at, j.id))
         return claimed

@@ -16,6 +16,16 @@ claimed rows as ``decoding.CLAIM_NAMES`` then ``limit_key``. A store without
 engine selects the rows locked (``SKIP LOCKED`` where :attr:`Dialect.skip_locked`),
 marks them, and reads them back, three statements instead of one.
 
+A claim handed a :class:`~conveyor.backends.queue_ring.QueueRing` (a worker on more
+equally weighted queues than it has slots: a queue per tenant) is not one statement per
+queue: each chunk of the ring is ONE statement, ``job_claim_ring`` (``:worker_id``,
+``:queues`` a JSON array, ``:limit``, ``:now``), that takes the first job of each
+non-empty, unpaused queue of the chunk, in the ring's order, up to ``:limit``; chunks
+grow until the claim is full or the ring is walked (:func:`~conveyor.backends.queue_ring.chunk_sizes`),
+then the queues that gave a job top the claim up as before, and the ring resumes after
+the last queue served. A store without RETURNING names the chunk's first jobs with
+``job_ring_candidates`` (same parameters), then locks, marks and reads them back.
+
 Example::
 
     started = Claim(SQLITE, conn, JobClaimParams("w", [("q", 8)], 8), time.time())
@@ -28,6 +38,7 @@ from typing import Any
 
 from conveyor.backends import decoding
 from conveyor.backends.base import ClaimedJob, JobClaimParams
+from conveyor.backends.queue_ring import QueueRing, chunk_sizes, ring_of
 from conveyor.backends.sql import limits
 from conveyor.backends.sql.dialect import Dialect, Executor, Result
 
@@ -48,6 +59,7 @@ _MARK = (
     "WHERE state = 'queued' AND {where}"
 )
 _READ = f"SELECT {CLAIM_COLUMNS}, limit_key FROM jobs WHERE {{where}}"
+_LOCK_QUEUED = "SELECT id FROM jobs WHERE state = 'queued' AND {where}"
 
 
 def job_order(job: ClaimedJob) -> tuple[int, float, str]:
@@ -67,8 +79,14 @@ class Claim:
         #: (queue, how many asked, its result): the first pass, each queue its share,
         #: never more than ``total`` in all (what each gets is known only in result()).
         self._sent: list[tuple[str, int, Result | list[Any]]] = []
+        self._ring = ring_of(params.queues)
+        if self._ring is not None:
+            # One statement for the ring's first chunk; result() walks on from there.
+            self._chunks = chunk_sizes(params.total, len(self._ring))
+            at, size = next(self._chunks)
+            self._ring_sent = self._send_chunk(ex, self._ring, at, size, params.total)
         left = params.total
-        for queue, limit in params.queues:
+        for queue, limit in () if self._ring is not None else params.queues:
             want = min(limit, left)
             if want <= 0:
                 continue
@@ -97,8 +115,31 @@ class Claim:
             rows += ex.execute(d.sql(_READ.format(where=where)), args).fetchall()
         return rows
 
+    def _send_chunk(
+        self, ex: Executor, ring: QueueRing, at: int, size: int, want: int
+    ) -> Result | list[Any]:
+        """The first job of each non-empty queue of one chunk of the ring, up to ``want``."""
+        d = self.d
+        args: dict[str, Any] = {"worker_id": self.params.worker_id, "limit": want}
+        args.update(queues=ring.chunk_json(at, size), now=self.now)
+        if d.returning:
+            return ex.execute(d.queries["job_claim_ring"], args)
+        now = d.clock(ex) if self.now is None else self.now
+        found = ex.execute(d.queries["job_ring_candidates"], args).fetchall()
+        named = [str(r[0]) for r in found]
+        rows: list[Any] = []
+        for where, ids in d.in_list("id", named):
+            # Locked as the per-queue claim locks them (another claimer's are skipped).
+            lock = d.sql(_LOCK_QUEUED.format(where=where) + d.skip_locked)
+            locked = [str(r[0]) for r in ex.execute(lock, ids).fetchall()]
+            for where_locked, args_locked in d.in_list("id", locked):
+                mark = d.sql(_MARK.format(where=where_locked))
+                ex.execute(mark, [self.params.worker_id, now, now, *args_locked])
+                rows += ex.execute(d.sql(_READ.format(where=where_locked)), args_locked).fetchall()
+        return rows
+
     def _rows(
-        self, ex: Executor, queue: str, sent: Result | list[Any], before: list[ClaimedJob]
+        self, ex: Executor, queue: str | None, sent: Result | list[Any], before: list[ClaimedJob]
     ) -> Any:
         if isinstance(sent, list):
             return sent
@@ -122,8 +163,15 @@ class Claim:
 
         for queue, want, sent in self._sent:
             take(queue, want, sent)
+        ring = self._ring
+        if ring is not None:
+            served = self._walk(ex, ring, claimed, keyed)
+            # Queues that gave a job are the only ones known non-empty: they top it up.
+            queues: Any = [(q, 1) for q in served]
+        else:
+            queues = params.queues
         # Then top up from any queue that still had jobs, in the same transaction.
-        for queue, _ in params.queues:
+        for queue, _ in queues:
             want = params.total - len(claimed)
             if want <= 0:
                 break
@@ -134,6 +182,32 @@ class Claim:
         if len(claimed) > 1:
             claimed.sort(key=job_order)
         return self._promoted(), claimed
+
+    def _walk(
+        self, ex: Executor, ring: QueueRing, claimed: list[ClaimedJob], keyed: dict[str, str]
+    ) -> list[str]:
+        """The ring's first pass, chunk by chunk: claims into ``claimed``; answers the
+        queues that gave a job, in the ring's order (the ring resumes after the last)."""
+        d, total = self.d, self.params.total
+        served: list[str] = []
+        sent = self._ring_sent
+        while True:
+            rows = self._rows(ex, None, sent, claimed)
+            for r in rows:
+                job = d.claimed(r)
+                claimed.append(job)
+                served.append(job.queue)
+                if r[_FIELDS] is not None:
+                    keyed[job.id] = str(r[_FIELDS])
+            want = total - len(claimed)
+            chunk = next(self._chunks, None) if want > 0 else None
+            if chunk is None:
+                break
+            sent = self._send_chunk(ex, ring, *chunk, want)
+        served.sort(key=ring.position)
+        if served:
+            ring.resume(served[-1])
+        return served
 
     def _promoted(self) -> int:
         if not self.d.promote_answers:

@@ -63,7 +63,7 @@ def claim_rows(
     conn: Any,
     sent: Any,
     worker_id: str,
-    queue: str,
+    queue: str | None,
     now: float | None,
     before: Sequence[ClaimedJob],
 ) -> list[Any]:
@@ -78,10 +78,11 @@ def claim_rows(
             raise
     conn.text_factory = lossy_text
     try:
+        # queue None: a ring chunk's statement (any of its queues).
         found = conn.execute(
             f"SELECT {CLAIM_COLUMNS} FROM jobs WHERE state = 'running' "
-            "AND worker_id = ? AND started_at = ? AND queue = ?",
-            (worker_id, now, queue),
+            "AND worker_id = ? AND started_at = ? AND (? IS NULL OR queue = ?)",
+            (worker_id, now, queue, queue),
         ).fetchall()
     finally:
         conn.text_factory = str

@@ -33,3 +33,22 @@ FROM jobs
 WHERE state IN ('succeeded', 'dead', 'cancelled', 'expired') AND finished_at >= %(since)s
 GROUP BY bucket, queue, state
 ORDER BY bucket, queue, state;
+
+-- name: job_ring_candidates
+-- The claim of one chunk of a worker's many queues (conveyor.backends.queue_ring), as
+-- MariaDB can say it without UPDATE ... RETURNING: the id of the first job of each
+-- non-empty, unpaused queue named in %(queues)s (JSON array text), in the array's
+-- order, up to %(limit)s; the engine then locks (SKIP LOCKED), marks and reads them.
+-- Each queue is one probe of jobs_ready; JSON_TABLE yields the array in order, and no
+-- ORDER BY, so that the LIMIT ends the walk early.
+SELECT id FROM (
+  SELECT (SELECT j.id FROM jobs AS j
+          WHERE j.state = 'queued' AND j.queue = c.name
+          ORDER BY j.priority DESC, j.run_at, j.id
+          LIMIT 1) AS id
+  FROM JSON_TABLE(%(queues)s, '$[*]' COLUMNS (
+         name VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PATH '$')) AS c
+  WHERE NOT EXISTS (SELECT 1 FROM queues AS p WHERE p.name = c.name AND p.paused = 1)
+) AS firsts
+WHERE id IS NOT NULL
+LIMIT %(limit)s;

@@ -42,3 +42,30 @@ WHERE jobs.id IN (
 RETURNING jobs.id, jobs.task, jobs.queue, jobs.payload, jobs.attempt, jobs.max_attempts,
           jobs.token, jobs.timeout, jobs.lease, jobs.run_at, jobs.started_at, jobs.rescues,
           jobs.priority, jobs.headers, jobs.expires_at, jobs.limit_key;
+
+-- name: job_claim_ring
+-- One chunk of a worker's many queues (conveyor.backends.queue_ring): the first job of
+-- each non-empty, unpaused queue named in "queues" (JSON array text: one parameter
+-- however many names, no array adaptation per name), in the array's order, up to
+-- "limit" jobs; one statement. Each queue is one probe of jobs_ready for its first
+-- unlocked job (LATERAL ... LIMIT 1 SKIP LOCKED), never a scan of its backlog.
+UPDATE jobs
+SET state = 'running', worker_id = %(worker_id)s,
+    token = least(token, 9223372036854775806) + 1, attempt = least(attempt, 2147483646) + 1,
+    started_at = n.now, lease_until = n.now + lease
+FROM (SELECT extract(epoch from clock_timestamp())::float8 AS now) AS n
+WHERE jobs.id IN (
+    SELECT j.id FROM json_array_elements_text(%(queues)s::json) AS c(name)
+    CROSS JOIN LATERAL (
+      SELECT id FROM jobs
+      WHERE state = 'queued' AND queue = c.name
+      ORDER BY priority DESC, run_at, id
+      LIMIT 1
+      FOR UPDATE SKIP LOCKED
+    ) AS j
+    WHERE NOT EXISTS (SELECT 1 FROM queues WHERE name = c.name AND paused = 1)
+    LIMIT %(limit)s
+  )
+RETURNING jobs.id, jobs.task, jobs.queue, jobs.payload, jobs.attempt, jobs.max_attempts,
+          jobs.token, jobs.timeout, jobs.lease, jobs.run_at, jobs.started_at, jobs.rescues,
+          jobs.priority, jobs.headers, jobs.expires_at, jobs.limit_key;

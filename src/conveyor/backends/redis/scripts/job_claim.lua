@@ -4,6 +4,13 @@
 -- KEYS[7..] ready:<queue> for each queue, in the caller's order
 -- ARGV[1] worker id   ARGV[2] total   ARGV[3] promote limit   ARGV[4..] limit per queue
 -- Derived: job:<id>, ready:<queue> (of promoted jobs).
+-- Ring mode (a worker on many queues, conveyor.backends.queue_ring): KEYS[1..6] only,
+-- ARGV[4] = '*ring', ARGV[5..] one chunk of the ring's queue names, in its order: the
+-- first job of each non-empty, unpaused one of them, up to total (their ready keys are
+-- derived from the names, under the same hash-tagged prefix, as job keys are), and no
+-- top-up (the client tops up from the queues that gave a job, with a plain call).
+-- Passing the names of a chunk instead of every queue's key keeps a claim's cost to
+-- the chunk, not to all the worker's queues.
 -- First pass: up to each queue's limit; second pass: top up to total from the same
 -- queues in the same order (as SQLite). Token and attempt count here; the lease is
 -- timed by the server clock. Returns {promoted, jobs} where jobs is a JSON array (parsed
@@ -21,8 +28,8 @@ local claimed_ids = {} -- added to inflight:<worker> in one SADD at the end
 local empty = {}
 local nq = #KEYS - 6
 
-local function take(i, want)
-  local popped = redis.call('ZPOPMIN', KEYS[6 + i], want)
+local function take_from(ready_key, want)
+  local popped = redis.call('ZPOPMIN', ready_key, want)
   for j = 1, #popped, 2 do
     local id = popped[j]
     local key = k_job(id)
@@ -48,12 +55,26 @@ local function take(i, want)
       remaining = remaining - 1
     end
   end
-  if #popped < want * 2 then empty[i] = true end
+  return #popped < want * 2
+end
+
+local function take(i, want)
+  if take_from(KEYS[6 + i], want) then empty[i] = true end
 end
 
 -- Paused queues (queue_pause) are skipped: marked empty, so neither pass takes from
 -- them. Checked here, inside the claim, so every worker obeys at its next claim.
 local paused = BASE .. 'paused'
+if ARGV[4] == '*ring' then
+  local any_paused = redis.call('EXISTS', paused) == 1
+  for a = 5, #ARGV do
+    if remaining <= 0 then break end
+    local queue = ARGV[a]
+    if not (any_paused and redis.call('SISMEMBER', paused, queue) == 1) then
+      take_from(k_ready(queue), 1)
+    end
+  end
+end
 if redis.call('EXISTS', paused) == 1 then
   for i = 1, nq do
     local queue = string.sub(KEYS[6 + i], #BASE + 7) -- strip '<base>ready:'

@@ -31,3 +31,31 @@ WHERE state = 'queued'
   )
 RETURNING id, task, queue, payload, attempt, max_attempts, token, timeout, lease,
           run_at, started_at, rescues, priority, headers, expires_at, limit_key;
+
+-- name: job_claim_ring
+-- One chunk of a worker's many queues (conveyor.backends.queue_ring): the first job of
+-- each non-empty, unpaused queue named in :queues (a JSON array), in the array's order,
+-- up to :limit jobs; one statement however many queues. CROSS JOIN keeps json_each the
+-- outer loop, so the LIMIT stops the walk early, and each queue is one probe of the
+-- jobs_ready index (its first job, or none), never a scan of a queue's backlog.
+UPDATE jobs
+SET state = 'running',
+    worker_id = :worker_id,
+    token = token + 1,
+    attempt = attempt + 1,
+    started_at = :now,
+    lease_until = :now + lease
+WHERE state = 'queued'
+  AND id IN (
+    SELECT j.id FROM json_each(:queues) AS c
+    CROSS JOIN jobs AS j ON j.id = (
+      SELECT id FROM jobs
+      WHERE state = 'queued' AND queue = c.value
+      ORDER BY priority DESC, run_at, id
+      LIMIT 1
+    )
+    WHERE NOT EXISTS (SELECT 1 FROM queues WHERE name = c.value AND paused = 1)
+    LIMIT :limit
+  )
+RETURNING id, task, queue, payload, attempt, max_attempts, token, timeout, lease,
+          run_at, started_at, rescues, priority, headers, expires_at, limit_key;
