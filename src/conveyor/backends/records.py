@@ -288,6 +288,17 @@ class FinishedBucket:
 
 
 @record
+class DurationSample:
+    """One finished job's times: ``wait`` from due (``run_at``) to start, ``run`` from
+    start to finish, in seconds (``job_durations``; conveyor/durations.py sums them up)."""
+
+    task: str
+    wait: float
+    run: float
+    finished_at: float
+
+
+@record
 class ActionLogRecord:
     """One operator action as the store recorded it (``conveyor audit``, ``/audit``).
 

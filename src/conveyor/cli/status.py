@@ -1,4 +1,6 @@
-"""``conveyor status``: counts per queue and state, oldest ready age, live workers."""
+"""``conveyor status``: counts per queue and state, oldest ready age, live workers; with
+``--json`` also run and wait time percentiles per task over the last hour
+(conveyor/durations.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from typing import Any
 
 import click
 
+from conveyor import durations
 from conveyor.backends.base import (
     JobListParams,
     JobRecord,
@@ -39,7 +42,14 @@ def status(url: str | None, app_spec: str | None, as_json: bool, utc: bool) -> N
     schedules = backend.periodic_list() if "periodic" in features else []
     now = time.time()
     if as_json:
-        echo_json(_status_document(backend.url, stats, workers, running, schedules, now))
+        document = _status_document(backend.url, stats, workers, running, schedules, now)
+        found, jobs = durations.recent(backend, now)
+        document["durations"] = {
+            "window_s": 3600,
+            "jobs": jobs,
+            "tasks": [d.as_json() for d in found],
+        }
+        echo_json(document)
         return
     _print_status(backend.url, stats, workers, running, schedules, now, utc=utc)
 

@@ -55,6 +55,17 @@ class History:
         """All finished jobs per bucket, of one queue or of all."""
         return self._series(None, queue)
 
+    def by_queue(self, queues: set[str]) -> dict[str, list[int]]:
+        """``totals`` of each of ``queues`` in one pass over the buckets (a page of 100
+        queues on a store of 10,000 busy ones reads them once, not 100 times)."""
+        index = {start: i for i, start in enumerate(self.starts)}
+        out = {q: [0] * len(self.starts) for q in queues}
+        for b in self.buckets:
+            i, series = index.get(b.start), out.get(b.queue)
+            if i is not None and series is not None:
+                series[i] += b.count
+        return out
+
 
 class ThroughputHistory:
     """The last ``minutes`` buckets of ``bucket_s`` seconds, the current one last.
