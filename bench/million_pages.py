@@ -14,7 +14,7 @@ of ``--jobs`` queued jobs spread over Q queues, then times what an operator runs
 p50 and p95 of ``--repeat`` runs each. Not part of ``make test``.
 
 ``python -m bench.million_pages [--jobs 1000000] [--queues 10000] [--repeat 20]
-[--keep PATH] [--store sqlite|postgres]``
+[--keep PATH] [--store sqlite|postgres] [--queue-counts]``
 """
 
 from __future__ import annotations
@@ -150,6 +150,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--keep", type=Path, default=None, help="SQLite file to make or reuse")
     ap.add_argument("--store", choices=("sqlite", "postgres"), default="sqlite")
+    ap.add_argument("--queue-counts", action="store_true", help="SQLite: turn kept counts on first")
     args = ap.parse_args()
     if args.store == "postgres":
         from bench.postgres_cluster import PostgresCluster
@@ -171,6 +172,15 @@ def _run(url: str, args: argparse.Namespace, *, fresh: bool) -> None:
         app = (
             make_queues(url, args.jobs, args.queues) if args.queues else make_store(url, args.jobs)
         )
+        app.close()
+    if args.queue_counts:
+        from conveyor.backends.sqlite.counts import SQLiteCounts
+
+        app = conveyor.App(url)
+        assert isinstance(app.backend, SQLiteCounts)
+        start = time.perf_counter()
+        app.backend.queue_counts_set(True)
+        print(f"queue-counts on: {time.perf_counter() - start:.1f} s")
         app.close()
     measure(url, args.repeat)
 
