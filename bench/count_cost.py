@@ -1,7 +1,6 @@
-"""What SQLite's kept counts (``queue_counts``, its triggers, and the
-``jobs_queued_since`` index; schema_011.sql) cost each write: the same E1-, E2- and
-W1-shaped work on a fresh store with them and without them (dropped after the store is
-made), interleaved over ``--rounds`` so that a busy box's drift falls on both. Times are
+"""What SQLite's kept counts (``conveyor queue-counts on``: the ``queue_counts`` table,
+its triggers and the ``jobs_queued_since`` index; sqlite/counts.py) cost each write: the
+same E1-, E2- and W1-shaped work on a fresh store with them on and off, interleaved over ``--rounds`` so that a busy box's drift falls on both. Times are
 this process's CPU time (SQLite runs in it; there is no server), which other processes
 on a busy box disturb far less than wall time; medians. Not part of ``make test``.
 
@@ -22,13 +21,6 @@ from conveyor.backends.base import JobClaimParams, JobFinishParams
 from conveyor.backends.sqlite.backend import SQLiteBackend
 from conveyor.states import FinishKind
 
-DROP = (
-    "DROP TRIGGER queue_counts_insert",
-    "DROP TRIGGER queue_counts_update",
-    "DROP TRIGGER queue_counts_delete",
-    "DROP INDEX jobs_queued_since",
-)
-
 
 def one_round(path: Path, n: int, kept: bool) -> dict[str, float]:
     """Seconds of: n single enqueues (E1), 10 n in one enqueue_many (E2), and claiming
@@ -40,9 +32,7 @@ def one_round(path: Path, n: int, kept: bool) -> dict[str, float]:
 
     backend = app.backend
     assert isinstance(backend, SQLiteBackend)
-    if not kept:
-        for statement in DROP:
-            backend._conn.execute(statement)
+    backend.queue_counts_set(kept)
     out = {}
     start = time.process_time()
     for i in range(n):
