@@ -11,13 +11,36 @@ Example:
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
+from conveyor import durations
+from conveyor.backends.base import Backend
 from conveyor.durations import PERCENTILES, SAMPLE, TaskDurations
 from conveyor.web.html import duration, esc, table, url
 
 #: Tasks shown (the busiest).
 TASKS = 20
+
+
+class RecentDurations:
+    """The last hour's durations, read from the store at most every ``every`` seconds
+    (the overview refreshes every 5 s, in as many tabs as are open; the read is up to
+    :data:`~conveyor.durations.SAMPLE` rows a state). Thread-safe, like the throughput
+    cache: page requests run in a thread pool and share one instance."""
+
+    def __init__(self, every: float = 30.0) -> None:
+        self.every = every
+        self._lock = threading.Lock()
+        self._read_at: float | None = None
+        self._found: tuple[list[TaskDurations], int] = ([], 0)
+
+    def read(self, backend: Backend, now: float) -> tuple[list[TaskDurations], int]:
+        with self._lock:
+            at = self._read_at
+            if at is None or not at <= now < at + self.every:
+                self._found, self._read_at = durations.recent(backend, now), now
+            return self._found
 
 
 def durations_section(found: Sequence[TaskDurations], jobs: int) -> str:

@@ -27,7 +27,6 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
-from conveyor import durations
 from conveyor.backends.base import ActionLogListParams, ActionLogRecord, JobFilter
 from conveyor.redaction import redacted
 from conveyor.schedules import ACTIONS as SCHEDULE_ACTIONS
@@ -135,7 +134,7 @@ async def overview(request: Request) -> Response:
     workers = await run_in_threadpool(backend.worker_list)
     now = time.time()
     history = await run_in_threadpool(state.history.read, backend, now)
-    found, jobs = await run_in_threadpool(durations.recent, backend, now)
+    found, jobs = await run_in_threadpool(state.durations.read, backend, now)
     body = pages.overview_page(
         stats,
         history,
