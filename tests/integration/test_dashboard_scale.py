@@ -9,13 +9,17 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
 
+from conveyor.backends.base import JobFinishedHistogramParams
 from conveyor.backends.sqlite.counts import SQLiteCounts
 from conveyor.web import create_app, queues_page
+from conveyor.web.throughput import ThroughputHistory
 from tests.integration.test_dashboard import (  # noqa: F401 (fixtures)
     BASE,
     CHROMIUM,
@@ -117,3 +121,29 @@ def test_queue_counts_and_durations_through_a_pipe(store: Store) -> None:  # noq
     assert _conveyor("queue-counts", "--url", url, "off").startswith("queue counts off (")
     audit = _conveyor("audit", "--url", url)
     assert "queue_counts_on" in audit and "queue_counts_off" in audit
+
+
+class _Slow:
+    """The store, with each throughput read taking at least 20 ms (as a million finished
+    jobs make it take seconds), and the ``since`` of each read kept."""
+
+    def __init__(self, backend: Any) -> None:
+        self.backend = backend
+        self.since: list[float] = []
+
+    def job_finished_histogram(self, params: JobFinishedHistogramParams) -> Any:
+        time.sleep(0.02)
+        self.since.append(params.since)
+        return self.backend.job_finished_histogram(params)
+
+
+def test_a_slow_full_throughput_read_is_spaced_out(store: Store) -> None:  # noqa: F811
+    slow = _Slow(store.app.backend)
+    history = ThroughputHistory(minutes=60, full_every=0.5)
+    now = time.time()
+    first = now // 60 * 60 - 59 * 60
+    assert sum(history.read(slow, now).totals()) == 4  # type: ignore[arg-type]
+    history.read(slow, now + 1)  # type: ignore[arg-type]  # past full_every, but < 100 x 20 ms
+    assert slow.since[0] == first and slow.since[1] > first  # the second read: recent only
+    history.read(slow, now + 3)  # type: ignore[arg-type]
+    assert slow.since[2] == (now + 3) // 60 * 60 - 59 * 60  # the whole hour again
