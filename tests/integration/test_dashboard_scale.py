@@ -147,3 +147,23 @@ def test_a_slow_full_throughput_read_is_spaced_out(store: Store) -> None:  # noq
     assert slow.since[0] == first and slow.since[1] > first  # the second read: recent only
     history.read(slow, now + 3)  # type: ignore[arg-type]
     assert slow.since[2] == (now + 3) // 60 * 60 - 59 * 60  # the whole hour again
+
+
+def test_status_lists_the_largest_backlogs_when_there_are_many_queues(
+    many: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from conveyor.cli import status as status_module
+    from conveyor.cli.main import cli
+
+    monkeypatch.setattr(status_module, "STATUS_QUEUES", 5)
+    url = many.app.backend.url
+    text = CliRunner().invoke(cli, ["status", "--url", url]).output
+    rows = [
+        line.split()[0] for line in text.splitlines() if line[:1] == "t" and line[1:3].isdigit()
+    ]
+    assert rows == ["t23", "t22", "t21", "t20", "t19"]
+    assert "the 5 queues with the largest backlog of 26; all of them: conveyor queues" in text
+    document = json.loads(CliRunner().invoke(cli, ["status", "--url", url, "--json"]).output)
+    assert len(document["queues"]) == 26  # --json: every queue

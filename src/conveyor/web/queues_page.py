@@ -7,10 +7,11 @@ A queue's backlog is its jobs that have not ended: waiting, scheduled, queued an
 running. Ties go by name, so the order is stable between refreshes.
 
 Example:
-    >>> from conveyor.backends.base import Backend, QueueStats
-    >>> stats = [QueueStats("a", {"succeeded": 9}, None), QueueStats("b", {"queued": 2}, 1.0)]
-    >>> [q.queue for q in by_backlog(stats)]
-    ['b', 'a']
+    >>> from conveyor.backends.base import QueueStats
+    >>> stats = [QueueStats("b", {"queued": 2}, 1.0)]
+    >>> html = queues_page(stats, History([0.0], 60, []), page=1, paused=set(), csrf="t")
+    >>> "page 1 of 1" in html
+    True
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from urllib.parse import quote
 
 from conveyor import rowtext
 from conveyor.backends.base import Backend, QueueStats
-from conveyor.states import JobState
+from conveyor.backends.records import by_backlog
 from conveyor.web.html import badge, esc, post_button, sparkline, table, url
 from conveyor.web.job_cells import STATES, ago_seconds
 from conveyor.web.throughput import History
@@ -32,8 +33,6 @@ PAGE = 100
 #: Queues in the jobs page's queue filter (largest backlog first; the others are
 #: reached from ``/queues``).
 QUEUE_CHOICES = 200
-#: The states of a queue's backlog: every state a job has not ended in.
-BACKLOG = tuple(s.value for s in JobState if not s.is_finished)
 HEADERS = ["queue", *STATES, "oldest ready", "finished/min (1 h)", ""]
 
 
@@ -43,15 +42,6 @@ def stats_and_paused(backend: Backend) -> tuple[list[QueueStats], set[str]]:
     found = backend.queue_list()
     stats = [QueueStats(q.queue, q.counts, q.oldest_ready_age) for q in found if q.counts]
     return stats, {q.queue for q in found if q.paused}
-
-
-def backlog(q: QueueStats) -> int:
-    return sum(q.counts.get(s, 0) for s in BACKLOG)
-
-
-def by_backlog(stats: Sequence[QueueStats]) -> list[QueueStats]:
-    """Largest backlog first, then by name."""
-    return sorted(stats, key=lambda q: (-backlog(q), q.queue))
 
 
 def queues_table(

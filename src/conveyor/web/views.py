@@ -28,6 +28,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
 from conveyor.backends.base import ActionLogListParams, ActionLogRecord, JobFilter
+from conveyor.backends.records import by_backlog
 from conveyor.redaction import redacted
 from conveyor.schedules import ACTIONS as SCHEDULE_ACTIONS
 from conveyor.schedules import schedule_views, steer
@@ -50,7 +51,7 @@ from conveyor.web.query import (
     matching_ids,
     set_paused,
 )
-from conveyor.web.queues_page import QUEUE_CHOICES, by_backlog, queues_page, stats_and_paused
+from conveyor.web.queues_page import QUEUE_CHOICES, queues_page, stats_and_paused
 from conveyor.web.schedules_page import DONE as SCHEDULE_DONE
 from conveyor.web.schedules_page import FLASH as SCHEDULE_FLASH
 from conveyor.web.schedules_page import schedules_page
