@@ -52,6 +52,9 @@ class JobState(enum.StrEnum):
 FINISHED_STATES = frozenset(
     {JobState.SUCCEEDED, JobState.DEAD, JobState.CANCELLED, JobState.EXPIRED}
 )
+#: The finished states a job may have run in (an expired job never started): the jobs
+#: whose run and wait times conveyor/durations.py sums up.
+RAN_STATES = frozenset({JobState.SUCCEEDED, JobState.DEAD, JobState.CANCELLED})
 ACTIVE_STATES = frozenset({JobState.WAITING, JobState.SCHEDULED, JobState.QUEUED, JobState.RUNNING})
 
 

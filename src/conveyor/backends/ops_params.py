@@ -257,3 +257,13 @@ def check_histogram(params: JobFinishedHistogramParams, now: float) -> None:
         raise ValueError(f"bucket_s must be a positive number of seconds, not {params.bucket_s}")
     if (now - params.since) / params.bucket_s > MAX_HISTOGRAM_BUCKETS:
         raise ValueError(f"more than {MAX_HISTOGRAM_BUCKETS} buckets: raise since or bucket_s")
+
+
+@record
+class JobDurationsParams:
+    """The jobs that ran and finished at or after ``since`` (succeeded, dead, cancelled
+    with a start), newest finish first, at most ``limit`` of them (a busy hour is
+    sampled by its latest jobs: one call stays small)."""
+
+    since: float
+    limit: int = 10_000

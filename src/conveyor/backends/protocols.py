@@ -55,6 +55,7 @@ from conveyor.backends.params import (
     JobClaimParams,
     JobClearResultsParams,
     JobCountParams,
+    JobDurationsParams,
     JobExpireDueParams,
     JobExtendLeasesParams,
     JobFinishedHistogramParams,
@@ -80,6 +81,7 @@ from conveyor.backends.records import (
     ActionLogRecord,
     AttemptRecord,
     ClaimedJob,
+    DurationSample,
     FinishedBucket,
     IntegrityProblem,
     JobFlow,
@@ -272,6 +274,11 @@ class Operations(Protocol):
     def job_finished_histogram(self, params: JobFinishedHistogramParams) -> list[FinishedBucket]:
         """Jobs finished since ``params.since`` counted per time bucket, queue and state
         (the dashboard's throughput history). Read-only; empty buckets are left out."""
+        ...
+
+    def job_durations(self, params: JobDurationsParams) -> list[DurationSample]:
+        """Wait and run times of the jobs that ran and finished since ``params.since``,
+        newest finish first, at most ``params.limit`` (conveyor/durations.py)."""
         ...
 
     def job_flow_many(self, ids: Sequence[str]) -> list[JobFlow]:

@@ -165,6 +165,21 @@ def queue_list_of(
     ]
 
 
+#: The states of a queue's backlog: every state a job has not ended in.
+BACKLOG = tuple(s.value for s in JobState if not s.is_finished)
+
+
+def by_backlog(stats: Sequence[QueueStats]) -> list[QueueStats]:
+    """Largest backlog (waiting, scheduled, queued and running jobs) first, then by
+    name: the order of the dashboard's queue tables and of ``status``' top queues.
+
+    >>> [q.queue for q in by_backlog([QueueStats("a", {"dead": 9}, None),
+    ...                               QueueStats("b", {"queued": 2}, 1.0)])]
+    ['b', 'a']
+    """
+    return sorted(stats, key=lambda q: (-sum(q.counts.get(s, 0) for s in BACKLOG), q.queue))
+
+
 @record
 class WorkerInfo:
     """A worker as it describes itself in its heartbeat."""
@@ -285,6 +300,17 @@ class FinishedBucket:
     queue: str
     state: JobState  # succeeded, dead or cancelled
     count: int
+
+
+@record
+class DurationSample:
+    """One finished job's times: ``wait`` from due (``run_at``) to start, ``run`` from
+    start to finish, in seconds (``job_durations``; conveyor/durations.py sums them up)."""
+
+    task: str
+    wait: float
+    run: float
+    finished_at: float
 
 
 @record

@@ -46,6 +46,7 @@ COMMANDS = {
     "limits": ("conveyor.cli.limits", "limits"),
     "schedules": ("conveyor.cli.schedules", "schedules"),
     "search-index": ("conveyor.cli.search_index", "search_index"),
+    "queue-counts": ("conveyor.cli.queue_counts", "queue_counts"),
     "migrate": ("conveyor.cli.migrate", "migrate"),
     "dashboard": ("conveyor.cli.dashboard", "dashboard"),
     "enqueue": ("conveyor.cli.enqueue", "enqueue"),

@@ -1,4 +1,6 @@
-"""``conveyor status``: counts per queue and state, oldest ready age, live workers."""
+"""``conveyor status``: counts per queue and state, oldest ready age, live workers; with
+``--json`` also run and wait time percentiles per task over the last hour
+(conveyor/durations.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from typing import Any
 
 import click
 
+from conveyor import durations
 from conveyor.backends.base import (
     JobListParams,
     JobRecord,
@@ -15,6 +18,7 @@ from conveyor.backends.base import (
     QueueStats,
     WorkerInfo,
 )
+from conveyor.backends.records import by_backlog
 from conveyor.cli.common import age, echo_json, since, store_options
 from conveyor.cli.config import open_app
 from conveyor.cli.output import Column, Output, iso_time, utc_option
@@ -22,6 +26,8 @@ from conveyor.redaction import redacted
 from conveyor.states import JobState
 
 STATES = [s.value for s in JobState]
+#: Queues in the text table at most (the largest backlogs).
+STATUS_QUEUES = 50
 
 
 @click.command("status")
@@ -39,7 +45,14 @@ def status(url: str | None, app_spec: str | None, as_json: bool, utc: bool) -> N
     schedules = backend.periodic_list() if "periodic" in features else []
     now = time.time()
     if as_json:
-        echo_json(_status_document(backend.url, stats, workers, running, schedules, now))
+        document = _status_document(backend.url, stats, workers, running, schedules, now)
+        found, jobs = durations.recent(backend, now)
+        document["durations"] = {
+            "window_s": 3600,
+            "jobs": jobs,
+            "tasks": [d.as_json() for d in found],
+        }
+        echo_json(document)
         return
     _print_status(backend.url, stats, workers, running, schedules, now, utc=utc)
 
@@ -119,6 +132,9 @@ def _print_status(
 
 
 def _queues_table(out: Output, url: str, stats: Sequence[QueueStats]) -> None:
+    # The largest backlogs when there are many queues (10,000 made a 940 KB table):
+    # `conveyor queues` and --json list every one.
+    shown = stats if len(stats) <= STATUS_QUEUES else by_backlog(stats)[:STATUS_QUEUES]
     out.table(
         [
             Column("queue", key=True),
@@ -127,11 +143,16 @@ def _queues_table(out: Output, url: str, stats: Sequence[QueueStats]) -> None:
         ],
         [
             [s.queue, *[s.counts.get(st, 0) for st in STATES], age(s.oldest_ready_age)]
-            for s in stats
+            for s in shown
         ],
         title=f"queues — {redacted(url)}",
         empty=f"no queues in {redacted(url)}",
     )
+    if len(shown) < len(stats):
+        out.line(
+            f"the {len(shown)} queues with the largest backlog of {len(stats):,}; "
+            "all of them: conveyor queues"
+        )
 
 
 def _workers_table(out: Output, workers: Sequence[WorkerInfo]) -> None:

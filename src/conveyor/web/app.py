@@ -71,6 +71,7 @@ def create_app(
         Route("/jobs/{job_id}", views.job_detail),
         Route("/jobs/{job_id}/payload", views.job_payload),
         Route("/jobs/{job_id}/{action}", views.job_action, methods=["POST"]),
+        Route("/queues", views.queues),
         Route("/queues/{queue}/{action}", views.queue_action, methods=["POST"]),
         Route("/workers", views.workers),
         Route("/schedules", views.schedules),

@@ -238,6 +238,7 @@ def bar_chart(
 
 NAV = (
     ("/", "Overview"),
+    ("/queues", "Queues"),
     ("/jobs", "Jobs"),
     ("/workers", "Workers"),
     ("/schedules", "Schedules"),

@@ -1,4 +1,5 @@
-"""The dashboard's overview page: totals per state, the queues table, the throughput chart.
+"""The dashboard's overview page: totals per state, the throughput chart, run and wait
+times per task, and the queues with the largest backlog (all of them: ``/queues``).
 
 Example:
     >>> from conveyor.web.throughput import History
@@ -10,23 +11,11 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from urllib.parse import quote
 
-from conveyor import rowtext
 from conveyor.backends.base import QueueStats
-from conveyor.web.html import (
-    badge,
-    bar_chart,
-    esc,
-    post_button,
-    sparkline,
-    table,
-    url,
-)
-from conveyor.web.job_cells import (
-    STATES,
-    ago_seconds,
-)
+from conveyor.web.html import badge, bar_chart, esc, url
+from conveyor.web.job_cells import STATES
+from conveyor.web.queues_page import overview_queues
 from conveyor.web.throughput import CHART_STATES, History
 
 
@@ -37,6 +26,7 @@ def overview_page(
     workers: int,
     paused: set[str],
     csrf: str,
+    durations: str = "",
 ) -> str:
     totals = {s: sum(q.counts.get(s, 0) for q in stats) for s in STATES}
     cards = "".join(
@@ -48,45 +38,12 @@ def overview_page(
         f'<a class="card" href="/workers"><div class="n">{workers}</div>'
         '<div class="l">workers</div></a>'
     )
-    rows = []
-    for q in stats:
-        cells = [
-            f'<a href="{url("/jobs", {"queue": q.queue})}">{esc(q.queue)}</a>'
-            + (" " + badge("paused") if q.queue in paused else "")
-        ]
-        for s in STATES:
-            n = q.counts.get(s, 0)
-            cells.append(
-                f'<a href="{url("/jobs", {"queue": q.queue, "state": s})}">{n}</a>'
-                if n
-                else '<span class="muted">0</span>'
-            )
-        cells.append(ago_seconds(q.oldest_ready_age))
-        cells.append(
-            sparkline(
-                history.totals(q.queue),
-                width=140,
-                height=24,
-                label=f"{q.queue}: jobs finished per minute, last hour",
-            )
-        )
-        paused_now = q.queue in paused
-        cells.append(
-            post_button(
-                f"/queues/{quote(rowtext.printable(q.queue), safe='')}/"
-                f"{'resume' if paused_now else 'pause'}",
-                "Resume" if paused_now else "Pause",
-                csrf,
-            )
-        )
-        rows.append(cells)
-    headers = ["queue", *STATES, "oldest ready", "finished/min (1 h)", ""]
     return (
         "<h1>Overview</h1>"
         f'<div class="cards">{cards}</div>'
         + throughput_section(history)
-        + "<h2>Queues</h2>"
-        + table(headers, rows, empty="No jobs yet.", cls="queues")
+        + durations
+        + overview_queues(stats, history, paused=paused, csrf=csrf)
     )
 
 

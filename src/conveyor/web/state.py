@@ -1,4 +1,5 @@
-"""What one dashboard instance holds: its conveyor app, secrets and throughput cache.
+"""What one dashboard instance holds: its conveyor app, secrets, throughput and
+durations caches.
 
 Stored on ``starlette_app.state.dashboard`` by :func:`conveyor.web.create_app`; two
 dashboards in one process share nothing (no module globals).
@@ -12,6 +13,7 @@ from collections.abc import AsyncIterator
 
 from conveyor.app import App
 from conveyor.backends.base import Backend
+from conveyor.web.durations_section import RecentDurations
 from conveyor.web.security import Guard
 from conveyor.web.throughput import ThroughputHistory
 
@@ -23,6 +25,7 @@ class DashboardState:
     history: ThroughputHistory
     owns_app: bool  # opened from a URL by create_app, so closed on shutdown
     page_size: int
+    durations: RecentDurations = dataclasses.field(default_factory=RecentDurations)
 
     @property
     def backend(self) -> Backend:

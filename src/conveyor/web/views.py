@@ -28,6 +28,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
 from conveyor.backends.base import ActionLogListParams, ActionLogRecord, JobFilter
+from conveyor.backends.records import by_backlog
 from conveyor.redaction import redacted
 from conveyor.schedules import ACTIONS as SCHEDULE_ACTIONS
 from conveyor.schedules import schedule_views, steer
@@ -35,6 +36,8 @@ from conveyor.secrets import mask_payload, secret_where_error
 from conveyor.web import pages
 from conveyor.web.action_log_page import PAGE, action_log_page, dashboard_entry, keep
 from conveyor.web.assets import CSS, JS
+from conveyor.web.bulk_count import matching_count
+from conveyor.web.durations_section import durations_section
 from conveyor.web.html import esc, layout
 from conveyor.web.query import (
     ACTION_STATES,
@@ -46,9 +49,9 @@ from conveyor.web.query import (
     job_page,
     job_steps,
     matching_ids,
-    paused_queues,
     set_paused,
 )
+from conveyor.web.queues_page import QUEUE_CHOICES, queues_page, stats_and_paused
 from conveyor.web.schedules_page import DONE as SCHEDULE_DONE
 from conveyor.web.schedules_page import FLASH as SCHEDULE_FLASH
 from conveyor.web.schedules_page import schedules_page
@@ -128,14 +131,30 @@ def _csrf(request: Request) -> str:
 async def overview(request: Request) -> Response:
     state = dashboard(request)
     backend = state.backend
-    stats = await run_in_threadpool(backend.queue_stats)
+    stats, paused = await run_in_threadpool(stats_and_paused, backend)
     workers = await run_in_threadpool(backend.worker_list)
-    paused = await run_in_threadpool(paused_queues, backend)
-    history = await run_in_threadpool(state.history.read, backend, time.time())
+    now = time.time()
+    history = await run_in_threadpool(state.history.read, backend, now)
+    found, jobs = await run_in_threadpool(state.durations.read, backend, now)
     body = pages.overview_page(
-        stats, history, workers=len(workers), paused=paused, csrf=_csrf(request)
+        stats,
+        history,
+        workers=len(workers),
+        paused=paused,
+        csrf=_csrf(request),
+        durations=durations_section(found, jobs),
     )
     return _render(request, "Overview", body, active="/", refresh=True)
+
+
+async def queues(request: Request) -> Response:
+    """``GET /queues[?page=N]``: every queue, a page at a time, largest backlog first."""
+    state = dashboard(request)
+    stats, paused = await run_in_threadpool(stats_and_paused, state.backend)
+    history = await run_in_threadpool(state.history.read, state.backend, time.time())
+    page = _int(request.query_params.get("page"), 1, 1, 10**9)
+    body = queues_page(stats, history, page=page, paused=paused, csrf=_csrf(request))
+    return _render(request, "Queues", body, active="/queues", refresh=True)
 
 
 async def jobs(request: Request) -> Response:
@@ -162,7 +181,8 @@ async def jobs(request: Request) -> Response:
         query,
         found,
         sort=sort,
-        queues=[s.queue for s in stats],
+        # the largest backlogs: a select of 10,000 queues would be most of the page
+        queues=[s.queue for s in by_backlog(stats)[:QUEUE_CHOICES]],
         paged=bool(after or offset),
         limit=limit,
         actions=_may_act(request),
@@ -277,8 +297,8 @@ async def bulk_confirm(request: Request) -> Response:
     if not action_states(action, query):
         body = pages.not_applicable_page(action, query)
         return _render(request, "Not applicable", body, active="/jobs", status_code=409)
-    ids = await run_in_threadpool(matching_ids, backend, query, action)
-    body = pages.confirm_page(action, query, len(ids), _csrf(request))
+    count = await run_in_threadpool(matching_count, backend, query, action)
+    body = pages.confirm_page(action, query, count, _csrf(request))
     return _render(request, "Confirm", body, active="/jobs")
 
 

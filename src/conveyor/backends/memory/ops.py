@@ -21,12 +21,14 @@ from collections.abc import Iterator, Sequence
 
 from conveyor.backends.base import (
     AttemptRecord,
+    DurationSample,
     FinishedBucket,
     IntegrityCheckParams,
     IntegrityProblem,
     JobCancelParams,
     JobClearResultsParams,
     JobCountParams,
+    JobDurationsParams,
     JobExpireDueParams,
     JobFilter,
     JobFinishedHistogramParams,
@@ -60,7 +62,7 @@ from conveyor.rules import (
     WAS_CANCELLED,
     WAS_EXPIRED,
 )
-from conveyor.states import FINISHED_STATES, JobState
+from conveyor.states import FINISHED_STATES, RAN_STATES, JobState
 
 
 class MemoryOpsMixin:
@@ -341,6 +343,18 @@ class MemoryOpsMixin:
             FinishedBucket(params.since + n * params.bucket_s, q, JobState(s), c)
             for (n, q, s), c in sorted(counts.items())
         ]
+
+    def job_durations(self, params: JobDurationsParams) -> list[DurationSample]:
+        with self.store.lock:
+            found = [
+                DurationSample(r.task, r.started_at - r.run_at, r.finished_at - r.started_at,
+                               r.finished_at)
+                for r in self.store.jobs.values()
+                if r.state in RAN_STATES and r.started_at is not None
+                and r.finished_at is not None and r.finished_at >= params.since
+            ]  # fmt: skip
+        found.sort(key=lambda d: -d.finished_at)
+        return found[: params.limit]
 
 
 def _importable_key(store: MemoryStore, j: JobRecord, now: float) -> str | None:

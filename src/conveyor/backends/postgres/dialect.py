@@ -151,7 +151,7 @@ def where_json(cond: WhereCondition) -> tuple[str, list[object]]:
 
 
 #: The statements of the operations that differ by more than spelling (as on SQLite).
-OPS_QUERIES = ("queue_pause", "job_finished_histogram")
+OPS_QUERIES = ("queue_pause", "job_finished_histogram", "queue_stats")
 
 POSTGRES = Dialect(
     name="postgres",

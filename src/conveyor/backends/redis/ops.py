@@ -29,11 +29,13 @@ from redis.commands.core import Script
 from conveyor.backends.base import (
     TRUNCATED_LOGGER,
     TRUNCATED_MESSAGE,
+    DurationSample,
     FinishedBucket,
     IntegrityCheckParams,
     IntegrityProblem,
     JobClearResultsParams,
     JobCountParams,
+    JobDurationsParams,
     JobExpireDueParams,
     JobFilter,
     JobFinishedHistogramParams,
@@ -384,6 +386,10 @@ class RedisOpsMixin:
                     FinishedBucket(start, str(flat[i]), JobState(flat[i + 1]), int(flat[i + 2]))
                 )
         return sorted(out, key=lambda b: (b.start, b.queue, b.state))
+
+    def job_durations(self, params: JobDurationsParams) -> list[DurationSample]:
+        with self._guard:
+            return reads.durations(self._client, self.keys, params.since, self._ttl, params.limit)
 
 
 def _import_entry(item: JobImport) -> list[object]:

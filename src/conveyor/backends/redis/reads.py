@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from conveyor.backends.base import JobRecord, QueueStats, WorkerInfo
+from conveyor.backends.base import DurationSample, JobRecord, QueueStats, WorkerInfo
 from conveyor.backends.redis import hashes
 from conveyor.backends.redis.keys import Keys
 
@@ -74,6 +74,36 @@ def oldest_ready_age(client: Any, keys: Keys, queue: str, now: float) -> float |
             continue
         low = repr(ready_band_start(score) + BAND)
     return None if oldest is None else now - oldest
+
+
+def durations(
+    client: Any, keys: Keys, since: float, ttl: float, limit: int
+) -> list[DurationSample]:
+    """``job_durations`` from the expiry index (score: finish time + ``ttl``, member
+    ``state:len(queue):queue`` + id), newest first, a page of members at a time until
+    ``limit`` jobs that ran are found (a cancelled job that never started is skipped)."""
+    out: list[DurationSample] = []
+    offset = 0
+    while len(out) < limit:
+        members = client.zrevrangebyscore(keys.expiry, "+inf", repr(since + ttl), offset, limit)
+        if not members:
+            break
+        offset += len(members)
+        ids = []
+        for m in members:
+            state, _, rest = m.partition(":")
+            length, _, tail = rest.partition(":")
+            if state in ("succeeded", "dead", "cancelled") and length.isdigit():
+                ids.append(tail[int(length) :])
+        pipe = client.pipeline(transaction=False)
+        for job_id in ids:
+            pipe.hmget(keys.job(job_id), ["task", "run_at", "started_at", "finished_at"])
+        for task, *times in pipe.execute():
+            run_at, started, finished = (_number(v) for v in times)
+            if task is None or run_at is None or started is None or finished is None:
+                continue  # gone (pruned) since the index was read, or never started
+            out.append(DurationSample(str(task), started - run_at, finished - started, finished))
+    return out[:limit]
 
 
 def list_workers(client: Any, keys: Keys) -> list[WorkerInfo]:

@@ -16,10 +16,12 @@ from collections.abc import Sequence
 from conveyor.backends import decoding
 from conveyor.backends.base import (
     AttemptRecord,
+    DurationSample,
     FinishedBucket,
     IntegrityCheckParams,
     IntegrityProblem,
     JobCountParams,
+    JobDurationsParams,
     JobFinishedHistogramParams,
     JobFlow,
     JobListParams,
@@ -32,7 +34,7 @@ from conveyor.backends.base import (
 from conveyor.backends.records import queue_list_of
 from conveyor.backends.sql.filters import filter_sql, job_list_sql
 from conveyor.backends.sql.store import SqlStore
-from conveyor.states import JobState
+from conveyor.states import RAN_STATES, JobState
 
 #: Column order of JobRecord: the columns are named as its fields.
 JOB_COLUMNS = ", ".join(decoding.JOB_NAMES)
@@ -90,10 +92,7 @@ class SqlReads(SqlStore):
         return [found[i] for i in ids if i in found]
 
     def queue_stats(self) -> list[QueueStats]:
-        # One scan: the counts, and the oldest ready job per queue (the queued group's min).
-        found = self._ops_rows(
-            "SELECT queue, state, COUNT(*), MIN(run_at) FROM jobs GROUP BY queue, state"
-        )
+        found = self._queue_stats_rows()
         now = self._ops_now()
         counts: dict[str, dict[str, int]] = {}
         oldest: dict[str, float] = {}
@@ -103,6 +102,11 @@ class SqlReads(SqlStore):
             if str(state) == "queued" and (at := decoding.finite_or_none(run_at)) is not None:
                 oldest[str(queue)] = now - at
         return [QueueStats(q, counts[q], oldest.get(q)) for q in sorted(counts)]
+
+    def _queue_stats_rows(self) -> list[tuple[object, ...]]:
+        """(queue, state, count, oldest run_at) rows: one scan of jobs by the store's
+        statement (SQLite reads its kept counts instead when they are on, counts.py)."""
+        return self._ops_rows(self._dialect.queries["queue_stats"])
 
     def queue_list(self) -> list[QueueInfo]:
         flags = self._ops_rows("SELECT name, paused FROM queues")
@@ -125,6 +129,26 @@ class SqlReads(SqlStore):
             )
             for b, q, s, n in found
         ]
+
+    def job_durations(self, params: JobDurationsParams) -> list[DurationSample]:
+        # One newest-first range of jobs_finished (state, finished_at) per state, each
+        # stopped at the limit, then merged: never the whole hour sorted in the store.
+        d = self._dialect
+        one = (
+            "SELECT task, started_at - run_at, finished_at - started_at, finished_at FROM jobs "
+            "WHERE state = ? AND finished_at >= ? AND started_at IS NOT NULL "
+            "ORDER BY finished_at DESC LIMIT ?"
+        )
+        found: list[DurationSample] = []
+        for state in sorted(RAN_STATES):
+            rows = self._ops_rows(d.sql(one), (state.value, params.since, params.limit))
+            for task, *times in rows:
+                wait, run, at = (decoding.finite_or_none(v) for v in times)
+                # a row written around the API (text, NaN) is left out
+                if wait is not None and run is not None and at is not None:
+                    found.append(DurationSample(str(task), wait, run, at))
+        found.sort(key=lambda s: -s.finished_at)
+        return found[: params.limit]
 
     def integrity_check(self, params: IntegrityCheckParams) -> list[IntegrityProblem]:
         # Each store's audit reads the one it needs: a cut-off on this clock, or the TTL

@@ -65,6 +65,7 @@ from conveyor.backends.sqlite.connection import (
     open_connection,
     parse_sqlite_url,
 )
+from conveyor.backends.sqlite.counts import SQLiteCounts
 from conveyor.backends.sqlite.dialect import SQLITE
 from conveyor.backends.sqlite.faults import (
     check_same_file,
@@ -130,7 +131,7 @@ def rollback(conn: sqlite3.Connection) -> None:
 
 
 @translate_store_errors
-class SQLiteBackend(SQLiteSearch, SQLiteOpsMixin, FlowMixin, SQLiteActionLog):
+class SQLiteBackend(SQLiteCounts, SQLiteSearch, SQLiteOpsMixin, FlowMixin, SQLiteActionLog):
     """Backend on one SQLite file. Internal: use ``conveyor.App("sqlite:///file.db")``."""
 
     name = "sqlite"

@@ -25,7 +25,9 @@ from conveyor.query import json_path
 #: The statements of the operations that differ by more than spelling
 #: (:mod:`conveyor.backends.sql.ops_bulk`, ``ops_read``): an upsert, a histogram's
 #: integer division; each store has a file of each name in ``queries/``.
-OPS_QUERIES = ("queue_pause", "job_finished_histogram")
+OPS_QUERIES = ("queue_pause", "job_finished_histogram", "queue_stats")
+#: SQLite only: queue_stats from its kept counts (sqlite/counts.py)
+KEPT_QUERIES = ("queue_stats_kept",)
 
 
 def _clock(_: Executor) -> float:
@@ -101,7 +103,9 @@ SQLITE = Dialect(
     queries={
         "integrity_check": integrity_sql(INTEGRITY),
         **role_queries(
-            load_query, ("job_insert_flow", *OPS_QUERIES), ("claim", "finish", "rescue", "workers")
+            load_query,
+            ("job_insert_flow", *OPS_QUERIES, *KEPT_QUERIES),
+            ("claim", "finish", "rescue", "workers"),
         ),
     },
     where_json=where_json,

@@ -25,6 +25,10 @@ VALUES (%(id)s, %(task)s, %(queue)s, %(state)s, %(priority)s, %(payload)s, %(max
 INSERT INTO queues (name, paused, updated_at) VALUES (%(queue)s, %(paused)s, %(now)s)
 ON DUPLICATE KEY UPDATE paused = VALUES(paused), updated_at = VALUES(updated_at);
 
+-- name: queue_stats
+-- (queue, state, jobs, oldest run_at) per queue and state with jobs: one scan of jobs.
+SELECT queue, state, COUNT(*), MIN(run_at) FROM jobs GROUP BY queue, state;
+
 -- name: job_finished_histogram
 -- Jobs finished since %(since)s per %(bucket_s)s-second bucket, queue and state.
 SELECT CAST(FLOOR((finished_at - %(since)s) / %(bucket_s)s) AS SIGNED) AS bucket, queue,
