@@ -167,14 +167,32 @@ def warn_queues(
                 },
             )
     used = _queues_in_use(app)  # jobs sent there (with_options(queue=)): no typo
-    for queue in names:
-        if queue not in declared and queue != "default" and queue not in used:
-            worker_log.warning(
-                "queue %r is consumed but no task of the app declares it (a typo? declared: %s)",
-                queue,
-                ", ".join(declared) or "none",
-                extra={EVENT_FIELDS: {"event": "queue.undeclared", "queue": queue}},
-            )
+    undeclared = [
+        queue
+        for queue in names
+        if queue not in declared and queue != "default" and queue not in used
+    ]
+    # A queue per tenant means thousands of names no task declares: a line each would
+    # bury the start lines, so past a handful they are summed up in one line.
+    if len(undeclared) > _WARN_EACH_UP_TO:
+        worker_log.warning(
+            "%d consumed queues are declared by no task and hold no job (e.g. %s)",
+            len(undeclared),
+            ", ".join(repr(q) for q in undeclared[:_WARN_EACH_UP_TO]),
+            extra={EVENT_FIELDS: {"event": "queue.undeclared", "count": len(undeclared)}},
+        )
+        return
+    for queue in undeclared:
+        worker_log.warning(
+            "queue %r is consumed but no task of the app declares it (a typo? declared: %s)",
+            queue,
+            ", ".join(declared) or "none",
+            extra={EVENT_FIELDS: {"event": "queue.undeclared", "queue": queue}},
+        )
+
+
+# How many per-queue warnings a worker's start prints before it sums them up in one line.
+_WARN_EACH_UP_TO = 5
 
 
 def warn_waiting_elsewhere(app: App, known: set[str]) -> None:
