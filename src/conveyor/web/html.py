@@ -241,6 +241,7 @@ NAV = (
     ("/jobs", "Jobs"),
     ("/workers", "Workers"),
     ("/schedules", "Schedules"),
+    ("/limits", "Limits"),
     ("/audit", "Audit"),
 )
 
