@@ -1,6 +1,7 @@
 """The fault suite at full size: ``python -m tests.faults --long`` (the issue's sizes:
 10,000 jobs, 3 workers, a SIGKILL every 0.5 s; 8 producers x 2,000), then writes
-RELIABILITY.md at the repo root with one row per scenario. ``--size medium`` for a
+RELIABILITY.md at the repo root with one row per scenario (the rows and the file:
+``tests/faults/report.py``). ``--size medium`` for a
 shorter run (a tenth of it); the pytest suite (``pytest tests/faults``) is the small one.
 
 Every scenario runs with real ``conveyor worker`` processes and real signals; Redis is
@@ -13,12 +14,14 @@ Example::
 
     python -m tests.faults --long            # ~5-10 min on 2 cores without PostgreSQL, longer with it; writes RELIABILITY.md
     python -m tests.faults --size medium --out /tmp/r.md
+    python -m tests.faults --long --only "sequences sqlite"   # one scenario; its row replaced
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -417,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
                 suite.postgres.stop("immediate")
                 suite.postgres.remove()
     if args.only:
-        merge(args.out, suite.rows, " ".join(["python -m tests.faults", *(argv or sys.argv[1:])]))
+        merge(args.out, suite.rows, shlex.join(["python -m tests.faults", *(argv or sys.argv[1:])]))
     else:
         write(args.out, args.size, suite.rows, time.monotonic() - started,
               SIZES[args.size]["job_seconds"])  # fmt: skip

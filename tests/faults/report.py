@@ -124,6 +124,9 @@ def merge(out: Path, rows: list[Row], command: str) -> None:
         kept.append(line)
     last = max(i for i, line in enumerate(kept) if line.startswith("|"))
     kept[last + 1 : last + 1] = list(new.values())
-    note = f"Rows of {', '.join(sorted({r.scenario for r in rows}))}: `{command}` on {datetime.date.today().isoformat()}."
-    kept.append(note)
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    stamp = f"{datetime.date.today().isoformat()}, load average {load} at the end"
+    backends = ", ".join(sorted({r.backend for r in rows}))
+    scenarios = ", ".join(sorted({r.scenario for r in rows}))
+    kept += ["", f"Rows of {scenarios} ({backends}): `{command}` on {stamp}."]
     out.write_text("\n".join(kept) + "\n")

@@ -70,7 +70,14 @@ def web(store: Store) -> Any:
 
 def test_a_viewer_reads_every_page_but_is_offered_no_action(web: Any, store: Store) -> None:
     with client_as(web, VICKY) as viewer:
-        for path in ("/", "/jobs", "/jobs?state=dead", f"/jobs/{store.dead.id}", "/audit"):
+        for path in (
+            "/",
+            "/jobs",
+            "/jobs?state=dead",
+            f"/jobs/{store.dead.id}",
+            "/audit",
+            "/limits",
+        ):
             page = viewer.get(path)
             assert page.status_code == 200, path
             assert '<form method="post"' not in page.text, path
