@@ -17,7 +17,8 @@ jobs ``steps_run_total``, ``steps_replayed_total``, ``jobs_replayed_total``; his
 ``job_queue_wait_seconds`` and ``job_run_seconds``; gauges ``queue_depth{queue,state}``
 (work waiting to run: :data:`DEPTH_STATES`, never finished jobs), ``queue_running{queue}``,
 ``queue_oldest_ready_age_seconds{queue}``, ``log_backlog``.
-Labels: ``queue`` and (on counters of finished jobs) ``task``.
+Labels: ``queue`` and (on counters of finished jobs) ``task``. Per flow-control key
+(limits, sequences; bounded labels): :mod:`conveyor.metrics_flow`.
 
 Example::
 
@@ -40,6 +41,8 @@ from socketserver import ThreadingMixIn
 from typing import TYPE_CHECKING, Any, cast
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
+from conveyor.ids import id_time
+from conveyor.metrics_flow import FlowMetrics
 from conveyor.middleware import Attempt, Middleware, NewJob, RescuedJob
 from conveyor.scaling import Signal, signal_of
 from conveyor.states import FinishKind, JobState
@@ -163,6 +166,7 @@ class WorkerMetrics(Middleware):
         backlog.set_function(lambda: capture.backlog if capture else 0)
         r.register(_LogDropped(lambda: capture.dropped if capture else 0))
         r.register(_StepCounts(worker.attempts.steps))
+        self.flow = FlowMetrics(pc, r, worker.app)  # per-key: limits and sequences
         self.refresher = _Refresher(self, refresh)
         self._server: WSGIServer | None = None
         worker.app.add_middleware(self)
@@ -175,6 +179,7 @@ class WorkerMetrics(Middleware):
     def on_start(self, job: JobContext) -> None:
         self.counters["started"].labels(job.queue, job.task).inc()
         self.queue_wait.labels(job.queue).observe(max(0.0, job.started_at - job.run_at))
+        self.flow.on_start(job.task, job.queue, max(0.0, job.started_at - id_time(job.id)))
 
     def on_finish(self, job: JobContext, attempt: Attempt) -> None:
         if attempt.started_at is not None and attempt.finished_at is not None:
@@ -215,6 +220,7 @@ class WorkerMetrics(Middleware):
                 ratio if ratio is not None else (math.inf if load.demand else 0.0)
             )
         self.signal = signal
+        self.flow.refresh()
 
     def load_json(self) -> bytes:
         """The ``/load`` document: the last refresh's signal (read now if none yet)."""

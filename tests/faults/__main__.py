@@ -1,6 +1,7 @@
 """The fault suite at full size: ``python -m tests.faults --long`` (the issue's sizes:
 10,000 jobs, 3 workers, a SIGKILL every 0.5 s; 8 producers x 2,000), then writes
-RELIABILITY.md at the repo root with one row per scenario. ``--size medium`` for a
+RELIABILITY.md at the repo root with one row per scenario (the rows and the file:
+``tests/faults/report.py``). ``--size medium`` for a
 shorter run (a tenth of it); the pytest suite (``pytest tests/faults``) is the small one.
 
 Every scenario runs with real ``conveyor worker`` processes and real signals; Redis is
@@ -13,15 +14,14 @@ Example::
 
     python -m tests.faults --long            # ~5-10 min on 2 cores without PostgreSQL, longer with it; writes RELIABILITY.md
     python -m tests.faults --size medium --out /tmp/r.md
+    python -m tests.faults --long --only "sequences sqlite"   # one scenario; its row replaced
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import datetime
 import os
-import platform
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -34,6 +34,7 @@ from bench.postgres_cluster import PostgresCluster, find_binary
 from tests.faults.durable import durable_storm
 from tests.faults.harness import Tally
 from tests.faults.poison import poison_pill
+from tests.faults.report import Row, held, merge, write
 from tests.faults.scenarios import (
     AofRedis,
     CrashablePostgres,
@@ -43,6 +44,7 @@ from tests.faults.scenarios import (
     sigkill_storm,
     sigterm_under_load,
 )
+from tests.faults.sequences import sequence_storm
 from tests.faults.store_faults import (
     describe,
     disk_full,
@@ -66,6 +68,8 @@ SIZES: dict[str, dict[str, float]] = {
         "queued": 200,
         "repeat": 5,
         "job_seconds": 0.005,
+        "seq_keys": 20,
+        "seq_per_key": 100,
     },
     "medium": {
         "storm": 1_000,
@@ -75,45 +79,10 @@ SIZES: dict[str, dict[str, float]] = {
         "queued": 40,
         "repeat": 3,
         "job_seconds": 0.02,
+        "seq_keys": 10,
+        "seq_per_key": 20,
     },
 }
-
-
-@dataclasses.dataclass
-class Row:
-    scenario: str
-    backend: str
-    n: int
-    lost: int | str
-    duplicated: str
-    dead: int | str
-    seconds: float
-    verdict: str
-
-    @classmethod
-    def of(cls, tally: Tally, verdict: str, scenario: str | None = None) -> Row:
-        dup = f"{tally.duplicated} ({tally.unexplained_duplicates} unexplained)"
-        return cls(
-            scenario or tally.scenario,
-            tally.backend,
-            tally.n,
-            tally.lost,
-            dup,
-            tally.dead,
-            tally.seconds,
-            verdict,
-        )
-
-    def markdown(self) -> str:
-        cells = [
-            self.scenario, self.backend, str(self.n), str(self.lost), self.duplicated,
-            str(self.dead), f"{self.seconds:.1f}", self.verdict,
-        ]  # fmt: skip
-        return "| " + " | ".join(c.replace("|", "/") for c in cells) + " |"
-
-
-def held(ok: bool, why: str) -> str:
-    return "held" if ok else f"**fails**: {why}"
 
 
 class Suite:
@@ -124,6 +93,8 @@ class Suite:
         self._n = 0
         #: the run's PostgreSQL cluster (None: not installed, its rows say so)
         self.postgres: PostgresCluster | None = None
+        #: ``--only``: the scenario name prefixes to run (empty: all)
+        self.only: list[str] = []
 
     def dir(self, name: str) -> Path:
         self._n += 1
@@ -149,6 +120,8 @@ class Suite:
         print("  ->", row.verdict, flush=True)
 
     def run(self, name: str, body: Callable[[], None]) -> None:
+        if self.only and not any(name.startswith(o) for o in self.only):
+            return
         print(f"== {name}", flush=True)
         try:
             body()
@@ -167,6 +140,24 @@ class Suite:
         ok = ok and t.unexplained_dead == 0
         why = f"workers exited by themselves: {r.exits} {r.last_words[:1]}"
         self.add(Row.of(t, held(ok, why) + f"; {r.kills} SIGKILLs"))
+
+    def sequences(self, backend: str, redis: RedisServer) -> None:
+        """Issue 24's proof: 3 workers, keys x jobs of sequences with random durations
+        under the SIGKILL storm; per key, runs start in enqueue order, never overlap."""
+        d = self.dir(f"sequences-{backend}")
+        url = self.store(backend, d, redis, "sequences")
+        keys, per_key = int(self.size["seq_keys"]), int(self.size["seq_per_key"])
+        r = sequence_storm(url, d, keys=keys, per_key=per_key, timeout=1800)
+        ok = r.succeeded == r.jobs and not r.violations
+        verdict = held(ok, r.line()) + (
+            f"; {keys} keys x {per_key} jobs, {r.kills} SIGKILLs, {r.killed_runs} runs cut "
+            "off and rerun in place; order and no overlap per key"
+        )
+        dup = f"{r.killed_runs} (rescued)"
+        row = Row(
+            "sequence storm", backend, r.jobs, r.jobs - r.succeeded, dup, "-", r.seconds, verdict
+        )
+        self.add(row)
 
     def durable(self, backend: str, redis: RedisServer) -> None:
         """Issue 23's proof: jobs of 5 steps under the SIGKILL storm; every job ends
@@ -361,6 +352,9 @@ def main(argv: list[str] | None = None) -> int:
         default="medium",
         help="how big (default: medium, about a tenth of long)",
     )
+    parser.add_argument("--only", action="append", default=[], metavar="NAME",
+                        help="run only the scenarios whose name starts with NAME (e.g. "
+                        "'sequences sqlite'); their rows replace theirs in --out")  # fmt: skip
     parser.add_argument("--out", type=Path, default=ROOT / "RELIABILITY.md",
                         help="where the summary table goes (default: RELIABILITY.md)")  # fmt: skip
     args = parser.parse_args(argv)
@@ -368,6 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="conveyor-faults-") as tmp:
         work = Path(tmp)
         suite = Suite(args.size, work)
+        suite.only = args.only
         redis = AofRedis(work / "redis-shared").start()
         if find_binary("initdb") and find_binary("pg_ctl"):
             suite.postgres = PostgresCluster().init().start()
@@ -376,6 +371,8 @@ def main(argv: list[str] | None = None) -> int:
                 suite.run(f"storm {backend}", lambda b=backend: suite.storm(b, redis))
             for backend in ("sqlite", "redis", "postgres"):
                 suite.run(f"durable storm {backend}", lambda b=backend: suite.durable(b, redis))
+            for backend in ("sqlite", "redis", "postgres"):
+                suite.run(f"sequences {backend}", lambda b=backend: suite.sequences(b, redis))
             for backend in ("redis", "postgres"):
                 suite.run(f"{backend} restart", lambda b=backend: suite.restart(b))
             for backend in ("sqlite", "postgres", "mariadb"):
@@ -422,54 +419,13 @@ def main(argv: list[str] | None = None) -> int:
             if suite.postgres is not None:
                 suite.postgres.stop("immediate")
                 suite.postgres.remove()
-    write(args.out, args.size, suite.rows, time.monotonic() - started)
+    if args.only:
+        merge(args.out, suite.rows, shlex.join(["python -m tests.faults", *(argv or sys.argv[1:])]))
+    else:
+        write(args.out, args.size, suite.rows, time.monotonic() - started,
+              SIZES[args.size]["job_seconds"])  # fmt: skip
     print(f"wrote {args.out}")
     return 0
-
-
-def write(out: Path, size: str, rows: list[Row], total: float) -> None:
-    redis_version = subprocess.run(
-        ["redis-server", "--version"], capture_output=True, text=True
-    ).stdout.split()
-    postgres = find_binary("postgres")
-    postgres_version = (
-        subprocess.run([postgres, "--version"], capture_output=True, text=True).stdout.strip()
-        if postgres
-        else "PostgreSQL not installed"
-    )
-    machine = f"{os.cpu_count()} cores, {platform.system()} {platform.release()}, Python {platform.python_version()}"
-    command = (
-        "python -m tests.faults --long"
-        if size == "long"
-        else f"python -m tests.faults --size {size}"
-    )
-    lines = [
-        "# Reliability: the fault suite's figures",
-        "",
-        f"Written by `{command}` on {datetime.date.today().isoformat()} ({machine}; "
-        f"{' '.join(redis_version[:3])}; {postgres_version}); the whole run took {total / 60:.1f} min. Rerun it "
-        "with that command (`.venv/bin/python -m tests.faults --long` for the issue's sizes: "
-        "10,000 jobs, 3 workers, a SIGKILL every 0.5 s; 8 producers x 2,000). The same "
-        "scenarios run small in `make test` (`tests/faults/`). How each is set up: "
-        "[docs/guarantees.md](docs/guarantees.md#fault-tests).",
-        "",
-        f"Storm and restart jobs sleep {SIZES[size]['job_seconds'] * 1000:g} ms each (3 workers "
-        "x 10 slots), so the kills land while jobs run. Each kill goes to a worker that has "
-        "finished starting (one killed mid-import would test Python's start-up), so the "
-        "rate can fall below one per 0.5 s: the verdict counts them. Every other scenario "
-        "is described in the docs section linked above.",
-        "",
-        "**lost**: jobs not final at the end (or final without having run). **duplicated**: "
-        "extra runs counted from a side-effect file each run appends to (`O_APPEND`); "
-        "*unexplained* ones have no rescued (`lost`) or released attempt in the job's "
-        "history. **dead**: jobs that ended dead (for the poison rows: innocent jobs only).",
-        "",
-        "| scenario | backend | N | lost | duplicated | dead | time (s) | verdict |",
-        "|---|---|---|---|---|---|---|---|",
-        *(r.markdown() for r in rows),
-        "",
-    ]
-    out.write_text("\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -136,6 +136,28 @@ def step_work(position: int, seconds: float) -> int:
     return position
 
 
+def _append(line: str) -> None:
+    path = os.environ.get("FAULT_MARKS")
+    if path:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, line.encode())
+        finally:
+            os.close(fd)
+
+
+def seq_work(key: str, n: int, seconds: float) -> int:
+    """A job of sequence ``key`` (``fault.seq``): ``seqstart <key> <n> <job id> <pid>
+    <time>`` at its start, ``seqend ...`` at its end (a killed run has no end line), so
+    the sequence storm checks order and overlap per key from the runs themselves."""
+    job = conveyor.current_job()
+    tag = f"{key} {n} {job.id} {os.getpid()}"
+    _append(f"seqstart {tag} {time.time():.6f}\n")
+    time.sleep(seconds)
+    _append(f"seqend {tag} {time.time():.6f}\n")
+    return n
+
+
 def steps(count: int, seconds: float) -> int:
     """A durable job of ``count`` steps (``fault.steps``); returns the sum of positions."""
     return sum(_STEP(n, seconds) for n in range(count))
@@ -181,6 +203,9 @@ def make_app(url: str | None = None) -> conveyor.App:
     for name, fn in TASKS.items():
         application.task(name=name)(fn)
     application.task(name="fault.steps", max_attempts=50)(steps)
+    application.task(name="fault.seq", sequence_key=lambda key, n, seconds: key, max_attempts=50)(
+        seq_work
+    )
     return application
 
 

@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -63,3 +64,12 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 15.0, what: str = "
             return
         time.sleep(0.02)
     raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+@pytest.fixture
+def server(web: Any) -> Iterator[str]:
+    """The test module's ``web`` dashboard on a real uvicorn server (its base URL)."""
+    from tests.support.dashboard import served
+
+    with served(web) as base:
+        yield base

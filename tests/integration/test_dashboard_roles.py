@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import base64
 import os
-import re
 import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +16,6 @@ from typing import Any
 import pytest
 
 pytest.importorskip("starlette")
-from starlette.testclient import TestClient
 
 import conveyor
 from conveyor.backends.base import ActionLogListParams
@@ -27,15 +24,8 @@ from conveyor.web import create_app
 from conveyor.web.tokens import DashboardToken, parse_tokens
 from tests.integration.cli_run import conveyor as run
 from tests.integration.test_dashboard import CHROMIUM, CHROMIUM_ARGS, _need_browser
+from tests.support.dashboard import ALICE, BASE, TOKEN_FILE, VICKY, client_as, csrf_of
 
-BASE = "http://127.0.0.1:8123"
-ALICE = "op-3f9a1c77e2b04d5a"
-VICKY = "ro-77c1e0d94ab25f3e"
-TOKEN_FILE = f"""# conveyor dashboard tokens: NAME ROLE TOKEN
-alice operator {ALICE}
-
-vicky viewer {VICKY}
-"""
 KEY = "k1:" + base64.b64encode(bytes(range(32))).decode()
 
 
@@ -78,19 +68,16 @@ def web(store: Store) -> Any:
     return create_app(store.app, tokens=parse_tokens(TOKEN_FILE))
 
 
-def client_as(web: Any, token: str) -> TestClient:
-    return TestClient(web, base_url=BASE, headers={"authorization": f"Bearer {token}"})
-
-
-def csrf_of(page: str) -> str:
-    found = re.search(r'name="csrf" value="([^"]+)"', page)
-    assert found, "page has no CSRF field"
-    return found.group(1)
-
-
 def test_a_viewer_reads_every_page_but_is_offered_no_action(web: Any, store: Store) -> None:
     with client_as(web, VICKY) as viewer:
-        for path in ("/", "/jobs", "/jobs?state=dead", f"/jobs/{store.dead.id}", "/audit"):
+        for path in (
+            "/",
+            "/jobs",
+            "/jobs?state=dead",
+            f"/jobs/{store.dead.id}",
+            "/audit",
+            "/limits",
+        ):
             page = viewer.get(path)
             assert page.status_code == 200, path
             assert '<form method="post"' not in page.text, path
@@ -210,27 +197,6 @@ def test_the_environment_token_is_an_operator_named_env(store: Store) -> None:
 
 
 # -- in Chromium -------------------------------------------------------------------------
-
-
-@pytest.fixture
-def server(web: Any) -> Iterator[str]:
-    import uvicorn
-
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    srv = uvicorn.Server(uvicorn.Config(web, log_level="warning"))
-    thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    for _ in range(200):
-        if srv.started:
-            break
-        threading.Event().wait(0.05)
-    assert srv.started, "uvicorn did not start"
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    thread.join(10)
-    sock.close()
 
 
 def test_both_roles_in_chromium(server: str, store: Store, tmp_path: Path) -> None:

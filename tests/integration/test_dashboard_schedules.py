@@ -6,8 +6,6 @@ Chromium or Playwright missing: skipped locally, a failure when ``CI=true``."""
 
 from __future__ import annotations
 
-import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,14 +21,7 @@ from conveyor.web.tokens import parse_tokens
 from conveyor.worker.services.scheduler import Scheduler
 from conveyor.worker.worker import Worker
 from tests.integration.test_dashboard import CHROMIUM, CHROMIUM_ARGS, _need_browser
-from tests.integration.test_dashboard_roles import (
-    ALICE,
-    BASE,
-    TOKEN_FILE,
-    VICKY,
-    client_as,
-    csrf_of,
-)
+from tests.support.dashboard import ALICE, BASE, TOKEN_FILE, VICKY, client_as, csrf_of
 
 
 class Store:
@@ -110,26 +101,6 @@ def test_a_viewer_sees_schedules_without_actions(web: Any, store: Store) -> None
         refused = _post(viewer, "pause", "reports.nightly", csrf)
         assert refused.status_code == 403 and "viewer token" in refused.text
     assert not store.record().paused
-
-
-@pytest.fixture
-def server(web: Any) -> Iterator[str]:
-    import uvicorn
-
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    srv = uvicorn.Server(uvicorn.Config(web, log_level="warning"))
-    thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    for _ in range(200):
-        if srv.started:
-            break
-        threading.Event().wait(0.05)
-    assert srv.started, "uvicorn did not start"
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    srv.should_exit = True
-    thread.join(10)
-    sock.close()
 
 
 def test_pause_in_chromium(server: str, store: Store, tmp_path: Path) -> None:

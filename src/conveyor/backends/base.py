@@ -36,7 +36,12 @@ from conveyor.backends.durable_params import (
     step_time,
     waits_on,
 )
-from conveyor.backends.flow_params import JobAgeParams, LimitOverrideParams, SequenceReleaseParams
+from conveyor.backends.flow_params import (
+    JobAgeParams,
+    LimitOverrideParams,
+    SequencePruneParams,
+    SequenceReleaseParams,
+)
 from conveyor.backends.params import (
     MAX_ACTION_IDS,
     MAX_HISTOGRAM_BUCKETS,
@@ -211,6 +216,7 @@ __all__ = [
     "QueueStats",
     "RescueResult",
     "SearchTerm",
+    "SequencePruneParams",
     "SequenceReleaseParams",
     "StepRecord",
     "WhereCondition",

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from conveyor.records import record
 
-__all__ = ["JobAgeParams", "LimitOverrideParams", "SequenceReleaseParams"]
+__all__ = ["JobAgeParams", "LimitOverrideParams", "SequencePruneParams", "SequenceReleaseParams"]
 
 
 @record
@@ -43,3 +43,14 @@ class SequenceReleaseParams:
     its sequence (``on_failure="block"``) becomes ready; any other id is left as it is."""
 
     ids: Sequence[str]
+
+
+@record
+class SequencePruneParams:
+    """Forget up to ``limit`` sequence keys with no active job: a key's row (its last
+    job) goes when that job succeeded or is gone (purged), as the next job of the key
+    would then wait on nothing anyway. A key whose last job ended dead, cancelled or
+    expired keeps its row (under ``on_failure="block"`` it blocks the next job) until
+    the retention purges that job."""
+
+    limit: int = 1000

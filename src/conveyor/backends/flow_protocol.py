@@ -13,7 +13,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from conveyor.backends.flow_params import JobAgeParams, LimitOverrideParams, SequenceReleaseParams
+from conveyor.backends.flow_params import (
+    JobAgeParams,
+    LimitOverrideParams,
+    SequencePruneParams,
+    SequenceReleaseParams,
+)
 from conveyor.backends.params import (
     JobDependenciesParams,
     JobProgressParams,
@@ -71,4 +76,9 @@ class Flow(Protocol):
 
     def sequence_release_many(self, params: SequenceReleaseParams) -> list[str]:
         """Held jobs of blocked sequences go on (feature ``sequences``); the ids released."""
+        ...
+
+    def sequence_prune(self, params: SequencePruneParams) -> int:
+        """Forget sequence keys with no active job (feature ``sequences``; the pruner
+        calls it); how many keys went. A key whose last job changed meanwhile stays."""
         ...

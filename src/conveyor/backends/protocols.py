@@ -111,7 +111,7 @@ FEATURES: dict[str, str] = {
     #: worker honours them (``conveyor schedules``, the dashboard's /schedules)
     "periodic": "periodic_fire, periodic_list, periodic_pause, periodic_resume, "
     "periodic_run_request",
-    "sequences": "sequence_key in job_insert_many, sequence_release_many",
+    "sequences": "sequence_key in job_insert_many, sequence_release_many, sequence_prune",
     "fair": "fair_key / fair_weight in job_insert_many (round-robin across keys)",
     "aging": "job_age_many (priority aging of a queue's waiting jobs)",
     # -- operations --

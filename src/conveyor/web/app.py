@@ -21,7 +21,7 @@ from starlette.middleware import Middleware
 from starlette.routing import Route
 
 from conveyor.app import App
-from conveyor.web import views
+from conveyor.web import limits_views, views
 from conveyor.web.security import Guard, SecurityMiddleware
 from conveyor.web.state import DashboardState
 from conveyor.web.throughput import ThroughputHistory
@@ -76,6 +76,8 @@ def create_app(
         Route("/workers", views.workers),
         Route("/schedules", views.schedules),
         Route("/schedules/{action}", views.schedule_action, methods=["POST"]),
+        Route("/limits", limits_views.limits),
+        Route("/limits/{action}", limits_views.limit_action, methods=["POST"]),
         Route("/audit", views.audit),
         Route("/static/dashboard.css", views.stylesheet),
         Route("/static/dashboard.js", views.script),

@@ -242,6 +242,7 @@ NAV = (
     ("/jobs", "Jobs"),
     ("/workers", "Workers"),
     ("/schedules", "Schedules"),
+    ("/limits", "Limits"),
     ("/audit", "Audit"),
 )
 

@@ -39,6 +39,7 @@ from conveyor.web.assets import CSS, JS
 from conveyor.web.bulk_count import matching_count
 from conveyor.web.durations_section import durations_section
 from conveyor.web.html import esc, layout
+from conveyor.web.limits_page import FLASH as LIMITS_FLASH
 from conveyor.web.query import (
     ACTION_STATES,
     JobQuery,
@@ -72,6 +73,7 @@ FLASH = {
     "paused": "Queue paused.",
     "resumed": "Queue resumed.",
     **SCHEDULE_FLASH,
+    **LIMITS_FLASH,
 }
 #: A bulk result: ``retry-3-of-5`` shows "Retry: 3 of 5 matching jobs changed."
 _BULK_FLASH = re.compile(r"(retry|cancel|delete)-(\d{1,9})-of-(\d{1,9})")
@@ -126,6 +128,10 @@ def _render(
 def _csrf(request: Request) -> str:
     csrf: str = request.state.csrf
     return csrf
+
+
+#: for the handlers of other modules (limits_views.py)
+render, csrf_of = _render, _csrf
 
 
 async def overview(request: Request) -> Response:

@@ -28,6 +28,7 @@ from conveyor.backends.base import (
     LimitRecord,
     PeriodicFireParams,
     PeriodicRecord,
+    SequencePruneParams,
     SequenceReleaseParams,
 )
 from conveyor.backends.memory import flow
@@ -91,6 +92,18 @@ class MemoryFlowMixin:
     def sequence_release_many(self, params: SequenceReleaseParams) -> list[str]:
         with self.store.write() as store:
             return flow.sequence_release(store, params.ids, time.time())
+
+    def sequence_prune(self, params: SequencePruneParams) -> int:
+        # As sql/flow.py sequence_prune: a key whose last job succeeded or is gone.
+        with self.store.write() as store:
+            done = [
+                key
+                for key, tail in store.sequences.items()
+                if tail not in store.jobs or store.jobs[tail].state is JobState.SUCCEEDED
+            ][: params.limit]
+            for key in done:
+                del store.sequences[key]
+            return len(done)
 
     # -- progress and periodic -------------------------------------------------------------
 

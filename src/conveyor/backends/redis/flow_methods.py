@@ -33,6 +33,7 @@ from conveyor.backends.base import (
     LimitRecord,
     PeriodicFireParams,
     PeriodicRecord,
+    SequencePruneParams,
     SequenceReleaseParams,
 )
 from conveyor.backends.redis.hashes import num
@@ -69,6 +70,7 @@ class FlowScripts:
         self.job_progress = Script(client, load_source("job_progress"))
         self.periodic_fire = Script(client, load_source("periodic_fire"))
         self.sequence_release = Script(client, load_source("sequence_release"))
+        self.sequence_prune = Script(client, load_source("sequence_prune"))
         self.job_age = Script(client, load_source("job_age"))
 
 
@@ -194,6 +196,20 @@ class RedisFlowMixin:
         with self._guard:
             reply = self._flow.sequence_release([self.keys.base], [_json(ids)])
         return [str(i) for i in json.loads(reply)]
+
+    def sequence_prune(self, params: SequencePruneParams) -> int:
+        # HSCAN a page of keys, then one script checks each is still that tail (an
+        # insert may have moved it on) and drops it if that job succeeded or is gone.
+        base, gone, cursor = self.keys.base, 0, 0
+        while gone < params.limit:
+            with self._guard:
+                cursor, page = self._client.hscan(base + "sequences", cursor, count=500)
+                pairs = [[str(k), str(v)] for k, v in page.items()]
+                if pairs:
+                    gone += int(self._flow.sequence_prune([base], [_json(pairs)]))
+            if not cursor:
+                break
+        return gone
 
     def job_age_many(self, params: JobAgeParams) -> int:
         args = [params.queue, repr(float(params.step)), str(int(params.ceiling))]

@@ -169,10 +169,12 @@ def sequence_tail(d: Dialect, ex: Executor, key: str, job_id: str) -> list[str]:
     """The job a new job of sequence ``key`` waits on (none: the first, or the last one
     was deleted), after making ``job_id`` the key's tail. Where rows lock, the key's row
     is locked (a placeholder inserted first, so two first jobs of a key queue on it)."""
-    ex.execute(d.sql(d.insert_ignore('sequences ("key", tail) VALUES (?, ?)')), (key, job_id))
-    row = ex.execute(
-        d.sql(f'SELECT tail FROM sequences WHERE "key" = ?{d.lock}'), (key,)
-    ).fetchone()
+    row = None
+    while row is None:  # None: the pruner deleted the key's row between the two (retry)
+        ex.execute(d.sql(d.insert_ignore('sequences ("key", tail) VALUES (?, ?)')), (key, job_id))
+        row = ex.execute(
+            d.sql(f'SELECT tail FROM sequences WHERE "key" = ?{d.lock}'), (key,)
+        ).fetchone()
     tail = str(row[0])
     if tail == job_id:
         return []
@@ -396,3 +398,23 @@ def sequence_release(d: Dialect, ex: Executor, ids: Sequence[str], now: float) -
             )
             released.append(str(job_id))
     return released
+
+
+def sequence_prune(d: Dialect, ex: Executor, limit: int) -> int:
+    """Delete up to ``limit`` sequence rows whose last job succeeded or is gone (the
+    next job of such a key waits on nothing either way); how many went. Each delete
+    names the tail it read, so a row an insert moved on meanwhile stays (where rows
+    lock, the delete re-reads the row after the insert's commit)."""
+    rows = ex.execute(
+        d.sql(
+            'SELECT s."key", s.tail FROM sequences s LEFT JOIN jobs j ON j.id = s.tail '
+            "WHERE j.id IS NULL OR j.state = 'succeeded' LIMIT ?"
+        ),
+        (limit,),
+    ).fetchall()
+    gone = 0
+    for key, tail in rows:
+        gone += ex.execute(
+            d.sql('DELETE FROM sequences WHERE "key" = ? AND tail = ?'), (key, tail)
+        ).rowcount
+    return gone

@@ -30,6 +30,7 @@ from conveyor.backends.base import (
     JobRetryParams,
     QueuePauseParams,
     QueueResumeParams,
+    SequencePruneParams,
     SequenceReleaseParams,
 )
 from conveyor.backends.sql import flow
@@ -181,6 +182,11 @@ class SqlBulkOps(SqlStore):
             if released:
                 self._ops_wake(ex)  # they are ready now: wake a worker
         return released
+
+    def sequence_prune(self, params: SequencePruneParams) -> int:
+        """See :meth:`conveyor.backends.protocols.Flow.sequence_prune`."""
+        with self._ops_tx() as ex:
+            return flow.sequence_prune(self._dialect, ex, params.limit)
 
     def job_delete_many(self, ids: Sequence[str]) -> int:
         with self._ops_tx() as ex:

@@ -1,7 +1,8 @@
 """Pruner: deletes finished jobs older than the app's ``retention`` (default 7 days),
 drops the results of tasks with a ``result_ttl`` once it passed, and sweeps jobs nobody
 started before their ``expires`` to ``expired`` (``job_expire_due``), so that listings
-and ``conveyor status`` do not show them waiting forever. A claimed job past its expiry
+and ``conveyor status`` do not show them waiting forever. It also forgets sequence
+keys with no active job (``sequence_prune``: a key's last job succeeded or was purged). A claimed job past its expiry
 never needs the sweep: its worker ends it before it starts (``Attempts.refusal``).
 
 Every worker runs one, so retention needs no separate daemon; running it on several
@@ -26,7 +27,12 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from conveyor.backends.base import JobClearResultsParams, JobExpireDueParams, JobPurgeParams
+from conveyor.backends.base import (
+    JobClearResultsParams,
+    JobExpireDueParams,
+    JobPurgeParams,
+    SequencePruneParams,
+)
 from conveyor.options import seconds_of
 from conveyor.worker.services.base import Looper
 
@@ -52,6 +58,8 @@ class Pruner(Looper):
         self.results_cleared = 0
         #: jobs swept to ``expired`` so far
         self.expired = 0
+        #: sequence keys forgotten so far (``sequence_prune``)
+        self.sequences_pruned = 0
         #: task name -> the ``finished_before`` of its last complete pass
         self._cleared_to: dict[str, float] = {}
 
@@ -73,6 +81,23 @@ class Pruner(Looper):
             self.clear_results(time.time())
         if "expires" in backend.features:
             self.expire_due()
+        if "sequences" in backend.features:
+            self.prune_sequences()
+
+    def prune_sequences(self) -> int:
+        """Forget sequence keys with no active job (their last job succeeded or was
+        purged above), so the store keeps no state for keys nobody uses any more."""
+        backend = self.worker.app.backend
+        total = 0
+        for _ in range(MAX_BATCHES):
+            if self._stop.is_set():
+                break
+            n = backend.sequence_prune(SequencePruneParams(limit=BATCH))
+            total += n
+            if n < BATCH:
+                break
+        self.sequences_pruned += total
+        return total
 
     def expire_due(self) -> int:
         """Sweep unstarted jobs past their expiry to ``expired``; how many went."""
