@@ -26,7 +26,7 @@ def test_jobs_search_through_a_pipe(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     page = json.loads(done.stdout)
     assert [j["id"] for j in page["jobs"]] == [ids[2], ids[1]]
-    assert page["complete"] is True and page["scanned"] == 2  # no index (the default): a scan
+    assert page["complete"] is True and page["scanned"] is None  # the index (the default)
     assert page["next_after"] == ids[1]  # --after it: the next page (contract-tested)
     narrowed = run(
         "jobs", "--url", url, "--queue", "other", "--search", "send_welcome", cwd=tmp_path
@@ -36,5 +36,5 @@ def test_jobs_search_through_a_pipe(tmp_path: Path) -> None:
     assert bad.returncode == 2
     assert bad.stderr.strip().splitlines() == [
         "Error: Invalid value for --search: colour:red: unknown field 'colour' (known: task, "
-        "queue, args, result, error, headers, state, finished, created, args.NAME, header.NAME)"
+        "queue, args, result, error, headers, logs, state, finished, created, args.NAME, header.NAME)"
     ]

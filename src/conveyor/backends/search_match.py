@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from conveyor.backends.records import JobRecord
 from conveyor.backends.search_params import SearchTerm
@@ -45,9 +45,13 @@ def field_texts(job: JobRecord) -> Mapping[str, str]:
     }
 
 
-def matches(job: JobRecord, terms: Iterable[SearchTerm]) -> bool:
+def matches(
+    job: JobRecord, terms: Iterable[SearchTerm], logs: Callable[[str], str] | None = None
+) -> bool:
     """Whether ``job`` has every term (and none of the negated ones); the filter is the
-    store's. What a scanning store applies to each row it reads.
+    store's. What a scanning store applies to each row it reads. ``logs(job_id)``: the
+    text of the job's log lines, asked only when a term is not found elsewhere (None:
+    the job has none to search).
 
     >>> from conveyor.states import JobState
     >>> from conveyor.search_query import parse_search
@@ -57,13 +61,17 @@ def matches(job: JobRecord, terms: Iterable[SearchTerm]) -> bool:
     >>> matches(job, parse_search('billing.total error:timeouterror -"gave in"').terms)
     True
     """
-    texts = field_texts(job)
+    texts: dict[str, object] = dict(field_texts(job))
+    if logs is not None:
+        texts["logs"] = _Lazy(logs, job.id)  # read only if a term gets that far
     seen: dict[str, list[str]] = {}
     for term in terms:
         words = term.text.split()
         found = False
         for name in (term.field,) if term.field else texts:
-            text = texts[name]
+            if name not in texts:
+                continue  # logs: a store that does not search them
+            text = str(texts[name])
             # most rows of a scan lack the word: a substring test rejects them without
             # tokenizing (ASCII text only: accents need the tokens' folding)
             if text.isascii() and words[0] not in text.lower():
@@ -76,6 +84,19 @@ def matches(job: JobRecord, terms: Iterable[SearchTerm]) -> bool:
         if found == term.negated:
             return False
     return True
+
+
+class _Lazy:
+    """A job's log text, read the first time a term looks into it."""
+
+    def __init__(self, read: Callable[[str], str], job_id: str) -> None:
+        self._read, self._job_id = read, job_id
+        self._text: str | None = None
+
+    def __str__(self) -> str:
+        if self._text is None:
+            self._text = self._read(self._job_id)
+        return self._text
 
 
 def _contains(seq: Sequence[str], words: Sequence[str], prefix: bool) -> bool:
