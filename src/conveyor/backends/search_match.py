@@ -39,7 +39,8 @@ def field_texts(job: JobRecord) -> Mapping[str, str]:
         "task": job.task,
         "queue": job.queue,
         "args": job.payload,
-        "result": job.result or "",
+        # a null result is no text (the indexes skip a finish that adds nothing)
+        "result": "" if job.result in (None, "null") else str(job.result),
         "error": job.error or "",
         "headers": job.headers or "",
     }
