@@ -28,6 +28,10 @@ def test_jobs_search_through_a_pipe(tmp_path: Path) -> None:
     assert [j["id"] for j in page["jobs"]] == [ids[2], ids[1]]
     assert page["complete"] is True and page["scanned"] is None  # the index (the default)
     assert page["next_after"] == ids[1]  # --after it: the next page (contract-tested)
+    assert (page["count"], page["count_exact"]) == (3, True)  # every match, not the page
+    table = run("jobs", "--url", url, "--search", "send_w*", "--limit", "2", cwd=tmp_path)
+    assert table.returncode == 0 and "\n3 matches\n" in table.stdout
+    assert "\x1b" not in table.stdout  # a pipe: the matched words are not styled
     narrowed = run(
         "jobs", "--url", url, "--queue", "other", "--search", "send_welcome", cwd=tmp_path
     )
@@ -38,3 +42,30 @@ def test_jobs_search_through_a_pipe(tmp_path: Path) -> None:
         "Error: Invalid value for --search: colour:red: unknown field 'colour' (known: task, "
         "queue, args, result, error, headers, logs, state, finished, created, args.NAME, header.NAME)"
     ]
+
+
+def test_matched_words_are_marked_on_a_terminal(tmp_path: Path) -> None:
+    import io
+
+    from conveyor.backends.search_match import highlight_spans
+    from conveyor.cli.output import Column, Output
+    from conveyor.search_query import parse_search
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    stream = Tty()
+    out = Output(stream=stream)
+    out.console.force_terminal = True  # rich styles what it writes to a "terminal"
+    terms = parse_search("timeout").terms
+    out.marks = lambda cell: highlight_spans(cell, terms)
+    out.table([Column("error")], [["TimeoutError: gave up"]], empty="none")
+    assert "\x1b[1;7mTimeoutError" not in stream.getvalue()  # a word is a whole word
+    stream = Tty()
+    out = Output(stream=stream)
+    out.console.force_terminal = True
+    terms = parse_search("timeouterror").terms
+    out.marks = lambda cell: highlight_spans(cell, terms)
+    out.table([Column("error")], [["TimeoutError: gave up"]], empty="none")
+    assert "\x1b[1;7mTimeoutError\x1b[0m" in stream.getvalue()

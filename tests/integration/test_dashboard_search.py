@@ -37,6 +37,10 @@ def test_search_box_and_bulk_retry_of_every_match(tmp_path: Path) -> None:
     with TestClient(create_app(app), base_url=BASE) as client:
         page = client.get("/jobs", params={"q": "error:timeouterror state:dead"}).text
         assert all(j.id in page for j in failed) and queued.id not in page
+        assert '<span class="hits">3 matches</span>' in page  # the hit count
+        assert "<strong><mark>TimeoutError</mark></strong>" in page  # the matched word
+        page = client.get("/jobs", params={"q": "send_w*"}).text
+        assert "<mark>send_welcome</mark>" in page and "1 match<" in page
         assert queued.id in client.get("/jobs", params={"q": "send_welcome"}).text
         bad = client.get("/jobs", params={"q": "state:lost"}).text
         assert "search matches nothing: state:lost: not a state" in bad
@@ -55,4 +59,18 @@ def test_search_box_and_bulk_retry_of_every_match(tmp_path: Path) -> None:
     assert states == {JobState.QUEUED}
     (entry,) = app.backend.action_log_list(ActionLogListParams())
     assert (entry.action, entry.count) == ("retry", 3) and "q=bank gave" in entry.detail
+    app.close()
+
+
+def test_marks_are_escaped(tmp_path: Path) -> None:
+    app = conveyor.App(f"sqlite:///{tmp_path / 'jobs.db'}")
+
+    @app.task(name="web.render")
+    def render(html: str) -> None: ...
+
+    render.enqueue("<script>alert(1)</script>")
+    with TestClient(create_app(app), base_url=BASE) as client:
+        page = client.get("/jobs", params={"q": "script"}).text
+    assert "&lt;<mark>script</mark>&gt;alert(1)&lt;/<mark>script</mark>&gt;" in page
+    assert "<script>alert" not in page
     app.close()

@@ -108,3 +108,34 @@ def _contains(seq: Sequence[str], words: Sequence[str], prefix: bool) -> bool:
             if last == words[-1] or (prefix and last.startswith(words[-1])):
                 return True
     return False
+
+
+def highlight_spans(text: str, terms: Iterable[SearchTerm]) -> list[tuple[int, int]]:
+    """Where in ``text`` the words of the positive ``terms`` are (start, end), for
+    showing a hit with its matched words marked: each word of a term wherever it is
+    a whole word (the last one of a prefix term as a word's start), compared as the
+    search compares them (case and accents folded).
+
+    >>> text = "Timeout for user_id=42 (Zürich)"
+    >>> from conveyor.search_query import parse_search
+    >>> [text[a:b] for a, b in highlight_spans(text, parse_search("timeout zurich user_*").terms)]
+    ['Timeout', 'user_id', 'Zürich']
+    """
+    whole: set[str] = set()
+    starts: set[str] = set()
+    for term in terms:
+        if term.negated:
+            continue
+        words = term.text.split()
+        whole.update(words[:-1] if term.prefix else words)
+        if term.prefix:
+            starts.add(words[-1])
+    if not whole and not starts:
+        return []
+    spans = []
+    for m in _WORD.finditer(text):
+        folded = tokens(m.group())
+        word = folded[0] if folded else ""
+        if word in whole or any(word.startswith(s) for s in starts):
+            spans.append((m.start(), m.end()))
+    return spans

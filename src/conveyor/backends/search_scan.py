@@ -22,6 +22,7 @@ from collections.abc import Callable
 from conveyor.backends.ops_params import JobListParams
 from conveyor.backends.records import JobRecord
 from conveyor.backends.search_params import JobSearchPage, JobSearchParams
+from conveyor.records import record
 
 #: Rows read per ``job_list`` call of a scan.
 SCAN_BATCH = 500
@@ -59,3 +60,49 @@ class ScanSearch:
 
     def job_search(self, params: JobSearchParams) -> JobSearchPage:
         return scan_search(self.job_list, params)
+
+
+#: Matches a count reads at most: past it the count says "more than" (an estimate).
+COUNT_CAP = 1000
+
+
+@record
+class SearchCount:
+    """How many jobs a search matches: ``n`` exactly when ``exact``, else at least ``n``
+    (more than :data:`COUNT_CAP`, or a scan stopped at its bound first)."""
+
+    n: int
+    exact: bool
+
+    @property
+    def label(self) -> str:
+        """``"12 matches"``, ``"more than 1,000 matches"``, ``"at least 40 matches"``.
+
+        >>> SearchCount(1, True).label, SearchCount(1001, False).label
+        ('1 match', 'more than 1,000 matches')
+        """
+        if self.exact:
+            return f"{self.n:,} match" + ("" if self.n == 1 else "es")
+        if self.n > COUNT_CAP:
+            return f"more than {COUNT_CAP:,} matches"
+        return f"at least {self.n:,} matches (a scan stopped at its bound)"
+
+
+def search_count(
+    job_search: Callable[[JobSearchParams], JobSearchPage],
+    params: JobSearchParams,
+    page: JobSearchPage,
+) -> SearchCount | None:
+    """The count of ``params``' matches, given the first page already read: exact from
+    that page when it was the last, else read from the store's index up to
+    :data:`COUNT_CAP` + 1 (cheap: an index's hits). None where the store scans and the
+    page was not the last (counting would mean scanning again)."""
+    if params.before_id is None and page.complete and page.next_before is None:
+        return SearchCount(len(page.jobs), True)
+    if page.scanned is not None:
+        return None
+    counted = job_search(
+        JobSearchParams(params.filter, params.terms, COUNT_CAP + 1, None, params.max_scan)
+    )
+    n = len(counted.jobs)
+    return SearchCount(n, n <= COUNT_CAP and counted.complete)
