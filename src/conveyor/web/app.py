@@ -21,7 +21,7 @@ from starlette.middleware import Middleware
 from starlette.routing import Route
 
 from conveyor.app import App
-from conveyor.web import views
+from conveyor.web import search_suggest, views
 from conveyor.web.security import Guard, SecurityMiddleware
 from conveyor.web.state import DashboardState
 from conveyor.web.throughput import ThroughputHistory
@@ -76,6 +76,7 @@ def create_app(
         Route("/schedules", views.schedules),
         Route("/schedules/{action}", views.schedule_action, methods=["POST"]),
         Route("/audit", views.audit),
+        Route("/api/search/suggest", search_suggest.suggest_view),
         Route("/static/dashboard.css", views.stylesheet),
         Route("/static/dashboard.js", views.script),
     ]

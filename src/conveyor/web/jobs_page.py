@@ -134,7 +134,7 @@ def _filter_form(query: JobQuery, sort: Sort, queues: Sequence[str]) -> str:
         )
         + select("state", STATES, query.state.value if query.state else None)
         + f'<label>task<input name="task" value="{esc(query.task)}" placeholder="module.function"></label>'
-        + f'<label>search<input name="q" value="{esc(query.search)}" placeholder="timeout state:dead args.user_id:42"></label>'
+        + f'<label>search<input name="q" value="{esc(query.search)}" placeholder="timeout state:dead args.user_id:42" list="search-suggest" autocomplete="off" data-suggest="/api/search/suggest"></label><datalist id="search-suggest"></datalist>'
         + f'<label>where<input name="where" value="{esc(query.where)}" placeholder="kwargs.user_id=42; args.0=7"></label>'
         + keep_sort
         + '<button class="btn primary" type="submit">Filter</button>'
