@@ -108,7 +108,7 @@ def test_log_lines_are_searched(tmp_path: Path) -> None:
     conveyor.Worker(app, burst=True).run(install_signals=False)
     assert [j.id for j in app.search('"caught fire" page_3').jobs] == []
     hits = [j.id for j in app.search('logs:"caught fire on page 3"').jobs]
-    assert hits == [job.id]  # the finish's pending entry, matched with its logs
+    assert hits == [job.id]  # noted as its log lines were written: found, indexed or not
     while _search(app).search_index_catch_up():
         pass
     hits = [j.id for j in app.search("logs:fire", limit=10).jobs]
@@ -151,10 +151,34 @@ def test_a_workers_indexer_keeps_the_tail_short(tmp_path: Path) -> None:
 
     resize.enqueue_many([{"path": f"photo_{i}.png"} for i in range(50)])
     worker = conveyor.Worker(app, burst=True)
-    worker.run(install_signals=False)
     from conveyor.worker.services.search_indexer import SearchIndexer
+
+    assert any(isinstance(s, SearchIndexer) for s in worker._make_services())
 
     indexer = SearchIndexer(worker)
     indexer.tick()
     assert indexer.indexed >= 50 and _search(app).search_index_pending() == 0
+    app.close()
+
+
+def test_a_finish_that_adds_no_text_notes_nothing(tmp_path: Path) -> None:
+    """Most jobs end with a null result: the entry written at insert is already right,
+    so such a finish costs the indexer nothing; a result, an error or log lines do."""
+    app = conveyor.App(f"sqlite:///{tmp_path / 'jobs.db'}")
+
+    @app.task(name="media.noop")
+    def noop() -> None: ...
+
+    @app.task(name="media.size")
+    def size() -> int:
+        return 1234
+
+    noop.enqueue()
+    sized = size.enqueue()
+    while _search(app).search_index_catch_up():
+        pass
+    conveyor.Worker(app, burst=True).run(install_signals=False)
+    assert _search(app).search_index_pending() == 1  # the result 1234 only
+    assert [j.id for j in app.search("result:1234").jobs] == [sized.id]
+    assert app.search("null").jobs == ()  # a null result is no text, as for the scan
     app.close()

@@ -44,16 +44,16 @@ END $$;
 CREATE OR REPLACE FUNCTION job_search_note_update() RETURNS trigger LANGUAGE plpgsql
     SET search_path FROM CURRENT AS $$
 BEGIN
-    -- A finish that adds no text (a null result, no error, no log lines: what most
-    -- jobs end with) notes nothing: the job's entry is already right (search_match.py
+    -- A finish that adds no text (a null result, no error: what most jobs end with)
+    -- notes nothing (log lines are noted as they are written: sql/logs.py): the job's
+    -- entry is already right (search_match.py
     -- treats a null result as no text).
     IF EXISTS (SELECT 1 FROM job_search_on) AND (
         OLD.task IS DISTINCT FROM NEW.task OR OLD.queue IS DISTINCT FROM NEW.queue
         OR OLD.payload IS DISTINCT FROM NEW.payload OR OLD.headers IS DISTINCT FROM NEW.headers
         OR coalesce(NEW.error, '') IS DISTINCT FROM coalesce(OLD.error, '')
-        OR nullif(coalesce(NEW.result, ''), 'null')
-           IS DISTINCT FROM nullif(coalesce(OLD.result, ''), 'null')
-        OR EXISTS (SELECT 1 FROM job_logs WHERE job_id = NEW.id)
+        OR coalesce(nullif(NEW.result, 'null'), '')
+           IS DISTINCT FROM coalesce(nullif(OLD.result, 'null'), '')
     ) THEN
         INSERT INTO job_search_pending (lo, hi) VALUES (NEW.id, NEW.id);
     END IF;

@@ -47,6 +47,7 @@ from conveyor.backends import decoding
 from conveyor.backends.base import JobListParams, JobRecord
 from conveyor.backends.postgres.dialect import POSTGRES
 from conveyor.backends.search_params import JobSearchPage, JobSearchParams, SearchTerm
+from conveyor.backends.sql.dialect import Executor
 from conveyor.backends.sql.filters import filter_sql
 from conveyor.backends.sql.ops_read import JOB_COLUMNS
 
@@ -99,6 +100,14 @@ class PostgresSearch:
     _pool: ConnectionPool  # autocommit connections
     _once: Callable[..., list[tuple[object, ...]]]
     job_list: Callable[[JobListParams], list[JobRecord]]
+
+    def _search_note_each(self, ex: Executor, job_ids: Sequence[str]) -> None:
+        """Each job's text changed (its log lines): pending, one row each, while on."""
+        if job_ids:
+            ex.executemany(
+                "INSERT INTO job_search_pending (lo, hi) SELECT %s, %s FROM job_search_on",
+                [(i, i) for i in job_ids],
+            )
 
     def _trgm_schema(self) -> str:
         # pg_trgm is one per database, in whichever schema it was created: the opclass

@@ -83,7 +83,14 @@ class SqlLogs(SqlStore):
                     have[str(job_id)] = int(str(n))
             keep, stored = _bounded(params.records, have, params.max_per_job)
             insert_logs(d, ex, keep)
+            if keep:
+                self._search_note_each(ex, sorted({r.job_id for r in keep}))
         return stored
+
+    def _search_note_each(self, ex: Executor, job_ids: Sequence[str]) -> None:
+        """Jobs whose searched text changed (log lines written: logs are written while a
+        job runs, by a thread of their own, so after its finish too), for the store's
+        search index filled after the fact; nothing where the store has none."""
 
     def job_log_list(self, params: JobLogListParams) -> list[JobLogRecord]:
         d = self._dialect

@@ -170,6 +170,12 @@ class SQLiteSearch:
     _read: Callable[..., list[tuple[object, ...]]]
     job_list: Callable[[JobListParams], list[JobRecord]]
 
+    def _search_note_each(self, ex: object, job_ids: Sequence[str]) -> None:
+        """Each job's text changed (its log lines): pending, one row each, while on."""
+        conn = ex if isinstance(ex, sqlite3.Connection) else None
+        if conn is not None and job_ids:
+            conn.executemany(NOTE, [(i, i) for i in job_ids])
+
     def search_index_set(self, on: bool) -> None:
         """Turn the index on (:func:`build_index`) or off (:func:`drop_index`)."""
         with self._write() as conn:

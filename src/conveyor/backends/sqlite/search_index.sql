@@ -27,10 +27,10 @@ CREATE VIRTUAL TABLE IF NOT EXISTS job_search USING fts5(
     tokenize="unicode61 tokenchars '_'"
 );
 -- A claim writes none of these columns: UPDATE OF keeps the hot path's claim free of
--- it. A finish that adds no text (a result of null, no error, no log lines: what most
--- jobs end with) notes nothing: the job's entry is already right (search_match.py
--- treats a null result as no text). Log lines are written while the job runs, before
--- its finish, which then notes it. Inserts have no trigger: a trigger per row cost
+-- it. A finish that adds no text (a result of null, no error: what most jobs end with)
+-- notes nothing: the job's entry is already right (search_match.py treats a null
+-- result as no text). Log lines are noted as they are written (sql/logs.py). Inserts
+-- have no trigger: a trigger per row cost
 -- enqueue_many ~20% (one range row per transaction, written by the insert itself,
 -- costs it nothing measurable).
 CREATE TRIGGER IF NOT EXISTS job_search_update
@@ -38,8 +38,7 @@ AFTER UPDATE OF task, queue, payload, result, error, headers ON jobs
 WHEN NEW.task IS NOT OLD.task OR NEW.queue IS NOT OLD.queue
     OR NEW.payload IS NOT OLD.payload OR NEW.headers IS NOT OLD.headers
     OR coalesce(NEW.error, '') IS NOT coalesce(OLD.error, '')
-    OR nullif(coalesce(NEW.result, ''), 'null') IS NOT nullif(coalesce(OLD.result, ''), 'null')
-    OR EXISTS (SELECT 1 FROM job_logs WHERE job_id = NEW.id)
+    OR coalesce(nullif(NEW.result, 'null'), '') IS NOT coalesce(nullif(OLD.result, 'null'), '')
 BEGIN
     INSERT INTO job_search_pending (lo, hi) VALUES (NEW.id, NEW.id);
 END;
