@@ -44,17 +44,7 @@ END $$;
 CREATE OR REPLACE FUNCTION job_search_note_update() RETURNS trigger LANGUAGE plpgsql
     SET search_path FROM CURRENT AS $$
 BEGIN
-    -- A finish that adds no text (a null result, no error: what most jobs end with)
-    -- notes nothing (log lines are noted as they are written: sql/logs.py): the job's
-    -- entry is already right (search_match.py
-    -- treats a null result as no text).
-    IF EXISTS (SELECT 1 FROM job_search_on) AND (
-        OLD.task IS DISTINCT FROM NEW.task OR OLD.queue IS DISTINCT FROM NEW.queue
-        OR OLD.payload IS DISTINCT FROM NEW.payload OR OLD.headers IS DISTINCT FROM NEW.headers
-        OR coalesce(NEW.error, '') IS DISTINCT FROM coalesce(OLD.error, '')
-        OR coalesce(nullif(NEW.result, 'null'), '')
-           IS DISTINCT FROM coalesce(nullif(OLD.result, 'null'), '')
-    ) THEN
+    IF EXISTS (SELECT 1 FROM job_search_on) THEN
         INSERT INTO job_search_pending (lo, hi) VALUES (NEW.id, NEW.id);
     END IF;
     RETURN NULL;
@@ -72,13 +62,18 @@ DROP TRIGGER IF EXISTS job_search_insert ON jobs;
 CREATE TRIGGER job_search_insert AFTER INSERT ON jobs
     REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT
     EXECUTE FUNCTION job_search_note_insert();
--- A claim writes none of these columns; the function tells a finish that adds text.
+-- A claim writes none of these columns. A finish that adds no text (a null result, no
+-- error: what most jobs end with) does not even call the function: the job's entry is
+-- already right (search_match.py treats a null result as no text); log lines are noted
+-- as they are written (sql/logs.py). SQLite's search_index.sql: the same rule.
 DROP TRIGGER IF EXISTS job_search_update ON jobs;
 CREATE TRIGGER job_search_update AFTER UPDATE OF task, queue, payload, result, error, headers
     ON jobs FOR EACH ROW
     WHEN (OLD.task IS DISTINCT FROM NEW.task OR OLD.queue IS DISTINCT FROM NEW.queue
           OR OLD.payload IS DISTINCT FROM NEW.payload OR OLD.headers IS DISTINCT FROM NEW.headers
-          OR OLD.result IS DISTINCT FROM NEW.result OR OLD.error IS DISTINCT FROM NEW.error)
+          OR coalesce(NEW.error, '') IS DISTINCT FROM coalesce(OLD.error, '')
+          OR coalesce(nullif(NEW.result, 'null'), '')
+             IS DISTINCT FROM coalesce(nullif(OLD.result, 'null'), ''))
     EXECUTE FUNCTION job_search_note_update();
 DROP TRIGGER IF EXISTS job_search_delete ON jobs;
 CREATE TRIGGER job_search_delete AFTER DELETE ON jobs
