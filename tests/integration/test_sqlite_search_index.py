@@ -182,3 +182,26 @@ def test_a_finish_that_adds_no_text_notes_nothing(tmp_path: Path) -> None:
     assert [j.id for j in app.search("result:1234").jobs] == [sized.id]
     assert app.search("null").jobs == ()  # a null result is no text, as for the scan
     app.close()
+
+
+def test_imported_jobs_are_found(tmp_path: Path) -> None:
+    """``conveyor import`` notes each job it writes (not a range of ids, which could
+    span months of other jobs): found at once, then indexed."""
+    source = conveyor.App(f"sqlite:///{tmp_path / 'a.db'}")
+
+    @source.task(name="media.resize")
+    def resize(path: str) -> None: ...
+
+    job = resize.enqueue("photo_42.png")
+    source.close()
+    exported = run("export", "--url", source.url, cwd=tmp_path)
+    assert exported.returncode == 0, exported.stderr
+    (tmp_path / "jobs.jsonl").write_text(exported.stdout)
+    target = conveyor.App(f"sqlite:///{tmp_path / 'b.db'}")
+    done = run("import", str(tmp_path / "jobs.jsonl"), "--url", target.url, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert _search(target).search_index_pending() == 1
+    assert [j.id for j in target.search("photo_42").jobs] == [job.id]
+    assert _search(target).search_index_pending() == 0  # (the search indexed a batch)
+    assert [j.id for j in target.search("photo_42").jobs] == [job.id]
+    target.close()

@@ -155,10 +155,6 @@ def insert_history(d: Dialect, ex: Executor, items: Sequence[JobImport]) -> None
 class SqlImports(SqlStore):
     """``job_import_many`` of the Operations protocol, on any SQL store."""
 
-    def _jobs_written(self, ex: Executor, ids: Sequence[str]) -> None:
-        """Jobs this store's search index has to index (SQLite's inserts note them);
-        nothing by default (PostgreSQL's trigger sees every insert)."""
-
     def job_import_many(self, params: JobImportParams) -> list[str]:
         for item in params.jobs:  # all checked before anything is written
             check_importable(item)
@@ -167,7 +163,7 @@ class SqlImports(SqlStore):
         d = self._dialect
         with self._ops_tx() as ex:
             written = set(insert_jobs(d, ex, params.jobs, d.clock(ex)))
-            self._jobs_written(ex, sorted(written))
+            self._search_note_each(ex, sorted(written))
             # In the order given, each id once (the first of an id given twice).
             first: dict[str, JobImport] = {}
             for item in params.jobs:

@@ -87,11 +87,6 @@ class SqlLogs(SqlStore):
                 self._search_note_each(ex, sorted({r.job_id for r in keep}))
         return stored
 
-    def _search_note_each(self, ex: Executor, job_ids: Sequence[str]) -> None:
-        """Jobs whose searched text changed (log lines written: logs are written while a
-        job runs, by a thread of their own, so after its finish too), for the store's
-        search index filled after the fact; nothing where the store has none."""
-
     def job_log_list(self, params: JobLogListParams) -> list[JobLogRecord]:
         d = self._dialect
         found = self._ops_rows(

@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from conveyor.backends import decoding
 from conveyor.backends.base import (
@@ -279,9 +279,6 @@ class SQLiteBackend(SQLiteSearch, SQLiteOpsMixin, FlowMixin, SQLiteActionLog):
         self, params: Sequence[JobInsertParams] | JobInsertBatchParams
     ) -> Sequence[str]:
         return insert_by_kind(params, self._insert_batch, self._insert_flow, self._insert_each)
-
-    def _jobs_written(self, ex: Executor, ids: Sequence[str]) -> None:
-        note_written(cast(sqlite3.Connection, ex), ids)  # imports: the indexer's to index
 
     def _insert_each(self, params: Sequence[JobInsertParams]) -> list[str]:
         """Plain jobs, each with its own options."""
