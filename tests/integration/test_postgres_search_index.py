@@ -41,6 +41,7 @@ def test_the_contracts_language_from_the_index(request: pytest.FixtureRequest) -
     for test in (
         contract.test_pages_go_on_where_the_last_ended,
         contract.test_the_index_follows_deletes_and_retries,
+        contract.test_log_lines_are_searched_by_logs,
     ):
         app = _indexed(request)  # each on a store of its own, as in the suite
         test(app, app.backend)

@@ -35,6 +35,7 @@ def test_the_contracts_language_from_the_index(tmp_path: Path) -> None:
         ("a.db", contract.test_one_language_finds_the_same_jobs_on_every_store),
         ("b.db", contract.test_pages_go_on_where_the_last_ended),
         ("c.db", contract.test_the_index_follows_deletes_and_retries),
+        ("d.db", contract.test_log_lines_are_searched_by_logs),
     ):
         app = conveyor.App(f"sqlite:///{tmp_path / name}")
         assert _search(app).search_index_enabled()  # on by default

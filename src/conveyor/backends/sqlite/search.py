@@ -205,7 +205,7 @@ class SQLiteSearch:
         if match is None or not self.search_index_enabled():
             from conveyor.backends.search_scan import scan_search  # searches only
 
-            return scan_search(self.job_list, params)
+            return scan_search(self.job_list, params, self._logs_text)
         self.search_index_catch_up()  # the tail left to read row by row is then short
         return self._indexed_search(params, match)
 
