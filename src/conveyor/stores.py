@@ -221,9 +221,9 @@ def schema_ddl(url: str) -> str | None:
 
 def sqlite_ddl(url: str) -> str:
     """SQLite's migrations, in order, as one script."""
-    from conveyor.backends.sqlite.connection import _MIGRATIONS, read_packaged
+    from conveyor.backends.sqlite.connection import _MIGRATIONS, migration_script
 
-    return "\n".join(read_packaged(name).strip() + ";" for name in _MIGRATIONS.values()) + "\n"
+    return "\n".join(migration_script(target) for target in _MIGRATIONS) + "\n"
 
 
 def postgres_ddl(url: str) -> str:

@@ -1,7 +1,9 @@
-"""PostgreSQL's search index (pg_trgm, made by ``conveyor search-index on``; off by
-default): turned on, it answers searches (no scan) with the same answers as the
-contract suite's scans, follows inserts, finishes and deletes, reads only candidates
-(a word it narrows to is never a full read), and turned off, searches scan again."""
+"""PostgreSQL's search index (a pg_trgm-indexed table filled after the fact, made by
+``conveyor search-index on``; off by default): turned on, it answers searches (no scan)
+with the same answers as the contract suite's scans, whether the indexer reached the
+jobs or they are still pending (matched row by row), follows inserts, finishes and
+deletes, reads only candidates (a word it narrows to is never a full read), and turned
+off, searches scan again and writes note nothing."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import pytest
 
 import conveyor
 from conveyor.backends.base import JobClaimParams, JobFinishParams, JobSearchParams
-from conveyor.backends.postgres.search import DOC, PostgresSearch, term_patterns
+from conveyor.backends.postgres.search import PostgresSearch, term_patterns
 from conveyor.search_query import parse_search
 from conveyor.states import FinishKind
 from tests.contract import test_search as contract
@@ -39,6 +41,7 @@ def test_the_contracts_language_from_the_index(request: pytest.FixtureRequest) -
     for test in (
         contract.test_pages_go_on_where_the_last_ended,
         contract.test_the_index_follows_deletes_and_retries,
+        contract.test_log_lines_are_searched_by_logs,
     ):
         app = _indexed(request)  # each on a store of its own, as in the suite
         test(app, app.backend)
@@ -76,17 +79,19 @@ def test_index_follows_writes_and_turns_off_and_on(
     with backend._tx() as cur:  # type: ignore[attr-defined]  # 20 rows: forbid a seq scan
         cur.execute("SET LOCAL enable_seqscan = off")
         (pattern,) = term_patterns(parse_search("photo_7").terms)
-        cur.execute(f"EXPLAIN SELECT id FROM jobs WHERE {DOC} ~ %s", (pattern,))
+        cur.execute("EXPLAIN SELECT id FROM job_search_docs WHERE doc ~ %s", (pattern,))
         plan = " ".join(str(r[0]) for r in cur.fetchall())
-    assert "jobs_search_trgm" in plan  # the planner can read the trigram index
+    assert "job_search_docs_trgm" in plan  # the planner can read the trigram index
+    assert backend.search_index_pending() == 0  # the searches indexed what was pending
     status = run("search-index", "--url", app.url, cwd=tmp_path)
-    assert status.stdout.strip() == "postgres: index on (pg_trgm)"
+    assert status.stdout.strip() == "postgres: index on (pg_trgm), 0 job(s) pending"
     backend.search_index_set(False)
     status = run("search-index", "--url", app.url, cwd=tmp_path)
     assert status.stdout.strip() == "postgres: index off (searches scan)"
     later = resize.enqueue("photo_99.png")
     page = app.search("photo_99")
     assert [j.id for j in page.jobs] == [later.id] and page.scanned == 20
+    assert backend.search_index_pending() == 0  # off: the writes note nothing
     app.close()
 
 
@@ -120,9 +125,41 @@ def test_the_index_answers_as_the_scan_does(request: pytest.FixtureRequest) -> N
         parsed = parse_search(query)
         params = JobSearchParams(parsed.filter, parsed.terms, 100)
         scanned = scan_search(app.backend.job_list, params)
-        indexed = app.backend.job_search(params)
+        patterns = term_patterns(parsed.terms)
+        if patterns:  # still pending: the tail, matched row by row
+            tail = app.backend._indexed_search(params, patterns)  # type: ignore[attr-defined]
+            assert [j.id for j in tail.jobs] == [j.id for j in scanned.jobs], query
+        indexed = app.backend.job_search(params)  # indexed first (a batch), then read
         assert [j.id for j in indexed.jobs] == [j.id for j in scanned.jobs], query
-        assert (indexed.scanned is None) == bool(term_patterns(parsed.terms)), query
+        assert (indexed.scanned is None) == bool(patterns), query
         hits += len(indexed.jobs)
     assert hits > 10  # the queries find jobs (not only none, alike)
     app.close()
+
+
+def test_log_lines_are_searched(request: pytest.FixtureRequest) -> None:
+    app = _indexed(request)
+
+    @app.task(name="print.page")
+    def page(n: int) -> None:
+        import logging
+
+        logging.getLogger("printer").warning("the printer caught fire on page %d", n)
+
+    job = page.enqueue(3)
+    other = page.enqueue(4)
+    conveyor.Worker(app, burst=True).run(install_signals=False)
+    backend = app.backend
+    assert isinstance(backend, PostgresSearch)
+    found = backend._indexed_search(_params('logs:"fire on page 3"'), ["fire"])
+    hits = [j.id for j in found.jobs]
+    assert hits == [job.id]  # pending (its log lines noted it), or already indexed
+    while backend.search_index_catch_up():
+        pass
+    assert [j.id for j in app.search("logs:fire", limit=10).jobs] == [other.id, job.id]
+    app.close()
+
+
+def _params(query: str) -> JobSearchParams:
+    parsed = parse_search(query)
+    return JobSearchParams(parsed.filter, parsed.terms, 100)

@@ -6,9 +6,16 @@ import sqlite3
 from importlib import resources
 from pathlib import Path
 
-from conveyor.backends.base import ActionLogListParams, JobInsertParams, QueuePauseParams
+from conveyor.backends.base import (
+    ActionLogListParams,
+    JobFilter,
+    JobInsertParams,
+    JobSearchParams,
+    QueuePauseParams,
+)
 from conveyor.backends.sqlite.backend import SQLiteBackend
 from conveyor.backends.sqlite.connection import SCHEMA_VERSION, _split
+from conveyor.search_query import parse_search
 
 
 def test_v1_file_migrates_and_keeps_jobs(tmp_path: Path) -> None:
@@ -28,7 +35,7 @@ def test_v1_file_migrates_and_keeps_jobs(tmp_path: Path) -> None:
     assert [j.id for j in backend.job_get_many(["old", "new"])] == ["old", "new"]
     backend.close()
     again = SQLiteBackend(f"sqlite:///{path}")  # idempotent: opening twice changes nothing
-    assert again.connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
+    assert again.connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 10
     assert again.queue_list()[0].paused
     again.close()
 
@@ -60,14 +67,17 @@ def test_v1_file_is_migrated_and_keeps_its_jobs(tmp_path: Path) -> None:
     assert backend.job_step_list("old") == []  # version 8: no durable steps
     tables = {r[0] for r in backend.connection.execute("SELECT name FROM sqlite_master")}
     assert {"sequences", "limit_overrides"} <= tables  # version 9: flow control by key
+    assert {"job_search", "job_search_pending"} <= tables  # 10: search, after the fact
+    found = backend.job_search(JobSearchParams(JobFilter(), parse_search("default").terms))
+    assert [j.id for j in found.jobs] == ["old"]  # the old job: pending, then indexed
     backend.close()
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 10
     # Re-running the migration over an already migrated file is a no-op.
     conn.execute("PRAGMA user_version = 1")
     conn.commit()
     conn.close()
     SQLiteBackend(f"sqlite:///{path}").close()
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 9
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 10
     conn.close()

@@ -129,6 +129,9 @@ FEATURES: dict[str, str] = {
     #: one search language (conveyor.search_query): an index where the store has one
     #: (SQLite: FTS5), else a bounded scan that says so (JobSearchPage.complete)
     "search": "job_search (conveyor jobs --search, app.search)",
+    #: a text index filled after the fact (SQLite: FTS5; PostgreSQL: a trigram-indexed
+    #: table): the workers run its indexer (worker/services/search_indexer.py)
+    "search_index": "search_index_set, search_index_enabled, search_index_catch_up",
     #: durable jobs (@app.step, conveyor.sleep, conveyor.wait_for, job.send)
     "steps": "job_step_list, job_step_save, job_event_send, job_event_wait, job_wake_due",
     "sql": "the store answers SQL over the jobs (the raw connection is usable)",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from conveyor.backends.records import JobRecord
 from conveyor.backends.search_params import SearchTerm
@@ -39,15 +39,20 @@ def field_texts(job: JobRecord) -> Mapping[str, str]:
         "task": job.task,
         "queue": job.queue,
         "args": job.payload,
-        "result": job.result or "",
+        # a null result is no text (the indexes skip a finish that adds nothing)
+        "result": "" if job.result in (None, "null") else str(job.result),
         "error": job.error or "",
         "headers": job.headers or "",
     }
 
 
-def matches(job: JobRecord, terms: Iterable[SearchTerm]) -> bool:
+def matches(
+    job: JobRecord, terms: Iterable[SearchTerm], logs: Callable[[str], str] | None = None
+) -> bool:
     """Whether ``job`` has every term (and none of the negated ones); the filter is the
-    store's. What a scanning store applies to each row it reads.
+    store's. What a scanning store applies to each row it reads. ``logs(job_id)``: the
+    text of the job's log lines, asked only when a term is not found elsewhere (None:
+    the job has none to search).
 
     >>> from conveyor.states import JobState
     >>> from conveyor.search_query import parse_search
@@ -57,13 +62,17 @@ def matches(job: JobRecord, terms: Iterable[SearchTerm]) -> bool:
     >>> matches(job, parse_search('billing.total error:timeouterror -"gave in"').terms)
     True
     """
-    texts = field_texts(job)
+    texts: dict[str, object] = dict(field_texts(job))
+    if logs is not None:
+        texts["logs"] = _Lazy(logs, job.id)  # read only if a term gets that far
     seen: dict[str, list[str]] = {}
     for term in terms:
         words = term.text.split()
         found = False
         for name in (term.field,) if term.field else texts:
-            text = texts[name]
+            if name not in texts:
+                continue  # logs: a store that does not search them
+            text = str(texts[name])
             # most rows of a scan lack the word: a substring test rejects them without
             # tokenizing (ASCII text only: accents need the tokens' folding)
             if text.isascii() and words[0] not in text.lower():
@@ -78,6 +87,19 @@ def matches(job: JobRecord, terms: Iterable[SearchTerm]) -> bool:
     return True
 
 
+class _Lazy:
+    """A job's log text, read the first time a term looks into it."""
+
+    def __init__(self, read: Callable[[str], str], job_id: str) -> None:
+        self._read, self._job_id = read, job_id
+        self._text: str | None = None
+
+    def __str__(self) -> str:
+        if self._text is None:
+            self._text = self._read(self._job_id)
+        return self._text
+
+
 def _contains(seq: Sequence[str], words: Sequence[str], prefix: bool) -> bool:
     n = len(words)
     for i in range(len(seq) - n + 1):
@@ -86,3 +108,34 @@ def _contains(seq: Sequence[str], words: Sequence[str], prefix: bool) -> bool:
             if last == words[-1] or (prefix and last.startswith(words[-1])):
                 return True
     return False
+
+
+def highlight_spans(text: str, terms: Iterable[SearchTerm]) -> list[tuple[int, int]]:
+    """Where in ``text`` the words of the positive ``terms`` are (start, end), for
+    showing a hit with its matched words marked: each word of a term wherever it is
+    a whole word (the last one of a prefix term as a word's start), compared as the
+    search compares them (case and accents folded).
+
+    >>> text = "Timeout for user_id=42 (Zürich)"
+    >>> from conveyor.search_query import parse_search
+    >>> [text[a:b] for a, b in highlight_spans(text, parse_search("timeout zurich user_*").terms)]
+    ['Timeout', 'user_id', 'Zürich']
+    """
+    whole: set[str] = set()
+    starts: set[str] = set()
+    for term in terms:
+        if term.negated:
+            continue
+        words = term.text.split()
+        whole.update(words[:-1] if term.prefix else words)
+        if term.prefix:
+            starts.add(words[-1])
+    if not whole and not starts:
+        return []
+    spans = []
+    for m in _WORD.finditer(text):
+        folded = tokens(m.group())
+        word = folded[0] if folded else ""
+        if word in whole or any(word.startswith(s) for s in starts):
+            spans.append((m.start(), m.end()))
+    return spans

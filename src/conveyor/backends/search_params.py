@@ -20,8 +20,8 @@ from conveyor.records import record
 
 #: The fields a text term may name, each the job's stored text of that name: the task's
 #: name, its queue, its arguments (the payload), its result, its error (type, message and
-#: traceback) and its headers (a JSON object).
-SEARCH_FIELDS = ("task", "queue", "args", "result", "error", "headers")
+#: traceback), its headers (a JSON object) and its log lines (``logs``).
+SEARCH_FIELDS = ("task", "queue", "args", "result", "error", "headers", "logs")
 #: Rows a scanning store reads at most for one search page by default.
 MAX_SCAN = 100_000
 

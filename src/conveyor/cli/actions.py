@@ -1,5 +1,6 @@
-"""``conveyor retry|cancel|release|delete`` (by ids, or by the ``jobs`` filters after a
-confirmation that shows the count; ``--yes`` skips it) and ``conveyor purge``.
+"""``conveyor retry|cancel|release|delete`` (by ids, or by the ``jobs`` filters or a
+``--search`` query, after a confirmation that shows the count; ``--yes`` skips it) and
+``conveyor purge``.
 
 ``retry`` and ``cancel`` take whole ids or unique prefixes of them; ``delete`` whole ids.
 
@@ -9,6 +10,7 @@ Example::
     conveyor release --state waiting --task ledger.post    # a blocked sequence goes on
     conveyor retry --state dead --task billing.charge          # asks: "Retry 12 job(s)?"
     conveyor delete --queue tmp --yes
+    conveyor retry --search 'error:timeouterror finished:<1h'  # every match, not a page
     conveyor purge --older-than 7d --state succeeded --yes
 """
 
@@ -70,6 +72,12 @@ def _bulk(
     @store_options
     @filter_options
     @click.argument("ids", nargs=-1)
+    @click.option(
+        "--search",
+        "query",
+        metavar="QUERY",
+        help="Act on every job the search matches (docs/search.md), ANDed with the filters.",
+    )
     @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
     @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
     def command(
@@ -77,18 +85,33 @@ def _bulk(
         app_spec: str | None,
         job_filter: JobFilter,
         ids: tuple[str, ...],
+        query: str | None,
         yes: bool,
         as_json: bool,
     ) -> None:
-        if ids and not is_empty(job_filter):
+        if ids and (not is_empty(job_filter) or query is not None):
             raise click.UsageError("give job ids or filters, not both")
-        if not ids and is_empty(job_filter):
+        if not ids and is_empty(job_filter) and query is None:
             raise click.UsageError("give job ids, or filters (e.g. --state dead) to act on many")
         app = open_app(url, app_spec, create=True)
         backend = app.backend
         missing: list[str] = []
         if ids:
             targets, missing = _named_targets(backend, ids, prefixes)
+        elif query is not None:
+            from conveyor.cli.jobs_search import search_ids
+
+            # every match (page after page of the search), counted before acting
+            job_filter, targets = search_ids(app, query, job_filter)
+            if not targets:
+                _report(as_json, verb, 0, 0)
+                return
+            if not yes:
+                click.confirm(
+                    f"{verb.capitalize()} {len(targets)} job(s) matching the search?",
+                    abort=True,
+                    err=True,
+                )
         else:
             refuse_secret_where(backend, job_filter)  # secret arguments cannot be queried
             job_filter = bound_to(job_filter, app, note=not as_json)  # after: one-line errors
@@ -108,6 +131,8 @@ def _bulk(
             action(backend, targets[i : i + CHUNK]) for i in range(0, len(targets), CHUNK)
         )
         chosen = "by id" if ids else describe_filter(job_filter)
+        if query is not None:
+            chosen = f"search {query!r}" + ("" if is_empty(job_filter) else f"; {chosen}")
         record_cli_action(
             backend,
             verb,

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from conveyor import records, rowtext
-from conveyor.app import App
 from conveyor.backends.base import (
     AttemptRecord,
     Backend,
@@ -29,13 +28,13 @@ from conveyor.backends.base import (
     JobLogListParams,
     JobLogRecord,
     JobRecord,
-    JobSearchParams,
     StepRecord,
 )
 from conveyor.cli.common import echo_json, store_options
 from conveyor.cli.config import open_app
 from conveyor.cli.filters import TIME_FIELDS, bound_to, filter_options, is_empty, job_dict
 from conveyor.cli.flow_options import flow_of
+from conveyor.cli.jobs_search import searched
 from conveyor.cli.output import (
     Column,
     Output,
@@ -50,6 +49,10 @@ from conveyor.cli.steps import job_steps, published_json, steps_json, steps_sect
 from conveyor.redaction import redacted
 from conveyor.secrets import mask_payload, refuse_secret_where
 from conveyor.states import JobState
+
+if TYPE_CHECKING:
+    from conveyor.backends.search_params import SearchTerm
+    from conveyor.backends.search_scan import SearchCount
 
 #: Most characters of a payload or result ``conveyor job ID`` shows (``--payload``: all).
 SHOW_CHARS = 20_000
@@ -96,8 +99,12 @@ def jobs(
     app = open_app(url, app_spec)
     backend = app.backend
     scan: tuple[int | None, bool] = (None, True)
+    counted: SearchCount | None = None
+    terms: tuple[SearchTerm, ...] = ()
     if query is not None:
-        job_filter, scan, found = _searched(app, query, job_filter, limit, after, oldest_first)
+        job_filter, scan, found, counted, terms = searched(
+            app, query, job_filter, limit, after, oldest_first
+        )
     else:
         refuse_secret_where(backend, job_filter)  # secret arguments cannot be queried
         job_filter = bound_to(job_filter, app, note=not as_json)  # after: errors stay one line
@@ -109,10 +116,18 @@ def jobs(
     next_after = found[-1].id if len(found) == limit or not scan[1] else None
     if as_json:
         listed = [job_dict(j, epoch=epoch) for j in found]
-        more = {"scanned": scan[0], "complete": scan[1]} if query is not None else {}
+        more: dict[str, object] = {}
+        if query is not None:
+            more = {"scanned": scan[0], "complete": scan[1]}
+            more["count"] = None if counted is None else counted.n
+            more["count_exact"] = None if counted is None else counted.exact
         echo_json({"jobs": listed, "next_after": next_after, **more})
         return
     out = Output()
+    if terms:  # the matched words, marked in a terminal (a pipe gets plain text)
+        from conveyor.backends.search_match import highlight_spans
+
+        out.marks = lambda cell: highlight_spans(cell, terms)
     out.table(
         [
             Column("id", key=True),
@@ -130,36 +145,13 @@ def jobs(
         title=f"jobs — {redacted(backend.url)}",
         empty="no jobs" if is_empty(job_filter) and after is None else "no jobs match",
     )
+    if counted is not None and found:
+        out.line(counted.label)
     if not scan[1]:
         out.line(f"scanned {scan[0]} jobs without an index and stopped: older ones may match")
     if next_after:
         order = " --oldest-first" if oldest_first else ""
         out.line(f"more: --after {next_after}{order}")
-
-
-def _searched(
-    app: App,
-    query: str,
-    job_filter: JobFilter,
-    limit: int,
-    after: str | None,
-    oldest_first: bool,
-) -> tuple[JobFilter, tuple[int | None, bool], list[JobRecord]]:
-    """``jobs --search``: the query's filter ANDed with the options', one search page."""
-    from conveyor.search_query import SearchSyntaxError, narrowed, parse_search
-
-    if oldest_first:
-        raise click.UsageError("--search lists newest first: drop --oldest-first")
-    if "search" not in app.backend.features:
-        raise click.ClickException(f"the {app.backend.name} store cannot search jobs yet")
-    try:
-        parsed = parse_search(query)
-    except SearchSyntaxError as exc:
-        raise click.BadParameter(str(exc), param_hint="--search") from None
-    both = bound_to(narrowed(job_filter, parsed.filter), app, note=False)
-    refuse_secret_where(app.backend, both)
-    page = app.backend.job_search(JobSearchParams(both, parsed.terms, limit, after))
-    return both, (page.scanned, page.complete), list(page.jobs)
 
 
 def _listed_row(j: JobRecord, utc: bool) -> list[object]:

@@ -152,6 +152,9 @@ class Output:
         self.stream = stream if stream is not None else sys.stdout
         self.terminal = is_terminal(self.stream)
         self.sections = sections
+        #: where a cell's text is marked in a terminal (a search's matched words: a
+        #: function of the cell giving (start, end) spans); a pipe gets plain text
+        self.marks: Callable[[str], list[tuple[int, int]]] | None = None
         self._printed = False
         self.console = Console(
             file=self.stream, markup=False, highlight=False, emoji=False, soft_wrap=False
@@ -301,8 +304,14 @@ class Output:
                 overflow="fold",
             )
         for row in cells:
-            table.add_row(*[Text(cell) for cell in row])
+            table.add_row(*[self._marked(cell) for cell in row])
         self._rich(table)
+
+    def _marked(self, cell: str) -> Text:
+        text = Text(cell)
+        for start, end in self.marks(cell) if self.marks is not None else ():
+            text.stylize("bold reverse", start, end)
+        return text
 
     def _rich_records(
         self, columns: Sequence[Column], cells: list[list[str]], title: str | None

@@ -1,15 +1,17 @@
 """``conveyor search-index [on|off]``: whether the store answers ``--search`` from a
-text index, and turning the store's index on or off (SQLite's FTS5, PostgreSQL's
-pg_trgm) (docs/search.md).
+text index (and how many jobs wait for its indexer), and turning the store's index on
+or off (SQLite's FTS5, on by default; PostgreSQL's pg_trgm, off by default)
+(docs/search.md).
 
-Off by default: the index costs every insert and finish. Without it every store scans
-(at most ``MAX_SCAN`` jobs a page, and says when it stopped). Turning it on indexes every
-job in one write transaction; off drops it. Both are kept in ``conveyor audit``.
+Both are filled after the fact (the workers' indexer), so the writes only note what
+they changed. Without an index every store scans (at most ``MAX_SCAN`` jobs a page,
+and says when it stopped). ``on`` makes every job pending for the indexer; ``off``
+drops the index. Both are kept in ``conveyor audit``.
 
 Example::
 
-    conveyor search-index              # sqlite: index off (searches scan)
-    conveyor search-index on           # indexes every job, then keeps the index
+    conveyor search-index              # sqlite: index on (FTS5), 0 job(s) pending
+    conveyor search-index off          # searches scan; writes note nothing
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ def search_index(url: str | None, app_spec: str | None, turn: str | None) -> Non
         click.echo(f"search index {turn} ({time.perf_counter() - start:.1f} s)")
         return
     if backend.search_index_enabled():
-        click.echo(f"{backend.name}: index on ({kind})")
+        pending = backend.search_index_pending()
+        click.echo(f"{backend.name}: index on ({kind}), {pending:,} job(s) pending")
     else:
         click.echo(f"{backend.name}: index off (searches scan)")

@@ -21,7 +21,7 @@ from starlette.middleware import Middleware
 from starlette.routing import Route
 
 from conveyor.app import App
-from conveyor.web import limits_views, views
+from conveyor.web import limits_views, search_suggest, views
 from conveyor.web.security import Guard, SecurityMiddleware
 from conveyor.web.state import DashboardState
 from conveyor.web.throughput import ThroughputHistory
@@ -79,6 +79,7 @@ def create_app(
         Route("/limits", limits_views.limits),
         Route("/limits/{action}", limits_views.limit_action, methods=["POST"]),
         Route("/audit", views.audit),
+        Route("/api/search/suggest", search_suggest.suggest_view),
         Route("/static/dashboard.css", views.stylesheet),
         Route("/static/dashboard.js", views.script),
     ]

@@ -97,6 +97,22 @@ JS = """
     var msg = ev.target.getAttribute('data-confirm');
     if (msg && !window.confirm(msg)) { ev.preventDefault(); }
   });
+  // The search box's autocomplete: fields and frequent values from the store, as
+  // whole queries in its <datalist> (the server completes; nothing is rendered as HTML).
+  document.addEventListener('input', function (ev) {
+    var box = ev.target, from = box.getAttribute && box.getAttribute('data-suggest');
+    var list = from && document.getElementById(box.getAttribute('list'));
+    if (!list) { return; }
+    var typed = box.value;
+    fetch(from + '?q=' + encodeURIComponent(typed), {credentials: 'same-origin'})
+      .then(function (r) { return r.ok ? r.json() : null; })
+      .then(function (data) {
+        if (!data || box.value !== typed) { return; }  // a later keystroke wins
+        list.replaceChildren.apply(list, data.suggestions.map(function (s) {
+          var o = document.createElement('option'); o.value = s; return o;
+        }));
+      }).catch(function () {});
+  });
   var main = document.getElementById('main');
   var every = main && parseInt(main.getAttribute('data-refresh') || '0', 10);
   if (!every) { return; }

@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from conveyor import rowtext
 from conveyor.backends.base import JobRecord
@@ -99,15 +100,17 @@ def shows_error(job: JobRecord) -> bool:
     return bool(job.error) and job.state is not JobState.SUCCEEDED
 
 
-def error_cell(job: JobRecord) -> str:
+def error_cell(job: JobRecord, marks: Callable[[str], str] = esc) -> str:
+    """The error's type and message, cut; ``marks`` escapes the shown text (a search's
+    matched words marked)."""
     parts = error_parts(job.error) if shows_error(job) else None
     if parts is None:
         return '<span class="muted">-</span>'
     kind, message = parts
     short = message if len(message) <= ERROR_CHARS else message[: ERROR_CHARS - 1] + "…"
     whole = f"{kind}: {message}" if kind else message
-    head = f"<strong>{esc(kind)}</strong>: " if kind else ""
-    return f'<span class="err" title="{esc(whole[:2000])}">{head}{esc(short)}</span>'
+    head = f"<strong>{marks(kind)}</strong>: " if kind else ""
+    return f'<span class="err" title="{esc(whole[:2000])}">{head}{marks(short)}</span>'
 
 
 #: Most characters of a payload, result or error the job page shows; the rest is

@@ -29,6 +29,7 @@ from conveyor.web.job_cells import (
     state_badge,
 )
 from conveyor.web.query import JobQuery, Page, Sort, bulk_actions
+from conveyor.web.search_marks import Marker, marker
 
 #: The jobs table's columns: (header, sort column or None).
 JOB_COLUMNS: tuple[tuple[str, str | None], ...] = (
@@ -74,7 +75,9 @@ def jobs_page(
     ``actions``: offer the bulk actions (not to a viewer)."""
     with_errors = query.state is JobState.DEAD or any(shows_error(j) for j in page.jobs)
     columns = [c for c in JOB_COLUMNS if c[0] != "error" or with_errors]
-    rows = [_job_row(j, columns) for j in page.jobs]
+    parsed = query.parsed_search
+    marks = marker(parsed.terms if parsed is not None else ())
+    rows = [_job_row(j, columns, marks) for j in page.jobs]
     bulk = " ".join(
         f'<a class="btn{" danger" if a == "delete" else ""}" '
         f'href="{url("/jobs/bulk", {**query.to_params(), "action": a})}">'
@@ -96,7 +99,9 @@ def jobs_page(
     return (
         "<h1>Jobs</h1>"
         + _filter_form(query, sort, queues)
-        + f'<div class="bar"><span>{len(page.jobs)} shown, {esc(order)}{esc(scan)}</span>{bulk}</div>'
+        + f'<div class="bar"><span>{len(page.jobs)} shown, {esc(order)}{esc(scan)}'
+        + (f' · <span class="hits">{esc(page.count)}</span>' if page.count else "")
+        + f"</span>{bulk}</div>"
         + table(
             [name for name, _ in columns],
             rows,
@@ -129,7 +134,7 @@ def _filter_form(query: JobQuery, sort: Sort, queues: Sequence[str]) -> str:
         )
         + select("state", STATES, query.state.value if query.state else None)
         + f'<label>task<input name="task" value="{esc(query.task)}" placeholder="module.function"></label>'
-        + f'<label>search<input name="q" value="{esc(query.search)}" placeholder="timeout state:dead args.user_id:42"></label>'
+        + f'<label>search<input name="q" value="{esc(query.search)}" placeholder="timeout state:dead args.user_id:42" list="search-suggest" autocomplete="off" data-suggest="/api/search/suggest"></label><datalist id="search-suggest"></datalist>'
         + f'<label>where<input name="where" value="{esc(query.where)}" placeholder="kwargs.user_id=42; args.0=7"></label>'
         + keep_sort
         + '<button class="btn primary" type="submit">Filter</button>'
@@ -148,16 +153,19 @@ def _filter_form(query: JobQuery, sort: Sort, queues: Sequence[str]) -> str:
     )
 
 
-def _job_row(j: JobRecord, columns: Sequence[tuple[str, str | None]]) -> list[str]:
-    """One job's cells, in the order of the shown ``columns``."""
+def _job_row(
+    j: JobRecord, columns: Sequence[tuple[str, str | None]], marks: Marker = esc
+) -> list[str]:
+    """One job's cells, in the order of the shown ``columns``; ``marks``: escapes a
+    cell's text, a search's matched words in ``<mark>``."""
     cells = {
         "id": f'<a class="mono" href="/jobs/{esc(j.id)}">{esc(j.id)}</a>',
-        "task": f'<span class="mono">{esc(rowtext.preview(j.task))}</span>',
-        "queue": esc(rowtext.preview(j.queue)),
+        "task": f'<span class="mono">{marks(rowtext.preview(j.task))}</span>',
+        "queue": marks(rowtext.preview(j.queue)),
         "state": state_badge(j),
         "attempt": f"{j.attempt}/{j.max_attempts}",
-        "arguments": _args_cell(j),
-        "error": error_cell(j),
+        "arguments": _args_cell(j, marks),
+        "error": error_cell(j, marks),
         "created": ago(j.created_at),
         "finished": ago(j.finished_at),
     }
@@ -181,11 +189,11 @@ def _page_nav(query: JobQuery, page: Page, sort: Sort, *, paged: bool, limit: in
     return "".join(nav)
 
 
-def _args_cell(job: JobRecord) -> str:
+def _args_cell(job: JobRecord, marks: Marker = esc) -> str:
     """The arguments cell: one bounded preview (shown, and whole in the tooltip only when
     it was not cut), a link to the raw payload when it was."""
     text = args_text(job.payload)
-    cell = f'<span class="args mono" title="{esc(text)}">{esc(text)}</span>'
+    cell = f'<span class="args mono" title="{esc(text)}">{marks(text)}</span>'
     if not text.endswith("…"):
         return cell
     size = rowtext.size(job.payload) if len(job.payload) < 4 * SHOW_CHARS else None

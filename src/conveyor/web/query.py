@@ -257,6 +257,8 @@ class Page:
     next_offset: int | None  # other orders: pass as ``offset`` for the next page
     scanned: int
     truncated: bool  # the scan hit SCAN_LIMIT (a search or a sort over a large set)
+    #: a search's hit count ("12 matches", "more than 1,000 matches"); "" otherwise
+    count: str = ""
 
 
 def job_page(
@@ -310,8 +312,15 @@ def _searched_page(
         both = narrowed(columns, listed.filter or JobFilter())
     except ValueError:  # the state field and the search's state: exclude each other
         return Page([], None, None, 0, False)
-    page = backend.job_search(JobSearchParams(both, parsed.terms, limit, after_id, SCAN_LIMIT))
-    return Page(list(page.jobs), page.next_before, None, page.scanned or 0, not page.complete)
+    from conveyor.backends.search_scan import search_count
+
+    params = JobSearchParams(both, parsed.terms, limit, after_id, SCAN_LIMIT)
+    page = backend.job_search(params)
+    counted = search_count(backend.job_search, params, page)
+    label = "" if counted is None else counted.label
+    return Page(
+        list(page.jobs), page.next_before, None, page.scanned or 0, not page.complete, label
+    )
 
 
 def _sorted_page(backend: Backend, query: JobQuery, sort: Sort, *, offset: int, limit: int) -> Page:

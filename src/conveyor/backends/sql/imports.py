@@ -163,6 +163,7 @@ class SqlImports(SqlStore):
         d = self._dialect
         with self._ops_tx() as ex:
             written = set(insert_jobs(d, ex, params.jobs, d.clock(ex)))
+            self._search_note_each(ex, sorted(written))
             # In the order given, each id once (the first of an id given twice).
             first: dict[str, JobImport] = {}
             for item in params.jobs:

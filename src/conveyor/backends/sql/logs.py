@@ -83,6 +83,8 @@ class SqlLogs(SqlStore):
                     have[str(job_id)] = int(str(n))
             keep, stored = _bounded(params.records, have, params.max_per_job)
             insert_logs(d, ex, keep)
+            if keep:
+                self._search_note_each(ex, sorted({r.job_id for r in keep}))
         return stored
 
     def job_log_list(self, params: JobLogListParams) -> list[JobLogRecord]:

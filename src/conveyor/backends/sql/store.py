@@ -45,6 +45,12 @@ class SqlStore:
         """One write transaction: committed when the block ends, rolled back on error."""
         raise NotImplementedError
 
+    def _search_note_each(self, ex: Executor, job_ids: Sequence[str]) -> None:
+        """Jobs whose searched text changed outside the writes the store's triggers see
+        (log lines, imports), for its search index filled after the fact: one pending
+        row each (a range over imported ids could span months of other jobs). Nothing
+        where the store has no such index (SQLite and PostgreSQL override it)."""
+
     def _ops_wake(self, ex: Executor) -> None:
         """Wake idle workers when ``ex``'s transaction commits (jobs became ready).
         Nothing by default: a store whose commits wake them already."""

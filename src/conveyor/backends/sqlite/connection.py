@@ -28,9 +28,10 @@ from conveyor.redaction import redacted
 #: workflows, limits, periodic). 4: job headers. 5: job expiry (expires_at). 6: the
 #: operator actions log (action_log). 7: schedules' pause and "run now". 8: durable jobs
 #: (job_steps, job_events). 9: flow control by key (sequences, fair_keys,
-#: limit_overrides). Each step is idempotent and applied in order. (The search index is
-#: not a step: it is created on demand, search_index.sql, see sqlite/search.py.)
-SCHEMA_VERSION = 9
+#: limit_overrides). 10: the search index, filled after the fact (job_search_pending,
+#: then search_index.sql: on by default; `conveyor search-index off` drops it). Each
+#: step is idempotent and applied in order; a step may be several files.
+SCHEMA_VERSION = 10
 _MIGRATIONS = {
     1: "schema.sql",
     2: "schema_002.sql",
@@ -41,6 +42,7 @@ _MIGRATIONS = {
     7: "schema_007.sql",
     8: "schema_008.sql",
     9: "schema_009.sql",
+    10: ("schema_010.sql", "search_index.sql"),
 }
 #: Compiled on first use by ``re``'s own cache: only a migration needs it.
 _ADD_COLUMN = r"ALTER TABLE (\w+) ADD COLUMN (\w+)"
@@ -256,11 +258,21 @@ def apply_migrations(conn: sqlite3.Connection) -> None:
     process may have migrated meanwhile."""
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     for target in range(version + 1, SCHEMA_VERSION + 1):
-        script = read_packaged(_MIGRATIONS[target])
+        files = _MIGRATIONS[target]
+        script = "\n".join(
+            read_packaged(f) for f in ((files,) if isinstance(files, str) else files)
+        )
         for statement in _split(script):
             if not _already_applied(conn, statement):
                 conn.execute(statement)
         conn.execute(f"PRAGMA user_version = {target}")
+
+
+def migration_script(target: int) -> str:
+    """The statements of schema version ``target`` (one file, or several in order)."""
+    files = _MIGRATIONS[target]
+    names = (files,) if isinstance(files, str) else files
+    return "\n".join(read_packaged(name).strip() + ";" for name in names)
 
 
 def _already_applied(conn: sqlite3.Connection, statement: str) -> bool:

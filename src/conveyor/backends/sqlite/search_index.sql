@@ -1,51 +1,53 @@
--- conveyor SQLite search index: not a schema version, created on demand by
--- `conveyor search-index on` (sqlite/search.py build_index) inside one write
--- transaction, dropped by `off`; every statement is IF NOT EXISTS (a re-run indexes
--- only what is missing). Off by default: it costs every insert and finish (docs/search.md).
+-- conveyor SQLite search index (sqlite/search.py): applied by schema version 10 (on by
+-- default) and by `conveyor search-index on` after an `off`; every statement is IF NOT
+-- EXISTS or idempotent. `off` drops what this makes (sqlite/search.py drop_index).
+--
+-- Indexed after the fact: an insert appends its ids' range to job_search_pending (one
+-- row per write transaction, in the insert's code: sqlite/search.py note_written), a
+-- finish, a retry or a delete one row per job (the triggers below), and an indexer
+-- (sqlite/search.py index_pending: the workers' search-indexer service, and each search
+-- before it reads) indexes the pending jobs in batches, in the order they were
+-- written. A search reads the index for every job not pending and matches the pending
+-- ones (the short tail) row by row, so its answers are complete.
 
--- An FTS5 index of each job's task, queue, arguments (payload), result, error and
--- headers (conveyor jobs --search, app.search: sqlite/search.py). jobs is WITHOUT ROWID,
--- so job_search_ids gives each job the integer rowid FTS5 needs; the index is
--- external-content (it keeps only its terms) over job_search_source. Tokenizer:
--- unicode61 with '_' inside words, so identifiers (user_id, send_welcome) are one word
--- and dotted names (billing.total) a phrase; case and accents folded.
+-- Each indexed job's integer rowid (jobs is WITHOUT ROWID; FTS5 needs one), given once
+-- when the job is first indexed, so the index's rowid order is the order jobs were
+-- written, and a re-indexed job keeps its place.
 CREATE TABLE IF NOT EXISTS job_search_ids (
     n  INTEGER PRIMARY KEY,
     id TEXT NOT NULL UNIQUE
 );
-CREATE VIEW IF NOT EXISTS job_search_source AS
-    SELECT s.n AS n, j.task AS task, j.queue AS queue, j.payload AS args,
-           j.result AS result, j.error AS error, j.headers AS headers
-    FROM job_search_ids s JOIN jobs j ON j.id = s.id;
+-- An FTS5 index of each job's task, queue, arguments (payload), result, error (type,
+-- message, traceback), headers and log lines. It keeps its own copy of the text: a job
+-- is re-indexed by its rowid after the text it was indexed with is gone from jobs.
+-- Tokenizer: unicode61 with '_' inside words, so identifiers (user_id, send_welcome)
+-- are one word and dotted names (billing.total) a phrase; case and accents folded.
 CREATE VIRTUAL TABLE IF NOT EXISTS job_search USING fts5(
-    task, queue, args, result, error, headers,
-    content='job_search_source', content_rowid='n',
+    task, queue, args, result, error, headers, logs,
     tokenize="unicode61 tokenchars '_'"
 );
--- Kept by triggers, so every write path (inserts, finishes, imports, the transactional
--- enqueue on the caller's connection) keeps it without code of its own. A claim writes
--- none of these columns: UPDATE OF keeps the hot path's claim free of it.
-CREATE TRIGGER IF NOT EXISTS job_search_insert AFTER INSERT ON jobs BEGIN
-    INSERT INTO job_search_ids (id) VALUES (NEW.id);
-    INSERT INTO job_search (rowid, task, queue, args, result, error, headers)
-        VALUES (last_insert_rowid(), NEW.task, NEW.queue, NEW.payload, NEW.result,
-                NEW.error, NEW.headers);
-END;
+-- A claim writes none of these columns: UPDATE OF keeps the hot path's claim free of
+-- it. A finish that adds no text (a result of null, no error: what most jobs end with)
+-- notes nothing: the job's entry is already right (search_match.py treats a null
+-- result as no text). Log lines are noted as they are written (sql/logs.py). Inserts
+-- have no trigger: a trigger per row cost
+-- enqueue_many ~20% (one range row per transaction, written by the insert itself,
+-- costs it nothing measurable).
 CREATE TRIGGER IF NOT EXISTS job_search_update
-AFTER UPDATE OF task, queue, payload, result, error, headers ON jobs BEGIN
-    INSERT INTO job_search (job_search, rowid, task, queue, args, result, error, headers)
-        SELECT 'delete', n, OLD.task, OLD.queue, OLD.payload, OLD.result, OLD.error,
-               OLD.headers FROM job_search_ids WHERE id = OLD.id;
-    INSERT INTO job_search (rowid, task, queue, args, result, error, headers)
-        SELECT n, NEW.task, NEW.queue, NEW.payload, NEW.result, NEW.error, NEW.headers
-        FROM job_search_ids WHERE id = NEW.id;
+AFTER UPDATE OF task, queue, payload, result, error, headers ON jobs
+WHEN NEW.task IS NOT OLD.task OR NEW.queue IS NOT OLD.queue
+    OR NEW.payload IS NOT OLD.payload OR NEW.headers IS NOT OLD.headers
+    OR coalesce(NEW.error, '') IS NOT coalesce(OLD.error, '')
+    OR coalesce(nullif(NEW.result, 'null'), '') IS NOT coalesce(nullif(OLD.result, 'null'), '')
+BEGIN
+    INSERT INTO job_search_pending (lo, hi) VALUES (NEW.id, NEW.id);
 END;
 CREATE TRIGGER IF NOT EXISTS job_search_delete AFTER DELETE ON jobs BEGIN
-    INSERT INTO job_search (job_search, rowid, task, queue, args, result, error, headers)
-        SELECT 'delete', n, OLD.task, OLD.queue, OLD.payload, OLD.result, OLD.error,
-               OLD.headers FROM job_search_ids WHERE id = OLD.id;
-    DELETE FROM job_search_ids WHERE id = OLD.id;
+    INSERT INTO job_search_pending (lo, hi) VALUES (OLD.id, OLD.id);
 END;
--- Jobs written before this version: numbered, then indexed in one pass.
-INSERT INTO job_search_ids (id) SELECT id FROM jobs WHERE id NOT IN (SELECT id FROM job_search_ids);
-INSERT INTO job_search (job_search) VALUES ('rebuild')
+-- The jobs already there (all of them, after an `off`) pending as one range, then on;
+-- both only when it was off, so a second `on` is a no-op.
+INSERT INTO job_search_pending (lo, hi) SELECT min(id), max(id) FROM jobs
+    HAVING min(id) IS NOT NULL AND NOT EXISTS (SELECT 1 FROM job_search_on);
+INSERT INTO job_search_on (since) SELECT (julianday('now') - 2440587.5) * 86400.0
+    WHERE NOT EXISTS (SELECT 1 FROM job_search_on)

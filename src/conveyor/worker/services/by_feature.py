@@ -1,5 +1,5 @@
 """Which flow-control services a worker runs (progress writer, periodic scheduler,
-priority aging),
+priority aging, search indexer),
 chosen by the backend's declared ``features`` so a backend without them costs nothing.
 
 Example::
@@ -44,6 +44,10 @@ def flow_services(worker: Worker) -> list[Looper]:
         deadlines = WaitDeadlines(worker)
         worker.attempts.on_park = deadlines.expect  # its own parks: checked when due
         services.append(deadlines)
+    if "search_index" in features:  # indexed after the fact, off the write path
+        from conveyor.worker.services.search_indexer import SearchIndexer
+
+        services.append(SearchIndexer(worker))
     if "periodic" in features and worker.app.schedules:
         from conveyor.worker.services.scheduler import Scheduler
 
