@@ -68,10 +68,11 @@ def join(job: Job[Any], poll: float = 1.0) -> Any:
     if saved is not None and saved.state == STEP_SUCCEEDED:
         return decode(saved.result)
     started = time.time()
-    if not job.status.is_finished:
+    record = job.refresh()  # one read: no waiter (a listener thread) for a finished job
+    if not record.state.is_finished:
         raise Snooze(poll)
     try:
-        value = job.result(timeout=0)
+        value = job._outcome(record)
     except ConveyorError as exc:
         save_failed(replay, name, position, saved, exc, 1, started)
         raise
