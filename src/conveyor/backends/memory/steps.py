@@ -23,6 +23,7 @@ import json
 import time
 
 from conveyor.backends.base import (
+    JOIN_PREFIX,
     STEP_SUCCEEDED,
     STEP_TIMED_OUT,
     STEP_WAITING,
@@ -33,10 +34,12 @@ from conveyor.backends.base import (
     EventWaitResult,
     JobEventSendParams,
     JobEventWaitParams,
+    JobJoinParams,
     JobStepSaveParams,
     JobStepSaveThroughParams,
     StepRecord,
 )
+from conveyor.backends.memory.flow import wake_waiting
 from conveyor.backends.memory.store import MemoryStore, Row
 from conveyor.errors import ConfigurationError, JobNotFound
 from conveyor.records import replace
@@ -48,12 +51,6 @@ def _held(store: MemoryStore, job_id: str, token: int) -> Row | None:
     if row is None or row.state is not JobState.RUNNING or row.token != token:
         return None
     return row
-
-
-def _waits_for(store: MemoryStore, job_id: str, event: str) -> bool:
-    name = f"wait_for:{event}"
-    steps = store.steps.get(job_id, {}).values()
-    return any(s.state == STEP_WAITING and s.name == name for s in steps)
 
 
 class MemorySteps:
@@ -90,10 +87,18 @@ class MemorySteps:
             if row is None:
                 raise JobNotFound(params.job_id)
             store.events.setdefault(params.job_id, []).append([params.name, params.payload, False])
-            if row.state is not JobState.WAITING or not _waits_for(store, row.id, params.name):
-                return False
-            row.state, row.run_at = JobState.QUEUED, time.time()
-            return True
+            return wake_waiting(store, row.id, params.name, time.time())
+
+    def job_join_mark(self, params: JobJoinParams) -> JobState | None:
+        with self.store.write() as store:
+            row = store.jobs.get(params.job_id)
+            if row is None:
+                return None
+            marks = store.children.setdefault(row.id, [])
+            mark = JOIN_PREFIX + params.joiner
+            if not row.state.is_finished and mark not in marks:
+                marks.append(mark)  # its end wakes the joiner (flow.settle)
+            return row.state
 
     def job_event_wait(self, params: JobEventWaitParams) -> EventWaitResult:
         p = params
