@@ -316,3 +316,33 @@ def test_a_join_of_an_ended_job_does_not_park(app: conveyor.App, backend: Backen
     drain(app)
     assert job.result(timeout=0) == 5
     assert [s.state for s in job.steps()] == ["succeeded"]
+
+
+@pytest.mark.parametrize("park", ["sleep", "wait_for"])
+def test_a_started_durable_job_does_not_expire_while_parked(
+    app: conveyor.App, backend: Backend, park: str
+) -> None:
+    # expires= bounds how long a job may wait to START: a durable job that saved its
+    # first step (or parked at it) has started, so neither the sweep nor the worker at
+    # its resumption ends it expired while it sleeps or waits past that time.
+    needs(backend, "steps")
+    from conveyor.backends.base import JobExpireDueParams
+
+    @app.task(name="late", max_attempts=1)
+    def late(until: float) -> str:
+        if park == "sleep":
+            conveyor.sleep(max(0.0, until - time.time()))  # wakes past its expiry
+            return "woke"
+        return str(conveyor.wait_for("go", timeout=60))
+
+    expires = time.time() + 1.5  # a loaded box's burst worker starts it in time
+    job = late.with_options(expires=1.5).enqueue(expires + 0.2)
+    drain(app)
+    assert job.status in (JobState.SCHEDULED, JobState.WAITING)
+    time.sleep(max(0.0, expires + 0.3 - time.time()))
+    backend.job_expire_due(JobExpireDueParams())
+    assert job.status is not JobState.EXPIRED
+    if park == "wait_for":
+        assert job.send("go", "woke") is True
+    drain(app)
+    assert job.result(timeout=0) == "woke"

@@ -72,6 +72,9 @@ class MemorySteps:
             if step.position in saved and not params.replace:
                 return False  # the SQL stores' primary key refuses it too
             saved[step.position] = step
+            if step.position == 0:  # started: expires= no longer applies
+                row = self.store.jobs[step.job_id]
+                row.expires_at = None
             return True
 
     def job_step_save_through(self, params: JobStepSaveThroughParams) -> bool:
@@ -121,7 +124,7 @@ class MemorySteps:
                 return EventWaitResult(WAIT_TIMED_OUT)
             saved[p.position] = step
             row.state, row.run_at, row.attempt = JobState.WAITING, p.deadline, row.attempt - 1
-            row.worker_id = row.lease_until = None
+            row.worker_id = row.lease_until = row.expires_at = None  # started: no expiry
             return EventWaitResult(WAIT_PARKED)
 
     def job_wake_due(self, limit: int) -> int:

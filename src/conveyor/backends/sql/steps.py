@@ -62,8 +62,11 @@ _DELETE = (
 )
 _PARK = (
     "UPDATE jobs SET state = 'waiting', worker_id = NULL, lease_until = NULL, run_at = ?, "
-    f"attempt = jobs.attempt - 1 WHERE {_FENCE}"
+    f"attempt = jobs.attempt - 1, expires_at = NULL WHERE {_FENCE}"
 )
+#: A durable job has started once it saved its first step: ``expires=`` (how long a job
+#: may wait to start) no longer applies to it, parked, sleeping or rescued.
+_STARTED = f"UPDATE jobs SET expires_at = NULL WHERE {_FENCE} AND expires_at IS NOT NULL"
 
 
 def step_args(s: StepRecord) -> tuple[object, ...]:
@@ -86,6 +89,8 @@ def step_of(row: tuple[object, ...]) -> StepRecord:
 def save_in(d: Dialect, ex: Executor, params: JobStepSaveParams) -> bool:
     """The fenced checkpoint on ``ex``, in its transaction (see the module docstring)."""
     step = params.step
+    if step.position == 0:  # the first step: the job has started (no expiry from now)
+        ex.execute(d.sql(_STARTED), (step.job_id, params.token))
     if params.replace:
         return _replace(d, ex, step, params.token)
     args = (*step_args(step), step.job_id, params.token)
