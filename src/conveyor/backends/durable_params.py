@@ -113,11 +113,16 @@ def waits_on(state: JobState, steps: Sequence[StepRecord]) -> tuple[str, float |
 
     >>> waits_on(JobState.SCHEDULED, [StepRecord("j", 0, SLEEP_STEP, STEP_SUCCEEDED, "9.0")])
     ('sleep', 9.0)
+    >>> waits_on(JobState.WAITING, [StepRecord("j", 0, "join:06H5", STEP_WAITING, "9.0")])
+    ('job 06H5 to end', None)
     """
     body = [s for s in steps if not is_published(s)]
     waiting = [s for s in body if s.state == STEP_WAITING]
     if waiting and state is JobState.WAITING:
-        return f"event {waiting[-1].name[len(WAIT_PREFIX) :]!r}", step_time(waiting[-1])
+        name = waiting[-1].name
+        if name.startswith(JOIN_PREFIX):  # a join: woken by that job's end
+            return f"job {name[len(JOIN_PREFIX) :]} to end", None
+        return f"event {name[len(WAIT_PREFIX) :]!r}", step_time(waiting[-1])
     if body and body[-1].name == SLEEP_STEP and state is JobState.SCHEDULED:
         return SLEEP_STEP, step_time(body[-1])
     return None
