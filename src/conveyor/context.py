@@ -190,7 +190,7 @@ class JobContext:
         ``app.job(id).read(key)`` / ``await ...aread(key)`` return the last value
         published under ``key``. Saved in the store at once (one fenced write, kept
         with the job's steps: docs/durable.md#publishing-values); where durable steps
-        run (a worker's thread or asyncio pool, the testing modes, ``task.execute``).
+        run (every pool of a worker, the testing modes, ``task.execute``).
 
         >>> # current_job().publish("progress", {"rows": 1200, "of": 5000})
         """
@@ -198,8 +198,8 @@ class JobContext:
         if replay is None:
             if self._durable is None:
                 raise ConfigurationError(
-                    f"job {self.id}: publish() works in a worker's thread or asyncio pool "
-                    "and in the testing modes, not in a process or interpreter pool yet"
+                    f"job {self.id}: publish() works in a job a worker or a testing mode "
+                    "runs, not in a job context made by hand"
                 )
             replay = self._replay = self._durable(self)
         replay.publish(key, value)

@@ -11,7 +11,9 @@ none costs nothing more. A name that differs from the saved one at a position en
 job dead with :class:`~conveyor.errors.NonDeterministic`.
 
 Outside a job a step is a plain call, :func:`sleep` is ``time.sleep`` and
-:func:`wait_for` refuses; in a process or interpreter pool all three refuse (not yet).
+:func:`wait_for` refuses. In a process or interpreter pool the child runs them through
+its own connection to the worker's store, fenced by the claim token the job carries
+(``worker/executors/wire.py``).
 
 Example:
     >>> import conveyor
@@ -191,8 +193,8 @@ def link(
 
 def replay_of(ctx: JobContext | None) -> Replay | None:
     """The running job's replay (loaded on its first step); None outside a job. Inside a
-    job that runs where steps cannot be saved (a process or interpreter pool: the store
-    connection lives in the worker's process), a step refuses rather than run unsaved."""
+    job no runner linked to a store (a context made by hand), a step refuses rather
+    than run unsaved."""
     if ctx is None:
         return None
     replay: Replay | None = ctx._replay
@@ -200,8 +202,7 @@ def replay_of(ctx: JobContext | None) -> Replay | None:
         if ctx._durable is None:
             raise ConfigurationError(
                 f"job {ctx.id}: durable steps, conveyor.sleep and conveyor.wait_for run in "
-                "a worker's thread or asyncio pool and in the testing modes, not in a "
-                "process or interpreter pool yet"
+                "a job a worker or a testing mode runs, not in a job context made by hand"
             )
         replay = ctx._replay = ctx._durable(ctx)
     return replay

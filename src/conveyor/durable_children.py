@@ -17,13 +17,25 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from conveyor.backends.base import STEP_SUCCEEDED, StepRecord
+from conveyor.backends.base import (
+    JOIN_PREFIX,
+    STEP_SUCCEEDED,
+    WAIT_PARKED,
+    WAIT_REFUSED,
+    JobEventSendParams,
+    JobEventWaitParams,
+    JobFinishParams,
+    JobJoinParams,
+    StepRecord,
+)
 from conveyor.codec import decode, encode
 from conveyor.context import current_or_none
-from conveyor.durable import Replay, replay_of, save_failed
-from conveyor.errors import ConveyorError, Snooze
+from conveyor.durable import Parked, Replay, StepLost, replay_of, save_failed
+from conveyor.errors import ConveyorError, JobNotFound, Snooze
+from conveyor.states import FinishKind
 
 if TYPE_CHECKING:
+    from conveyor.backends.records import JobRecord
     from conveyor.job import Job
     from conveyor.task import Task
 
@@ -31,6 +43,9 @@ if TYPE_CHECKING:
 #: How long a spawned child's unique key holds (a crash between its enqueue and the
 #: spawn's checkpoint replays the enqueue, which then finds the same child).
 SPAWN_KEY_SECONDS = 30 * 86400.0
+#: Seconds after which a parked join looks at its child again all the same (a safety
+#: net: the child's end wakes it).
+JOIN_LOOK = 60.0
 
 
 def spawn(task: Task[..., Any], *args: Any, **kwargs: Any) -> Job[Any]:
@@ -55,23 +70,68 @@ def spawn(task: Task[..., Any], *args: Any, **kwargs: Any) -> Job[Any]:
     return child
 
 
-def join(job: Job[Any], poll: float = 1.0) -> Any:
+def join(job: Job[Any], poll: float = JOIN_LOOK) -> Any:
     """Wait durably for ``job`` (a :func:`spawn`'s child, or any job) and return its
     result, saved as a step; its failure is raised here (``JobFailed``,
-    ``JobCancelled``). While it runs, this job leaves its slot and looks again every
-    ``poll`` seconds (a snooze: no attempt spent). Outside a job: ``job.result()``."""
-    replay = replay_of(current_or_none())
-    if replay is None:
+    ``JobCancelled``). While it runs, this job parks (``waiting``, no slot held) and
+    its end wakes this job: the store marks the joined job, and whatever way it ends
+    (finish, cancel, delete, expiry) queues this one, in the same commit or script.
+    ``poll``: a look again after that many seconds all the same (a safety net, not the
+    way it is woken). Outside a job: ``job.result()``."""
+    ctx = current_or_none()
+    replay = replay_of(ctx)
+    if ctx is None or replay is None:
         return job.result()
-    name = f"join:{job.id}"
+    name = JOIN_PREFIX + job.id
     position, saved = replay.next(name)
     if saved is not None and saved.state == STEP_SUCCEEDED:
         return decode(saved.result)
     started = time.time()
-    if not job.status.is_finished:
-        raise Snooze(poll)
+    backend, me = replay.backend, replay.job
+    if backend.job_join_mark(JobJoinParams(job.id, me.id)) is None:
+        raise JobNotFound(job.id)
+    record = job.refresh()  # one read: no waiter (a listener thread) for a finished job
+    if record.state.is_finished:
+        return _joined(replay, name, position, saved, job, record, started)
+    deadline = started + max(poll, 0.0)
+    got = backend.job_event_wait(
+        JobEventWaitParams(me.id, me.token, position, name, name, deadline, started)
+    )
+    if got.status == WAIT_REFUSED:
+        raise StepLost(f"job {me.id}: join({job.id}) refused, attempt lost")
+    if got.status != WAIT_PARKED:  # an event of that name sent by hand, or poll 0
+        # The wait saved a record here: replaced by the result, or by a failed one
+        # (run again on replay) while the joined job has not ended.
+        record = job.refresh()
+        if record.state.is_finished:
+            return _joined(replay, name, position, _WRITTEN, job, record, started)
+        save_failed(replay, name, position, _WRITTEN, Snooze(0.0), 1, started)
+        raise Snooze(0.0)
+    if job.refresh().state.is_finished:
+        # Ended between the mark and the park where the store's finish could not see
+        # the mark yet (PostgreSQL reads it in the finish statement's snapshot): wake
+        # this job now, as its end would have.
+        backend.job_event_send(JobEventSendParams(me.id, name, "null"))
+    if replay.on_park is not None:
+        replay.on_park(deadline)
+    ctx.finished_by_transaction = JobFinishParams(
+        me.id, me.token, FinishKind.SNOOZE, replay.worker_id, me.attempt, None, None,
+        f"joining job {job.id}", deadline, me.claimed_at, started,
+    )  # fmt: skip
+    raise Parked(0.0)
+
+
+#: Stands for "a record is saved at the position" (the wait wrote one): replaced.
+_WRITTEN = StepRecord("", 0, "", STEP_SUCCEEDED)
+
+
+def _joined(
+    replay: Replay, name: str, position: int, saved: StepRecord | None, job: Job[Any],
+    record: JobRecord, started: float,
+) -> Any:  # fmt: skip
+    """The joined job has ended: its result (or failure) saved as the join's step."""
     try:
-        value = job.result(timeout=0)
+        value = job._outcome(record)
     except ConveyorError as exc:
         save_failed(replay, name, position, saved, exc, 1, started)
         raise

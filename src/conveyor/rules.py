@@ -134,6 +134,7 @@ __all__ = [
     "not_needed_reason",
     "on_parent_end",
     "ready_state",
+    "rescue_charge",
     "rescue_gives_back_attempt",
     "rescue_state",
     "sequence_blocked_reason",
@@ -163,6 +164,7 @@ def rescue_state(
     max_rescues: int,
     alone: bool = True,
     odd: bool = False,
+    progressed: bool = False,
 ) -> JobState:
     """Where a running job of a lost worker goes: ``queued`` (one rescue more), or
     ``dead`` once it was rescued more than ``max_rescues`` times or its attempts are spent
@@ -177,6 +179,13 @@ def rescue_state(
     that really kills workers reaches the cap alone and is the only one to end ``dead``
     "worker lost".
     ``max_rescues=0`` (never requeue) is obeyed either way.
+
+    ``progressed``: a durable job that saved a step during the lost attempt (after its
+    start). A poison pill kills its worker before it gets anywhere; a job that got
+    somewhere did not cause the death it is rescued from (the worker was killed between
+    its steps, or a deploy), so it goes back to ``queued`` uncharged: no rescue counted
+    (:func:`rescue_charge`), its attempt given back. A job whose worker dies again and
+    again inside one step saves nothing: that rescue counts, and the cap ends it.
 
     ``odd``: the row's counts are not whole numbers (a row written around the API, see
     ``decoding.rescue_counts``): it ends ``dead``, the backend writing the problem as
@@ -193,11 +202,21 @@ def rescue_state(
     """
     if odd:
         return JobState.DEAD
-    if not alone and max_rescues > 0:
+    if (not alone or progressed) and max_rescues > 0:
         return JobState.QUEUED
     if rescues + 1 > max_rescues or attempt >= max_attempts:
         return JobState.DEAD
     return JobState.QUEUED
+
+
+def rescue_charge(*, progressed: bool) -> int:
+    """How many rescues a requeue counts: 0 for a durable job that saved a step during
+    the lost attempt (see :func:`rescue_state`), else 1.
+
+    >>> rescue_charge(progressed=True), rescue_charge(progressed=False)
+    (0, 1)
+    """
+    return 0 if progressed else 1
 
 
 def rescue_gives_back_attempt(*, alone: bool) -> bool:

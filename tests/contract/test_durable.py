@@ -5,6 +5,7 @@ to a job and its waits (parked, woken, timed out), and removal with the job."""
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 
@@ -252,3 +253,96 @@ def test_a_send_resumes_a_parked_job_promptly(app: conveyor.App, backend: Backen
     figures = measure_events(app, 8)
     print(figures)
     assert figures["p50_ms"] < 500 and figures["max_ms"] < 3000, figures
+
+
+@pytest.mark.parametrize("end", ["succeeded", "failed", "cancelled"])
+def test_a_join_parks_until_the_childs_end_wakes_it(
+    app: conveyor.App, backend: Backend, end: str
+) -> None:
+    # conveyor.join parks the parent (waiting, no slot) with no look before an hour:
+    # only the child's end, whichever (finish, failure, a cancel while it waits), can
+    # queue it again, in the same commit or script as that end.
+    needs(backend, "steps")
+
+    @app.task(name="kid", max_attempts=1)
+    def kid() -> str:
+        answer = conveyor.wait_for("go", timeout=60)
+        if answer == "fail":
+            raise ValueError("kid failed")
+        return str(answer)
+
+    @app.task(name="parent", max_attempts=1)
+    def parent() -> str:
+        try:
+            return str(conveyor.join(conveyor.spawn(kid), poll=3600))
+        except conveyor.JobFailed as exc:
+            return f"failed: {exc.error_type}"
+        except conveyor.JobCancelled:
+            return "cancelled"
+
+    job = parent.enqueue()
+    drain(app)  # the parent spawns, the kid parks in its wait, the parent in its join
+    assert job.status is JobState.WAITING
+    child = app.job(str(json.loads(job.steps()[0].result or "null")))
+    assert child.status is JobState.WAITING
+    assert job.steps()[1].state == "waiting" and job.steps()[1].name == f"join:{child.id}"
+    if end == "cancelled":
+        child.cancel("not needed")
+    else:
+        assert child.send("go", "ok" if end == "succeeded" else "fail") is True
+        drain(app)  # the kid ends: its end queues the parent, which this burst runs
+    if end == "cancelled":
+        assert job.status is JobState.QUEUED  # woken by the cancel itself
+        drain(app)
+    expected = {"succeeded": "ok", "failed": "failed: ValueError", "cancelled": "cancelled"}
+    assert job.result(timeout=0) == expected[end]
+    assert job.steps()[1].state == ("succeeded" if end == "succeeded" else "failed")
+
+
+def test_a_join_of_an_ended_job_does_not_park(app: conveyor.App, backend: Backend) -> None:
+    needs(backend, "steps")
+
+    @app.task(name="quick")
+    def quick() -> int:
+        return 5
+
+    @app.task(name="joiner")
+    def joiner(kid: str) -> int:
+        return int(conveyor.join(app.job(kid), poll=3600))
+
+    kid = quick.enqueue()
+    drain(app)
+    job = joiner.enqueue(kid.id)
+    drain(app)
+    assert job.result(timeout=0) == 5
+    assert [s.state for s in job.steps()] == ["succeeded"]
+
+
+@pytest.mark.parametrize("park", ["sleep", "wait_for"])
+def test_a_started_durable_job_does_not_expire_while_parked(
+    app: conveyor.App, backend: Backend, park: str
+) -> None:
+    # expires= bounds how long a job may wait to START: a durable job that saved its
+    # first step (or parked at it) has started, so neither the sweep nor the worker at
+    # its resumption ends it expired while it sleeps or waits past that time.
+    needs(backend, "steps")
+    from conveyor.backends.base import JobExpireDueParams
+
+    @app.task(name="late", max_attempts=1)
+    def late(until: float) -> str:
+        if park == "sleep":
+            conveyor.sleep(max(0.0, until - time.time()))  # wakes past its expiry
+            return "woke"
+        return str(conveyor.wait_for("go", timeout=60))
+
+    expires = time.time() + 1.5  # a loaded box's burst worker starts it in time
+    job = late.with_options(expires=1.5).enqueue(expires + 0.2)
+    drain(app)
+    assert job.status in (JobState.SCHEDULED, JobState.WAITING)
+    time.sleep(max(0.0, expires + 0.3 - time.time()))
+    backend.job_expire_due(JobExpireDueParams())
+    assert job.status is not JobState.EXPIRED
+    if park == "wait_for":
+        assert job.send("go", "woke") is True
+    drain(app)
+    assert job.result(timeout=0) == "woke"

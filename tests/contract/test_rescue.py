@@ -70,3 +70,29 @@ def test_a_lost_job_with_no_attempts_left_is_dead(backend: Backend) -> None:
     insert(backend, max_attempts=1)
     (job,) = claim(backend)
     assert _rescue(backend, ["w1"]) == {job.id: JobState.DEAD}
+
+
+def test_a_durable_job_that_saved_a_step_is_rescued_uncharged(backend: Backend) -> None:
+    # The poison-pill cap counts rescues of attempts that got nowhere: a durable job that
+    # saved a step during its lost attempt (killed between steps, not by them) comes back
+    # with no rescue counted and its attempt given back, past the cap too; one that saved
+    # nothing since its claim (its worker died inside a step) is charged as any other.
+    from conveyor.backends.base import JobStepSaveParams, StepRecord
+
+    if "steps" not in backend.features:
+        return
+    insert(backend, max_attempts=100)
+    for n in range(5):  # more kills than the cap of 3
+        register(backend, f"w{n}")
+        (job,) = claim(backend, 1, f"w{n}")
+        now = time.time() + 0.01  # after the claim on this clock and on a server's
+        step = StepRecord(job.id, n, f"s{n}", "succeeded", "1", None, 1, now, now)
+        assert backend.job_step_save(JobStepSaveParams(step, job.token))
+        assert _rescue(backend, [f"w{n}"], cap=3)[job.id] is JobState.QUEUED
+    record = backend.job_get_many([job.id])[0]
+    assert record.rescues == 0 and record.attempt == 0
+    register(backend, "w9")
+    time.sleep(0.05)  # the last step finished before this claim
+    (job,) = claim(backend, 1, "w9")  # dies inside its next step: nothing saved
+    assert _rescue(backend, ["w9"], cap=3)[job.id] is JobState.QUEUED
+    assert backend.job_get_many([job.id])[0].rescues == 1

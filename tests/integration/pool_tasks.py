@@ -118,3 +118,48 @@ class AsyncScale(app.Task, queue="default", max_attempts=2):
 def opaque() -> object:
     """Returns what JSON cannot hold: with store_result=False it is never encoded."""
     return object()
+
+
+# -- durable jobs in every pool (tests/integration/test_pool_steps.py) ----------------------
+
+
+@app.step(name="pool.note")
+def note(log: str, text: str) -> str:
+    """A step that leaves a line per run in ``log`` (O_APPEND): a replay adds none."""
+    with open(log, "a") as f:
+        f.write(f"{text}\n")
+    return text.upper()
+
+
+@app.step(name="pool.anote")
+async def anote(log: str, text: str) -> str:
+    with open(log, "a") as f:
+        f.write(f"{text}\n")
+    return text.upper()
+
+
+@app.task(name="pool.flow")
+def flow(log: str) -> list[object]:
+    """Every durable call in a sync task: step, sleep, spawn/join, publish, wait_for."""
+    first = note(log, "charge")
+    conveyor.sleep(0.2)
+    child = conveyor.spawn(add, 20, 22)
+    total = conveyor.join(child)
+    conveyor.current_job().publish("total", total)
+    answer = conveyor.wait_for("approved", timeout=60)
+    return [first, total, answer, note(log, "ship")]
+
+
+@app.task(name="pool.aflow")
+async def aflow(log: str) -> list[object]:
+    """The same in an async task (its steps awaited)."""
+    first = await anote(log, "charge")
+    conveyor.sleep(0.2)
+    answer = conveyor.wait_for("approved", timeout=60)
+    return [first, answer, await anote(log, "ship")]
+
+
+@app.task(name="pool.approve")
+def approve(log: str) -> list[object]:
+    """A step, a wait that parks, a step: two bursts of a worker on any store."""
+    return [note(log, "charge"), conveyor.wait_for("approved", timeout=60), note(log, "ship")]

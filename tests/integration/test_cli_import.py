@@ -47,6 +47,10 @@ def two_stores(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str
     target = GENERIC_URLS[request.param](request, tmp_path / "b")
     fill(source)
     app = conveyor.App(source)
+    # A durable job asleep after a step: its step records go with it (run before the
+    # claim below, which this worker's rescue would take back).
+    _nightly(app).enqueue()
+    Worker(app, burst=True, queues=["durable"]).run(install_signals=False)
 
     @app.task(name="t.hdr", queue="claimed")
     def hdr(x: int) -> None: ...
@@ -60,6 +64,20 @@ def two_stores(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str
     conveyor.group(hdr.s(3), hdr.s(4)).then(_total(app).s()).enqueue()
     app.close()
     return source, target
+
+
+def _nightly(app: conveyor.App) -> Any:
+    @app.step(name="t.fetch")
+    def fetch() -> int:
+        return 7
+
+    @app.task(name="t.nightly", queue="durable")
+    def nightly() -> int:
+        rows = int(fetch())
+        conveyor.sleep(3600)
+        return rows
+
+    return nightly
 
 
 def _total(app: conveyor.App) -> Any:
@@ -79,7 +97,7 @@ def test_export_import_round_trip(two_stores: tuple[str, str], tmp_path: Path, e
     path.write_text("".join(json.dumps(d) + "\n" for d in exported))
     done = run("import", str(path), "--url", target, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == f"imported 11 job(s) into {redacted(target)}"
+    assert done.stdout.strip() == f"imported 12 job(s) into {redacted(target)}"
     again = _export(target, tmp_path, *flags)
     assert [d["id"] for d in again] == [d["id"] for d in exported]
     running = [d for d in exported if d["state"] == "running"]
@@ -103,6 +121,11 @@ def test_export_import_round_trip(two_stores: tuple[str, str], tmp_path: Path, e
     assert dead["error"]["type"] == "ValueError" and dead["logs"]
     assert {d["headers"].get("trace") for d in again} >= {"abc"}
 
+    asleep = next(d for d in again if d["task"] == "t.nightly")
+    assert asleep["state"] == "scheduled"
+    assert (asleep["steps"][0]["name"], asleep["steps"][0]["result"]) == ("t.fetch", "7")
+    assert [s["name"] for s in asleep["steps"]] == ["t.fetch", "sleep"]
+
     waiting = next(d for d in again if d["state"] == "waiting")
     assert waiting["pipe"] == 2 and len(waiting["parents"]) == 2 and waiting["waiting_on"] == 2
     assert any(d["unique_key"] for d in again)  # its window: in the equality above
@@ -118,7 +141,7 @@ def test_export_import_round_trip(two_stores: tuple[str, str], tmp_path: Path, e
 
     rerun = run("import", str(path), "--url", target, cwd=tmp_path)
     assert rerun.returncode == 0, rerun.stderr
-    assert "imported 0 job(s)" in rerun.stdout and "11 were already there" in rerun.stdout
+    assert "imported 0 job(s)" in rerun.stdout and "12 were already there" in rerun.stdout
 
 
 def test_a_bad_line_is_refused_and_nothing_is_written(

@@ -86,7 +86,7 @@ def test_a_running_worker_times_out_the_waits_it_parked(tmp_path: Path) -> None:
 
 
 def test_a_step_refuses_where_it_cannot_be_saved() -> None:
-    # A job context no runner linked to a store (a process or interpreter pool's child):
+    # A job context no runner linked to a store (made by hand):
     # the step refuses instead of running unsaved; outside any job it is a plain call.
     from conveyor.context import JobContext, reset_current, set_current
     from conveyor.errors import ConfigurationError
@@ -100,7 +100,7 @@ def test_a_step_refuses_where_it_cannot_be_saved() -> None:
     assert double(4) == 8
     token = set_current(JobContext("j", "t", "q", 1, 3))
     try:
-        with pytest.raises(ConfigurationError, match="process or interpreter pool"):
+        with pytest.raises(ConfigurationError, match="made by hand"):
             double(4)
     finally:
         reset_current(token)

@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 from conveyor.backends.durable_params import (
+    JOIN_PREFIX,
     NO_DEADLINE,
     PUBLISH_PREFIX,
     SLEEP_STEP,
@@ -29,11 +30,14 @@ from conveyor.backends.durable_params import (
     EventWaitResult,
     JobEventSendParams,
     JobEventWaitParams,
+    JobJoinParams,
     JobStepSaveParams,
     JobStepSaveThroughParams,
     StepRecord,
     is_published,
+    join_of,
     step_time,
+    waiting_step,
     waits_on,
 )
 from conveyor.backends.flow_params import (
@@ -131,6 +135,7 @@ from conveyor.backends.search_params import (
 __all__ = [
     "ACTION_LOG_CAP",
     "FEATURES",
+    "JOIN_PREFIX",
     "MAX_ACTION_IDS",
     "MAX_HISTOGRAM_BUCKETS",
     "MAX_SCAN",
@@ -185,6 +190,7 @@ __all__ = [
     "JobInsertBatchParams",
     "JobInsertParams",
     "JobInsertThroughParams",
+    "JobJoinParams",
     "JobListParams",
     "JobLogInsertParams",
     "JobLogListParams",
@@ -226,8 +232,10 @@ __all__ = [
     "check_histogram",
     "flow_features_of",
     "is_published",
+    "join_of",
     "require_feature",
     "require_transactional",
     "step_time",
+    "waiting_step",
     "waits_on",
 ]

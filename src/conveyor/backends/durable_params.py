@@ -51,6 +51,11 @@ SLEEP_STEP = "sleep"
 #: The name prefix of a wait's step (``wait_for:approved``): its result while it waits
 #: (and once timed out) is the deadline (epoch seconds).
 WAIT_PREFIX = "wait_for:"
+#: The name prefix of a ``conveyor.join(child)`` step (``join:<child id>``); while the
+#: join parks its job the step is ``waiting`` and the child's end wakes the job. The
+#: child keeps a mark ``join:<joiner id>`` among its dependants (the workflow edges that
+#: every finish already looks at), so only a job joined by a parent pays at its end.
+JOIN_PREFIX = "join:"
 #: The name prefix of a value published by a running job (``current_job().publish``):
 #: kept as a step record at a negative position, outside the replayed sequence (a
 #: replay counts from 0), so a job can publish any number of times, from anywhere.
@@ -108,14 +113,38 @@ def waits_on(state: JobState, steps: Sequence[StepRecord]) -> tuple[str, float |
 
     >>> waits_on(JobState.SCHEDULED, [StepRecord("j", 0, SLEEP_STEP, STEP_SUCCEEDED, "9.0")])
     ('sleep', 9.0)
+    >>> waits_on(JobState.WAITING, [StepRecord("j", 0, "join:06H5", STEP_WAITING, "9.0")])
+    ('job 06H5 to end', None)
     """
     body = [s for s in steps if not is_published(s)]
     waiting = [s for s in body if s.state == STEP_WAITING]
     if waiting and state is JobState.WAITING:
-        return f"event {waiting[-1].name[len(WAIT_PREFIX) :]!r}", step_time(waiting[-1])
+        name = waiting[-1].name
+        if name.startswith(JOIN_PREFIX):  # a join: woken by that job's end
+            return f"job {name[len(JOIN_PREFIX) :]} to end", None
+        return f"event {name[len(WAIT_PREFIX) :]!r}", step_time(waiting[-1])
     if body and body[-1].name == SLEEP_STEP and state is JobState.SCHEDULED:
         return SLEEP_STEP, step_time(body[-1])
     return None
+
+
+def waiting_step(event: str) -> str:
+    """The name of the step that waits for ``event``: a ``wait_for``'s, or for a join's
+    own event (``join:<child id>``, woken by the child's end) the join's.
+
+    >>> waiting_step("approved"), waiting_step("join:06H5")
+    ('wait_for:approved', 'join:06H5')
+    """
+    return event if event.startswith(JOIN_PREFIX) else WAIT_PREFIX + event
+
+
+def join_of(mark: str) -> str | None:
+    """The joining job of a dependant mark (``join:<id>``), None for a workflow child.
+
+    >>> join_of("join:06H5"), join_of("06H5")
+    ('06H5', None)
+    """
+    return mark[len(JOIN_PREFIX) :] if mark.startswith(JOIN_PREFIX) else None
 
 
 def is_published(s: StepRecord) -> bool:
@@ -173,6 +202,15 @@ class JobEventWaitParams:
     event: str
     deadline: float
     started_at: float = 0.0
+
+
+@record
+class JobJoinParams:
+    """``joiner`` (running under ``token``) waits for the end of job ``job_id``: mark it,
+    so that its end wakes the joiner when it waits (parked by a join step)."""
+
+    job_id: str
+    joiner: str
 
 
 @record

@@ -42,6 +42,7 @@ from conveyor.backends.durable_params import (
     EventWaitResult,
     JobEventSendParams,
     JobEventWaitParams,
+    JobJoinParams,
     JobStepSaveParams,
     JobStepSaveThroughParams,
     StepRecord,
@@ -94,6 +95,7 @@ from conveyor.backends.records import (
     WorkerInfo,
 )
 from conveyor.backends.search_params import JobSearchPage, JobSearchParams
+from conveyor.states import JobState
 
 #: The most operator actions a store that bounds its log (Redis, memory) keeps.
 ACTION_LOG_CAP = 10_000
@@ -133,7 +135,8 @@ FEATURES: dict[str, str] = {
     #: table): the workers run its indexer (worker/services/search_indexer.py)
     "search_index": "search_index_set, search_index_enabled, search_index_catch_up",
     #: durable jobs (@app.step, conveyor.sleep, conveyor.wait_for, job.send)
-    "steps": "job_step_list, job_step_save, job_event_send, job_event_wait, job_wake_due",
+    "steps": "job_step_list, job_step_save, job_event_send, job_event_wait, job_wake_due, "
+    "job_join_mark",
     "sql": "the store answers SQL over the jobs (the raw connection is usable)",
     #: every store but the in-process memory store: workers in other processes, the CLI
     #: and a shell (rows written around the API) reach the same jobs
@@ -365,6 +368,14 @@ class Durable(Protocol):
         save it as the step; or save the step ``timed_out`` past its deadline; or save it
         ``waiting`` and park the job (``waiting``, attempt given back, no worker, run_at =
         the deadline). See :class:`~conveyor.backends.durable_params.JobEventWaitParams`."""
+        ...
+
+    def job_join_mark(self, params: JobJoinParams) -> JobState | None:
+        """Mark that ``params.joiner`` waits for the end of ``params.job_id`` (a
+        ``conveyor.join``), unless it has ended: whatever way it ends (finish, cancel,
+        delete, expiry, a rescue to dead) then wakes the joiner if it waits in its join
+        step ``join:<job_id>`` (the store's ``settle``, where workflows' dependants move).
+        Returns the job's state read with the mark (under its row lock), None if gone."""
         ...
 
     def job_step_list(self, job_id: str) -> list[StepRecord]:

@@ -113,7 +113,7 @@ def export(
 
 def history(backend: Backend, j: JobRecord, flow: JobFlow | None, *, epoch: bool) -> dict[str, Any]:
     """The JSON-lines fields beyond the job's row, so ``conveyor import`` brings a job
-    back whole: its workflow fields, attempt history and logs, and whether export
+    back whole: its workflow fields, attempt history, logs and durable steps, and whether export
     masked secret arguments (then the payload cannot be imported: docs/secrets.md).
     CSV keeps the row's columns only."""
 
@@ -146,6 +146,20 @@ def history(backend: Backend, j: JobRecord, flow: JobFlow | None, *, epoch: bool
                 "message": r.message,
             }
             for r in backend.job_log_list(JobLogListParams(j.id))
+        ],
+        # durable steps (docs/durable.md): result and error as stored JSON text
+        "steps": [
+            {
+                "position": s.position,
+                "name": s.name,
+                "state": s.state,
+                "result": s.result,
+                "error": s.error,
+                "attempts": s.attempts,
+                "started_at": when(s.started_at),
+                "finished_at": when(s.finished_at),
+            }
+            for s in (backend.job_step_list(j.id) if "steps" in backend.features else ())
         ],
     }
 

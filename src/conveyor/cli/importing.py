@@ -10,7 +10,7 @@ interruption finishes the job without duplicates.
 
 Kept from the export: id, task, queue, state, priority, payload, result, error, reason,
 attempt and rescue counts, every time, headers, unique key and window, workflow edges
-and piping, attempt history and logs. A job that was running when the export was taken
+and piping, attempt history, logs and durable steps. A job that was running when the export was taken
 comes back ``queued``, as a graceful release would leave it (attempt given back, a
 ``released`` attempt record): its worker belongs to the store the export came from.
 Refused: a job whose secret arguments export masked (``"secrets_masked": true``; the
@@ -45,6 +45,7 @@ from conveyor.backends.base import (
     JobImportParams,
     JobLogRecord,
     JobRecord,
+    StepRecord,
 )
 from conveyor.backends.params import check_importable
 from conveyor.cli.action_log import record_cli_action
@@ -170,7 +171,8 @@ def job_from_line(data: Any, now: float) -> JobImport:
             )
         )  # fmt: skip
         job = records.replace(job, state=JobState.QUEUED, attempt=max(0, job.attempt - 1))
-    item = JobImport(job, attempts, logs, flow)
+    steps = [_step(job_id, r) for r in _get(data, "steps", (list,), [])]
+    item = JobImport(job, attempts, logs, flow, steps)
     try:
         check_importable(item)
     except ConveyorError as exc:
@@ -190,6 +192,22 @@ def _attempt(job_id: str, data: Any) -> AttemptRecord:
         _time(data, "finished_at"),
         _get(data, "outcome", (str,)),
         _stored(data.get("error")),
+    )
+
+
+def _step(job_id: str, data: Any) -> StepRecord:
+    if not isinstance(data, dict):
+        raise LineError("a step is not a JSON object")
+    return StepRecord(
+        job_id,
+        _get(data, "position", (int,)),
+        _get(data, "name", (str,)),
+        _get(data, "state", (str,)),
+        _get(data, "result", (str,), None),
+        _get(data, "error", (str,), None),
+        _get(data, "attempts", (int,), 1),
+        _time(data, "started_at") or 0.0,
+        _time(data, "finished_at") or 0.0,
     )
 
 

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from conveyor.backends.base import ClaimedJob, JobReleaseParams
+from conveyor.backends.base import NO_DEADLINE, ClaimedJob, JobFinishParams, JobReleaseParams
 from conveyor.context import JobContext, context_of
 from conveyor.durable import Replay, StepLost, StepTally
 from conveyor.errors import BackendUnavailable, ConfigurationError
@@ -119,6 +119,10 @@ class Attempts:
     def _hand_on(self, job: ClaimedJob, outcome: Outcome, entry: Held) -> None:
         self.claims.observe(outcome.finished_at - entry.started)
         committed = entry.ctx.finished_by_transaction  # current_job().transaction()
+        if outcome.steps is not None:  # a process or interpreter pool child's steps
+            self.steps.add(*outcome.steps)
+        if committed is None and outcome.parked is not None:
+            committed = self._parked_in_child(job, outcome, entry.started)
         if committed is not None:
             params = committed  # or parked by conveyor.wait_for (a SNOOZE, written)
             if outcome.status != OK and committed.kind is FinishKind.SUCCEEDED:
@@ -143,6 +147,18 @@ class Attempts:
             for observer in self.observers:
                 observer.on_finished(job, params, outcome)
         next(self.processed)
+
+    def _parked_in_child(
+        self, job: ClaimedJob, outcome: Outcome, started: float
+    ) -> JobFinishParams:
+        """A child's ``wait_for`` parked the job in the store (its attempt given back):
+        nothing to write; the deadline goes to the deadlines service, as in-process."""
+        deadline = outcome.parked or NO_DEADLINE
+        if self.on_park is not None and deadline < NO_DEADLINE:
+            self.on_park(deadline)
+        return JobFinishParams(job.id, job.token, FinishKind.SNOOZE, self.worker_id,
+                               job.attempt, None, None, "waiting for an event", deadline,
+                               started, outcome.finished_at)  # fmt: skip
 
     def transaction_for(self, ctx: JobContext) -> AbstractContextManager[Any]:
         """The block of ``current_job().transaction()`` for the job ``ctx`` belongs to,

@@ -47,7 +47,10 @@ class RemoteError(Exception):
 class Outcome:
     """The result of running one attempt (plain data: it can cross process boundaries)."""
 
-    __slots__ = ("error", "error_json", "finished_at", "reason", "result", "snooze", "status")
+    __slots__ = (
+        "error", "error_json", "finished_at", "parked", "reason", "result", "snooze", "status",
+        "steps",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -59,6 +62,10 @@ class Outcome:
         snooze: float | None = None,
     ) -> None:
         self.snooze = snooze  # seconds, for SNOOZED
+        #: a child's wait_for parked the job (the store ended the attempt): its deadline
+        self.parked: float | None = None
+        #: a child's durable steps (run, replayed, replays), for the worker's metrics
+        self.steps: tuple[int, int, int] | None = None
         self.status = status
         self.result = result
         self.error = error

@@ -63,6 +63,7 @@ from conveyor.rules import (
     WORKER_LOST_ERROR,
     WORKER_LOST_REASON,
     held_alone,
+    rescue_charge,
     rescue_gives_back_attempt,
     rescue_state,
 )
@@ -261,20 +262,26 @@ class MemoryBackend(
             for row, alone in zip(
                 candidates, held_alone([r.worker_id for r in candidates]), strict=True
             ):
+                steps = store.steps.get(row.id, {}).values()
+                progressed = any(  # saved a step in the lost attempt (rules.rescue_state)
+                    s.position >= 0 and s.finished_at >= (row.started_at or now) for s in steps
+                )
                 state = rescue_state(
                     attempt=row.attempt,
                     max_attempts=row.max_attempts,
                     rescues=row.rescues,
                     max_rescues=params.max_rescues,
                     alone=alone,
+                    progressed=progressed,
                 )
                 worker_id, attempt = row.worker_id, row.attempt
                 if state is JobState.DEAD:
                     row.state, row.reason, row.error = state, WORKER_LOST_REASON, WORKER_LOST_ERROR
                     row.finished_at = now
                 else:
-                    row.state, row.rescues = JobState.QUEUED, row.rescues + 1
-                    row.attempt -= int(rescue_gives_back_attempt(alone=alone))
+                    charge = rescue_charge(progressed=progressed)
+                    row.state, row.rescues = JobState.QUEUED, row.rescues + charge
+                    row.attempt -= int(rescue_gives_back_attempt(alone=alone and not progressed))
                 row.worker_id = row.lease_until = None
                 _attempt(
                     store,

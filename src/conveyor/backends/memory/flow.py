@@ -20,7 +20,14 @@ import json
 import random
 from collections.abc import Mapping, Sequence
 
-from conveyor.backends.base import ClaimedJob, JobInsertBatchParams, JobInsertParams
+from conveyor.backends.base import (
+    STEP_WAITING,
+    ClaimedJob,
+    JobInsertBatchParams,
+    JobInsertParams,
+    join_of,
+    waiting_step,
+)
 from conveyor.backends.memory.store import MemoryStore, Row
 from conveyor.backends.params import one_per_job
 from conveyor.backends.records import merged_limit
@@ -197,19 +204,45 @@ def failure_payload(store: MemoryStore, payload: str, parent: str, why: str) -> 
     return json.dumps(data, separators=(",", ":"))
 
 
+def wake_waiting(store: MemoryStore, job_id: str, event: str, now: float) -> bool:
+    """Queue ``job_id`` if it waits in the step that waits for ``event`` (a sent
+    event's ``wait_for``, or a join woken by its child's end); True when woken."""
+    row = store.jobs.get(job_id)
+    if row is None or row.state is not JobState.WAITING:
+        return False
+    name = waiting_step(event)
+    steps = store.steps.get(job_id, {}).values()
+    if not any(s.state == STEP_WAITING and s.name == name for s in steps):
+        return False
+    row.state, row.run_at = JobState.QUEUED, now
+    return True
+
+
 def settle(
     store: MemoryStore, succeeded: Sequence[str], failed: Mapping[str, str], now: float
 ) -> None:
     """Move the dependants of ended parents as :func:`conveyor.rules.on_parent_end` says
-    (``failed``: parent -> how its end reads), transitively through cancelled children."""
+    (``failed``: parent -> how its end reads), transitively through cancelled children;
+    a job joining an ended one (mark ``join:<id>``) is woken in its join step."""
     pending: dict[str, str] = dict(failed)
     for parent in succeeded:
         for child in list(store.children.get(parent, ())):
-            _child_of_ended(store, parent, child, None, now, pending)
+            _dependant_of_ended(store, parent, child, None, now, pending)
     while pending:
         parent, why = pending.popitem()
         for child in list(store.children.get(parent, ())):
-            _child_of_ended(store, parent, child, why, now, pending)
+            _dependant_of_ended(store, parent, child, why, now, pending)
+
+
+def _dependant_of_ended(
+    store: MemoryStore, parent: str, child: str, why: str | None, now: float,
+    pending: dict[str, str],
+) -> None:  # fmt: skip
+    joiner = join_of(child)
+    if joiner is not None:
+        wake_waiting(store, joiner, f"join:{parent}", now)
+    else:
+        _child_of_ended(store, parent, child, why, now, pending)
 
 
 def _child_of_ended(

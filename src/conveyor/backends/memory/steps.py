@@ -23,6 +23,7 @@ import json
 import time
 
 from conveyor.backends.base import (
+    JOIN_PREFIX,
     STEP_SUCCEEDED,
     STEP_TIMED_OUT,
     STEP_WAITING,
@@ -33,10 +34,12 @@ from conveyor.backends.base import (
     EventWaitResult,
     JobEventSendParams,
     JobEventWaitParams,
+    JobJoinParams,
     JobStepSaveParams,
     JobStepSaveThroughParams,
     StepRecord,
 )
+from conveyor.backends.memory.flow import wake_waiting
 from conveyor.backends.memory.store import MemoryStore, Row
 from conveyor.errors import ConfigurationError, JobNotFound
 from conveyor.records import replace
@@ -48,12 +51,6 @@ def _held(store: MemoryStore, job_id: str, token: int) -> Row | None:
     if row is None or row.state is not JobState.RUNNING or row.token != token:
         return None
     return row
-
-
-def _waits_for(store: MemoryStore, job_id: str, event: str) -> bool:
-    name = f"wait_for:{event}"
-    steps = store.steps.get(job_id, {}).values()
-    return any(s.state == STEP_WAITING and s.name == name for s in steps)
 
 
 class MemorySteps:
@@ -75,6 +72,9 @@ class MemorySteps:
             if step.position in saved and not params.replace:
                 return False  # the SQL stores' primary key refuses it too
             saved[step.position] = step
+            if step.position == 0:  # started: expires= no longer applies
+                row = self.store.jobs[step.job_id]
+                row.expires_at = None
             return True
 
     def job_step_save_through(self, params: JobStepSaveThroughParams) -> bool:
@@ -90,10 +90,18 @@ class MemorySteps:
             if row is None:
                 raise JobNotFound(params.job_id)
             store.events.setdefault(params.job_id, []).append([params.name, params.payload, False])
-            if row.state is not JobState.WAITING or not _waits_for(store, row.id, params.name):
-                return False
-            row.state, row.run_at = JobState.QUEUED, time.time()
-            return True
+            return wake_waiting(store, row.id, params.name, time.time())
+
+    def job_join_mark(self, params: JobJoinParams) -> JobState | None:
+        with self.store.write() as store:
+            row = store.jobs.get(params.job_id)
+            if row is None:
+                return None
+            marks = store.children.setdefault(row.id, [])
+            mark = JOIN_PREFIX + params.joiner
+            if not row.state.is_finished and mark not in marks:
+                marks.append(mark)  # its end wakes the joiner (flow.settle)
+            return row.state
 
     def job_event_wait(self, params: JobEventWaitParams) -> EventWaitResult:
         p = params
@@ -116,7 +124,7 @@ class MemorySteps:
                 return EventWaitResult(WAIT_TIMED_OUT)
             saved[p.position] = step
             row.state, row.run_at, row.attempt = JobState.WAITING, p.deadline, row.attempt - 1
-            row.worker_id = row.lease_until = None
+            row.worker_id = row.lease_until = row.expires_at = None  # started: no expiry
             return EventWaitResult(WAIT_PARKED)
 
     def job_wake_due(self, limit: int) -> int:

@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from conveyor.backends.packaged import packaged_text
+from conveyor.backends.postgres.single import OneConnection
 from conveyor.backends.postgres.url import PostgresTarget, parse_postgres_url
 from conveyor.errors import BackendUnavailable
 
@@ -239,9 +240,10 @@ def connected(
         yield conn
 
 
-def open_pool(target: PostgresTarget) -> ConnectionPool:
+def open_pool(target: PostgresTarget) -> ConnectionPool | OneConnection:
     """Migrate the schema (failing fast when the server cannot be reached), then open
-    the pool: ``min_size`` 1, ``max_size`` the URL's ``pool_max``."""
+    the pool: ``min_size`` 1, ``max_size`` the URL's ``pool_max``; one connection where
+    the pool's threads cannot start (a subinterpreter: ``single.py``)."""
     import psycopg
     from psycopg_pool import ConnectionPool
 
@@ -264,5 +266,10 @@ def open_pool(target: PostgresTarget) -> ConnectionPool:
         open=False,
         name=f"conveyor-{target.schema}",
     )
-    pool.open()
+    try:
+        pool.open()
+    except RuntimeError as exc:  # "daemon threads are disabled in this (sub)interpreter"
+        if "daemon threads" not in str(exc):
+            raise
+        return OneConnection(target.conninfo, kwargs)
     return pool

@@ -54,6 +54,8 @@ from conveyor.backends.sql.ops_read import JOB_COLUMNS
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
+    from conveyor.backends.postgres.single import OneConnection
+
 _LOGS = "coalesce((SELECT string_agg(message, ' ') FROM job_logs l WHERE l.job_id = j.id), '')"
 _RAW = (
     "(j.task || ' ' || j.queue || ' ' || j.payload || ' ' || coalesce(j.result, '') || ' ' || "
@@ -97,7 +99,7 @@ def term_patterns(terms: Sequence[SearchTerm]) -> list[str]:
 class PostgresSearch:
     """``job_search`` from the trigram index (a scan where the index is off)."""
 
-    _pool: ConnectionPool  # autocommit connections
+    _pool: ConnectionPool | OneConnection  # autocommit connections
     _once: Callable[..., list[tuple[object, ...]]]
     job_list: Callable[[JobListParams], list[JobRecord]]
 

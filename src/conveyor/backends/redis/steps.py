@@ -29,6 +29,7 @@ from conveyor.backends.base import (
     EventWaitResult,
     JobEventSendParams,
     JobEventWaitParams,
+    JobJoinParams,
     JobStepSaveParams,
     JobStepSaveThroughParams,
     StepRecord,
@@ -37,6 +38,7 @@ from conveyor.backends.redis.connection import Unavailable
 from conveyor.backends.redis.keys import Keys
 from conveyor.backends.redis.scripts import load_source
 from conveyor.errors import ConfigurationError, JobNotFound
+from conveyor.states import JobState
 
 #: Where ``job_event_wait`` puts the event's payload in the received record.
 _PAYLOAD = "@PAYLOAD@"
@@ -61,6 +63,7 @@ class _StepScripts:
         self.job_event_send = Script(client, load_source("job_event_send"))
         self.job_event_wait = Script(client, load_source("job_event_wait"))
         self.job_wake_due = Script(client, load_source("job_wake_due"))
+        self.job_join_mark = Script(client, load_source("job_join_mark"))
 
 
 class RedisSteps:
@@ -122,6 +125,15 @@ class RedisSteps:
         with self._guard:
             status, payload = self._steps_run().job_event_wait([k.base, k.counts, k.waiting], args)
         return EventWaitResult(str(status), None if payload is None else str(payload))
+
+    def job_join_mark(self, params: JobJoinParams) -> JobState | None:
+        with self._guard:
+            state = self._steps_run().job_join_mark(
+                [self.keys.base], [params.job_id, params.joiner]
+            )
+        if state is None:
+            return None
+        return JobState(state.decode() if isinstance(state, bytes) else str(state))
 
     def job_wake_due(self, limit: int) -> int:
         k = self.keys

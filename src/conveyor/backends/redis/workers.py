@@ -33,6 +33,7 @@ from conveyor.backends.redis.scripts import Scripts
 from conveyor.rules import (
     WORKER_LOST_ERROR,
     held_alone,
+    rescue_charge,
     rescue_gives_back_attempt,
     rescue_state,
 )
@@ -65,6 +66,7 @@ class RedisWorkersMixin:
                 rows = list(zip(*[iter(found)] * 6, strict=True))
                 # Poison isolation: was each the one job its dead worker held? (rules.py)
                 alone_flags = held_alone([row[1] for row in rows])
+                progressed = self._progressed([str(row[0]) for row in rows])
                 decided: list[list[object]] = []
                 for (job_id, worker, token, *counts), alone in zip(rows, alone_flags, strict=True):
                     # Counts as a hash written around the API may hold them ('', 'x',
@@ -80,9 +82,12 @@ class RedisWorkersMixin:
                         max_rescues=params.max_rescues,
                         alone=alone,
                         odd=problem is not None,
+                        progressed=job_id in progressed,
                     )
-                    give_back = int(rescue_gives_back_attempt(alone=alone))
-                    decided.append([job_id, worker, token, state.value, give_back, problem])
+                    moved = job_id in progressed
+                    give_back = int(rescue_gives_back_attempt(alone=alone and not moved))
+                    charge = rescue_charge(progressed=moved)
+                    decided.append([job_id, worker, token, state.value, give_back, problem, charge])
                 flat = self._scripts.job_rescue_apply(
                     [k.base, k.holders, k.workers, k.counts, k.wake, k.expiry],
                     [repr(age), self._ttl, WORKER_LOST_ERROR, json_text(decided), *dead],
@@ -94,6 +99,29 @@ class RedisWorkersMixin:
             RescueResult(flat[i], flat[i + 1], JobState(flat[i + 2]))
             for i in range(0, len(flat), 3)
         ]
+
+    def _progressed(self, ids: list[str]) -> set[str]:
+        """The durable jobs among ``ids`` that saved a step during their lost attempt
+        (rescued uncharged: ``rules.rescue_state``); read only on a rescue."""
+        pipe = self._client.pipeline(transaction=False)
+        for job_id in ids:
+            pipe.hmget(self.keys.job(job_id), "started_at", "durable")
+            pipe.hvals(self.keys.steps(job_id))
+        answers = pipe.execute()
+        found: set[str] = set()
+        for job_id, (started, durable), steps in zip(ids, answers[::2], answers[1::2], strict=True):
+            if durable is None or started is None:
+                continue
+            for text in steps:  # redis/steps.py step_json; 'waiting' holds a bare name
+                try:
+                    step = json.loads(text)
+                except ValueError:
+                    continue
+                body = isinstance(step, list) and len(step) == 8 and int(step[0]) >= 0
+                if body and float(step[7] or 0.0) >= float(started):
+                    found.add(job_id)
+                    break
+        return found
 
     def worker_deregister(self, worker_id: str) -> None:
         with self._guard:

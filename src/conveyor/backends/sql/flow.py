@@ -20,7 +20,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from conveyor.backends.base import Dependency, JobInsertParams
+from conveyor.backends.base import Dependency, JobInsertParams, join_of, waiting_step
 from conveyor.backends.sql import fair
 from conveyor.backends.sql.dialect import Dialect, Executor
 from conveyor.errors import JobNotFound
@@ -262,6 +262,21 @@ def _link(d: Dialect, ex: Executor, p: JobInsertParams, parents: Sequence[str]) 
         )
 
 
+#: A waiting job whose waiting step names the event goes back to the queue.
+_WAKE = (
+    "UPDATE jobs SET state = 'queued', run_at = ? WHERE id = ? AND state = 'waiting' "
+    "AND EXISTS (SELECT 1 FROM job_steps WHERE job_steps.job_id = jobs.id "
+    "AND job_steps.state = 'waiting' AND job_steps.name = ?)"
+)
+
+
+def wake_waiting(d: Dialect, ex: Executor, job_id: str, event: str, now: float) -> bool:
+    """Queue ``job_id`` if it waits in the step that waits for ``event`` (a sent event's
+    ``wait_for``, or a join woken by its child's end: ``flow.settle``); in the caller's
+    transaction. True when woken (the caller wakes workers)."""
+    return ex.execute(d.sql(_WAKE), (now, job_id, waiting_step(event))).rowcount == 1
+
+
 def settle(
     d: Dialect, ex: Executor, succeeded: Sequence[str], failed: Mapping[str, str], now: float
 ) -> int:
@@ -282,13 +297,25 @@ def settle(
             args,
         ).fetchall()
         for parent, child in edges:
-            readied += _child_of_ended(d, ex, str(parent), str(child), None, now, pending)
+            readied += _dependant_of_ended(d, ex, str(parent), str(child), None, now, pending)
     query = d.sql("SELECT child_id FROM job_deps WHERE parent_id = ? ORDER BY child_id")
     while pending:
         parent, why = pending.popitem()
         for (child,) in ex.execute(query, (parent,)).fetchall():
-            readied += _child_of_ended(d, ex, parent, str(child), why, now, pending)
+            readied += _dependant_of_ended(d, ex, parent, str(child), why, now, pending)
     return readied
+
+
+def _dependant_of_ended(
+    d: Dialect, ex: Executor, parent: str, child: str, why: str | None, now: float,
+    pending: dict[str, str],
+) -> int:  # fmt: skip
+    """A workflow child moves; a job joining the ended one (its mark ``join:<id>``,
+    ``conveyor.join``) is woken in its join step, however the job ended."""
+    joiner = join_of(child)
+    if joiner is not None:
+        return 1 if wake_waiting(d, ex, joiner, f"join:{parent}", now) else 0
+    return _child_of_ended(d, ex, parent, child, why, now, pending)
 
 
 def _child_of_ended(

@@ -31,6 +31,7 @@ from conveyor.rules import (
     WORKER_LOST_ERROR,
     WORKER_LOST_REASON,
     held_alone,
+    rescue_charge,
     rescue_gives_back_attempt,
     rescue_state,
 )
@@ -42,7 +43,7 @@ _DEAD = (
     f"worker_id = NULL, lease_until = NULL {_FENCE}"
 )
 _REQUEUE = (
-    "UPDATE jobs SET state = 'queued', rescues = rescues + 1, attempt = attempt - ?, "
+    "UPDATE jobs SET state = 'queued', rescues = rescues + ?, attempt = attempt - ?, "
     f"worker_id = NULL, lease_until = NULL {_FENCE}"
 )
 
@@ -60,12 +61,14 @@ def rescue(d: Dialect, ex: Executor, params: JobRescueParams) -> list[RescueResu
     candidates = ex.execute(d.queries["job_rescue_candidates"], args).fetchall()
     # Poison isolation: was each the one job its dead worker held? (rules.py)
     alone_flags = held_alone([c[5] for c in candidates])
+    progressed = _progressed(d, ex, candidates) if candidates else set()
     results: list[RescueResult] = []
     attempts: list[tuple[Any, ...]] = []
     lost: dict[str, str] = {}
     for candidate, alone in zip(candidates, alone_flags, strict=True):
         job_id, token, *_, worker_id, started = candidate
-        state, attempt = _rescue_one(d, ex, candidate, alone, params.max_rescues, now)
+        moved = str(job_id) in progressed
+        state, attempt = _rescue_one(d, ex, candidate, alone, params.max_rescues, now, moved)
         if state is JobState.DEAD:
             lost[str(job_id)] = LOST_PARENT_FAILED
         attempts.append((job_id, token, attempt, worker_id, started, now, LOST, WORKER_LOST_ERROR))
@@ -77,9 +80,25 @@ def rescue(d: Dialect, ex: Executor, params: JobRescueParams) -> list[RescueResu
     return results
 
 
+def _progressed(d: Dialect, ex: Executor, candidates: list[Any]) -> set[str]:
+    """The durable candidates that saved a step during their lost attempt (a step
+    finished after the attempt started): rescued uncharged (``rules.rescue_state``)."""
+    started = {str(c[0]): c[6] for c in candidates}
+    last: dict[str, float] = {}
+    for where, args in d.in_list("job_id", list(started)):
+        query = f"SELECT job_id, MAX(finished_at) FROM job_steps WHERE {where} AND pos >= 0 "
+        for job_id, finished in ex.execute(d.sql(query + "GROUP BY job_id"), args).fetchall():
+            last[str(job_id)] = float(finished or 0.0)
+    return {
+        job_id for job_id, at in last.items()
+        if started[job_id] is not None and at >= float(started[job_id])
+    }  # fmt: skip
+
+
 def _rescue_one(
-    d: Dialect, ex: Executor, candidate: Any, alone: bool, max_rescues: int, now: float
-) -> tuple[JobState, int]:
+    d: Dialect, ex: Executor, candidate: Any, alone: bool, max_rescues: int, now: float,
+    progressed: bool = False,
+) -> tuple[JobState, int]:  # fmt: skip
     """Requeue or bury one candidate; (its new state, its attempt as read)."""
     job_id, token, *counts, _worker_id, _started = candidate
     # A row written around the API may hold anything in its counts (SQLite), or one at
@@ -95,11 +114,13 @@ def _rescue_one(
         max_rescues=max_rescues,
         alone=alone,
         odd=problem is not None,
+        progressed=progressed,
     )
     if state is JobState.DEAD:
         why = problem or WORKER_LOST_REASON
         ex.execute(d.sql(_DEAD), (why, WORKER_LOST_ERROR, now, job_id, token))
     else:
-        give_back = int(rescue_gives_back_attempt(alone=alone))
-        ex.execute(d.sql(_REQUEUE), (give_back, job_id, token))
+        give_back = int(rescue_gives_back_attempt(alone=alone and not progressed))
+        charge = rescue_charge(progressed=progressed)
+        ex.execute(d.sql(_REQUEUE), (charge, give_back, job_id, token))
     return state, attempt

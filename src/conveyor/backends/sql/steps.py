@@ -28,6 +28,7 @@ import json
 from contextlib import AbstractContextManager
 
 from conveyor.backends.base import (
+    JOIN_PREFIX,
     STEP_SUCCEEDED,
     STEP_TIMED_OUT,
     STEP_WAITING,
@@ -38,13 +39,16 @@ from conveyor.backends.base import (
     EventWaitResult,
     JobEventSendParams,
     JobEventWaitParams,
+    JobJoinParams,
     JobStepSaveParams,
     JobStepSaveThroughParams,
     StepRecord,
 )
 from conveyor.backends.sql.dialect import Dialect, Executor
+from conveyor.backends.sql.flow import wake_waiting
 from conveyor.backends.sql.store import SqlStore
 from conveyor.errors import ConfigurationError, JobNotFound
+from conveyor.states import JobState
 
 COLUMNS = "job_id, pos, name, state, result, error, attempts, started_at, finished_at"
 _VALUES = "?, ?, ?, ?, ?, ?, ?, ?, ?"
@@ -58,23 +62,11 @@ _DELETE = (
 )
 _PARK = (
     "UPDATE jobs SET state = 'waiting', worker_id = NULL, lease_until = NULL, run_at = ?, "
-    f"attempt = jobs.attempt - 1 WHERE {_FENCE}"
+    f"attempt = jobs.attempt - 1, expires_at = NULL WHERE {_FENCE}"
 )
-#: A waiting job whose waiting step names the event goes back to the queue.
-_WAKE = (
-    "UPDATE jobs SET state = 'queued', run_at = ? WHERE id = ? AND state = 'waiting' "
-    "AND EXISTS (SELECT 1 FROM job_steps WHERE job_steps.job_id = jobs.id "
-    "AND job_steps.state = 'waiting' AND job_steps.name = ?)"
-)
-
-
-def wait_step_name(event: str) -> str:
-    """The step name of ``conveyor.wait_for(event)``.
-
-    >>> wait_step_name("approved")
-    'wait_for:approved'
-    """
-    return f"wait_for:{event}"
+#: A durable job has started once it saved its first step: ``expires=`` (how long a job
+#: may wait to start) no longer applies to it, parked, sleeping or rescued.
+_STARTED = f"UPDATE jobs SET expires_at = NULL WHERE {_FENCE} AND expires_at IS NOT NULL"
 
 
 def step_args(s: StepRecord) -> tuple[object, ...]:
@@ -97,6 +89,8 @@ def step_of(row: tuple[object, ...]) -> StepRecord:
 def save_in(d: Dialect, ex: Executor, params: JobStepSaveParams) -> bool:
     """The fenced checkpoint on ``ex``, in its transaction (see the module docstring)."""
     step = params.step
+    if step.position == 0:  # the first step: the job has started (no expiry from now)
+        ex.execute(d.sql(_STARTED), (step.job_id, params.token))
     if params.replace:
         return _replace(d, ex, step, params.token)
     args = (*step_args(step), step.job_id, params.token)
@@ -153,8 +147,7 @@ class SqlSteps(SqlStore):
             )
             if str(found[0]) != "waiting":
                 return False
-            wake = (now, params.job_id, wait_step_name(params.name))
-            woken = ex.execute(d.sql(_WAKE), wake).rowcount == 1
+            woken = wake_waiting(d, ex, params.job_id, params.name, now)
             if woken:
                 self._ops_wake(ex)
             return woken
@@ -186,6 +179,22 @@ class SqlSteps(SqlStore):
             _replace(d, ex, step, p.token)
             ex.execute(d.sql(_PARK), (p.deadline, p.job_id, p.token))
             return EventWaitResult(WAIT_PARKED)
+
+    def job_join_mark(self, params: JobJoinParams) -> JobState | None:
+        d = self._dialect
+        with self._ops_tx() as ex:
+            # The joined job's row lock: its finish either came first (we read it ended)
+            # or waits for our commit, and then its settle reads the mark.
+            row = ex.execute(
+                d.sql(f"SELECT state FROM jobs WHERE id = ?{d.lock}"), (params.job_id,)
+            ).fetchone()
+            if row is None:
+                return None
+            state = JobState(str(row[0]))
+            if not state.is_finished:
+                mark = d.insert_ignore("job_deps (parent_id, child_id, position) VALUES (?, ?, ?)")
+                ex.execute(d.sql(mark), (params.job_id, JOIN_PREFIX + params.joiner, -1))
+            return state
 
     def job_wake_due(self, limit: int) -> int:
         d = self._dialect

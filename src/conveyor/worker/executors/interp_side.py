@@ -62,6 +62,7 @@ def init(
     cancel_id: int = -1,
     middleware: list[str] | None = None,
     include: list[str] | None = None,
+    url: str | None = None,
 ) -> None:
     """Import the app (and so its task modules, and the parent's ``include``) in this
     interpreter, and instantiate the parent's middleware classes."""
@@ -69,7 +70,7 @@ def init(
     from conveyor.worker.executors.thread import _Watchdog
     from conveyor.worker.executors.wire import load_for_child
 
-    _app = load_for_child(app_spec, path, middleware, include)
+    _app = load_for_child(app_spec, path, middleware, include, url)
     _queue_id, _cancel_id = queue_id, cancel_id
     _watchdog = _Watchdog(daemon=False)  # daemon threads are not allowed in here
     if cancel_id >= 0:

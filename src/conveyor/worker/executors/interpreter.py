@@ -83,7 +83,7 @@ _INIT = """
 import sys
 sys.path[:0] = [p for p in {path!r} if p not in sys.path]
 from conveyor.worker.executors import interp_side as _conveyor_side
-_conveyor_side.init({spec!r}, {path!r}, {qid!r}, {cid!r}, {mw!r}, {inc!r})
+_conveyor_side.init({spec!r}, {path!r}, {qid!r}, {cid!r}, {mw!r}, {inc!r}, {url!r})
 """
 _SHUTDOWN = "if '_conveyor_side' in globals(): _conveyor_side.shutdown()"
 
@@ -100,7 +100,7 @@ def _start_failed(app_spec: str, formatted: str) -> ConfigurationError:
 class _Interp313:
     """One subinterpreter (3.13 low-level API) with the app imported, and its queue."""
 
-    def __init__(self, app_spec: str, middleware: list[str], include: list[str]) -> None:
+    def __init__(self, app_spec: str, middleware: list[str], include: list[str], url: str) -> None:
         # Private modules, typed as plain modules (their stubs differ across versions).
         self._i: Any = importlib.import_module("_interpreters")
         self._q: Any = importlib.import_module("_interpqueues")
@@ -115,6 +115,7 @@ class _Interp313:
             cid=self.cid,
             mw=middleware,
             inc=include,
+            url=url,
         )
         err = self._i.exec(self.iid, code)
         if err is not None:
@@ -146,7 +147,7 @@ class _Interp314:
 
     Not exercised by the test suite yet: no 3.14 on the CI machines (see docs/pools.md)."""
 
-    def __init__(self, app_spec: str, middleware: list[str], include: list[str]) -> None:
+    def __init__(self, app_spec: str, middleware: list[str], include: list[str], url: str) -> None:
         interpreters: Any = importlib.import_module("concurrent.interpreters")
         self._mod = interpreters
         self._interp: Any = interpreters.create()
@@ -154,7 +155,13 @@ class _Interp314:
         try:
             self._interp.exec(
                 _INIT.format(
-                    path=list(sys.path), spec=app_spec, qid=-1, cid=-1, mw=middleware, inc=include
+                    path=list(sys.path),
+                    spec=app_spec,
+                    qid=-1,
+                    cid=-1,
+                    mw=middleware,
+                    inc=include,
+                    url=url,
                 )
             )
         except interpreters.ExecutionFailed as exc:
@@ -189,11 +196,12 @@ def _exit_now() -> None:
 
 
 def _new_interp(
-    app_spec: str, middleware: list[str], include: list[str]
+    app_spec: str, middleware: list[str], include: list[str], url: str
 ) -> _Interp313 | _Interp314:
+    # url: the worker's store, where the subinterpreter's durable steps write
     if sys.version_info >= (3, 14):
-        return _Interp314(app_spec, middleware, include)
-    return _Interp313(app_spec, middleware, include)
+        return _Interp314(app_spec, middleware, include, url)
+    return _Interp313(app_spec, middleware, include, url)
 
 
 class InterpreterExecutor:
@@ -258,13 +266,15 @@ class InterpreterExecutor:
             )
             atexit.register(_exit_now)
 
+    def _new_interp(self) -> _Interp313 | _Interp314:
+        mws, app = list(self._middleware.classes), self._app
+        return _new_interp(self._app_spec, mws, list(app.include), app.url)
+
     def _slot(self, ready: threading.Barrier, errors: list[BaseException]) -> None:
         # The subinterpreter is created, used and destroyed by this one thread.
         interp: _Interp313 | _Interp314 | None = None
         try:
-            interp = _new_interp(
-                self._app_spec, list(self._middleware.classes), list(self._app.include)
-            )
+            interp = self._new_interp()
         except BaseException as exc:
             errors.append(exc)
         ready.wait()
@@ -280,9 +290,7 @@ class InterpreterExecutor:
             job, _ctx = item
             if interp is None:
                 try:
-                    interp = _new_interp(
-                        self._app_spec, list(self._middleware.classes), list(self._app.include)
-                    )
+                    interp = self._new_interp()
                 except ConfigurationError as exc:
                     self._done(job, failure("InterpreterStartFailed", str(exc)))
                     continue

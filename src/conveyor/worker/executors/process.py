@@ -72,15 +72,17 @@ def _child_main(
     path: list[str],
     middleware: list[str] | None = None,
     include: list[str] | None = None,
+    url: str | None = None,
 ) -> None:
     """Entry point of a child process: import the app (and instantiate the parent's
-    middleware classes), then run jobs until told to stop."""
+    middleware classes), pointed at the worker's store ``url``, then run jobs until told
+    to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent()
     from conveyor.worker.executors.wire import load_for_child, run_wire
 
     try:
-        app = load_for_child(app_spec, path, middleware, include)
+        app = load_for_child(app_spec, path, middleware, include, url)
     except BaseException as exc:  # reported to the parent, which fails the worker start
         conn.send(("error", f"cannot import {app_spec!r} in a worker child: {exc!r}"))
         return
@@ -117,11 +119,12 @@ class _Child:
         app_spec: str,
         middleware: list[str] | None = None,
         include: list[str] | None = None,
+        url: str | None = None,
     ) -> None:
         self.conn, child_conn = ctx.Pipe(duplex=True)
         self.proc: BaseProcess = ctx.Process(
             target=_child_main,
-            args=(child_conn, app_spec, list(sys.path), middleware, include),
+            args=(child_conn, app_spec, list(sys.path), middleware, include, url),
             name="conveyor-child",
             daemon=True,
         )
@@ -241,15 +244,18 @@ class ProcessExecutor:
             if child is not None:
                 child.kill()
 
+    def _new_child(self) -> _Child:
+        app = self._app  # its URL: the child's durable steps write to the worker's store
+        return _Child(self._ctx, self._app_spec, self._middleware.classes, list(app.include),
+                      app.url)  # fmt: skip
+
     # -- supervising thread --------------------------------------------------------------
 
     def _supervise(
         self, slot: _Slot, ready: threading.Barrier, errors: list[BaseException]
     ) -> None:
         try:
-            slot.child = _Child(
-                self._ctx, self._app_spec, self._middleware.classes, list(self._app.include)
-            )
+            slot.child = self._new_child()
         except BaseException as exc:
             errors.append(exc)
         ready.wait()
@@ -280,9 +286,7 @@ class ProcessExecutor:
     def _run_one(self, slot: _Slot, job: ClaimedJob) -> Outcome:
         if slot.child is None:
             try:
-                child = _Child(
-                    self._ctx, self._app_spec, self._middleware.classes, list(self._app.include)
-                )
+                child = self._new_child()
             except ConfigurationError as exc:
                 return failure("WorkerChildStartFailed", str(exc))
             with slot.lock:

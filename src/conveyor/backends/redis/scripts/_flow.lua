@@ -33,7 +33,27 @@ local function fair_place(queue, key, weight, t)
 end
 local K_JOBS, K_SCHEDULED, K_EXPIRY = BASE .. 'jobs', BASE .. 'scheduled', BASE .. 'expiry'
 local K_COUNTS, K_WAKE = BASE .. 'counts', BASE .. 'wake'
+local K_WAITING = BASE .. 'waiting'
 local flow_woken = 0 -- jobs made ready by this script (the caller wakes workers)
+
+-- A job parked in the step that waits for `event` goes back to its queue: a sent
+-- event's wait_for (job_event_send), or a join woken by the end of the job it joins
+-- (settle: event 'join:<id>'). True when woken; the caller flushes counts, wakes workers.
+local function wake_waiting(id, event, t)
+  local key = k_job(id)
+  local f = redis.call('HMGET', key, 'state', 'queue', 'priority')
+  if f[1] ~= 'waiting' or redis.call('HGET', k_steps(id), 'waiting') ~= event then
+    return false
+  end
+  local ts = fmt(t)
+  redis.call('HSET', key, 'state', 'queued', 'run_at', ts)
+  redis.call('HDEL', k_steps(id), 'waiting')
+  redis.call('ZREM', K_WAITING, id)
+  redis.call('ZADD', k_ready(f[2]), ready_score(f[3], ts), id)
+  count('waiting', f[2], -1)
+  count('queued', f[2], 1)
+  return true
+end
 
 local function is_final(state)
   return RULE_FINISHED[state] == true -- the finished states of conveyor/states.py
@@ -145,6 +165,18 @@ local function child_of_ended(parent, child, why, t, ttl, pending)
   end
 end
 
+-- A workflow child moves; a job joining the ended one (member 'join:<id>' of its
+-- children set, conveyor.join) is woken in its join step, however the job ended.
+local function dependant_of_ended(parent, child, why, t, ttl, pending)
+  if string.sub(child, 1, 5) == 'join:' then
+    if wake_waiting(string.sub(child, 6), 'join:' .. parent, t) then
+      flow_woken = flow_woken + 1
+    end
+    return
+  end
+  child_of_ended(parent, child, why, t, ttl, pending)
+end
+
 -- Move the dependants of ended parents (the same walk as SQLite's flow_writes.settle):
 -- `succeeded` parents first, then the `failed` ({id, why} pairs: dead, cancelled,
 -- dropped, deleted) and every child cancelled on the way, transitively.
@@ -153,13 +185,13 @@ local function settle(succeeded, failed, t, ttl)
   for _, item in ipairs(failed) do pending[#pending + 1] = item end
   for _, parent in ipairs(succeeded) do
     for _, child in ipairs(redis.call('SMEMBERS', k_children(parent))) do
-      child_of_ended(parent, child, nil, t, ttl, pending)
+      dependant_of_ended(parent, child, nil, t, ttl, pending)
     end
   end
   while #pending > 0 do
     local item = table.remove(pending)
     for _, child in ipairs(redis.call('SMEMBERS', k_children(item[1]))) do
-      child_of_ended(item[1], child, item[2], t, ttl, pending)
+      dependant_of_ended(item[1], child, item[2], t, ttl, pending)
     end
   end
 end

@@ -4,20 +4,13 @@
 -- Derived: job:<id>, steps:<id>, events:<id>, ready:<queue>.
 -- Atomic, so a concurrent wait (job_event_wait) either parked before (woken here) or
 -- runs after and finds the event. Returns -1 (no such job), 1 (woken) or 0 (stored).
+-- The wake is _flow.lua's wake_waiting, which also wakes a join at its child's end.
 local id = ARGV[1]
 local key = k_job(id)
-local f = redis.call('HMGET', key, 'state', 'queue', 'priority')
-if not f[1] then return -1 end
+if redis.call('EXISTS', key) == 0 then return -1 end
 redis.call('RPUSH', k_events(id), ARGV[3])
 redis.call('HSET', key, 'durable', '1') -- its finish expires events:<id> too
-if f[1] ~= 'waiting' or redis.call('HGET', k_steps(id), 'waiting') ~= ARGV[2] then return 0 end
-local ts = fmt(now())
-redis.call('HSET', key, 'state', 'queued', 'run_at', ts)
-redis.call('HDEL', k_steps(id), 'waiting')
-redis.call('ZREM', KEYS[4], id)
-redis.call('ZADD', k_ready(f[2]), ready_score(f[3], ts), id)
-count('waiting', f[2], -1)
-count('queued', f[2], 1)
+if not wake_waiting(id, ARGV[2], now()) then return 0 end
 flush_counts(KEYS[2])
 wake(KEYS[3], 1)
 return 1

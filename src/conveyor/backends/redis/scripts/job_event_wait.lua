@@ -31,7 +31,8 @@ end
 redis.call('HSET', steps, ARGV[3], ARGV[8], 'waiting', ARGV[4])
 redis.call('HSET', key, 'state', 'waiting', 'run_at', ARGV[5],
   'attempt', tostring(math.max(counter(f[5]) - 1, 0)))
-redis.call('HDEL', key, 'worker_id', 'lease_until')
+redis.call('HDEL', key, 'worker_id', 'lease_until', 'expires_at') -- started: no expiry
+redis.call('ZREM', BASE .. 'expiring', id)
 if f[4] then redis.call('SREM', k_inflight(f[4]), id) end
 redis.call('ZADD', KEYS[3], ARGV[5], id)
 count('running', f[3], -1)

@@ -4,9 +4,10 @@
 -- KEYS[4] counts hash   KEYS[5] wake list   KEYS[6] expiry zset
 -- ARGV[1] staleness in seconds (as job_rescue)   ARGV[2] result TTL seconds
 -- ARGV[3] worker-lost error JSON
--- ARGV[4] JSON [[id, worker_id, token, state, give_back, reason], ...]: give_back 1 when
---   the job was held with others by its dead worker (poison isolation: its attempt is
---   given back); reason for 'dead' (null: worker lost; else the odd field found)
+-- ARGV[4] JSON [[id, worker_id, token, state, give_back, reason, charge], ...]: give_back
+--   1 when the job was held with others by its dead worker (poison isolation: its
+--   attempt is given back); reason for 'dead' (null: worker lost; else the odd field
+--   found); charge the rescues counted (0: a durable job that saved a step meanwhile)
 -- ARGV[5..] worker ids the caller proved dead
 -- Derived: job:<id>, attempts:<id>, done:<id>, ready:<queue>, inflight:<worker>,
 --   worker:<worker>; workflow keys of _flow.lua (dependants of a buried job settle here).
@@ -48,7 +49,9 @@ for _, d in ipairs(cjson.decode(ARGV[4])) do
         flow_expire(id, ttl)
       end
     else
-      redis.call('HSET', key, 'state', 'queued', 'rescues', tostring(counter(f[4]) + 1),
+      local charge = d[7]
+      if type(charge) ~= 'number' then charge = 1 end
+      redis.call('HSET', key, 'state', 'queued', 'rescues', tostring(counter(f[4]) + charge),
         'attempt', tostring(math.max(counter(f[2]) - (give_back or 0), 0)))
       redis.call('ZADD', k_ready(queue), ready_score(f[7], f[8]), id)
       count('queued', queue, 1)

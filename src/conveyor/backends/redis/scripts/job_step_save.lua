@@ -12,4 +12,10 @@ redis.call('HSET', key, ARGV[3], ARGV[4])
 -- the job's first step, or a published value (a negative position): its finish must
 -- also expire steps:<id> (finished() in _lib)
 if tonumber(ARGV[3]) <= 0 then redis.call('HSET', k_job(ARGV[1]), 'durable', '1') end
+-- the first step: the job has started, expires= (how long it may wait to start) no
+-- longer applies to it, parked, sleeping or rescued
+if ARGV[3] == '0' then
+  redis.call('HDEL', k_job(ARGV[1]), 'expires_at')
+  redis.call('ZREM', BASE .. 'expiring', ARGV[1])
+end
 return 1
