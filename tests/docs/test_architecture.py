@@ -197,7 +197,7 @@ def test_architecture_chart_names_every_store() -> None:
 
 
 def protocol_methods(cls: type) -> list[str]:
-    # the module that defines it (Flow lives in flow_protocol.py, re-exported)
+    # the module that defines it (Flow and Durable live in their own modules, re-exported)
     source = sys.modules[cls.__module__].__file__ or ""
     tree = ast.parse(Path(source).read_text(encoding="utf-8"))
     node = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls.__name__)
@@ -205,7 +205,9 @@ def protocol_methods(cls: type) -> list[str]:
     return sorted(n.name for n in node.body if isinstance(n, defs))
 
 
-@pytest.mark.parametrize("cls", [protocols.HotPath, protocols.Flow, protocols.Operations])
+@pytest.mark.parametrize(
+    "cls", [protocols.HotPath, protocols.Flow, protocols.Operations, protocols.Durable]
+)
 def test_architecture_protocol_counts(cls: type) -> None:
     said = re.search(rf"\*\*{cls.__name__}\*\* \((\d+)", page())
     assert said, f"the page gives {cls.__name__}'s method count"

@@ -38,14 +38,8 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol
 
-from conveyor.backends.durable_params import (
-    EventWaitResult,
-    JobEventSendParams,
-    JobEventWaitParams,
-    JobJoinParams,
-    JobStepSaveParams,
-    JobStepSaveThroughParams,
-    StepRecord,
+from conveyor.backends.durable_protocol import (
+    Durable as Durable,  # re-exported: Backend composes it
 )
 from conveyor.backends.flow_protocol import Flow as Flow  # re-exported: Backend composes it
 from conveyor.backends.params import (
@@ -95,7 +89,6 @@ from conveyor.backends.records import (
     WorkerInfo,
 )
 from conveyor.backends.search_params import JobSearchPage, JobSearchParams
-from conveyor.states import JobState
 
 #: The most operator actions a store that bounds its log (Redis, memory) keeps.
 ACTION_LOG_CAP = 10_000
@@ -351,53 +344,6 @@ class Operations(Protocol):
         ...
 
     def worker_list(self) -> list[WorkerInfo]: ...
-
-
-class Durable(Protocol):
-    """Durable jobs (feature ``steps``): a job's step records, events sent to it, and
-    the deadlines of its waits. Step writes are fenced by the claim token, as finishes."""
-
-    def job_event_send(self, params: JobEventSendParams) -> bool:
-        """Store one event for the job and, when the job waits for that name (state
-        ``waiting``, its ``waiting`` step names it), move it to ``queued`` in the same
-        transaction or script; True when it was woken. Raises JobNotFound."""
-        ...
-
-    def job_event_wait(self, params: JobEventWaitParams) -> EventWaitResult:
-        """Atomically, fenced by the token: consume the oldest event of that name and
-        save it as the step; or save the step ``timed_out`` past its deadline; or save it
-        ``waiting`` and park the job (``waiting``, attempt given back, no worker, run_at =
-        the deadline). See :class:`~conveyor.backends.durable_params.JobEventWaitParams`."""
-        ...
-
-    def job_join_mark(self, params: JobJoinParams) -> JobState | None:
-        """Mark that ``params.joiner`` waits for the end of ``params.job_id`` (a
-        ``conveyor.join``), unless it has ended: whatever way it ends (finish, cancel,
-        delete, expiry, a rescue to dead) then wakes the joiner if it waits in its join
-        step ``join:<job_id>`` (the store's ``settle``, where workflows' dependants move).
-        Returns the job's state read with the mark (under its row lock), None if gone."""
-        ...
-
-    def job_step_list(self, job_id: str) -> list[StepRecord]:
-        """The job's step records by position (one read per replay)."""
-        ...
-
-    def job_step_save(self, params: JobStepSaveParams) -> bool:
-        """Write one step record while the job runs under the token (one statement, one
-        commit); False when refused (the attempt lost its job)."""
-        ...
-
-    def job_step_save_through(self, params: JobStepSaveThroughParams) -> bool:
-        """``job_step_save`` through a task's connection (one of
-        :meth:`transaction_connection`'s), in its open transaction, no commit: the
-        checkpoint of ``@app.step(transaction=True)`` commits with the step's writes.
-        Stores without feature ``transactional_completion`` raise ConfigurationError."""
-        ...
-
-    def job_wake_due(self, limit: int) -> int:
-        """Jobs waiting for an event whose deadline passed (store clock) -> ``queued``
-        (they replay and time out); returns how many, at most ``limit``."""
-        ...
 
 
 class Backend(HotPath, Flow, Operations, Durable, Protocol):
