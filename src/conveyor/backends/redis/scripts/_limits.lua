@@ -21,8 +21,8 @@
 --
 -- Like SQLite (claim_limits.py): a job over its limit goes back to scheduled a moment later
 -- (0.2-0.4 s for concurrency, when the window frees for a rate) before it is claimed, so
--- no attempt, token or error is spent. A store where no limit was ever declared pays one
--- EXISTS per claim call.
+-- no attempt, token or error is spent. A job without a limit key pays nothing; a store
+-- where no limit was ever declared, one EXISTS per claim call.
 
 -- When a job over its limit comes back: conveyor/rules.py limit_deferral, the same
 -- arithmetic with RULE_LIMIT_RECHECK and RULE_RATE_JITTER; run here, atomically in the
@@ -61,22 +61,25 @@ end
 
 -- How many of the key's holders run (members no longer running under it dropped).
 local function limit_prune(run, lkey)
-  local held = 0
+  local held, stale = 0, {}
   for _, other in ipairs(redis.call('SMEMBERS', run)) do
     local s = redis.call('HMGET', k_job(other), 'state', 'limit_key')
     if s[1] == 'running' and s[2] == lkey then held = held + 1
-    else redis.call('SREM', run, other) end
+    else stale[#stale + 1] = other end
+  end
+  for i = 1, #stale, 1000 do
+    redis.call('SREM', run, unpack(stale, i, math.min(i + 999, #stale)))
   end
   return held
 end
 
--- May job `id` (hash `key`, popped from ready:<queue>) start now? If not, it is deferred
--- here and false returned; if so, its start is counted against its limit key.
-local function limit_admit(id, key, queue, t)
+-- May job `id` (hash `key`, popped from ready:<queue>, its limit_key field `lkey`, read
+-- with its other fields) start now? If not, it is deferred here and false returned; if
+-- so, its start is counted against its limit key.
+local function limit_admit(id, key, queue, t, lkey)
+  if not lkey then return true end
   if limits_on == nil then limits_on = redis.call('EXISTS', K_LIMITS) == 1 end
   if not limits_on then return true end
-  local lkey = redis.call('HGET', key, 'limit_key')
-  if not lkey then return true end
   local conf = limit_conf[lkey]
   if conf == nil then
     conf = limit_settings(lkey)
