@@ -41,17 +41,19 @@ def w1_flow(ctx: Ctx, arm: str, n: int, flow: str) -> dict[str, Any]:
     return drain(ctx, _worker(arm, env, burst=True), n)
 
 
-def order(round_no: int) -> list[str]:
+def order(round_no: int, flows: tuple[str, ...] = FLOWS) -> list[str]:
     """The flows of one round, rotated so each goes first in turn.
 
-    >>> order(0), order(1)[0]
-    (['plain', 'fair', 'limit', 'batch'], 'fair')
+    >>> order(0), order(1)[0], order(1, ("plain", "limit"))
+    (['plain', 'fair', 'limit', 'batch'], 'fair', ['limit', 'plain'])
     """
-    k = round_no % len(FLOWS)
-    return list(FLOWS[k:] + FLOWS[:k])
+    k = round_no % len(flows)
+    return list(flows[k:] + flows[:k])
 
 
-def run(arm_names: list[str], n: int, rounds: int, console: Console) -> dict[str, Any]:
+def run(
+    arm_names: list[str], n: int, rounds: int, console: Console, flows: tuple[str, ...] = FLOWS
+) -> dict[str, Any]:
     workdir = tempfile.mkdtemp(prefix="bench-flow-")
     redis = harness.RedisServer() if any(map(arms.needs_redis, arm_names)) else None
     if redis is not None:
@@ -63,7 +65,7 @@ def run(arm_names: list[str], n: int, rounds: int, console: Console) -> dict[str
         clusters.start(ctx, arm_names, console)
         for r in range(rounds):
             for arm in arm_names:
-                for flow in order(r):
+                for flow in order(r, flows):
                     row = w1_flow(ctx, arm, n, flow)
                     row.update({"arm": arm, "flow": flow, "round": r})
                     rows.append(row)
@@ -140,9 +142,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--arms", default="conveyor-sqlite-default")
     p.add_argument("--n", type=int, default=10_000)
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument(
+        "--flows", default=",".join(FLOWS), help="which of plain,fair,limit,batch (plain needed)"
+    )
     a = p.parse_args(argv)
     console = Console()
-    result = run(a.arms.split(","), a.n, a.rounds, console)
+    result = run(a.arms.split(","), a.n, a.rounds, console, tuple(a.flows.split(",")))
     console.print(markdown(summary(result["rows"])))
     console.print(f"load average (1 min) at the start and after each round: {result['load']}")
     return 0

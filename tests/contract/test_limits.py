@@ -8,9 +8,10 @@ import time
 import pytest
 
 import conveyor
-from conveyor.backends.base import Backend, LimitOverrideParams
+from conveyor.backends.base import Backend, JobClaimParams, JobFinishParams, LimitOverrideParams
 from conveyor.errors import ConfigurationError
 from conveyor.limits import parse_rate
+from conveyor.states import FinishKind
 from conveyor.worker.worker import Worker
 from tests.support.flow import needs
 
@@ -169,3 +170,31 @@ def test_queue_concurrency_across_workers(backend_url: str, backend: Backend) ->
             w.stop()
         app.close()
     assert meter.peak["reports"] == 2  # four slots, two at a time: the queue's cap
+
+
+def test_one_claim_admits_exactly_the_limit(app: conveyor.App, backend: Backend) -> None:
+    """One claim call of many jobs under one key takes exactly the free slots, counting
+    the jobs it admits itself, and holders that finished since free theirs (the Redis
+    claim counts a key's holders once per call, and only when its set reaches the
+    limit; the SQL engine counts them once per claim)."""
+    needs(backend, "limits")
+
+    @app.task(queue="lim", concurrency=3, limit_key="k")
+    def work(i: int) -> None: ...
+
+    work.enqueue_many([(i,) for i in range(20)])
+    claim = JobClaimParams("w1", [("lim", 20)], 20)
+    held = backend.job_claim(claim)
+    assert len(held) == 3
+    for freed, expected in ((2, 2), (3, 3), (1, 1)):
+        finished, held = held[:freed], held[freed:]
+        backend.job_finish_many(
+            [
+                JobFinishParams(id=j.id, token=j.token, kind=FinishKind.SUCCEEDED, result="1")
+                for j in finished
+            ]
+        )
+        time.sleep(0.45)  # the deferred jobs are due again (0.2-0.4 s)
+        got = backend.job_claim(claim)
+        assert len(got) == expected, (freed, [j.id for j in got])
+        held += got

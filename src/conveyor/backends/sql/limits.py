@@ -25,12 +25,18 @@ from typing import Any
 
 from conveyor.backends.base import ClaimedJob
 from conveyor.backends.records import merged_limit
-from conveyor.backends.sql.dialect import Dialect, Executor
+from conveyor.backends.sql.dialect import Dialect, Executor, Result
 from conveyor.rules import limit_deferral
 
 #: A key's settings: (concurrency, rate_count, rate_period), each None when unset.
 Config = tuple[Any, Any, Any]
 _UNSET: Config = (None, None, None)
+#: An operator's values (``conveyor limits set``), read with the code's at every claim
+#: so a change is obeyed by every worker's next claim; merged over them part by part.
+_OVERRIDE_COLUMNS = ", ".join(
+    f'(SELECT o.{c} FROM limit_overrides o WHERE o."key" = limits."key")'
+    for c in ("concurrency", "rate_count", "rate_period")
+)
 
 
 def apply_limits(
@@ -46,17 +52,36 @@ def apply_limits(
     if not keyed:
         return list(claimed)
     keys = sorted(set(keyed.values()))
-    config: dict[str, Config] = {}
-    for where, args in d.in_list('"key"', keys):
-        query = d.sql(
-            'SELECT "key", concurrency, rate_count, rate_period FROM limits '
-            f'WHERE {where} ORDER BY "key"{d.lock}'
+    # Sent, then read: on PostgreSQL (pipeline) the lock and the running counts travel
+    # in one round trip, and the operator's overrides ride in the lock's statement.
+    # Statements run in the order sent, so the counts are read after the keys are
+    # locked. A round trip and a statement per claim were most of what a global limit
+    # cost (BENCHMARKS.md, "Flow control's cost").
+    locked = [
+        ex.execute(
+            d.sql(
+                'SELECT "key", concurrency, rate_count, rate_period, '
+                f"{_OVERRIDE_COLUMNS} FROM limits "
+                f'WHERE {where} ORDER BY "key"{d.lock}'
+            ),
+            args,
         )
-        config.update((str(k), (c, n, p)) for k, c, n, p in ex.execute(query, args).fetchall())
-    _apply_overrides(d, ex, keys, config)
+        for where, args in d.in_list('"key"', keys)
+    ]
+    counts = _send_running(d, ex, keys)
+    config: dict[str, Config] = {}
+    for found in locked:
+        for k, c, n, p, oc, on, op in found.fetchall():
+            config[str(k)] = merged_limit((c, n, p), (oc, on, op))
+    running = _running_before(counts, keys, keyed)
+    unknown = [k for k in keys if k not in config]
+    if unknown:  # an override of a key the code never declared (no limits row)
+        _apply_overrides(d, ex, unknown, config)
     if now is None:
-        now = d.clock(ex)
-    running = _running_before(d, ex, keys, keyed)
+        rated = any(config.get(k, _UNSET)[1] is not None for k in keys)
+        # Only a rate window needs the clock read after the lock; a concurrency
+        # deferral is "a moment from now", and the claim's own time is that.
+        now = d.clock(ex) if rated else max(job.claimed_at for job in claimed)
     hits = _recent_starts(d, ex, keys, config, now)
     kept: list[ClaimedJob] = []
     # Highest priority first, so what runs under a limit is what the queue order says.
@@ -95,8 +120,7 @@ def apply_limits(
 def _apply_overrides(
     d: Dialect, ex: Executor, keys: Sequence[str], config: dict[str, Config]
 ) -> None:
-    """An operator's values (``conveyor limits set``) over the code's, part by part:
-    read at every claim, so a change is obeyed by every worker's next claim."""
+    """An operator's values (``conveyor limits set``) over the code's, part by part."""
     for where, args in d.in_list('"key"', keys):
         query = d.sql(
             f'SELECT "key", concurrency, rate_count, rate_period FROM limit_overrides WHERE {where}'
@@ -105,17 +129,27 @@ def _apply_overrides(
             config[str(k)] = merged_limit(config.get(str(k), _UNSET), (c, n, p))
 
 
+def _send_running(d: Dialect, ex: Executor, keys: Sequence[str]) -> list[Result]:
+    """Each key's running jobs, this claim's own included (the jobs_limit_running index)."""
+    return [
+        ex.execute(
+            d.sql(
+                f"SELECT limit_key, count(*) FROM jobs WHERE state = 'running' AND {where} "
+                "GROUP BY limit_key"
+            ),
+            args,
+        )
+        for where, args in d.in_list("limit_key", keys)
+    ]
+
+
 def _running_before(
-    d: Dialect, ex: Executor, keys: Sequence[str], keyed: Mapping[str, str]
+    counts: Sequence[Result], keys: Sequence[str], keyed: Mapping[str, str]
 ) -> dict[str, int]:
     """Each key's running jobs held before this claim (this claim's own taken out)."""
     totals: dict[str, int] = {}
-    for where, args in d.in_list("limit_key", keys):
-        query = d.sql(
-            f"SELECT limit_key, count(*) FROM jobs WHERE state = 'running' AND {where} "
-            "GROUP BY limit_key"
-        )
-        totals.update((str(k), int(n)) for k, n in ex.execute(query, args).fetchall())
+    for found in counts:
+        totals.update((str(k), int(n)) for k, n in found.fetchall())
     mine: dict[str, int] = {}
     for key in keyed.values():
         mine[key] = mine.get(key, 0) + 1

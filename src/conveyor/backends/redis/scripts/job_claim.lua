@@ -35,11 +35,11 @@ local function take_from(ready_key, want)
     local key = k_job(id)
     local f = redis.call('HMGET', key, 'state', 'task', 'queue', 'payload', 'attempt',
       'max_attempts', 'token', 'timeout', 'lease', 'run_at', 'rescues', 'priority', 'headers',
-      'expires_at')
+      'expires_at', 'limit_key')
     -- A ready entry whose hash is gone or moved on is index debris: drop it. A job over
     -- its limit is deferred by limit_admit (_limits.lua), no attempt counted. One with
     -- no queue field cannot be counted or moved: skipped, as debris.
-    if f[1] == 'queued' and f[3] and limit_admit(id, key, f[3], t) then
+    if f[1] == 'queued' and f[3] and limit_admit(id, key, f[3], t, f[15]) then
       -- An odd count (_lib.lua's counter) starts from 0 rather than fail the script or
       -- fence the finish with a token it cannot match (the client refuses the job).
       local attempt = tostring(counter(f[5]) + 1)
