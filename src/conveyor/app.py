@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol, TypeVar, ov
 from conveyor.app_import import default_task_name, import_app
 from conveyor.app_settings import SETTINGS, TASK_DEFAULTS, TASK_ONLY, AppSettings
 from conveyor.app_spec import parse_app_spec as parse_app_spec
-from conveyor.batch import Batch, BatchTaskDecorator
 from conveyor.classtask import ClassTask
 from conveyor.errors import ConfigurationError
 from conveyor.fair import FairKey, FairWeights
@@ -51,6 +50,7 @@ from conveyor.unique import UniqueKey
 
 if TYPE_CHECKING:
     from conveyor.backends.base import Backend
+    from conveyor.batch import Batch, BatchTaskDecorator
     from conveyor.job import Job
     from conveyor.periodic import Schedule
     from conveyor.testing import Captured, Inline

@@ -30,7 +30,6 @@ from conveyor import options, transactions, unique
 from conveyor.aio import to_thread
 from conveyor.arity import arity_checker, type_checker
 from conveyor.backends.base import JobInsertBatchParams
-from conveyor.batch import item_signature
 from conveyor.celery_spellings import celery_args, celery_kwargs, celery_run_at, refusal
 from conveyor.classtask import TaskMarker
 from conveyor.codec import Decoder, encode_payload
@@ -285,7 +284,11 @@ class Task(Enqueuer[P, R]):
         self.name = options.name
         self.is_async = inspect.iscoroutinefunction(fn)
         #: a batch task's jobs take one item's arguments, not the body's list (batch.py)
-        signature: Callable[..., Any] = fn if options.batch is None else item_signature(fn)
+        signature: Callable[..., Any] = fn
+        if options.batch is not None:  # imported only for batch tasks (cold start)
+            from conveyor.batch import item_signature
+
+            signature = item_signature(fn)
         self.decoder = Decoder(signature)
         #: raises TypeError exactly when ``fn`` could not be called with the arguments
         self.check_arguments = arity_checker(signature)

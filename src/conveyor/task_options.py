@@ -18,16 +18,17 @@ import datetime
 import math
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from conveyor import batch as batching
 from conveyor import fair, limits, options, sequences, unique
-from conveyor.batch import Batch
 from conveyor.fair import FairKey, FairWeights
 from conveyor.limits import LimitKey
 from conveyor.retry import Backoff, RetryDelayHook
 from conveyor.sequences import SequenceKey
 from conveyor.unique import UniqueKey
+
+if TYPE_CHECKING:
+    from conveyor.batch import Batch
 
 Delay = float | int | datetime.timedelta
 When = datetime.datetime | float | int
@@ -95,9 +96,12 @@ class TaskOptions:
         limits.check_options(self.concurrency, self.rate)
         sequences.check_options(self.sequence_key, self.on_failure)
         fair.check_options(self.fair_key, self.fair_weights, self.sequence_key)
-        batching.check_options(
-            self.batch, {"sequence_key": self.sequence_key, "secret": self.secret}
-        )
+        if self.batch is not None:  # imported only then: the plain path stays lean
+            from conveyor import batch as batching
+
+            batching.check_options(
+                self.batch, {"sequence_key": self.sequence_key, "secret": self.secret}
+            )
 
 
 def delay_seconds(delay: Delay) -> float:

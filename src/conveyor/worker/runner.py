@@ -26,7 +26,6 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from conveyor.backends.base import ClaimedJob
-from conveyor.batch import BatchItem, split
 from conveyor.codec import encode
 from conveyor.context import JobContext, reset_current, set_current
 from conveyor.errors import ConfigurationError, DecodeError, EncodeError, Snooze
@@ -35,6 +34,7 @@ from conveyor.worker.outcome import Outcome
 
 if TYPE_CHECKING:
     from conveyor.app import App
+    from conveyor.batch import BatchItem
     from conveyor.task import Task
 
 
@@ -297,6 +297,8 @@ class BatchCall:
 def _gather(
     app: App, job: ClaimedJob, ctx: JobContext
 ) -> tuple[BatchCall, Task[Any, Any] | None, list[BatchItem[Any]]]:
+    from conveyor.batch import BatchItem  # only batch tasks pay for its imports
+
     call: BatchCall = ctx._batch if ctx._batch is not None else BatchCall([(job, ctx)])
     task = None
     items: list[BatchItem[Any]] = []
@@ -317,6 +319,8 @@ def _settle(
     value: Any,
     failed: Outcome | None,
 ) -> None:
+    from conveyor.batch import split
+
     if failed is None:
         try:
             each = split(value, len(items), task.name)

@@ -42,7 +42,7 @@ _MIGRATIONS = {
     7: "schema_007.sql",
     8: "schema_008.sql",
     9: "schema_009.sql",
-    10: ("schema_010.sql", "search_index.sql"),
+    10: "schema_010.sql",
 }
 #: Compiled on first use by ``re``'s own cache: only a migration needs it.
 _ADD_COLUMN = r"ALTER TABLE (\w+) ADD COLUMN (\w+)"
