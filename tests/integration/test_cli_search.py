@@ -14,6 +14,8 @@ from tests.integration.cli_run import conveyor as run
 def test_jobs_search_through_a_pipe(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'jobs.db'}"
     app = conveyor.App(url)
+    on = run("search-index", "--url", url, "on", cwd=tmp_path)  # off by default
+    assert on.returncode == 0, on.stderr
 
     @app.task(name="mail.send_welcome", queue="mail")
     def send_welcome(user_id: int) -> None: ...
@@ -26,7 +28,7 @@ def test_jobs_search_through_a_pipe(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     page = json.loads(done.stdout)
     assert [j["id"] for j in page["jobs"]] == [ids[2], ids[1]]
-    assert page["complete"] is True and page["scanned"] is None  # the index (the default)
+    assert page["complete"] is True and page["scanned"] is None  # the index answered
     assert page["next_after"] == ids[1]  # --after it: the next page (contract-tested)
     assert (page["count"], page["count_exact"]) == (3, True)  # every match, not the page
     table = run("jobs", "--url", url, "--search", "send_w*", "--limit", "2", cwd=tmp_path)
@@ -81,7 +83,7 @@ def test_bulk_actions_by_search_act_on_every_match(tmp_path: Path) -> None:
     from tests.integration.cli_run import CONVEYOR, clean_env
 
     url = f"sqlite:///{tmp_path / 'jobs.db'}"
-    app = conveyor.App(url)
+    app = conveyor.App(url)  # the index off (the default): the search scans
 
     @app.task(name="billing.charge", queue="billing")
     def charge(user_id: int) -> None: ...

@@ -1,4 +1,5 @@
-"""SQLite's search index (FTS5, filled after the fact; on by default since schema 10):
+"""SQLite's search index (FTS5, filled after the fact since schema 10; off by default,
+``conveyor search-index on``):
 the writes only note what the indexer has to index; a search finds every job whether
 the indexer reached it or not (the pending tail is matched row by row), with the same
 answers as the contract suite's scans; the index follows inserts, finishes, deletes
@@ -25,6 +26,13 @@ def _search(app: conveyor.App) -> SQLiteSearch:
     return backend
 
 
+def _indexed(url: str) -> conveyor.App:
+    """An app whose store has the index on (``conveyor search-index on``)."""
+    app = conveyor.App(url)
+    _search(app).search_index_set(True)
+    return app
+
+
 def _integrity(app: conveyor.App) -> None:
     with app.backend._write() as conn:  # type: ignore[attr-defined]
         conn.execute("INSERT INTO job_search (job_search) VALUES ('integrity-check')")
@@ -38,7 +46,8 @@ def test_the_contracts_language_from_the_index(tmp_path: Path) -> None:
         ("d.db", contract.test_log_lines_are_searched_by_logs),
     ):
         app = conveyor.App(f"sqlite:///{tmp_path / name}")
-        assert _search(app).search_index_enabled()  # on by default
+        assert not _search(app).search_index_enabled()  # off by default
+        _search(app).search_index_set(True)
         test(app, app.backend)
         assert app.search("send_welcome").scanned is None  # the index answered
         _integrity(app)
@@ -46,7 +55,7 @@ def test_the_contracts_language_from_the_index(tmp_path: Path) -> None:
 
 
 def test_index_follows_writes_and_turns_off_and_on(tmp_path: Path) -> None:
-    app = conveyor.App(f"sqlite:///{tmp_path / 'jobs.db'}")
+    app = _indexed(f"sqlite:///{tmp_path / 'jobs.db'}")
     backend = _search(app)
 
     @app.task(name="media.resize")
@@ -96,7 +105,7 @@ def test_index_follows_writes_and_turns_off_and_on(tmp_path: Path) -> None:
 
 
 def test_log_lines_are_searched(tmp_path: Path) -> None:
-    app = conveyor.App(f"sqlite:///{tmp_path / 'jobs.db'}")
+    app = _indexed(f"sqlite:///{tmp_path / 'jobs.db'}")
 
     @app.task(name="print.page")
     def page(n: int) -> None:
@@ -127,8 +136,8 @@ def test_a_store_from_before_version_10_is_indexed_anew(tmp_path: Path) -> None:
     job = resize.enqueue("photo_1.png")
     app.close()
     with sqlite3.connect(path) as db:  # as version 9 left it, with its old index on
-        db.execute("DROP TABLE job_search")
-        db.execute("DROP TABLE job_search_ids")
+        db.execute("DROP TABLE IF EXISTS job_search")
+        db.execute("DROP TABLE IF EXISTS job_search_ids")
         db.execute("CREATE TABLE job_search_ids (n INTEGER PRIMARY KEY, id TEXT UNIQUE)")
         db.execute("CREATE VIEW job_search_source AS SELECT 1 AS n")
         db.execute("CREATE VIRTUAL TABLE job_search USING fts5(task, queue)")
@@ -137,6 +146,10 @@ def test_a_store_from_before_version_10_is_indexed_anew(tmp_path: Path) -> None:
         db.execute("PRAGMA user_version = 9")
     app = conveyor.App(f"sqlite:///{path}")
     backend = _search(app)
+    assert not backend.search_index_enabled()  # the old index went: searches scan
+    page = app.search("photo_1")
+    assert [j.id for j in page.jobs] == [job.id] and page.scanned is not None
+    backend.search_index_set(True)  # conveyor search-index on: every job pending
     assert backend.search_index_pending() == 1
     assert [j.id for j in app.search("photo_1").jobs] == [job.id]
     columns = [r[1] for r in sqlite3.connect(path).execute("PRAGMA table_info(job_search)")]
@@ -145,7 +158,7 @@ def test_a_store_from_before_version_10_is_indexed_anew(tmp_path: Path) -> None:
 
 
 def test_a_workers_indexer_keeps_the_tail_short(tmp_path: Path) -> None:
-    app = conveyor.App(f"sqlite:///{tmp_path / 'jobs.db'}")
+    app = _indexed(f"sqlite:///{tmp_path / 'jobs.db'}")
 
     @app.task(name="media.resize")
     def resize(path: str) -> None: ...
@@ -165,7 +178,7 @@ def test_a_workers_indexer_keeps_the_tail_short(tmp_path: Path) -> None:
 def test_a_finish_that_adds_no_text_notes_nothing(tmp_path: Path) -> None:
     """Most jobs end with a null result: the entry written at insert is already right,
     so such a finish costs the indexer nothing; a result, an error or log lines do."""
-    app = conveyor.App(f"sqlite:///{tmp_path / 'jobs.db'}")
+    app = _indexed(f"sqlite:///{tmp_path / 'jobs.db'}")
 
     @app.task(name="media.noop")
     def noop() -> None: ...
@@ -198,7 +211,7 @@ def test_imported_jobs_are_found(tmp_path: Path) -> None:
     exported = run("export", "--url", source.url, cwd=tmp_path)
     assert exported.returncode == 0, exported.stderr
     (tmp_path / "jobs.jsonl").write_text(exported.stdout)
-    target = conveyor.App(f"sqlite:///{tmp_path / 'b.db'}")
+    target = _indexed(f"sqlite:///{tmp_path / 'b.db'}")
     done = run("import", str(tmp_path / "jobs.jsonl"), "--url", target.url, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert _search(target).search_index_pending() == 1

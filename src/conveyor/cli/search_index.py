@@ -1,6 +1,6 @@
 """``conveyor search-index [on|off]``: whether the store answers ``--search`` from a
 text index (and how many jobs wait for its indexer), and turning the store's index on
-or off (SQLite's FTS5, on by default; PostgreSQL's pg_trgm, off by default)
+or off (SQLite's FTS5 and PostgreSQL's pg_trgm, both off by default)
 (docs/search.md).
 
 Both are filled after the fact (the workers' indexer), so the writes only note what

@@ -28,9 +28,9 @@ from conveyor.redaction import redacted
 #: workflows, limits, periodic). 4: job headers. 5: job expiry (expires_at). 6: the
 #: operator actions log (action_log). 7: schedules' pause and "run now". 8: durable jobs
 #: (job_steps, job_events). 9: flow control by key (sequences, fair_keys,
-#: limit_overrides). 10: the search index, filled after the fact (job_search_pending,
-#: then search_index.sql: on by default; `conveyor search-index off` drops it). Each
-#: step is idempotent and applied in order; a step may be several files.
+#: limit_overrides). 10: the search index, filled after the fact (job_search_pending;
+#: the index itself, search_index.sql, is made by `conveyor search-index on`: off by
+#: default). Each step is idempotent and applied in order; a step may be several files.
 SCHEMA_VERSION = 10
 _MIGRATIONS = {
     1: "schema.sql",

@@ -1,6 +1,6 @@
 -- conveyor SQLite schema, version 10 (search indexed after the fact): the search
 -- index's tables (sqlite/search.py). Applied once inside BEGIN IMMEDIATE; the index
--- itself, search_index.sql, is applied right after this file (on by default).
+-- itself, search_index.sql, is made by `conveyor search-index on` (off by default).
 
 -- The former on-demand index (`conveyor search-index on` before version 10) kept its
 -- FTS5 entries in the write, by triggers: it goes, and search_index.sql makes the new

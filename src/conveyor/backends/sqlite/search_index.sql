@@ -1,5 +1,5 @@
--- conveyor SQLite search index (sqlite/search.py): applied by schema version 10 (on by
--- default) and by `conveyor search-index on` after an `off`; every statement is IF NOT
+-- conveyor SQLite search index (sqlite/search.py): made by `conveyor search-index on`
+-- (off by default); every statement is IF NOT
 -- EXISTS or idempotent. `off` drops what this makes (sqlite/search.py drop_index).
 --
 -- Indexed after the fact: an insert appends its ids' range to job_search_pending (one
