@@ -18,10 +18,6 @@ Example::
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import datetime
-import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -31,9 +27,10 @@ from pathlib import Path
 
 from bench.postgres_cluster import PostgresCluster, find_binary
 
-from tests.faults.durable import durable_storm
+from tests.faults.durable_long import durable_run, durable_store
 from tests.faults.harness import Tally
 from tests.faults.poison import poison_pill
+from tests.faults.reliability import Row, held, write
 from tests.faults.scenarios import (
     AofRedis,
     CrashablePostgres,
@@ -79,43 +76,6 @@ SIZES: dict[str, dict[str, float]] = {
 }
 
 
-@dataclasses.dataclass
-class Row:
-    scenario: str
-    backend: str
-    n: int
-    lost: int | str
-    duplicated: str
-    dead: int | str
-    seconds: float
-    verdict: str
-
-    @classmethod
-    def of(cls, tally: Tally, verdict: str, scenario: str | None = None) -> Row:
-        dup = f"{tally.duplicated} ({tally.unexplained_duplicates} unexplained)"
-        return cls(
-            scenario or tally.scenario,
-            tally.backend,
-            tally.n,
-            tally.lost,
-            dup,
-            tally.dead,
-            tally.seconds,
-            verdict,
-        )
-
-    def markdown(self) -> str:
-        cells = [
-            self.scenario, self.backend, str(self.n), str(self.lost), self.duplicated,
-            str(self.dead), f"{self.seconds:.1f}", self.verdict,
-        ]  # fmt: skip
-        return "| " + " | ".join(c.replace("|", "/") for c in cells) + " |"
-
-
-def held(ok: bool, why: str) -> str:
-    return "held" if ok else f"**fails**: {why}"
-
-
 class Suite:
     def __init__(self, size: str, work: Path) -> None:
         self.size = SIZES[size]
@@ -124,6 +84,8 @@ class Suite:
         self._n = 0
         #: the run's PostgreSQL cluster (None: not installed, its rows say so)
         self.postgres: PostgresCluster | None = None
+        #: run only the scenarios whose name holds one of these (``--only``)
+        self.only: list[str] = []
 
     def dir(self, name: str) -> Path:
         self._n += 1
@@ -149,6 +111,8 @@ class Suite:
         print("  ->", row.verdict, flush=True)
 
     def run(self, name: str, body: Callable[[], None]) -> None:
+        if self.only and not any(word in name for word in self.only):
+            return
         print(f"== {name}", flush=True)
         try:
             body()
@@ -168,23 +132,16 @@ class Suite:
         why = f"workers exited by themselves: {r.exits} {r.last_words[:1]}"
         self.add(Row.of(t, held(ok, why) + f"; {r.kills} SIGKILLs"))
 
-    def durable(self, backend: str, redis: RedisServer) -> None:
-        """Issue 23's proof: jobs of 5 steps under the SIGKILL storm; every job ends
-        succeeded and no step runs again after its checkpoint."""
-        d = self.dir(f"durable-{backend}")
-        url = self.store(backend, d, redis, "durable")
-        os.environ["FAULT_MAX_RESCUES"] = "1000"  # the poison cap is not under test here
-        try:
-            r = durable_storm(url, d, int(self.size["durable"]), timeout=900)
-        finally:
-            os.environ.pop("FAULT_MAX_RESCUES", None)
-        ok = r.succeeded == r.jobs and r.rerun_after_checkpoint == 0 and r.saved_never_ran == 0
-        verdict = held(ok, r.line()) + (
-            f"; {r.kills} SIGKILLs, {r.step_runs} step runs, {r.reruns} cut off mid-step "
-            f"and run again, {r.rerun_after_checkpoint} after their checkpoint"
+    def durable(self, backend: str, redis: RedisServer, restart: bool = False) -> None:
+        """Issue 23's proof (tests/faults/durable_long.py), with a store restart or not."""
+        d = self.dir(f"durable-{backend}{'-restart' * restart}")
+        with durable_store(
+            backend, d, restart, lambda: self.store(backend, d, redis, "durable")
+        ) as (url, crash):
+            o = durable_run(url, d, backend, int(self.size["durable"]), restart=crash)
+        self.add(
+            Row(o.scenario, backend, o.n, o.lost, "-", "-", o.seconds, held(o.ok, o.why) + o.detail)
         )
-        lost = r.jobs - r.succeeded
-        self.add(Row("durable steps storm", backend, r.jobs, lost, "-", "-", r.seconds, verdict))
 
     def restart(self, backend: str) -> None:
         d = self.dir(f"{backend}-restart")
@@ -363,19 +320,26 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=ROOT / "RELIABILITY.md",
                         help="where the summary table goes (default: RELIABILITY.md)")  # fmt: skip
+    parser.add_argument("--only", action="append", default=[],
+                        help="run only scenarios whose name contains this (repeatable)")  # fmt: skip
     args = parser.parse_args(argv)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="conveyor-faults-") as tmp:
         work = Path(tmp)
         suite = Suite(args.size, work)
+        suite.only = args.only
         redis = AofRedis(work / "redis-shared").start()
         if find_binary("initdb") and find_binary("pg_ctl"):
             suite.postgres = PostgresCluster().init().start()
         try:
             for backend in ("sqlite", "redis", "postgres", "mariadb"):
                 suite.run(f"storm {backend}", lambda b=backend: suite.storm(b, redis))
-            for backend in ("sqlite", "redis", "postgres"):
+            for backend in ("sqlite", "redis", "postgres", "mariadb"):
                 suite.run(f"durable storm {backend}", lambda b=backend: suite.durable(b, redis))
+            for backend in ("redis", "postgres"):
+                suite.run(
+                    f"durable {backend} restart", lambda b=backend: suite.durable(b, redis, True)
+                )
             for backend in ("redis", "postgres"):
                 suite.run(f"{backend} restart", lambda b=backend: suite.restart(b))
             for backend in ("sqlite", "postgres", "mariadb"):
@@ -422,54 +386,10 @@ def main(argv: list[str] | None = None) -> int:
             if suite.postgres is not None:
                 suite.postgres.stop("immediate")
                 suite.postgres.remove()
-    write(args.out, args.size, suite.rows, time.monotonic() - started)
+    elapsed = time.monotonic() - started
+    write(args.out, args.size, SIZES[args.size]["job_seconds"], suite.rows, elapsed)
     print(f"wrote {args.out}")
     return 0
-
-
-def write(out: Path, size: str, rows: list[Row], total: float) -> None:
-    redis_version = subprocess.run(
-        ["redis-server", "--version"], capture_output=True, text=True
-    ).stdout.split()
-    postgres = find_binary("postgres")
-    postgres_version = (
-        subprocess.run([postgres, "--version"], capture_output=True, text=True).stdout.strip()
-        if postgres
-        else "PostgreSQL not installed"
-    )
-    machine = f"{os.cpu_count()} cores, {platform.system()} {platform.release()}, Python {platform.python_version()}"
-    command = (
-        "python -m tests.faults --long"
-        if size == "long"
-        else f"python -m tests.faults --size {size}"
-    )
-    lines = [
-        "# Reliability: the fault suite's figures",
-        "",
-        f"Written by `{command}` on {datetime.date.today().isoformat()} ({machine}; "
-        f"{' '.join(redis_version[:3])}; {postgres_version}); the whole run took {total / 60:.1f} min. Rerun it "
-        "with that command (`.venv/bin/python -m tests.faults --long` for the issue's sizes: "
-        "10,000 jobs, 3 workers, a SIGKILL every 0.5 s; 8 producers x 2,000). The same "
-        "scenarios run small in `make test` (`tests/faults/`). How each is set up: "
-        "[docs/guarantees.md](docs/guarantees.md#fault-tests).",
-        "",
-        f"Storm and restart jobs sleep {SIZES[size]['job_seconds'] * 1000:g} ms each (3 workers "
-        "x 10 slots), so the kills land while jobs run. Each kill goes to a worker that has "
-        "finished starting (one killed mid-import would test Python's start-up), so the "
-        "rate can fall below one per 0.5 s: the verdict counts them. Every other scenario "
-        "is described in the docs section linked above.",
-        "",
-        "**lost**: jobs not final at the end (or final without having run). **duplicated**: "
-        "extra runs counted from a side-effect file each run appends to (`O_APPEND`); "
-        "*unexplained* ones have no rescued (`lost`) or released attempt in the job's "
-        "history. **dead**: jobs that ended dead (for the poison rows: innocent jobs only).",
-        "",
-        "| scenario | backend | N | lost | duplicated | dead | time (s) | verdict |",
-        "|---|---|---|---|---|---|---|---|",
-        *(r.markdown() for r in rows),
-        "",
-    ]
-    out.write_text("\n".join(lines))
 
 
 if __name__ == "__main__":
