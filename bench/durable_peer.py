@@ -39,20 +39,40 @@ from bench.sql_counter import PG_SETTINGS, wal_commits
 
 ROOT = Path(__file__).resolve().parent.parent
 DBOS_PYTHON = ROOT / ".venv-bench-dbos" / "bin" / "python"
-ARMS = ("conveyor", "dbos")
+#: The arms per store. SQLite: each tool as shipped (conveyor: WAL, synchronous=NORMAL,
+#: which a power cut may roll back the last commits of; DBOS: SQLite's defaults, rollback
+#: journal and synchronous=FULL) and each at the other's durability (conveyor
+#: ``?synchronous=FULL``; DBOS with conveyor's PRAGMAs on its connections).
+#: DBOS's arms call the workflow from 4 threads (its fastest path, the same 4 slots as
+#: conveyor's worker); ``dbos-queue`` goes through a DBOS queue (worker_concurrency 4),
+#: the path of a job queue, shown beside it.
+ARMS = {
+    "sqlite": ("conveyor", "conveyor-full", "dbos", "dbos-wal", "dbos-queue"),
+    "postgres": ("conveyor", "dbos", "dbos-queue"),
+}
+#: The like-for-like pairs the targets are judged on (same durability).
+PAIRS = {"sqlite": (("conveyor-full", "dbos"), ("conveyor", "dbos-wal")),
+         "postgres": (("conveyor", "dbos"),)}  # fmt: skip
 DURABILITY = {
-    "sqlite": "every commit durable on return: conveyor WAL + synchronous=FULL? (read back "
-    "below); DBOS as shipped (SQLite's defaults: rollback journal, synchronous=FULL)",
+    "sqlite": "conveyor and dbos-wal: WAL + synchronous=NORMAL (a process crash loses "
+    "nothing committed; a power cut may roll back the last commits); conveyor-full and "
+    "dbos: synchronous=FULL (every commit on disk before it returns; DBOS's rollback "
+    "journal, conveyor's WAL); PRAGMAs read back from each arm's connections above",
     "postgres": "one cluster for both, PostgreSQL's defaults read back below "
     "(fsync, synchronous_commit, full_page_writes on)",
 }
 
 
 def measure(arm: str, url: str, jobs: int, python: dict[str, str]) -> dict[str, Any]:
-    module = "bench.durable_steps" if arm == "conveyor" else "bench.durable_dbos"
-    command = [python[arm], "-m", module, "--url", url, "--jobs", str(jobs)]
-    if arm == "conveyor":
+    tool = arm.split("-")[0]
+    module = "bench.durable_steps" if tool == "conveyor" else "bench.durable_dbos"
+    if arm == "conveyor-full":
+        url += "?synchronous=FULL"
+    command = [python[tool], "-m", module, "--url", url, "--jobs", str(jobs)]
+    if tool == "conveyor":
         command.append("--json")
+    else:
+        command += ["--wal"] * (arm == "dbos-wal") + ["--direct"] * (arm != "dbos-queue")
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=1800)
     if done.returncode != 0:
         raise RuntimeError(f"{arm} failed: {done.stderr[-3000:]}")
@@ -89,12 +109,12 @@ def run(stores: list[str], rounds: int, jobs: int, python: dict[str, str]) -> di
         rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
         try:
             for i in range(rounds):
-                for arm in arm_order(list(ARMS), i):
+                for arm in arm_order(list(ARMS[store]), i):
                     with tempfile.TemporaryDirectory() as tmp:
                         if cluster is None:
                             url = f"sqlite:///{Path(tmp) / 'store.sqlite'}"
                         else:
-                            url = fresh_pg(cluster, f"durable_{arm}_{i}")
+                            url = fresh_pg(cluster, f"durable_{arm.replace('-', '_')}_{i}")
                         figures = measure(arm, url, jobs, python)
                         if cluster is not None:
                             pg_counts(cluster, figures, jobs * 10)
@@ -141,7 +161,7 @@ def report(result: dict[str, Any]) -> list[str]:
     verdicts, fairness = [], []
     for store, data in result["stores"].items():
         rows = data["rows"]
-        for arm in ARMS:
+        for arm in ARMS[store]:
             runs = ", ".join(f"{r['steps_per_s']:,.0f}" for r in rows[arm])
             commits = f"{median(rows[arm], 'commits_per_step'):.2f}"
             if store == "postgres":
@@ -152,26 +172,39 @@ def report(result: dict[str, Any]) -> list[str]:
                 f"{median(rows[arm], 'statements_per_step'):.2f} | {commits} | {runs} |"
             )
             fairness.append(f"{store} {arm}: {rows[arm][0]['settings']}")
-        ratio = median(rows["conveyor"], "steps_per_s") / median(rows["dbos"], "steps_per_s")
-        commits = median(rows["conveyor"], "commits_per_step")
+        for ours, theirs in PAIRS[store]:
+            ratio = median(rows[ours], "steps_per_s") / median(rows[theirs], "steps_per_s")
+            commits = median(rows[ours], "commits_per_step")
+            verdicts.append(
+                f"{store}: {ours}/{theirs} steps/s = {ratio:.1f}x (target >= 10x: "
+                f"{'met' if ratio >= 10 else 'missed'}); {ours} commits/step {commits:.2f} "
+                f"(target <= 1: {'met' if commits <= 1 else 'missed'})"
+            )
         overhead = median(rows["replay"], "overhead_ms")
-        verdicts += [
-            f"{store}: conveyor/DBOS steps/s = {ratio:.1f}x (target >= 10x: "
-            f"{'met' if ratio >= 10 else 'missed'}); conveyor commits/step {commits:.2f} "
-            f"(target <= 1: {'met' if commits <= 1 else 'missed'}); replay of 100 saved steps "
-            f"{overhead:.2f} ms over a plain job (target <= 5 ms: "
-            f"{'met' if overhead <= 5 else 'missed'}; runs "
+        verdicts.append(
+            f"{store}: replay of 100 saved steps {overhead:.2f} ms over a plain job (target "
+            f"<= 5 ms: {'met' if overhead <= 5 else 'missed'}; runs "
             + ", ".join(f"{r['overhead_ms']:.2f}" for r in rows["replay"])
             + ")"
-        ]
+        )
         if data["server"]:
             fairness.append(f"{store} server (read back): {data['server']}")
         fairness.append(f"{store} durability: {DURABILITY[store]}")
     load = (
         f"load average {result['load_before'][0]:.1f} before, "
-        f"{result['load_after'][0]:.1f} after (1 min)"
+        f"{result['load_after'][0]:.1f} after (1 min); per run: "
+        + "; ".join(
+            f"{store} "
+            + ", ".join(f"{r['load']:.1f}" for arm in ARMS[store] for r in d["rows"][arm])
+            for store, d in result["stores"].items()
+        )
     )
     return [*lines, "", *verdicts, "", *fairness, load]
+
+
+def _version(python: str) -> str:
+    command = [python, "-c", "import importlib.metadata as m; print(m.version('dbos'))"]
+    return subprocess.run(command, capture_output=True, text=True).stdout.strip()
 
 
 def main() -> None:
@@ -183,6 +216,7 @@ def main() -> None:
     p.add_argument("--out", type=Path, help="also write the raw figures here (JSON)")
     args = p.parse_args()
     python = {"conveyor": sys.executable, "dbos": args.dbos_python}
+    print(f"DBOS Transact {_version(args.dbos_python)}, conveyor in {sys.executable}", flush=True)
     result = run(args.stores.split(","), args.rounds, args.jobs, python)
     if args.out:
         args.out.write_text(json.dumps(result, indent=1))

@@ -72,13 +72,16 @@ class SqliteCounter:
         conn.set_trace_callback(trace)
 
 
-def count_sqlite() -> SqliteCounter:
-    """Count every later sqlite3 connection's statements (see the module docstring)."""
+def count_sqlite(pragmas: tuple[str, ...] = ()) -> SqliteCounter:
+    """Count every later sqlite3 connection's statements (see the module docstring);
+    ``pragmas`` are run on each first (a peer run with conveyor's PRAGMAs), uncounted."""
     counter = SqliteCounter()
     connect = sqlite3.connect
 
     def counted(*args: Any, **kwargs: Any) -> sqlite3.Connection:
         conn = connect(*args, **kwargs)
+        for pragma in pragmas:
+            conn.execute(f"PRAGMA {pragma}").fetchall()
         counter.watch(conn)
         return conn
 
