@@ -27,7 +27,7 @@ from pathlib import Path
 
 from bench.postgres_cluster import PostgresCluster, find_binary
 
-from tests.faults.durable_long import durable_run, durable_store
+from tests.faults.durable_long import durable_run, durable_store, recovery_runs
 from tests.faults.harness import Tally
 from tests.faults.poison import poison_pill
 from tests.faults.reliability import Row, held, write
@@ -141,6 +141,14 @@ class Suite:
             o = durable_run(url, d, backend, int(self.size["durable"]), restart=crash)
         self.add(
             Row(o.scenario, backend, o.n, o.lost, "-", "-", o.seconds, held(o.ok, o.why) + o.detail)
+        )
+
+    def recovery(self, backend: str, redis: RedisServer) -> None:
+        """Issue 23's recovery proof, 3 runs on fresh stores (tests/faults/durable_long.py)."""
+        dirs = [self.dir(f"recovery-{backend}") for _ in range(3)]
+        o = recovery_runs(lambda i: (self.store(backend, dirs[i], redis, "recovery"), dirs[i]))
+        self.add(
+            Row(o.scenario, backend, o.n, "-", "-", "-", o.seconds, held(o.ok, o.why) + o.detail)
         )
 
     def restart(self, backend: str) -> None:
