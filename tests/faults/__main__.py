@@ -348,6 +348,8 @@ def main(argv: list[str] | None = None) -> int:
                 suite.run(
                     f"durable {backend} restart", lambda b=backend: suite.durable(b, redis, True)
                 )
+            for backend in ("sqlite", "redis", "postgres", "mariadb"):
+                suite.run(f"durable recovery {backend}", lambda b=backend: suite.recovery(b, redis))
             for backend in ("redis", "postgres"):
                 suite.run(f"{backend} restart", lambda b=backend: suite.restart(b))
             for backend in ("sqlite", "postgres", "mariadb"):
