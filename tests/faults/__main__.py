@@ -145,8 +145,12 @@ class Suite:
 
     def recovery(self, backend: str, redis: RedisServer) -> None:
         """Issue 23's recovery proof, 3 runs on fresh stores (tests/faults/durable_long.py)."""
-        dirs = [self.dir(f"recovery-{backend}") for _ in range(3)]
-        o = recovery_runs(lambda i: (self.store(backend, dirs[i], redis, "recovery"), dirs[i]))
+
+        def fresh(_: int) -> tuple[str, Path]:  # a store per run: named by its dir's number
+            d = self.dir(f"recovery-{backend}")
+            return self.store(backend, d, redis, "recovery"), d
+
+        o = recovery_runs(fresh)
         self.add(
             Row(o.scenario, backend, o.n, "-", "-", "-", o.seconds, held(o.ok, o.why) + o.detail)
         )
