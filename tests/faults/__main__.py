@@ -108,7 +108,7 @@ class Suite:
 
     def add(self, row: Row) -> None:
         self.rows.append(row)
-        print("  ->", row.verdict, flush=True)
+        print("  ->", row.verdict, f"({row.seconds:.1f} s)", flush=True)
 
     def run(self, name: str, body: Callable[[], None]) -> None:
         if self.only and not any(word in name for word in self.only):
