@@ -58,7 +58,7 @@ DURABILITY = {
     "nothing committed; a power cut may roll back the last commits); conveyor-full and "
     "dbos: synchronous=FULL (every commit on disk before it returns; DBOS's rollback "
     "journal, conveyor's WAL); PRAGMAs read back from each arm's connections above",
-    "postgres": "one cluster for both, PostgreSQL's defaults read back below "
+    "postgres": "one cluster for both, PostgreSQL's defaults read back above "
     "(fsync, synchronous_commit, full_page_writes on)",
 }
 
