@@ -13,6 +13,7 @@ Example::
 
     python -m tests.faults --long            # ~5-10 min on 2 cores without PostgreSQL, longer with it; writes RELIABILITY.md
     python -m tests.faults --size medium --out /tmp/r.md
+    python -m tests.faults --long --only durable --out /tmp/d.md   # issue 23's rows alone
 """
 
 from __future__ import annotations
