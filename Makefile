@@ -24,7 +24,7 @@ PYBENCH ?= $(shell python3.12 --version >/dev/null 2>&1 && echo python3.12 || ec
 VENV_BENCH := .venv-bench
 BIN_BENCH := $(VENV_BENCH)/bin
 
-.PHONY: demo test lint setup setup-demo check-python print-python bench-venv bench-venv-arq faults
+.PHONY: demo test lint setup setup-demo check-python print-python bench-venv bench-venv-arq bench-venv-dbos faults
 
 check-python:
 	@if [ -z "$(PY)" ]; then \
@@ -84,6 +84,16 @@ $(VENV_BENCH)-arq/bin/arq:
 	$(VENV_BENCH)-arq/bin/pip install -q 'arq==0.28.0'
 
 bench-venv-arq: $(VENV_BENCH)-arq/bin/arq
+
+# DBOS Transact's environment, the durable-steps peer (python -m bench.durable_peer).
+# Python 3.11, as .venv where conveyor's arm runs: DBOS 3.4 on Python >= 3.12 stamps its
+# SQLite rows with unixepoch('subsec'), which needs SQLite >= 3.42, and this box's 3.12
+# links 3.40 (DBOS's launch fails on a NOT NULL timestamp).
+$(VENV_BENCH)-dbos/bin/dbos:
+	python3.11 -m venv $(VENV_BENCH)-dbos
+	$(VENV_BENCH)-dbos/bin/pip install -q 'dbos==3.4.0'
+
+bench-venv-dbos: $(VENV_BENCH)-dbos/bin/dbos
 
 # The fault tests alone (real workers, real signals; ~1 min). The long version, which
 # writes RELIABILITY.md: .venv/bin/python -m tests.faults --long (several minutes).

@@ -15,12 +15,12 @@ Example::
     python -m tests.faults --long            # ~5-10 min on 2 cores without PostgreSQL, longer with it; writes RELIABILITY.md
     python -m tests.faults --size medium --out /tmp/r.md
     python -m tests.faults --long --only "sequences sqlite"   # one scenario; its row replaced
+    python -m tests.faults --long --only durable   # issue 23's rows (durable storm, restarts, recovery)
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 import subprocess
 import sys
@@ -31,7 +31,7 @@ from pathlib import Path
 
 from bench.postgres_cluster import PostgresCluster, find_binary
 
-from tests.faults.durable import durable_storm
+from tests.faults.durable_long import durable_run, durable_store, recovery_runs
 from tests.faults.harness import Tally
 from tests.faults.poison import poison_pill
 from tests.faults.report import Row, held, merge, write
@@ -117,7 +117,7 @@ class Suite:
 
     def add(self, row: Row) -> None:
         self.rows.append(row)
-        print("  ->", row.verdict, flush=True)
+        print("  ->", row.verdict, f"({row.seconds:.1f} s)", flush=True)
 
     def run(self, name: str, body: Callable[[], None]) -> None:
         if self.only and not any(name.startswith(o) for o in self.only):
@@ -159,23 +159,28 @@ class Suite:
         )
         self.add(row)
 
-    def durable(self, backend: str, redis: RedisServer) -> None:
-        """Issue 23's proof: jobs of 5 steps under the SIGKILL storm; every job ends
-        succeeded and no step runs again after its checkpoint."""
-        d = self.dir(f"durable-{backend}")
-        url = self.store(backend, d, redis, "durable")
-        os.environ["FAULT_MAX_RESCUES"] = "1000"  # the poison cap is not under test here
-        try:
-            r = durable_storm(url, d, int(self.size["durable"]), timeout=900)
-        finally:
-            os.environ.pop("FAULT_MAX_RESCUES", None)
-        ok = r.succeeded == r.jobs and r.rerun_after_checkpoint == 0 and r.saved_never_ran == 0
-        verdict = held(ok, r.line()) + (
-            f"; {r.kills} SIGKILLs, {r.step_runs} step runs, {r.reruns} cut off mid-step "
-            f"and run again, {r.rerun_after_checkpoint} after their checkpoint"
+    def durable(self, backend: str, redis: RedisServer, restart: bool = False) -> None:
+        """Issue 23's proof (tests/faults/durable_long.py), with a store restart or not."""
+        d = self.dir(f"durable-{backend}{'-restart' * restart}")
+        with durable_store(
+            backend, d, restart, lambda: self.store(backend, d, redis, "durable")
+        ) as (url, crash):
+            o = durable_run(url, d, backend, int(self.size["durable"]), restart=crash)
+        self.add(
+            Row(o.scenario, backend, o.n, o.lost, "-", "-", o.seconds, held(o.ok, o.why) + o.detail)
         )
-        lost = r.jobs - r.succeeded
-        self.add(Row("durable steps storm", backend, r.jobs, lost, "-", "-", r.seconds, verdict))
+
+    def recovery(self, backend: str, redis: RedisServer) -> None:
+        """Issue 23's recovery proof, 3 runs on fresh stores (tests/faults/durable_long.py)."""
+
+        def fresh(_: int) -> tuple[str, Path]:  # a store per run: named by its dir's number
+            d = self.dir(f"recovery-{backend}")
+            return self.store(backend, d, redis, "recovery"), d
+
+        o = recovery_runs(fresh)
+        self.add(
+            Row(o.scenario, backend, o.n, "-", "-", "-", o.seconds, held(o.ok, o.why) + o.detail)
+        )
 
     def restart(self, backend: str) -> None:
         d = self.dir(f"{backend}-restart")
@@ -369,8 +374,14 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for backend in ("sqlite", "redis", "postgres", "mariadb"):
                 suite.run(f"storm {backend}", lambda b=backend: suite.storm(b, redis))
-            for backend in ("sqlite", "redis", "postgres"):
+            for backend in ("sqlite", "redis", "postgres", "mariadb"):
                 suite.run(f"durable storm {backend}", lambda b=backend: suite.durable(b, redis))
+            for backend in ("redis", "postgres"):
+                suite.run(
+                    f"durable {backend} restart", lambda b=backend: suite.durable(b, redis, True)
+                )
+            for backend in ("sqlite", "redis", "postgres", "mariadb"):
+                suite.run(f"durable recovery {backend}", lambda b=backend: suite.recovery(b, redis))
             for backend in ("sqlite", "redis", "postgres"):
                 suite.run(f"sequences {backend}", lambda b=backend: suite.sequences(b, redis))
             for backend in ("redis", "postgres"):

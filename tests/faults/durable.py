@@ -18,6 +18,7 @@ import collections
 import dataclasses
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import conveyor
@@ -53,15 +54,22 @@ class DurableStormResult:
 def durable_storm(
     url: str, directory: Path, n: int, *, steps: int = 5, step_seconds: float = 0.05,
     workers: int = 3, concurrency: int = 2, kill_every: float = 0.5, timeout: float = 120.0,
+    task: str = "fault.steps", midway: Callable[[], None] | None = None,
 ) -> DurableStormResult:  # fmt: skip
-    """``n`` jobs of ``steps`` steps, ``workers`` workers, one SIGKILLed every
-    ``kill_every`` s and restarted, until every job is final or ``timeout`` passes."""
+    """``n`` jobs of ``steps`` steps (``task``: ``fault.steps``, or ``fault.mixed_steps``
+    whose odd steps are transactional), ``workers`` workers, one SIGKILLed every
+    ``kill_every`` s and restarted, until every job is final or ``timeout`` passes;
+    ``midway`` (a store restart) is called once a third of the steps have run."""
     marks = directory / "marks.log"
-    ids = enqueue(url, "fault.steps", [(steps, step_seconds)] * n)
+    ids = enqueue(url, task, [(steps, step_seconds)] * n)
     started = time.monotonic()
     with Fleet(url, directory, marks) as fleet:
         fleet.start(workers, "-c", str(concurrency))
         fleet.supervise(kill_every=kill_every)
+        if midway is not None:
+            third = lambda: marks.exists() and marks.read_bytes().count(b"\n") >= n * steps // 3  # noqa: E731
+            wait_until(third, timeout, poll=0.1)
+            midway()
         wait_until(all_final(url, ids), timeout, poll=0.2)
         fleet.stop_supervisor()
         elapsed = time.monotonic() - started

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import os
+import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -163,6 +164,31 @@ def steps(count: int, seconds: float) -> int:
     return sum(_STEP(n, seconds) for n in range(count))
 
 
+#: The table a transactional step writes its effect to (one row per run that committed).
+EFFECTS = (
+    "CREATE TABLE IF NOT EXISTS fault_effects (job_id TEXT NOT NULL, position INTEGER NOT NULL)"
+)
+
+
+def tx_step_work(position: int, seconds: float) -> int:
+    """A transactional step (``fault.txstep``, SQLite and PostgreSQL): the mark and the
+    sleep of :func:`step_work`, then one ``fault_effects`` row written through the step's
+    transaction, which commits with its checkpoint: exactly one row per finished step."""
+    step_work(position, seconds)
+    job_id = conveyor.current_job().id
+    with conveyor.current_job().transaction() as conn:
+        sql = "INSERT INTO fault_effects (job_id, position) VALUES (?, ?)"
+        if not isinstance(conn, sqlite3.Connection):
+            sql = sql.replace("?", "%s")  # psycopg
+        conn.execute(sql, (job_id, position))
+    return position
+
+
+def mixed_steps(count: int, seconds: float) -> int:
+    """``fault.mixed_steps``: :func:`steps` whose odd positions are transactional."""
+    return sum((_TX_STEP if n % 2 else _STEP)(n, seconds) for n in range(count))
+
+
 #: Task name -> function. Names, not module paths: a producer app in the test process
 #: registers the same functions under the same names (see ``make_app``).
 TASKS = {
@@ -206,10 +232,14 @@ def make_app(url: str | None = None) -> conveyor.App:
     application.task(name="fault.seq", sequence_key=lambda key, n, seconds: key, max_attempts=50)(
         seq_work
     )
+    application.task(name="fault.mixed_steps", max_attempts=50)(mixed_steps)
     return application
 
 
 #: The step of ``fault.steps`` (a plain call outside a job; a step is not bound to an app).
 _STEP = conveyor.App("memory://fault-steps").step(name="fault.step")(step_work)
+_TX_STEP = conveyor.App("memory://fault-steps").step(name="fault.txstep", transaction=True)(
+    tx_step_work
+)
 
 app = make_app()
