@@ -77,7 +77,7 @@ from conveyor.backends.sqlite.flow_methods import FlowMixin
 from conveyor.backends.sqlite.inserts import batch_rows, insert_values
 from conveyor.backends.sqlite.notify import MAX_POLL, MIN_POLL, POLL_GROWTH, notifier_for
 from conveyor.backends.sqlite.ops import SQLiteOpsMixin
-from conveyor.backends.sqlite.search import NOTE, SQLiteSearch, note_written
+from conveyor.backends.sqlite.search import SQLiteSearch
 from conveyor.backends.sqlite.transactional import (
     ASYNC_REFUSED,
     begin_as_the_driver_would,
@@ -285,11 +285,9 @@ class SQLiteBackend(SQLiteCounts, SQLiteSearch, SQLiteOpsMixin, FlowMixin, SQLit
         """Plain jobs, each with its own options."""
         now = time.time()
         values = [insert_values(p, now) for p in params]
-        ids = [p.id for p in params]
         with self._write() as conn:
             conn.executemany(self._sql["job_insert"], values)
-            note_written(conn, ids)  # the search indexer's to index (while it is on)
-        return ids
+        return [p.id for p in params]
 
     def _insert_batch(self, params: JobInsertBatchParams) -> None:
         sql = self._sql["job_insert_batch"]
@@ -306,9 +304,6 @@ class SQLiteBackend(SQLiteCounts, SQLiteSearch, SQLiteOpsMixin, FlowMixin, SQLit
                     conn.execute(sql, rows[0])
                 else:
                     conn.executemany(sql, rows)
-                # the search indexer's to index: one row for the batch (a trigger per
-                # row cost enqueue_many ~20%)
-                conn.execute(NOTE, (min(params.ids), max(params.ids)))
                 conn.execute("COMMIT")
             except BaseException:
                 rollback(conn)

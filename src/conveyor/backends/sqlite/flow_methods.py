@@ -32,7 +32,6 @@ from conveyor.backends.base import (
 from conveyor.backends.sql import periodic, schedules
 from conveyor.backends.sqlite import flow_writes
 from conveyor.backends.sqlite.dialect import SQLITE
-from conveyor.backends.sqlite.search import note_written
 
 
 class FlowMixin:
@@ -57,9 +56,7 @@ class FlowMixin:
     def _insert_flow(self, params: Sequence[JobInsertParams]) -> list[str]:
         now = time.time()
         with self._write() as conn:
-            ids = flow_writes.insert_flow(conn, params, now)
-            note_written(conn, ids)  # the search indexer's to index (while it is on)
-            return ids
+            return flow_writes.insert_flow(conn, params, now)
 
     def job_progress_many(self, params: Sequence[JobProgressParams]) -> list[str]:
         refused = []

@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from conveyor.backends.base import JobInsertBatchParams, JobInsertParams
 from conveyor.backends.sqlite import flow_writes
 from conveyor.backends.sqlite.connection import load_query
-from conveyor.backends.sqlite.search import note_written
 
 JOB_INSERT = load_query("job_insert")
 JOB_INSERT_BATCH = load_query("job_insert_batch")
@@ -34,17 +33,13 @@ def insert_in(
 ) -> Sequence[str]:
     """Write ``jobs`` with ``conn`` in the transaction it holds; the id standing for each
     (an existing job's on a unique conflict), as ``job_insert_many`` returns."""
-    ids: Sequence[str]
     if isinstance(jobs, JobInsertBatchParams):
         conn.executemany(JOB_INSERT_BATCH, batch_rows(jobs, now))
-        ids = jobs.ids
-    elif not all(p.is_plain for p in jobs):
-        ids = flow_writes.insert_flow(conn, jobs, now)
-    else:
-        conn.executemany(JOB_INSERT, [insert_values(p, now) for p in jobs])
-        ids = [p.id for p in jobs]
-    note_written(conn, ids)  # the search indexer's to index (while it is on)
-    return ids
+        return jobs.ids
+    if not all(p.is_plain for p in jobs):
+        return flow_writes.insert_flow(conn, jobs, now)
+    conn.executemany(JOB_INSERT, [insert_values(p, now) for p in jobs])
+    return [p.id for p in jobs]
 
 
 def batch_rows(params: JobInsertBatchParams, now: float) -> list[tuple[object, ...]]:

@@ -45,6 +45,7 @@ from conveyor.backends.sqlite.dialect import SQLITE
 #: The index's objects, in the order :func:`drop_index` removes them (schema version
 #: 10's ``job_search_pending`` and ``job_search_on`` stay: the inserts name them).
 _OBJECTS = (
+    ("TRIGGER", "job_search_insert"),
     ("TRIGGER", "job_search_update"),
     ("TRIGGER", "job_search_delete"),
     ("TABLE", "job_search"),
@@ -56,7 +57,8 @@ INDEX_BATCH = 2000
 #: Pending jobs a search reads row by row at most; past it the page says it is not
 #: complete (the indexer has fallen that far behind).
 MAX_TAIL = 20_000
-#: What an insert writes in its transaction: its ids' range, pending (while on).
+#: A job noted pending by the code that changed its text (its log lines, an import),
+#: while the index is on (inserts, finishes and deletes are noted by triggers).
 NOTE = "INSERT INTO job_search_pending (lo, hi) SELECT ?, ? FROM job_search_on"
 #: The text of a job's log lines, as the index holds it (column ``logs``).
 _LOGS = "(SELECT group_concat(message, ' ') FROM job_logs WHERE job_id = j.id)"
@@ -65,13 +67,6 @@ _TAIL_COUNT = (
     "SELECT count(*) FROM (SELECT DISTINCT jobs.id FROM job_search_pending p "
     "JOIN jobs ON jobs.id BETWEEN p.lo AND p.hi)"
 )
-
-
-def note_written(conn: sqlite3.Connection, ids: Sequence[str]) -> None:
-    """Make jobs just inserted pending for the indexer (one row for all of ``ids``, in
-    the caller's transaction; nothing while the index is off)."""
-    if ids:
-        conn.execute(NOTE, (min(ids), max(ids)))
 
 
 def _phrase(term: SearchTerm) -> str:

@@ -2,9 +2,9 @@
 -- (off by default); every statement is IF NOT
 -- EXISTS or idempotent. `off` drops what this makes (sqlite/search.py drop_index).
 --
--- Indexed after the fact: an insert appends its ids' range to job_search_pending (one
--- row per write transaction, in the insert's code: sqlite/search.py note_written), a
--- finish, a retry or a delete one row per job (the triggers below), and an indexer
+-- Indexed after the fact: an insert, a finish, a retry or a delete appends the job's id
+-- to job_search_pending (the triggers below, which exist only while the index is on, so
+-- a store with the index off pays not one statement for it), and an indexer
 -- (sqlite/search.py index_pending: the workers' search-indexer service, and each search
 -- before it reads) indexes the pending jobs in batches, in the order they were
 -- written. A search reads the index for every job not pending and matches the pending
@@ -29,10 +29,13 @@ CREATE VIRTUAL TABLE IF NOT EXISTS job_search USING fts5(
 -- A claim writes none of these columns: UPDATE OF keeps the hot path's claim free of
 -- it. A finish that adds no text (a result of null, no error: what most jobs end with)
 -- notes nothing: the job's entry is already right (search_match.py treats a null
--- result as no text). Log lines are noted as they are written (sql/logs.py). Inserts
--- have no trigger: a trigger per row cost
--- enqueue_many ~20% (one range row per transaction, written by the insert itself,
--- costs it nothing measurable).
+-- result as no text). Log lines are noted as they are written (sql/logs.py). The insert
+-- trigger costs enqueue_many ~20% while the index is on (a range row per transaction,
+-- written by the insert's own code, cost less, but every store paid a statement per
+-- enqueue for it, index on or off: the index is opt-in, so the cost is the opt-in's).
+CREATE TRIGGER IF NOT EXISTS job_search_insert AFTER INSERT ON jobs BEGIN
+    INSERT INTO job_search_pending (lo, hi) VALUES (NEW.id, NEW.id);
+END;
 CREATE TRIGGER IF NOT EXISTS job_search_update
 AFTER UPDATE OF task, queue, payload, result, error, headers ON jobs
 WHEN NEW.task IS NOT OLD.task OR NEW.queue IS NOT OLD.queue
