@@ -6,7 +6,9 @@ claim (:mod:`conveyor.backends.sql.claim`: ``SELECT ... FOR UPDATE SKIP LOCKED``
 the update, as MariaDB has no ``UPDATE ... RETURNING``), the finish, workflows, periodic
 jobs and every operation are the engine's, spelled by
 :data:`~conveyor.backends.mariadb.dialect.MARIADB`. Every method is one transaction
-(``_tx()``); times are the server's clock. Idle workers poll (no LISTEN/NOTIFY here).
+(``_tx()``); times are the server's clock. No LISTEN/NOTIFY here: an idle worker sleeps
+in a statement that a write making jobs ready interrupts (``KILL QUERY``, see wake.py),
+and polls when it cannot be woken.
 
 Example (needs a server; the test suite starts one)::
 
@@ -17,6 +19,7 @@ Example (needs a server; the test suite starts one)::
 
 from __future__ import annotations
 
+import logging
 import random
 import threading
 import time
@@ -51,23 +54,29 @@ from conveyor.backends.mariadb.action_log import MariaDBActionLog
 from conveyor.backends.mariadb.connection import Executor, connect, migrate
 from conveyor.backends.mariadb.dialect import MARIADB, server_now
 from conveyor.backends.mariadb.url import parse_mariadb_url
+from conveyor.backends.mariadb.wake import IdleWaiter, generation_for, read_clock_and_idle, wake
 from conveyor.backends.params import one_per_job
 from conveyor.backends.sql import flow, leases, periodic, rescue, schedules, workers
 from conveyor.backends.sql.claim import Claim, promote_due
+from conveyor.backends.sql.dialect import Executor as SqlExecutor
 from conveyor.backends.sql.finish import Finish
 from conveyor.backends.sql.ops import SqlOperations
-from conveyor.errors import ConfigurationError, JobNotFound
+from conveyor.errors import BackendUnavailable, ConfigurationError, JobNotFound
 
 if TYPE_CHECKING:
     from conveyor.backends.base import Backend
 
-#: work_wait and job_wait poll (MariaDB has no notifications): first after POLL_FIRST
-#: seconds, each wait POLL_GROWTH times the last, at most POLL_MAX.
+#: job_wait polls (MariaDB has no notifications): first after POLL_FIRST seconds, each
+#: wait POLL_GROWTH times the last, at most POLL_MAX. An idle worker's wait (work_wait)
+#: lasts POLL_MAX at most, less when a write wakes it (wake.py).
 POLL_FIRST, POLL_GROWTH, POLL_MAX = 0.005, 1.5, 0.25
 
 FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic", "sequences", "fair", "aging", "filters", "purge", "result_ttl", "queues", "logs", "integrity", "expires", "shared", "action_log", "search", "steps"})  # fmt: skip
 
 _T = TypeVar("_T")
+_log = logging.getLogger("conveyor.backends.mariadb")
+#: The waiters to wake after a commit are to be read then (compared by identity).
+_READ_AFTER: list[int] = []
 #: InnoDB's "deadlock found, transaction rolled back" error, and how often a
 #: transaction it picked as the victim is run again before the error is raised.
 _DEADLOCK = 1213
@@ -99,6 +108,10 @@ class MariaDBBackend(SqlOperations, MariaDBActionLog):
         #: Every connection opened, so close() ends those of every thread.
         self._all: list[Any] = []
         self._all_lock = threading.Lock()
+        #: Ready-making commits of this process on this database (wake.py), and every
+        #: thread's idle waiter, closed with the backend.
+        self._generation = generation_for(self.target)
+        self._waiters: list[IdleWaiter] = []
 
     # -- plumbing ------------------------------------------------------------------------
 
@@ -119,6 +132,8 @@ class MariaDBBackend(SqlOperations, MariaDBActionLog):
         import pymysql
 
         conn = self._conn()
+        local = self._local
+        local.wake = None  # set by a write that made jobs ready: waiters to wake
         try:
             yield Executor(conn)
             conn.commit()
@@ -130,6 +145,29 @@ class MariaDBBackend(SqlOperations, MariaDBActionLog):
             if isinstance(exc, pymysql.err.OperationalError) and exc.args[0] in (2006, 2013):
                 self._local.conn = None
             raise
+        if local.wake is not None:
+            self._wake_after_commit(conn, local.wake)
+
+    def _wake_after_commit(self, conn: Any, idle: list[int]) -> None:
+        """Wake idle waiters after a commit that made jobs ready: this process's by
+        its generation, every process's by ``KILL QUERY`` (``idle``: the waiters read
+        in the transaction, or :data:`_READ_AFTER`: read them now). A failure here is logged, never
+        raised: the write has committed, and a waiter not woken polls."""
+        import pymysql
+
+        self._local.wake = None
+        self._generation.bump()
+        try:
+            if idle is _READ_AFTER:
+                idle = read_clock_and_idle(Executor(conn), self.target.database)[1]
+            wake(conn, self.target, idle)
+        except pymysql.err.Error as exc:  # a broken connection: _conn() opens another
+            _log.debug("waking idle workers failed (%s); they poll", exc)
+
+    def _ops_wake(self, ex: SqlExecutor) -> None:
+        # Operations and sends are not the hot path: the idle waiters are read after the
+        # commit (its own round trip), so a waiter that went idle meanwhile is woken too.
+        self._local.wake = _READ_AFTER
 
     def _ops_rows(
         self, sql: str, args: Sequence[object] | Mapping[str, object] = ()
@@ -150,6 +188,9 @@ class MariaDBBackend(SqlOperations, MariaDBActionLog):
                 if conn.open:
                     conn.close()
             self._all.clear()
+            for waiter in self._waiters:
+                waiter.close()
+            self._waiters.clear()
 
     def backup(self, path: str) -> None:
         """Not this backend's job (feature ``backup`` is not declared)."""
@@ -168,7 +209,9 @@ class MariaDBBackend(SqlOperations, MariaDBActionLog):
             return []
 
         def insert(ex: Executor) -> Sequence[str]:
-            now = server_now(ex)
+            # The clock read also reads which workers are idle (no new round trip):
+            # woken after the commit.
+            now, self._local.wake = read_clock_and_idle(ex, self.target.database)
             if not all(p.is_plain for p in jobs):
                 return flow.insert_flow(MARIADB, ex, jobs, now)
             ex.executemany(_JOB_INSERT, [_plain_row(p, now) for p in jobs])
@@ -216,12 +259,22 @@ class MariaDBBackend(SqlOperations, MariaDBActionLog):
     def job_finish_and_claim(
         self, finishes: Sequence[JobFinishParams], claim: JobClaimParams
     ) -> tuple[list[str], list[ClaimedJob]]:
+        # Read before the claim: a write of this process committed after it ends the
+        # wait that follows an empty claim at once.
+        self._local.claim_generation = self._generation.value
+
         def finish_and_claim(ex: Executor) -> tuple[list[str], list[ClaimedJob]]:
             now = server_now(ex)
             stale = Finish(MARIADB, ex, finishes, now).result(ex)[0] if finishes else []
             return stale, Claim(MARIADB, ex, claim, now).result(ex)[1]
 
-        return self._retrying_deadlocks(finish_and_claim)
+        stale, claimed = self._retrying_deadlocks(finish_and_claim)
+        waiter = getattr(self._local, "waiter", None)
+        if claimed and waiter is not None and waiter.holding:
+            # Idle, then work found without a wake (a scheduled job came due): busy
+            # now, so writers must not ring this waiter (one round trip, rare).
+            waiter.release()
+        return stale, claimed
 
     def job_finish_many(self, params: Sequence[JobFinishParams]) -> list[str]:
         if not params:
@@ -272,8 +325,22 @@ class MariaDBBackend(SqlOperations, MariaDBActionLog):
             interval = min(interval * POLL_GROWTH, POLL_MAX)
 
     def work_wait(self, timeout: float) -> None:
-        """No notifications to wait for: the worker claims again after POLL_MAX s."""
-        time.sleep(max(0.0, min(timeout, POLL_MAX)))
+        """Sleep until a write wakes this worker (wake.py), POLL_MAX s at most: the
+        worker claims again then (scheduled jobs coming due are found so)."""
+        import pymysql
+
+        seen = getattr(self._local, "claim_generation", None)
+        if seen is not None and seen != self._generation.value:
+            return  # this process made jobs ready since the last claim
+        waiter = getattr(self._local, "waiter", None)
+        if waiter is None:
+            waiter = self._local.waiter = IdleWaiter(self.target)
+            with self._all_lock:
+                self._waiters.append(waiter)
+        try:
+            waiter.wait(max(0.0, min(timeout, POLL_MAX)))
+        except pymysql.err.Error as exc:
+            raise BackendUnavailable(f"waiting for work on {self.url} failed: {exc}") from exc
 
     # -- workers -------------------------------------------------------------------------
 

@@ -1,0 +1,211 @@
+"""Waking idle MariaDB workers: user locks as a doorbell, ``KILL QUERY`` as the ring.
+
+MariaDB has no LISTEN/NOTIFY. An idle worker waits in one statement on a connection of
+its own (:class:`IdleWaiter`)::
+
+    SELECT COALESCE(IF(GET_LOCK('conveyor_idle:<db>:0', 0), 0, NULL), ...), SLEEP(t)
+
+It takes the first free one of :data:`SLOTS` named locks and sleeps; it keeps the lock
+while it stays idle (claims between sleeps find nothing) and gives it back when woken
+or when a claim finds work. A write that makes jobs ready (an enqueue, an event sent, a retry or resume from
+the operations) reads ``IS_USED_LOCK`` of those names in a statement it sends anyway
+(the enqueue's clock read: no new round trip), and after its commit runs
+``KILL QUERY <id>`` for each holder: the sleep ends at once (error 1317 on MariaDB,
+``SLEEP`` returning 1 on MySQL) and the worker claims. So an enqueue pays a round trip
+per idle waiter it wakes, and none when no worker is idle; an idle worker sends one
+statement per poll interval, as its claim does.
+
+Safe by default: the sleep lasts one poll interval, so a wake that is lost (a waiter
+that took its lock just after the writer read the locks, more than :data:`SLOTS` idle
+waiters, a user not allowed to kill another user's query: error 1095, remembered and
+not tried again, a proxy that hides connection ids) costs the old polling latency,
+never a job. Writers and waiters in one process also share a generation counter, so a
+worker that claims while a write of its own process commits does not sleep past it.
+
+Example (needs a server; the test suite starts one)::
+
+    waiter = IdleWaiter(target)
+    waiter.wait(0.25)                            # in the worker: until woken or 0.25 s
+    now, idle = read_clock_and_idle(ex, "jobs")  # in a writer's transaction
+    wake(conn, idle)                             # after its commit
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from conveyor.backends.mariadb.connection import Executor, connect
+from conveyor.backends.mariadb.url import MariaDBTarget
+
+log = logging.getLogger("conveyor.backends.mariadb")
+
+#: How many idle waiters of one database a write can wake. Each is a named lock the
+#: writer reads (IS_USED_LOCK: ~20 us of server time each, measured in BENCHMARKS.md);
+#: waiters past these poll as before.
+SLOTS = 4
+#: MariaDB's "query execution was interrupted" (the KILL QUERY of a SLEEP), "unknown
+#: thread id" (the waiter is gone) and "you are not owner of thread" (another user's).
+_INTERRUPTED, _UNKNOWN_THREAD, _NOT_OWNER = 1317, 1094, 1095
+_NOW = "UNIX_TIMESTAMP(NOW(6))"
+
+
+def lock_names(database: str) -> list[str]:
+    """The names of the idle waiters' locks of one database (user locks are server-wide).
+
+    >>> lock_names("jobs")[:2]
+    ['conveyor_idle:jobs:0', 'conveyor_idle:jobs:1']
+    """
+    return [f"conveyor_idle:{database}:{i}" for i in range(SLOTS)]
+
+
+def clock_and_idle_sql(database: str) -> str:
+    """The statement of :func:`read_clock_and_idle`: the server's clock and, as one
+    text, the connection ids holding the idle locks (names quoted: a database name
+    is letters, digits, ``_`` and ``$``; a quote would be doubled anyway)."""
+    held = ", ".join(f"IS_USED_LOCK({_quote(n)})" for n in lock_names(database))
+    return f"SELECT {_NOW}, CONCAT_WS(',', {held})"
+
+
+def read_clock_and_idle(ex: Executor, database: str) -> tuple[float, list[int]]:
+    """The server's clock and the ids of idle waiters' connections, in one round trip."""
+    now, held = ex.execute(clock_and_idle_sql(database)).fetchone()
+    return float(now), [int(i) for i in str(held or "").split(",") if i]
+
+
+#: Connection ids this process may not kill (error 1095), per (host, port): not asked
+#: again, so a writer under another user pays no round trip per enqueue for nothing.
+_refused: set[tuple[str, int, int]] = set()
+
+
+def wake(conn: Any, target: MariaDBTarget, ids: Iterable[int]) -> int:
+    """``KILL QUERY`` each idle waiter's sleep on ``conn`` (after the write committed);
+    how many were sent. A waiter gone since (1094) is skipped; one of another user
+    (1095) is remembered and skipped from then on. Never raises for those."""
+    import pymysql
+
+    sent = 0
+    for conn_id in ids:
+        key = (target.host, target.port, conn_id)
+        if key in _refused:
+            continue
+        try:
+            conn.cursor().execute(f"KILL QUERY {int(conn_id)}")
+            sent += 1
+        except pymysql.err.OperationalError as exc:
+            if exc.args[0] == _NOT_OWNER:
+                _refused.add(key)
+                log.debug("cannot wake waiter %s (another user's connection): it polls", conn_id)
+            elif exc.args[0] != _UNKNOWN_THREAD:
+                raise
+        except pymysql.err.InternalError as exc:  # some servers report 1094/1095 here
+            if exc.args[0] not in (_UNKNOWN_THREAD, _NOT_OWNER):
+                raise
+    return sent
+
+
+class Generation:
+    """Ready-making commits of one process on one database, counted: a worker reads it
+    before its claim and does not sleep when it moved since (a writer of its own
+    process committed between the claim and the sleep)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0
+
+    def bump(self) -> None:
+        self.value += 1  # a lost increment under a race only costs one poll interval
+
+
+_generations: dict[tuple[str, int, str], Generation] = {}
+_generations_lock = threading.Lock()
+
+
+def generation_for(target: MariaDBTarget) -> Generation:
+    """The process-wide :class:`Generation` of ``target``'s database."""
+    key = (target.host, target.port, target.database)
+    with _generations_lock:
+        found = _generations.get(key)
+        if found is None:
+            found = _generations[key] = Generation()
+        return found
+
+
+class IdleWaiter:
+    """One thread's waits for work: a connection of its own, held while it is idle
+    (opened on the first wait, so a process that never waits holds none)."""
+
+    def __init__(self, target: MariaDBTarget) -> None:
+        self.target = target
+        self._conn: Any = None
+        names = lock_names(target.database)
+        take = ", ".join(f"IF(GET_LOCK({_quote(n)}, 0), {i}, NULL)" for i, n in enumerate(names))
+        # Left to right: a free slot (or none: the sleep is a plain poll), then the sleep.
+        self._take_and_sleep = f"SELECT COALESCE({take}), SLEEP(%s)"
+        self._sleep = "SELECT NULL, SLEEP(%s)"
+        #: This waiter's connection holds a slot: it keeps it through sleeps that time
+        #: out (the claims between them find nothing), so a write meanwhile still sees
+        #: it idle; a wake, or a claim that found work (:meth:`release`), gives it back.
+        self.holding = False
+        #: False once the server refused the statement for another reason than a kill
+        #: (an old server without RELEASE_ALL_LOCKS): the waiter sleeps in Python.
+        self.usable = True
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep up to ``seconds``, or until a writer wakes this waiter; True when woken."""
+        import pymysql
+
+        if not self.usable or seconds <= 0:
+            time.sleep(max(0.0, seconds))
+            return False
+        try:
+            if self._conn is None or not self._conn.open:
+                self._conn = connect(self.target)
+                self._conn.autocommit(True)
+            cur = self._conn.cursor()
+            cur.execute(self._sleep if self.holding else self._take_and_sleep, (seconds,))
+            row = cur.fetchone()
+            self.holding = self.holding or row[0] is not None
+            if row[1] == 1:  # MySQL: SLEEP returns 1 when killed
+                self.release()
+                return True
+            return False
+        except pymysql.err.OperationalError as exc:
+            if exc.args[0] == _INTERRUPTED:
+                self.release()
+                return True
+            self.close()  # a lost connection: the next wait opens another
+            raise
+        except pymysql.err.ProgrammingError as exc:  # e.g. no RELEASE_ALL_LOCKS: poll
+            log.warning("idle MariaDB workers will poll: %s", exc)
+            self.usable = False
+            self.close()
+            return False
+
+    def release(self) -> None:
+        """Give the slot back (the worker is busy now: writers need not wake it)."""
+        import pymysql
+
+        if not self.holding:
+            return
+        self.holding = False
+        try:
+            self._conn.cursor().execute("DO RELEASE_ALL_LOCKS()")
+        except pymysql.err.Error:
+            self.close()  # closing the connection releases its locks too
+
+    def close(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(Exception):  # already broken: nothing to release
+                self._conn.close()
+            self._conn = None
+        self.holding = False
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
