@@ -128,6 +128,22 @@ def waits_on(state: JobState, steps: Sequence[StepRecord]) -> tuple[str, float |
     return None
 
 
+def parked_event(steps: Sequence[StepRecord]) -> str | None:
+    """The event a job parked by ``conveyor.wait_for`` waits for, read from its
+    ``waiting`` step (what an import needs to park it again); None when no
+    ``wait_for`` step waits (a join's wait, which an import cannot carry, included).
+
+    >>> parked_event([StepRecord("j", 0, "wait_for:approved", STEP_WAITING, "9.0")])
+    'approved'
+    >>> parked_event([StepRecord("j", 0, "join:06H5", STEP_WAITING)]) is None
+    True
+    """
+    waiting = [s for s in steps if s.state == STEP_WAITING and s.position >= 0]
+    if not waiting or not waiting[-1].name.startswith(WAIT_PREFIX):
+        return None
+    return waiting[-1].name[len(WAIT_PREFIX) :]
+
+
 def waiting_step(event: str) -> str:
     """The name of the step that waits for ``event``: a ``wait_for``'s, or for a join's
     own event (``join:<child id>``, woken by the child's end) the join's.

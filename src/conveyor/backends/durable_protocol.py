@@ -49,6 +49,12 @@ class Durable(Protocol):
         Returns the job's state read with the mark (under its row lock), None if gone."""
         ...
 
+    def job_event_list(self, job_id: str) -> list[JobEventSendParams]:
+        """The events sent to the job and not consumed yet, oldest first, as the sends
+        that stored them (``sent_at`` 0.0 where the store keeps no time: Redis, memory);
+        what an export carries so that an import delivers them still."""
+        ...
+
     def job_step_list(self, job_id: str) -> list[StepRecord]:
         """The job's step records by position (one read per replay)."""
         ...

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from conveyor.backends.durable_params import StepRecord
+from conveyor.backends.durable_params import JobEventSendParams, StepRecord, parked_event
 from conveyor.backends.records import AttemptRecord, JobFlow, JobLogRecord, JobRecord
 from conveyor.records import record
 from conveyor.states import FINISHED_STATES, JobState
@@ -126,10 +126,13 @@ class JobImport:
     flow: JobFlow | None = None
     #: its durable steps (``job_step_list``), written where the store keeps them
     steps: Sequence[StepRecord] = ()
+    #: events sent to it and not consumed yet (``job_event_list``), oldest first
+    events: Sequence[JobEventSendParams] = ()
 
 
 #: States a job may be imported in: the work still to do and finished history (a running
-#: claim belongs to a worker of the other store); ``waiting`` only with its parents.
+#: claim belongs to a worker of the other store); ``waiting`` only with its parents or
+#: parked by a ``conveyor.wait_for`` (its ``waiting`` step says for which event).
 IMPORTABLE = frozenset(
     {JobState.QUEUED, JobState.SCHEDULED, JobState.WAITING, *FINISHED_STATES}
 )  # fmt: skip
@@ -146,15 +149,19 @@ def check_importable(item: JobImport) -> None:
     conveyor.errors.ConveyorError: cannot import job j in state running
     >>> check_importable(JobImport(records.replace(job, state=JobState.WAITING)))
     Traceback (most recent call last):
-    conveyor.errors.ConveyorError: cannot import job j in state waiting without its parents
+    conveyor.errors.ConveyorError: cannot import job j in state waiting without its parents or the wait_for step that parked it
     """
     from conveyor.errors import ConveyorError
 
     j = item.job
     if j.state not in IMPORTABLE:
         raise ConveyorError(f"cannot import job {j.id} in state {j.state}")
-    if j.state is JobState.WAITING and not (item.flow and item.flow.parents):
-        raise ConveyorError(f"cannot import job {j.id} in state waiting without its parents")
+    parked = parked_event(item.steps) is not None
+    if j.state is JobState.WAITING and not (item.flow and item.flow.parents) and not parked:
+        raise ConveyorError(
+            f"cannot import job {j.id} in state waiting without its parents or the "
+            "wait_for step that parked it"
+        )
 
 
 @record

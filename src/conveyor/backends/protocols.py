@@ -129,7 +129,7 @@ FEATURES: dict[str, str] = {
     "search_index": "search_index_set, search_index_enabled, search_index_catch_up",
     #: durable jobs (@app.step, conveyor.sleep, conveyor.wait_for, job.send)
     "steps": "job_step_list, job_step_save, job_event_send, job_event_wait, job_wake_due, "
-    "job_join_mark",
+    "job_join_mark, job_event_list",
     "sql": "the store answers SQL over the jobs (the raw connection is usable)",
     #: every store but the in-process memory store: workers in other processes, the CLI
     #: and a shell (rows written around the API) reach the same jobs

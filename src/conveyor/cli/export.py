@@ -113,7 +113,8 @@ def export(
 
 def history(backend: Backend, j: JobRecord, flow: JobFlow | None, *, epoch: bool) -> dict[str, Any]:
     """The JSON-lines fields beyond the job's row, so ``conveyor import`` brings a job
-    back whole: its workflow fields, attempt history, logs and durable steps, and whether export
+    back whole: its workflow fields, attempt history, logs, durable steps and events not
+    consumed yet, and whether export
     masked secret arguments (then the payload cannot be imported: docs/secrets.md).
     CSV keeps the row's columns only."""
 
@@ -160,6 +161,11 @@ def history(backend: Backend, j: JobRecord, flow: JobFlow | None, *, epoch: bool
                 "finished_at": when(s.finished_at),
             }
             for s in (backend.job_step_list(j.id) if "steps" in backend.features else ())
+        ],
+        # events sent to it and not consumed yet: the import delivers them still
+        "events": [
+            {"name": e.name, "payload": e.payload, "sent_at": when(e.sent_at or None)}
+            for e in (backend.job_event_list(j.id) if "steps" in backend.features else ())
         ],
     }
 

@@ -40,6 +40,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from conveyor import records
 from conveyor.backends.base import (
     AttemptRecord,
+    JobEventSendParams,
     JobFlow,
     JobImport,
     JobImportParams,
@@ -172,7 +173,8 @@ def job_from_line(data: Any, now: float) -> JobImport:
         )  # fmt: skip
         job = records.replace(job, state=JobState.QUEUED, attempt=max(0, job.attempt - 1))
     steps = [_step(job_id, r) for r in _get(data, "steps", (list,), [])]
-    item = JobImport(job, attempts, logs, flow, steps)
+    events = [_event(job_id, r) for r in _get(data, "events", (list,), [])]
+    item = JobImport(job, attempts, logs, flow, steps, events)
     try:
         check_importable(item)
     except ConveyorError as exc:
@@ -208,6 +210,19 @@ def _step(job_id: str, data: Any) -> StepRecord:
         _get(data, "attempts", (int,), 1),
         _time(data, "started_at") or 0.0,
         _time(data, "finished_at") or 0.0,
+    )
+
+
+def _event(job_id: str, data: Any) -> JobEventSendParams:
+    """An event sent and not consumed yet: ``{"name", "payload" (stored JSON text),
+    "sent_at"}``."""
+    if not isinstance(data, dict):
+        raise LineError("an event is not a JSON object")
+    return JobEventSendParams(
+        job_id,
+        _get(data, "name", (str,)),
+        _get(data, "payload", (str,), "null"),
+        _time(data, "sent_at") or 0.0,
     )
 
 

@@ -76,6 +76,7 @@ def move_page(source: Backend, target: Backend, page: list[JobRecord], delete: b
             source.job_log_list(JobLogListParams(j.id)),
             _carried(flows.get(j.id), j),
             _steps(source, j.id),
+            source.job_event_list(j.id) if "steps" in source.features else [],
         )
         for j in page
     ]

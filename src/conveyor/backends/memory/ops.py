@@ -313,6 +313,8 @@ class MemoryOpsMixin:
                 store.logs.setdefault(j.id, []).extend(item.logs)
                 if item.steps:
                     store.steps[j.id] = {s.position: replace(s, job_id=j.id) for s in item.steps}
+                if item.events:  # not consumed yet: a wait takes them (a parked job waits)
+                    store.events[j.id] = [[e.name, e.payload, False] for e in item.events]
                 if flow_of.parents:
                     store.parents[j.id] = list(flow_of.parents)
                     for parent in flow_of.parents:

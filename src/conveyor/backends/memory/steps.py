@@ -63,6 +63,11 @@ class MemorySteps:
             saved = self.store.steps.get(job_id, {})
             return [saved[p] for p in sorted(saved)]
 
+    def job_event_list(self, job_id: str) -> list[JobEventSendParams]:
+        with self.store.lock:
+            sent = self.store.events.get(job_id, ())
+            return [JobEventSendParams(job_id, str(n), str(p)) for n, p, used in sent if not used]
+
     def job_step_save(self, params: JobStepSaveParams) -> bool:
         step = params.step
         with self.store.lock:

@@ -52,6 +52,7 @@ from conveyor.backends.base import (
     QueueResumeParams,
     check_histogram,
 )
+from conveyor.backends.durable_params import parked_event
 from conveyor.backends.filter_match import matches
 from conveyor.backends.params import check_importable
 from conveyor.backends.records import JobFlow, queue_list_of
@@ -426,5 +427,8 @@ def _import_entry(item: JobImport) -> list[object]:
             fields += ["flow", "1"]
     run_at = repr(float(j.run_at))
     steps = [[str(s.position), step_json(s)] for s in item.steps]
+    events = [json.dumps([e.name, e.payload], ensure_ascii=False) for e in item.events]
+    # The event a parked job waits for (None: parked by its parents, or not waiting).
+    parked = parked_event(item.steps) if j.state is JobState.WAITING else None
     return [j.id, j.queue, str(j.state), str(j.priority), run_at, fields, attempts,
-            [_log_json(r) for r in item.logs], parents, steps]  # fmt: skip
+            [_log_json(r) for r in item.logs], parents, steps, events, parked or False]  # fmt: skip

@@ -87,6 +87,12 @@ class RedisSteps:
         steps = [step_from(job_id, v) for k, v in found.items() if str(k).lstrip("-").isdigit()]
         return sorted(steps, key=lambda s: s.position)
 
+    def job_event_list(self, job_id: str) -> list[JobEventSendParams]:
+        with self._guard:
+            found = self._client.lrange(self.keys.events(job_id), 0, -1)
+        events = [json.loads(e) for e in found]  # [name, payload]: no time is kept
+        return [JobEventSendParams(job_id, str(name), str(payload)) for name, payload in events]
+
     def job_step_save(self, params: JobStepSaveParams) -> bool:
         s = params.step
         replace = "1" if params.replace else "0"

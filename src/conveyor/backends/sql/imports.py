@@ -1,5 +1,6 @@
 """The import of whole jobs on any SQL store (``conveyor migrate``): each job with its
-attempts, logs and workflow edges, as they were in the store it comes from.
+attempts, logs, workflow edges, durable steps and unconsumed events, as they were in the
+store it comes from.
 
 A job whose id is already here is skipped (a rerun after an interruption), and so are
 its attempts, logs and edges. Jobs go in a few dozen rows a statement (a page of a
@@ -45,6 +46,7 @@ _ATTEMPT = (
     "attempts (job_id, token, attempt, worker_id, started_at, finished_at, outcome, error) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
+_EVENT = "INSERT INTO job_events (job_id, name, payload, sent_at) VALUES (?, ?, ?, ?)"
 _EDGE = "job_deps (parent_id, child_id, position) VALUES (?, ?, ?)"
 #: Holders that give their key up once their window passed (as at an insert).
 _FINISHED = frozenset({"succeeded", "dead", "cancelled", "expired"})
@@ -142,6 +144,12 @@ def insert_history(d: Dialect, ex: Executor, items: Sequence[JobImport]) -> None
         ex.executemany(
             d.sql(d.insert_ignore(f"job_steps ({STEP_COLUMNS}) VALUES ({_STEP_VALUES})")), steps
         )
+    # Events not consumed yet, in the order sent (ids grow): a wait here takes them. A
+    # parked job comes back parked (its row ``waiting``, run_at its deadline, and its
+    # ``waiting`` step): a send wakes it, the deadline sweep times it out.
+    events = [(i.job.id, e.name, e.payload, e.sent_at) for i in items for e in i.events]
+    if events:
+        ex.executemany(d.sql(_EVENT), events)
     edges = [
         (parent, i.job.id, n)
         for i in items

@@ -111,6 +111,16 @@ class SqlSteps(SqlStore):
         query = f"SELECT {COLUMNS} FROM job_steps WHERE job_id = ? ORDER BY pos"
         return [step_of(r) for r in self._ops_rows(self._dialect.sql(query), (job_id,))]
 
+    def job_event_list(self, job_id: str) -> list[JobEventSendParams]:
+        query = self._dialect.sql(
+            "SELECT name, payload, sent_at FROM job_events WHERE job_id = ? "
+            "AND consumed_at IS NULL ORDER BY id"
+        )
+        return [
+            JobEventSendParams(job_id, str(name), str(payload), float(str(sent_at or 0.0)))
+            for name, payload, sent_at in self._ops_rows(query, (job_id,))
+        ]
+
     def job_step_save(self, params: JobStepSaveParams) -> bool:
         with self._ops_tx() as ex:
             return save_in(self._dialect, ex, params)

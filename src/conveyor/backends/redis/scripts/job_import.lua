@@ -5,7 +5,9 @@
 -- ARGV[1] result TTL seconds (a finished job's TTL starts again at the import)
 -- ARGV[2] JSON array, one entry per job: [id, queue, state, priority, run_at,
 --   [field, value, ...] (the hash; absent = NULL), [attempt JSON, ...], [log JSON, ...],
---   [parent id, ...] (workflow edges, in depends_on order), [[position, step JSON], ...]]
+--   [parent id, ...] (workflow edges, in depends_on order), [[position, step JSON], ...],
+--   [event JSON [name, payload], ...] (not consumed yet, oldest first),
+--   the event a parked job waits for (false: not parked by a wait_for)]
 -- Derived: job:<id>, attempts:<id>, logs:<id>, ready:<queue>, expiring, and the unique hash
 -- (_flow.lua) for a job's unique_key.
 -- Idempotent: an id that exists already is skipped, so a rerun after an interruption
@@ -51,6 +53,10 @@ for _, j in ipairs(cjson.decode(ARGV[2])) do
       for _, s in ipairs(j[10]) do redis.call('HSET', k_steps(id), s[1], s[2]) end
       redis.call('HSET', key, 'durable', '1')
     end
+    if j[11] and #j[11] > 0 then -- events not consumed yet: a wait here takes them
+      push_all(k_events(id), j[11])
+      redis.call('HSET', key, 'durable', '1') -- its finish expires events:<id> too
+    end
     -- Workflow edges (as flow_insert writes them): the parents in order, and the job in
     -- the children set of each parent not ended yet, here or still to come in this run.
     if #j[9] > 0 then
@@ -68,7 +74,12 @@ for _, j in ipairs(cjson.decode(ARGV[2])) do
       local expires_at = redis.call('HGET', key, 'expires_at')
       if expires_at then redis.call('ZADD', BASE .. 'expiring', number_or(expires_at, 0), id) end
     end
-    if state == 'waiting' then
+    if state == 'waiting' and j[12] then
+      -- parked by a wait_for, as job_event_wait parks: a send wakes it, and the
+      -- deadline sweep (job_wake_due) times it out at run_at
+      redis.call('HSET', k_steps(id), 'waiting', j[12])
+      redis.call('ZADD', K_WAITING, run_at, id)
+    elseif state == 'waiting' then
       -- in no index: its last parent's end makes it ready (_flow.lua settle)
     elseif state == 'queued' then
       redis.call('ZADD', k_ready(queue), ready_score(priority, run_at), id)
