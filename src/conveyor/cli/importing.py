@@ -10,7 +10,8 @@ interruption finishes the job without duplicates.
 
 Kept from the export: id, task, queue, state, priority, payload, result, error, reason,
 attempt and rescue counts, every time, headers, unique key and window, workflow edges
-and piping, attempt history, logs and durable steps. A job that was running when the export was taken
+and piping, attempt history, logs, durable steps and events not consumed yet (a job
+parked by ``conveyor.wait_for`` comes back parked). A job that was running when the export was taken
 comes back ``queued``, as a graceful release would leave it (attempt given back, a
 ``released`` attempt record): its worker belongs to the store the export came from.
 Refused: a job whose secret arguments export masked (``"secrets_masked": true``; the
