@@ -9,14 +9,17 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
 import conveyor
 from conveyor.backends.mariadb import backend as mariadb_backend
-from conveyor.backends.mariadb.wake import lock_names
+from conveyor.backends.mariadb import wake
+from conveyor.backends.mariadb.wake import IdleWaiter, lock_names
 from conveyor.states import JobState
 from conveyor.worker import fetching
 from tests.support import mariadb_server
@@ -98,3 +101,35 @@ def test_a_write_from_another_process_wakes_an_idle_worker(
 def test_the_lock_names_are_per_database() -> None:
     assert lock_names("a") != lock_names("b")
     assert len(set(lock_names("a"))) == len(lock_names("a"))
+
+
+def test_a_writer_that_may_not_wake_the_worker_leaves_it_to_poll(
+    request: pytest.FixtureRequest,
+) -> None:
+    """Another database user may not KILL the worker's query (error 1095): the enqueue
+    still succeeds, the waiter sleeps its poll out, and that id is not tried again."""
+    url = mariadb_server.isolated_url(request)
+    base = request.getfixturevalue("mariadb_url")
+    parts = urlsplit(url)
+    user = f"w_{uuid.uuid4().hex[:12]}"
+    mariadb_server.execute(base, f"CREATE USER '{user}'@'%' IDENTIFIED BY 'pw'")
+    request.addfinalizer(lambda: mariadb_server.execute(base, f"DROP USER '{user}'@'%'"))
+    mariadb_server.execute(base, f"GRANT ALL PRIVILEGES ON {parts.path[1:]}.* TO '{user}'@'%'")
+    limited = urlunsplit(parts._replace(netloc=f"{user}:pw@{parts.hostname}:{parts.port}"))
+    waiting = conveyor.App(url)
+    waiter = IdleWaiter(waiting.backend.target)  # type: ignore[attr-defined]
+    woken: list[bool] = []
+    thread = threading.Thread(target=lambda: woken.append(waiter.wait(1.5)))
+    writer = conveyor.App(limited)
+    try:
+        thread.start()
+        time.sleep(0.5)  # asleep, holding its slot
+        writer.task(name="wake.stamp")(lambda: None).enqueue()  # no error: it polls
+        thread.join(10)
+        assert woken == [False]  # slept the whole 1.5 s, not woken
+        target = waiter.target
+        assert (target.host, target.port, waiter._conn.thread_id()) in wake._refused
+    finally:
+        waiter.close()
+        writer.close()
+        waiting.close()

@@ -172,12 +172,14 @@ class IdleWaiter:
             row = cur.fetchone()
             self.holding = self.holding or row[0] is not None
             if row[1] == 1:  # MySQL: SLEEP returns 1 when killed
-                self.release()
+                self.release(always=True)
                 return True
             return False
         except pymysql.err.OperationalError as exc:
             if exc.args[0] == _INTERRUPTED:
-                self.release()
+                # Killed, maybe before the statement said whether it took a slot: give
+                # back whatever it holds.
+                self.release(always=True)
                 return True
             self.close()  # a lost connection: the next wait opens another
             raise
@@ -187,11 +189,12 @@ class IdleWaiter:
             self.close()
             return False
 
-    def release(self) -> None:
-        """Give the slot back (the worker is busy now: writers need not wake it)."""
+    def release(self, always: bool = False) -> None:
+        """Give the slot back (the worker is busy now: writers need not wake it);
+        nothing to do unless it holds one (``always``: it may, unknown)."""
         import pymysql
 
-        if not self.holding:
+        if not (self.holding or always):
             return
         self.holding = False
         try:
