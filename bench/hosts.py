@@ -8,7 +8,10 @@ quota, e.g. 0.2 of a core) puts its capacity well inside what the rest of the bo
 feed. The model, from two measurements made here:
 
 - ``r1``: one host's own rate (one ``conveyor worker`` at its default flags, uncapped
-  server), and ``c``: the server's CPU time per job during that run;
+  server), and ``c``: the server's CPU time per job while one host drains noop jobs on
+  the capped server (which it saturates: claims and finishes batched, as
+  bench/server_cost.py measures them; the server's CPU per job at each point is
+  reported beside, since it moves with contention);
 - prediction(N) = min(N x r1, quota / c): the hosts' demand, or the server's capacity.
 
 Each point: a fresh store pre-filled (cap lifted) with enough jobs for the whole run,
@@ -178,14 +181,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             row: dict[str, Any] = {"alone": alone, "drain": drain, "points": {}}
             for n in counts:
                 expect = predict(n, r1, args.quota, c1)
-                # Sized for up to twice the predicted capacity: a queue that runs dry
-                # would cut the measurement short (reported as "ran dry" if it does).
-                size = min(n * r1, 2 * expect)
+                # Sized for 2.5 times the prediction: a queue that runs dry would cut the
+                # measurement short (the table says "ran dry" if one did).
+                size = 2.5 * expect
                 row["points"][n] = point(st, args, n, args.quota, size, f"hosts{r}n{n}")
                 print(f"round {r + 1}: {n} hosts {row['points'][n]['jobs_per_s']:,.0f} jobs/s "
                       f"(predicted {expect:,.0f})", file=sys.stderr)  # fmt: skip
             rounds.append(row)
-        env = {"store": st.store, "version": st.version, **st.extra}
+        env: dict[str, Any] = {"store": st.store, "version": st.version, **st.extra}
         env |= {"cgroup": st.cap.version, "port": st.port}
     return _summary(args, counts, rounds, env)
 

@@ -130,9 +130,9 @@ def namespaces(count: int) -> Iterator[tuple[Host, ...]]:
         yield tuple(made)
     finally:
         for host in made:
-            for args in (("netns", "del", host.namespace), ("link", "del", host.veth)):
+            for undo in (("netns", "del", host.namespace), ("link", "del", host.veth)):
                 with contextlib.suppress(StageError):
-                    ip(*args)
+                    ip(*undo)
 
 
 class CpuCap:
