@@ -128,7 +128,7 @@ FEATURES: dict[str, str] = {
     #: table): the workers run its indexer (worker/services/search_indexer.py)
     "search_index": "search_index_set, search_index_enabled, search_index_catch_up",
     #: durable jobs (@app.step, conveyor.sleep, conveyor.wait_for, job.send)
-    "steps": "job_step_list, job_step_save, job_event_send, job_event_wait, job_wake_due, "
+    "steps": "job_step_list, job_step_save, job_step_save_many, job_event_send, job_event_wait, job_wake_due, "
     "job_join_mark",
     "sql": "the store answers SQL over the jobs (the raw connection is usable)",
     #: every store but the in-process memory store: workers in other processes, the CLI
