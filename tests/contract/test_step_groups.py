@@ -100,3 +100,4 @@ def test_async_jobs_share_checkpoint_writes(app: conveyor.App, backend: Backend)
         assert job.result(timeout=0) == [i * 100 + n * 3 for n in range(STEPS)]
     checkpointer = worker.attempts.checkpointer
     assert checkpointer is not None and checkpointer.written == JOBS * STEPS
+    assert checkpointer.groups < checkpointer.written
