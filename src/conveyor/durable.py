@@ -5,11 +5,9 @@ for events (``@app.step``, :func:`sleep`, :func:`wait_for`; child jobs in
 A job whose body calls steps is replayed from the top on each attempt (a retry, a rescue
 after a crash, the end of a sleep or of a wait). Each step call takes the next position;
 a step saved at that position returns its saved result without running, any other runs
-and is saved before it returns (one fenced statement: ``job_step_save``; in a worker
-with several slots concurrent jobs' checkpoints share a commit: worker/checkpointer.py,
-``job_step_save_many``). The saved
-steps are read once per attempt, when the first step is called, so a job that calls
-none costs nothing more. A name that differs from the saved one at a position ends the
+and is saved before it returns (one fenced statement; concurrent jobs' share a commit:
+worker/checkpointer.py). The saved steps are read once per attempt, when the first step
+is called, so a job that calls none costs nothing more. A name that differs from the saved one at a position ends the
 job dead with :class:`~conveyor.errors.NonDeterministic`.
 
 Outside a job a step is a plain call, :func:`sleep` is ``time.sleep`` and
@@ -38,7 +36,7 @@ import time
 import zlib
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from conveyor.backends.base import (
     NO_DEADLINE,
@@ -69,6 +67,11 @@ if TYPE_CHECKING:
 #: The feature a store declares for durable jobs.
 FEATURE = "steps"
 SLEEP = "sleep"
+
+
+class Checkpoints(Protocol):  # a worker's group commit (worker/checkpointer.py)
+    def save(self, params: JobStepSaveParams) -> bool: ...
+    def submit(self, params: JobStepSaveParams) -> Future[bool]: ...
 
 
 class StepLost(ConveyorError):
@@ -121,7 +124,7 @@ class Replay:
         sleeps: bool = True,
         on_park: Callable[[float], None] | None = None,
         tally: StepTally | None = None,
-        checkpoints: Callable[[JobStepSaveParams], Future[bool]] | None = None,
+        checkpoints: Checkpoints | None = None,
     ) -> None:
         if FEATURE not in backend.features:
             raise ConfigurationError(f"the {backend.name} store does not keep durable steps")
@@ -132,7 +135,7 @@ class Replay:
         self.on_park = on_park
         #: the worker's counts (its metrics), None: nobody counts
         self.tally = tally
-        #: the worker's group commit (``Checkpointer.submit``); None: each alone
+        #: the worker's group commit (worker/checkpointer.py); None: each alone
         self.checkpoints = checkpoints
         self.saved = {s.position: s for s in backend.job_step_list(job.id)}
         self.position = 0
@@ -154,17 +157,16 @@ class Replay:
         """Save ``step`` (committed when this returns), fenced by the attempt's token."""
         params, group = JobStepSaveParams(step, self.job.token, replace), self.checkpoints
         self._saved(step, self.backend.job_step_save(params) if group is None else
-                    group(params).result())  # fmt: skip
+                    group.save(params))  # fmt: skip
 
     async def asave(self, step: StepRecord, replace: bool) -> None:
         """:meth:`save` for an async step: the event loop runs on while it is written."""
-        params = JobStepSaveParams(step, self.job.token, replace)
         if self.checkpoints is None:
-            self._saved(step, self.backend.job_step_save(params))
-        else:
-            import asyncio  # lazily: a worker of sync jobs never loads it
+            return self.save(step, replace)
+        import asyncio  # lazily: a worker of sync jobs never loads it
 
-            self._saved(step, await asyncio.wrap_future(self.checkpoints(params)))
+        params = JobStepSaveParams(step, self.job.token, replace)
+        self._saved(step, await asyncio.wrap_future(self.checkpoints.submit(params)))
 
     def _saved(self, step: StepRecord, saved: bool) -> None:
         if not saved:

@@ -52,9 +52,12 @@ def test_a_group_refuses_only_the_checkpoint_of_a_job_fenced_out(backend: Backen
     assert [s.result for s in backend.job_step_list(c.id)] == ['"c"', '"2"', '"late"']
 
 
-def test_concurrent_jobs_share_checkpoint_writes(app: conveyor.App, backend: Backend) -> None:
-    """Many durable jobs in one worker: each job's own results, in fewer writes than
-    steps (the jobs meet at a barrier before each step, so checkpoints come together)."""
+def test_concurrent_jobs_checkpoint_their_own_results(app: conveyor.App, backend: Backend) -> None:
+    """Many durable jobs' threads in one worker, their checkpoints coming together (a
+    barrier before each step): each job's own results. Whether a thread finds a write
+    in flight to join depends on the store's commit time (a fast one is done first):
+    fewer commits than steps is counted on SQLite at synchronous=FULL
+    (integration/test_step_group_commits.py) and for async jobs below."""
     needs(backend, "steps")
     barrier = threading.Barrier(JOBS, timeout=10)
 
@@ -78,11 +81,12 @@ def test_concurrent_jobs_share_checkpoint_writes(app: conveyor.App, backend: Bac
     checkpointer = worker.attempts.checkpointer
     assert checkpointer is not None
     assert checkpointer.written == JOBS * STEPS
-    assert checkpointer.groups < checkpointer.written
+    assert checkpointer.groups <= checkpointer.written
 
 
 def test_async_jobs_share_checkpoint_writes(app: conveyor.App, backend: Backend) -> None:
-    """The async pool: async steps await their checkpoint, the loop runs the others."""
+    """The async pool: async steps await their checkpoint while the loop runs the
+    other jobs, whose checkpoints join the same write: fewer writes than steps."""
     needs(backend, "steps")
 
     @app.step(name="triple")

@@ -20,7 +20,9 @@ JOBS, STEPS = 8, 10
 
 def _commits(path: Path, concurrency: int) -> tuple[int, list[object]]:
     counter = count_sqlite()
-    app = conveyor.App(f"sqlite:///{path}")
+    # synchronous=FULL: each commit waits for its fsync, as a server store's does, so
+    # checkpoints arrive while one is in flight.
+    app = conveyor.App(f"sqlite:///{path}?synchronous=FULL")
     barrier = threading.Barrier(concurrency, timeout=10)
 
     @app.step(name="noop")

@@ -188,7 +188,7 @@ class Attempts:
             raise StepLost(f"job {ctx.id}: this attempt's claim was taken back")
         group = self.checkpointer
         return Replay(self.app.backend, job, self.worker_id, on_park=self.on_park,
-                      tally=self.steps, checkpoints=None if group is None else group.submit)  # fmt: skip
+                      tally=self.steps, checkpoints=group)  # fmt: skip
 
     def isolate(self, jobs: list[ClaimedJob]) -> list[ClaimedJob]:
         """Poison isolation, the worker's side: a job rescued before (``rescues > 0``)

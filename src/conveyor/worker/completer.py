@@ -2,8 +2,7 @@
 
 One thread takes everything queued since its last write and writes it in one backend
 call, so under load batches grow by themselves and when idle a finish is written at
-once (no timer adds latency): :class:`GroupWriter`, the worker's one group-commit
-mechanism, also the durable steps' checkpointer's (``checkpointer.py``). Thresholds: at most ``MAX_BATCH`` finishes per write; the
+once (no timer adds latency). Thresholds: at most ``MAX_BATCH`` finishes per write; the
 fetcher stops claiming while more than ``MAX_PENDING`` wait (back-pressure, so a slow
 store cannot grow this queue without bound). If the store is unreachable the batch is
 kept and retried with backoff (a Redis outage, or a SQLite store fault such as a full
@@ -25,7 +24,6 @@ import logging
 import queue
 import threading
 from collections.abc import Callable
-from typing import Generic, TypeVar
 
 from conveyor.backends.base import Backend, JobFinishParams
 from conveyor.errors import BackendUnavailable
@@ -39,47 +37,7 @@ MAX_BATCH = 1000
 MAX_PENDING = 5000
 
 
-T = TypeVar("T")
-
-
-class GroupWriter(Generic[T]):
-    """Group commit on one thread: :meth:`_write` gets everything queued since the last
-    write (at most ``MAX_BATCH``), so writes grow with the load and none waits for a
-    timer. Subclasses say what a write is (finishes, checkpoints)."""
-
-    def __init__(self, name: str) -> None:
-        self._queue: queue.SimpleQueue[T | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._loop, name=f"conveyor-{name}", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def _loop(self) -> None:
-        stopping = False
-        while not stopping:
-            item = self._queue.get()
-            batch: list[T] = []
-            if item is None:
-                stopping = True
-            else:
-                batch.append(item)
-            while len(batch) < MAX_BATCH:
-                try:
-                    more = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if more is None:
-                    stopping = True
-                    break
-                batch.append(more)
-            if batch:
-                self._write(batch)
-
-    def _write(self, batch: list[T]) -> None:
-        raise NotImplementedError
-
-
-class Completer(GroupWriter[JobFinishParams]):
+class Completer:
     """Batches finish writes on one thread."""
 
     def __init__(
@@ -88,10 +46,11 @@ class Completer(GroupWriter[JobFinishParams]):
         on_written: Callable[[list[JobFinishParams], list[str]], None] | None = None,
         outages: OutageLog | None = None,
     ) -> None:
-        super().__init__("completer")
         self._backend = backend
+        self._queue: queue.SimpleQueue[JobFinishParams | None] = queue.SimpleQueue()
         self._pending = 0
         self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._loop, name="conveyor-completer", daemon=True)
         self._on_written = on_written
         self._outage = Outage("completer", outages)
         self._abandon = threading.Event()
@@ -101,6 +60,9 @@ class Completer(GroupWriter[JobFinishParams]):
     def pending(self) -> int:
         """Finishes queued or being written."""
         return self._pending
+
+    def start(self) -> None:
+        self._thread.start()
 
     def put(self, params: JobFinishParams) -> None:
         with self._lock:
@@ -116,6 +78,27 @@ class Completer(GroupWriter[JobFinishParams]):
         if self._thread.is_alive():
             self._abandon.set()
             self._thread.join(1.0)
+
+    def _loop(self) -> None:
+        stopping = False
+        while not stopping:
+            item = self._queue.get()
+            batch: list[JobFinishParams] = []
+            if item is None:
+                stopping = True
+            else:
+                batch.append(item)
+            while len(batch) < MAX_BATCH:
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    stopping = True
+                    break
+                batch.append(more)
+            if batch:
+                self._write(batch)
 
     def _write(self, batch: list[JobFinishParams]) -> None:
         try:
