@@ -15,9 +15,13 @@ wrote; PostgreSQL statements from ``pg_stat_statements``, commits as the WAL's C
 records (``pg_waldump``; transactions that wrote) and, beside them, ``xact_commit``
 (every transaction, read-only ones included).
 
+``--baseline SRC`` adds conveyor's arms run on another checkout's ``src`` (``...-base``:
+a before/after in the same run, alternated with the other arms).
+
 Example::
 
     .venv/bin/python -m bench.durable_peer --rounds 3 --jobs 200
+    .venv/bin/python -m bench.durable_peer --baseline ../main-checkout/src
 """
 
 from __future__ import annotations
@@ -66,14 +70,17 @@ DURABILITY = {
 def measure(arm: str, url: str, jobs: int, python: dict[str, str]) -> dict[str, Any]:
     tool = arm.split("-")[0]
     module = "bench.durable_steps" if tool == "conveyor" else "bench.durable_dbos"
-    if arm == "conveyor-full":
+    env = None
+    if arm.endswith("-base"):  # the same bench module, the baseline's conveyor
+        env = {**os.environ, "PYTHONPATH": python["baseline"]}
+    if arm.startswith("conveyor-full"):
         url += "?synchronous=FULL"
     command = [python[tool], "-m", module, "--url", url, "--jobs", str(jobs)]
     if tool == "conveyor":
         command.append("--json")
     else:
         command += ["--wal"] * (arm == "dbos-wal") + ["--direct"] * (arm != "dbos-queue")
-    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=1800)
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=1800, env=env)
     if done.returncode != 0:
         raise RuntimeError(f"{arm} failed: {done.stderr[-3000:]}")
     figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -102,6 +109,14 @@ def fresh_pg(cluster: PostgresCluster, name: str) -> str:
     return url
 
 
+def arms(store: str, python: dict[str, str]) -> tuple[str, ...]:
+    """The store's arms, with the baseline's conveyor arms when one is given."""
+    ours = ARMS[store]
+    if "baseline" not in python:
+        return ours
+    return ours + tuple(f"{a}-base" for a in ours if a.startswith("conveyor"))
+
+
 def run(stores: list[str], rounds: int, jobs: int, python: dict[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {"load_before": os.getloadavg(), "stores": {}}
     for store in stores:
@@ -109,7 +124,7 @@ def run(stores: list[str], rounds: int, jobs: int, python: dict[str, str]) -> di
         rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
         try:
             for i in range(rounds):
-                for arm in arm_order(list(ARMS[store]), i):
+                for arm in arm_order(list(arms(store, python)), i):
                     with tempfile.TemporaryDirectory() as tmp:
                         if cluster is None:
                             url = f"sqlite:///{Path(tmp) / 'store.sqlite'}"
@@ -161,7 +176,7 @@ def report(result: dict[str, Any]) -> list[str]:
     verdicts, fairness = [], []
     for store, data in result["stores"].items():
         rows = data["rows"]
-        for arm in ARMS[store]:
+        for arm in [a for a in rows if a != "replay"]:
             runs = ", ".join(f"{r['steps_per_s']:,.0f}" for r in rows[arm])
             commits = f"{median(rows[arm], 'commits_per_step'):.2f}"
             if store == "postgres":
@@ -195,7 +210,9 @@ def report(result: dict[str, Any]) -> list[str]:
         f"{result['load_after'][0]:.1f} after (1 min); per run: "
         + "; ".join(
             f"{store} "
-            + ", ".join(f"{r['load']:.1f}" for arm in ARMS[store] for r in d["rows"][arm])
+            + ", ".join(
+                f"{r['load']:.1f}" for arm in d["rows"] if arm != "replay" for r in d["rows"][arm]
+            )
             for store, d in result["stores"].items()
         )
     )
@@ -214,8 +231,11 @@ def main() -> None:
     p.add_argument("--stores", default="sqlite,postgres")
     p.add_argument("--dbos-python", default=str(DBOS_PYTHON))
     p.add_argument("--out", type=Path, help="also write the raw figures here (JSON)")
+    p.add_argument("--baseline", help="another checkout's src: its conveyor as -base arms")
     args = p.parse_args()
     python = {"conveyor": sys.executable, "dbos": args.dbos_python}
+    if args.baseline:
+        python["baseline"] = str(Path(args.baseline).resolve())
     print(f"DBOS Transact {_version(args.dbos_python)}, conveyor in {sys.executable}", flush=True)
     result = run(args.stores.split(","), args.rounds, args.jobs, python)
     if args.out:

@@ -5,15 +5,14 @@ for events (``@app.step``, :func:`sleep`, :func:`wait_for`; child jobs in
 A job whose body calls steps is replayed from the top on each attempt (a retry, a rescue
 after a crash, the end of a sleep or of a wait). Each step call takes the next position;
 a step saved at that position returns its saved result without running, any other runs
-and is saved before it returns (one fenced statement: ``job_step_save``). The saved
-steps are read once per attempt, when the first step is called, so a job that calls
-none costs nothing more. A name that differs from the saved one at a position ends the
-job dead with :class:`~conveyor.errors.NonDeterministic`.
+and is saved before it returns (one fenced statement; on SQLite and Redis concurrent
+jobs' share a commit: worker/checkpointer.py). The saved steps are read once per attempt,
+at the first step call, so a job that calls none costs nothing more. A name that differs
+from the saved one at a position ends the job dead with :class:`~conveyor.errors.NonDeterministic`.
 
-Outside a job a step is a plain call, :func:`sleep` is ``time.sleep`` and
-:func:`wait_for` refuses. In a process or interpreter pool the child runs them through
-its own connection to the worker's store, fenced by the claim token the job carries
-(``worker/executors/wire.py``).
+Outside a job a step is a plain call, :func:`sleep` is ``time.sleep`` and :func:`wait_for`
+refuses. In a process or interpreter pool the child runs them through its own connection
+to the store, fenced by the job's claim token (``worker/executors/wire.py``).
 
 Example:
     >>> import conveyor
@@ -35,7 +34,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from conveyor.backends.base import (
     NO_DEADLINE,
@@ -60,12 +59,19 @@ from conveyor.retry import Backoff
 from conveyor.states import FinishKind
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future  # not at run time: cold start
+
     from conveyor.backends.base import Backend
     from conveyor.backends.records import ClaimedJob
 
 #: The feature a store declares for durable jobs.
 FEATURE = "steps"
 SLEEP = "sleep"
+
+
+class Checkpoints(Protocol):  # a worker's group commit (worker/checkpointer.py)
+    def save(self, params: JobStepSaveParams) -> bool: ...
+    def submit(self, params: JobStepSaveParams) -> Future[bool]: ...
 
 
 class StepLost(ConveyorError):
@@ -106,8 +112,8 @@ class Replay:
     """One attempt's view of its job's saved steps (loaded once) and the next position."""
 
     __slots__ = (
-        "backend", "job", "on_park", "position", "saved", "served", "sleeps", "tally",
-        "worker_id",
+        "backend", "checkpoints", "job", "on_park", "position", "saved", "served", "sleeps",
+        "tally", "worker_id",
     )  # fmt: skip
 
     def __init__(
@@ -118,6 +124,7 @@ class Replay:
         sleeps: bool = True,
         on_park: Callable[[float], None] | None = None,
         tally: StepTally | None = None,
+        checkpoints: Checkpoints | None = None,
     ) -> None:
         if FEATURE not in backend.features:
             raise ConfigurationError(f"the {backend.name} store does not keep durable steps")
@@ -128,6 +135,8 @@ class Replay:
         self.on_park = on_park
         #: the worker's counts (its metrics), None: nobody counts
         self.tally = tally
+        #: the worker's group commit (worker/checkpointer.py); None: each alone
+        self.checkpoints = checkpoints
         self.saved = {s.position: s for s in backend.job_step_list(job.id)}
         self.position = 0
         self.served = 0  # saved steps this attempt served without running
@@ -145,8 +154,22 @@ class Replay:
         return position, saved
 
     def save(self, step: StepRecord, replace: bool) -> None:
+        """Save ``step`` (committed when this returns), fenced by the attempt's token."""
+        params, group = JobStepSaveParams(step, self.job.token, replace), self.checkpoints
+        self._saved(step, self.backend.job_step_save(params) if group is None else
+                    group.save(params))  # fmt: skip
+
+    async def asave(self, step: StepRecord, replace: bool) -> None:
+        """:meth:`save` for an async step: the event loop runs on while it is written."""
+        if self.checkpoints is None:
+            return self.save(step, replace)
+        import asyncio  # lazily: a worker of sync jobs never loads it
+
         params = JobStepSaveParams(step, self.job.token, replace)
-        if not self.backend.job_step_save(params):
+        self._saved(step, await asyncio.wrap_future(self.checkpoints.submit(params)))
+
+    def _saved(self, step: StepRecord, saved: bool) -> None:
+        if not saved:
             raise StepLost(f"job {self.job.id}: step {step.position} refused, attempt lost")
         self.kept(step)
 
@@ -277,13 +300,17 @@ class Step:
                 value = await self.fn(*args, **kwargs)
             except Exception as exc:
                 if attempt >= self.max_attempts:
-                    save_failed(replay, self, position, saved, exc, attempt, started)
+                    await replay.asave(_failed(replay, self.name, position, exc, attempt,
+                                               started), saved is not None)  # fmt: skip
                     raise
                 import asyncio  # lazily: a worker of sync jobs never loads it
 
                 await asyncio.sleep(self.retry.delay(attempt))
                 continue
-            return _save_result(replay, self, position, saved, value, attempt, started)
+            text = encode(value, f"the result of step {self.name}")
+            await replay.asave(_succeeded(replay, self.name, position, text, attempt, started),
+                               saved is not None)  # fmt: skip
+            return decode(text)
         raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -303,8 +330,7 @@ def _save_result(
     value: Any, attempt: int, started: float,
 ) -> Any:  # fmt: skip
     text = encode(value, f"the result of step {step.name}")
-    record = StepRecord(replay.job.id, position, step.name, STEP_SUCCEEDED, text, None,
-                        attempt, started, time.time())  # fmt: skip
+    record = _succeeded(replay, step.name, position, text, attempt, started)
     replay.save(record, replace=saved is not None)
     # What a replay would return (JSON round trip): the same value on every run.
     return decode(text)
@@ -314,11 +340,20 @@ def save_failed(
     replay: Replay, step: Step | str, position: int, saved: StepRecord | None,
     exc: BaseException, attempt: int, started: float,
 ) -> None:  # fmt: skip
-    error = json.dumps({"type": type(exc).__qualname__, "message": str(exc)})
     name = step if isinstance(step, str) else step.name
-    record = StepRecord(replay.job.id, position, name, STEP_FAILED, None, error,
-                        attempt, started, time.time())  # fmt: skip
+    record = _failed(replay, name, position, exc, attempt, started)
     replay.save(record, replace=saved is not None)
+
+
+def _succeeded(replay: Replay, name: str, pos: int, text: str, n: int, t0: float) -> StepRecord:
+    return StepRecord(replay.job.id, pos, name, STEP_SUCCEEDED, text, None, n, t0, time.time())
+
+
+def _failed(
+    replay: Replay, name: str, pos: int, exc: BaseException, n: int, t0: float
+) -> StepRecord:
+    error = json.dumps({"type": type(exc).__qualname__, "message": str(exc)})
+    return StepRecord(replay.job.id, pos, name, STEP_FAILED, None, error, n, t0, time.time())
 
 
 def seconds_of(duration: float | datetime.timedelta) -> float:

@@ -10,6 +10,7 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from conveyor.backends.durable_params import (
@@ -62,6 +63,13 @@ class Durable(Protocol):
     def job_step_save(self, params: JobStepSaveParams) -> bool:
         """Write one step record while the job runs under the token (one statement, one
         commit); False when refused (the attempt lost its job)."""
+        ...
+
+    def job_step_save_many(self, params: Sequence[JobStepSaveParams]) -> list[bool]:
+        """Several jobs' checkpoints in one transaction / script call (the worker's group
+        commit, ``worker/checkpointer.py``): each fenced by its own token as
+        :meth:`job_step_save`, whose answers these are, in order. A refused one (its job
+        lost) writes nothing and refuses nothing else."""
         ...
 
     def job_step_save_through(self, params: JobStepSaveThroughParams) -> bool:

@@ -128,8 +128,13 @@ FEATURES: dict[str, str] = {
     #: table): the workers run its indexer (worker/services/search_indexer.py)
     "search_index": "search_index_set, search_index_enabled, search_index_catch_up",
     #: durable jobs (@app.step, conveyor.sleep, conveyor.wait_for, job.send)
-    "steps": "job_step_list, job_step_save, job_event_send, job_event_wait, job_wake_due, "
-    "job_join_mark, job_event_list",
+    "steps": "job_step_list, job_step_save, job_step_save_many, job_event_send, "
+    "job_event_wait, job_wake_due, job_join_mark, job_event_list",
+    #: concurrent jobs' checkpoints pay to be written in one commit (a store with one
+    #: writer at a time, or one round trip for many): the worker groups them
+    #: (worker/checkpointer.py). A server that merges concurrent commits' flushes itself
+    #: (PostgreSQL, MariaDB) is faster with each job's checkpoint its own commit.
+    "step_groups": "job_step_save_many",
     "sql": "the store answers SQL over the jobs (the raw connection is usable)",
     #: every store but the in-process memory store: workers in other processes, the CLI
     #: and a shell (rows written around the API) reach the same jobs

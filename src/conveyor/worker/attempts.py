@@ -37,6 +37,7 @@ from conveyor.worker.transactional import transact
 
 if TYPE_CHECKING:
     from conveyor.app import App
+    from conveyor.worker.checkpointer import Checkpointer
     from conveyor.worker.claim_size import ClaimAllowance
     from conveyor.worker.completion import CompletionStrategy
     from conveyor.worker.observers import WorkerObserver
@@ -73,6 +74,9 @@ class Attempts:
         self.on_park: Callable[[float], None] | None = None
         #: Steps run and replayed by this worker's jobs (its metrics read them).
         self.steps = StepTally()
+        #: Saves concurrent jobs' checkpoints together (checkpointer.py); None: each
+        #: alone (one slot, or a pool whose children save through their own connection).
+        self.checkpointer: Checkpointer | None = None
 
     def claimed(self, jobs: list[ClaimedJob]) -> list[Held]:
         """Hold claimed jobs (heartbeats extend their leases from now on)."""
@@ -182,7 +186,9 @@ class Attempts:
         job = entry.job if entry is not None and entry.ctx is ctx else None
         if job is None:  # taken back and claimed again: this stale run saves nothing
             raise StepLost(f"job {ctx.id}: this attempt's claim was taken back")
-        return Replay(self.app.backend, job, self.worker_id, on_park=self.on_park, tally=self.steps)
+        group = self.checkpointer
+        return Replay(self.app.backend, job, self.worker_id, on_park=self.on_park,
+                      tally=self.steps, checkpoints=group)  # fmt: skip
 
     def isolate(self, jobs: list[ClaimedJob]) -> list[ClaimedJob]:
         """Poison isolation, the worker's side: a job rescued before (``rescues > 0``)

@@ -43,6 +43,7 @@ from conveyor.ids import new_id
 from conveyor.worker import fetching, procinfo
 from conveyor.worker.attempts import CANCELLED_BEFORE_START, Attempts
 from conveyor.worker.batching import Batcher, served_batches
+from conveyor.worker.checkpointer import Checkpointer
 from conveyor.worker.claim_size import AUTO, ClaimAllowance, Prefetch, parse_prefetch
 from conveyor.worker.completer import Completer
 from conveyor.worker.completion import CompletionStrategy, Flusher, GroupCommit, RideOnClaim
@@ -168,6 +169,12 @@ class Worker:
         self.attempts = Attempts(
             self.app, self.id, self.inflight, self.claims, completion, observers
         )
+        if (
+            self.concurrency > 1
+            and self.pool in ("thread", "async")
+            and "step_groups" in self.app.backend.features
+        ):
+            self.attempts.checkpointer = Checkpointer(self.app.backend)  # group commit
         #: ``next(worker.processed)``: how many attempts ended here (counts one more).
         self.processed = self.attempts.processed
         self.fetch: fetching.FetchStrategy = (
@@ -384,6 +391,8 @@ class Worker:
             self.log_capture.start()
             self.log_capture.install()
         self.completer.start()
+        if self.attempts.checkpointer is not None:
+            self.attempts.checkpointer.start()
         if self.batcher is not None:
             self.batcher.start()
         self.fetch.start()
@@ -408,6 +417,8 @@ class Worker:
                 entry.ctx.request_cancel()  # cooperative sync tasks can stop early
                 self.executor.cancel(entry.job.id)
             self.attempts.release(leftovers)
+        if self.attempts.checkpointer is not None:  # jobs still running save alone
+            self.attempts.checkpointer.stop(timeout=max(self.shutdown_timeout, 1.0))
         # The store may still be away (disk full, Redis down): finishes are retried for
         # the shutdown timeout at most, then left to the rescue (at least once).
         self.completer.stop(timeout=max(self.shutdown_timeout, 1.0))

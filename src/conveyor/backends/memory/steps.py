@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 
 from conveyor.backends.base import (
     JOIN_PREFIX,
@@ -81,6 +82,9 @@ class MemorySteps:
                 row = self.store.jobs[step.job_id]
                 row.expires_at = None
             return True
+
+    def job_step_save_many(self, params: Sequence[JobStepSaveParams]) -> list[bool]:
+        return [self.job_step_save(one) for one in params]
 
     def job_step_save_through(self, params: JobStepSaveThroughParams) -> bool:
         """No task connection to commit a step's writes through (SQL stores only)."""

@@ -97,6 +97,7 @@ FEATURES = frozenset(
         "action_log",
         "search",
         "steps",
+        "step_groups",
     }
 )
 

@@ -5,7 +5,8 @@ A mixin of :class:`~conveyor.backends.redis.backend.RedisBackend`. Per job, a ha
 ``steps:<id>`` (position -> the record as a JSON array, and ``waiting`` -> the event a
 parked job waits for) and a list ``events:<id>`` (``[name, payload]`` not consumed yet);
 both take the job's TTL when it finishes and go with it. One script per write, each
-atomic: ``job_step_save`` (fenced by the token), ``job_event_send``, ``job_event_wait``
+atomic: ``job_step_save`` (fenced by the token; a worker's concurrent checkpoints go
+in one pipelined round trip, ``job_step_save_many``), ``job_event_send``, ``job_event_wait``
 (consume, time out or park) and ``job_wake_due`` over the ``waiting`` zset of
 deadlines. Weaker than the SQL stores in one way: a consumed event is removed (its
 payload lives on in the step record), so no history of consumed events is kept.
@@ -18,6 +19,7 @@ Example::
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from redis.commands.core import Script
@@ -57,6 +59,12 @@ def step_from(job_id: str, text: str) -> StepRecord:
                       float(started), float(finished))  # fmt: skip
 
 
+def _save_args(params: JobStepSaveParams) -> list[str | int]:
+    s = params.step
+    replace = "1" if params.replace else "0"
+    return [s.job_id, params.token, s.position, step_json(s), replace]
+
+
 class _StepScripts:
     def __init__(self, client: Any) -> None:
         self.job_step_save = Script(client, load_source("job_step_save"))
@@ -94,11 +102,17 @@ class RedisSteps:
         return [JobEventSendParams(job_id, str(name), str(payload)) for name, payload in events]
 
     def job_step_save(self, params: JobStepSaveParams) -> bool:
-        s = params.step
-        replace = "1" if params.replace else "0"
-        args: list[str | int] = [s.job_id, params.token, s.position, step_json(s), replace]
         with self._guard:
-            return bool(self._steps_run().job_step_save([self.keys.base], args))
+            return bool(self._steps_run().job_step_save([self.keys.base], _save_args(params)))
+
+    def job_step_save_many(self, params: Sequence[JobStepSaveParams]) -> list[bool]:
+        """One pipelined round trip: each checkpoint its own fenced script call."""
+        scripts, base = self._steps_run(), [self.keys.base]
+        with self._guard:
+            pipe = self._client.pipeline(transaction=False)
+            for one in params:
+                scripts.job_step_save(base, _save_args(one), client=pipe)
+            return [bool(reply) for reply in pipe.execute()]
 
     def job_step_save_through(self, params: JobStepSaveThroughParams) -> bool:
         """No task connection to commit a step's writes through (SQL stores only)."""

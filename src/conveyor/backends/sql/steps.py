@@ -7,7 +7,9 @@ tables are ``job_steps`` and ``job_events`` (SQLite ``schema_007.sql``, PostgreS
 ``schema_003.sql``, MariaDB ``schema.sql`` version 2).
 
 - A checkpoint is ONE fenced ``INSERT ... SELECT ... FROM jobs WHERE id AND token AND
-  running``: one statement and one commit per step; a stale attempt writes nothing.
+  running``: one statement per step; a stale attempt writes nothing. A worker groups
+  the checkpoints of its concurrent jobs (``job_step_save_many``): one commit for all
+  those that came while the previous one was being written, each still fenced alone.
 - A send and a wait meet on the job's row lock: the send locks the row before it stores
   the event and wakes a waiting job; the wait locks it (fenced by the token) before it
   looks for an event and parks. Whichever comes second sees the other's write, so an
@@ -25,6 +27,7 @@ Example (any SQL store)::
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 
 from conveyor.backends.base import (
@@ -124,6 +127,16 @@ class SqlSteps(SqlStore):
     def job_step_save(self, params: JobStepSaveParams) -> bool:
         with self._ops_tx() as ex:
             return save_in(self._dialect, ex, params)
+
+    def job_step_save_many(self, params: Sequence[JobStepSaveParams]) -> list[bool]:
+        d = self._dialect
+        # By job id: two groups (or a group and a finish batch) lock rows in one order.
+        order = sorted(range(len(params)), key=lambda i: params[i].step.job_id)
+        saved = [False] * len(params)
+        with self._ops_tx() as ex:
+            for i in order:
+                saved[i] = save_in(d, ex, params[i])
+        return saved
 
     def job_step_save_through(self, params: JobStepSaveThroughParams) -> bool:
         with self._steps_through(params.connection) as ex:

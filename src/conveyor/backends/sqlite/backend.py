@@ -116,6 +116,7 @@ FEATURES = frozenset(
         "search",
         "search_index",
         "steps",
+        "step_groups",
     }
 )
 
