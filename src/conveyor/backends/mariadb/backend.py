@@ -50,6 +50,7 @@ from conveyor.backends.base import (
 from conveyor.backends.mariadb.action_log import MariaDBActionLog
 from conveyor.backends.mariadb.connection import Executor, connect, migrate
 from conveyor.backends.mariadb.dialect import MARIADB, server_now
+from conveyor.backends.mariadb.search import MariaDBSearch
 from conveyor.backends.mariadb.url import parse_mariadb_url
 from conveyor.backends.params import one_per_job
 from conveyor.backends.sql import flow, leases, periodic, rescue, schedules, workers
@@ -65,7 +66,7 @@ if TYPE_CHECKING:
 #: seconds, each wait POLL_GROWTH times the last, at most POLL_MAX.
 POLL_FIRST, POLL_GROWTH, POLL_MAX = 0.005, 1.5, 0.25
 
-FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic", "sequences", "fair", "aging", "filters", "purge", "result_ttl", "queues", "logs", "integrity", "expires", "shared", "action_log", "search", "steps"})  # fmt: skip
+FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic", "sequences", "fair", "aging", "filters", "purge", "result_ttl", "queues", "logs", "integrity", "expires", "shared", "action_log", "search", "search_index", "steps"})  # fmt: skip
 
 _T = TypeVar("_T")
 #: InnoDB's "deadlock found, transaction rolled back" error, and how often a
@@ -84,7 +85,7 @@ _TRANSACTIONS = (
 )
 
 
-class MariaDBBackend(SqlOperations, MariaDBActionLog):
+class MariaDBBackend(MariaDBSearch, SqlOperations, MariaDBActionLog):
     """Backend on a MariaDB/MySQL database. Internal: use ``conveyor.App("mariadb://...")``."""
 
     name = "mariadb"
