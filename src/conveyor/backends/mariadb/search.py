@@ -65,8 +65,10 @@ MIN_TOKEN, MAX_TOKEN = 3, 84
 #: A word InnoDB does not index (longer than MAX_TOKEN): its job is always a candidate,
 #: as a prefix term may start it.
 _OVERLONG = "[[:alnum:]_]{85}"
-#: Candidates read per round: a page's worth and some, as most of them match.
+#: Candidates' rows read per round: a page's worth and some, as most of them match.
 _BATCH = 200
+#: Candidates' ids one MATCH hands back.
+_IDS = 5000
 #: Jobs one indexing transaction takes.
 INDEX_BATCH = 2000
 #: Pending jobs a search reads row by row at most (past it: not complete).
@@ -186,8 +188,15 @@ class MariaDBSearch:
                 "FOR UPDATE SKIP LOCKED",
                 (batch,),
             ).fetchall()
+            # one job's rows (the triggers'): taken together, whether the job is still
+            # there or not (a deleted job's entry goes)
+            singles = [(n, lo) for n, lo, hi in rows if lo == hi]
+            taken += [str(lo) for _, lo in singles]
+            done = [n for n, _ in singles]
             for n, lo, hi in rows:
                 left = batch - len(taken)
+                if lo == hi:
+                    continue
                 if left <= 0:
                     break
                 ids = [
@@ -197,15 +206,17 @@ class MariaDBSearch:
                         (lo, hi, left),
                     ).fetchall()
                 ]
-                if lo == hi and not ids:
-                    ids = [str(lo)]  # a deleted job: its text goes
                 taken += ids
                 if len(ids) == left and ids[-1] != hi:
                     # the rest of the range later (from its last id: utf8mb4_bin pads
                     # spaces, so no "next" string; that one job is indexed twice)
                     ex.execute("UPDATE job_search_pending SET lo = %s WHERE n = %s", (ids[-1], n))
                     break
-                ex.execute("DELETE FROM job_search_pending WHERE n = %s", (n,))
+                done.append(n)
+            for start in range(0, len(done), MARIADB.chunk):
+                chunk = done[start : start + MARIADB.chunk]
+                marks = ", ".join(["%s"] * len(chunk))
+                ex.execute(f"DELETE FROM job_search_pending WHERE n IN ({marks})", chunk)
             if taken:
                 self._index(ex, sorted(set(taken)))
         return len(taken)
@@ -267,9 +278,12 @@ class MariaDBSearch:
             self._candidates(
                 f"MATCH (d.doc) AGAINST (%s IN BOOLEAN MODE) AND {fresh}",
                 [query, *fresh_args],
+                (where, args),
                 params.before_id,
             ),
-            self._candidates(f"d.wide = 1 AND {fresh}", fresh_args, params.before_id),
+            self._candidates(
+                f"d.wide = 1 AND {fresh}", fresh_args, (where, args), params.before_id
+            ),
         )
         found: list[JobRecord] = []
         read, last, cursor = 0, None, params.before_id
@@ -293,20 +307,37 @@ class MariaDBSearch:
         return " ".join(str(r[0]) for r in rows)
 
     def _candidates(
-        self, condition: str, args: list[object], before: str | None
+        self,
+        condition: str,
+        args: list[object],
+        filter_: tuple[str, list[object]],
+        before: str | None,
     ) -> Iterator[JobRecord]:
-        """The indexed jobs meeting ``condition``, newest first, ``_BATCH`` at a time."""
+        """The indexed jobs meeting ``condition`` (and the ``filter_``, checked again on
+        the rows read), newest first: their ids ``_IDS`` at a time (InnoDB reads a word's
+        whole posting list for each MATCH, whatever the LIMIT: one MATCH for many
+        candidates), their rows ``_BATCH`` at a time."""
         while True:
             page = "" if before is None else " AND d.job_id < %s"
             more = [] if before is None else [before]
-            rows = self._ops_rows(
-                f"SELECT {JOB_COLUMNS} FROM job_search_docs d JOIN jobs ON jobs.id = d.job_id "
-                f"WHERE {condition}{page} ORDER BY d.job_id DESC LIMIT %s",
-                [*args, *more, _BATCH],
-            )
-            for row in rows:
-                job = decoding.job_record(row)
-                before = job.id
-                yield job
-            if len(rows) < _BATCH:
+            ids = [
+                str(r[0])
+                for r in self._ops_rows(
+                    "SELECT d.job_id FROM job_search_docs d JOIN jobs ON jobs.id = d.job_id "
+                    f"WHERE {condition}{page} "
+                    "ORDER BY d.job_id DESC LIMIT %s",
+                    [*args, *more, _IDS],
+                )
+            ]
+            for start in range(0, len(ids), _BATCH):
+                chunk = ids[start : start + _BATCH]
+                marks = ", ".join(["%s"] * len(chunk))
+                rows = self._ops_rows(
+                    f"SELECT {JOB_COLUMNS} FROM jobs WHERE id IN ({marks}) AND ({filter_[0]}) "
+                    "ORDER BY id DESC",
+                    [*chunk, *filter_[1]],
+                )
+                yield from (decoding.job_record(row) for row in rows)
+            if len(ids) < _IDS:
                 return
+            before = ids[-1]
