@@ -174,3 +174,34 @@ def test_log_lines_are_searched(request: pytest.FixtureRequest) -> None:
 def _params(query: str) -> JobSearchParams:
     parsed = parse_search(query)
     return JobSearchParams(parsed.filter, parsed.terms, 100)
+
+
+def test_a_workers_indexer_and_a_finish_without_text(request: pytest.FixtureRequest) -> None:
+    """A MariaDB worker runs the search-indexer service, which empties the pending
+    notes; a finish with a null result notes nothing (the claim's and finish's updates
+    run the update trigger, which compares), one with a result does."""
+    app = _indexed(request)
+
+    @app.task(name="media.noop")
+    def noop() -> None: ...
+
+    @app.task(name="media.size")
+    def size() -> int:
+        return 1234
+
+    noop.enqueue_many([{} for _ in range(30)])
+    sized = size.enqueue()
+    backend = app.backend
+    assert isinstance(backend, MariaDBSearch)
+    worker = conveyor.Worker(app, burst=True)
+    from conveyor.worker.services.search_indexer import SearchIndexer
+
+    assert any(isinstance(s, SearchIndexer) for s in worker._make_services())
+    indexer = SearchIndexer(worker)
+    indexer.tick()
+    assert indexer.indexed >= 31 and backend.search_index_pending() == 0
+    conveyor.Worker(app, burst=True).run(install_signals=False)
+    assert backend.search_index_pending() == 1  # the result 1234 only
+    assert [j.id for j in app.search("result:1234").jobs] == [sized.id]
+    assert app.search("null").jobs == ()  # a null result is no text, as for the scan
+    app.close()

@@ -40,9 +40,10 @@ from typing import Any
 
 from conveyor.backends import decoding
 from conveyor.backends.base import JobListParams, JobLogListParams, JobLogRecord, JobRecord
-from conveyor.backends.mariadb.connection import Executor, read_packaged, statements
+from conveyor.backends.mariadb.connection import read_packaged, statements
 from conveyor.backends.mariadb.dialect import MARIADB
 from conveyor.backends.search_params import JobSearchPage, JobSearchParams, SearchTerm
+from conveyor.backends.sql.dialect import Executor
 from conveyor.backends.sql.filters import filter_sql
 from conveyor.backends.sql.ops_read import JOB_COLUMNS
 
@@ -67,6 +68,8 @@ MIN_TOKEN, MAX_TOKEN = 3, 84
 _OVERLONG = "[[:alnum:]_]{85}"
 #: Candidates' rows read per round: a page's worth and some, as most of them match.
 _BATCH = 200
+#: Ids in one IN (...) list (the dialect's chunk).
+_CHUNK = 1000
 #: Candidates' ids one MATCH hands back.
 _IDS = 5000
 #: Jobs one indexing transaction takes.
@@ -213,8 +216,8 @@ class MariaDBSearch:
                     ex.execute("UPDATE job_search_pending SET lo = %s WHERE n = %s", (ids[-1], n))
                     break
                 done.append(n)
-            for start in range(0, len(done), MARIADB.chunk):
-                chunk = done[start : start + MARIADB.chunk]
+            for start in range(0, len(done), _CHUNK):
+                chunk = done[start : start + _CHUNK]
                 marks = ", ".join(["%s"] * len(chunk))
                 ex.execute(f"DELETE FROM job_search_pending WHERE n IN ({marks})", chunk)
             if taken:
@@ -224,8 +227,8 @@ class MariaDBSearch:
     def _index(self, ex: Executor, ids: Sequence[str]) -> None:
         """Replace the entries of ``ids`` by their jobs' current text (none: deleted)."""
         ex.execute("SET SESSION group_concat_max_len = 4294967295")  # all of the log lines
-        for start in range(0, len(ids), MARIADB.chunk):
-            chunk = ids[start : start + MARIADB.chunk]
+        for start in range(0, len(ids), _CHUNK):
+            chunk = ids[start : start + _CHUNK]
             marks = ", ".join(["%s"] * len(chunk))
             ex.execute(f"DELETE FROM job_search_docs WHERE job_id IN ({marks})", chunk)
             ex.execute(
