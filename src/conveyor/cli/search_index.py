@@ -3,7 +3,7 @@ text index (and how many jobs wait for its indexer), and turning the store's ind
 or off (SQLite's FTS5, PostgreSQL's pg_trgm and MariaDB's FULLTEXT, all off by default)
 (docs/search.md).
 
-Both are filled after the fact (the workers' indexer), so the writes only note what
+All are filled after the fact (the workers' indexer), so the writes only note what
 they changed. Without an index every store scans (at most ``MAX_SCAN`` jobs a page,
 and says when it stopped). ``on`` makes every job pending for the indexer; ``off``
 drops the index. Both are kept in ``conveyor audit``.
@@ -48,7 +48,8 @@ def search_index(url: str | None, app_spec: str | None, turn: str | None) -> Non
     from conveyor.backends.postgres.search import PostgresSearch
     from conveyor.backends.sqlite.search import SQLiteSearch
 
-    assert isinstance(backend, SQLiteSearch | PostgresSearch | MariaDBSearch)  # the store's own switch
+    # the store's own switch
+    assert isinstance(backend, SQLiteSearch | PostgresSearch | MariaDBSearch)
     if turn is not None:
         start = time.perf_counter()
         backend.search_index_set(turn == "on")
