@@ -144,6 +144,10 @@ def test_the_index_answers_as_the_scan_does(request: pytest.FixtureRequest) -> N
         assert [j.id for j in indexed.jobs] == [j.id for j in scanned.jobs], query
         assert (indexed.scanned is None) == bool(against), query
         hits += len(indexed.jobs)
+        # a page of 2: the newest jobs read first may hold it (a word in most jobs)
+        two = JobSearchParams(parsed.filter, parsed.terms, 2)
+        first = [j.id for j in app.backend.job_search(two).jobs]
+        assert first == [j.id for j in scanned.jobs[:2]], query
     assert hits > 10  # the queries find jobs (not only none, alike)
     app.close()
 
@@ -204,4 +208,22 @@ def test_a_workers_indexer_and_a_finish_without_text(request: pytest.FixtureRequ
     assert backend.search_index_pending() == 1  # the result 1234 only
     assert [j.id for j in app.search("result:1234").jobs] == [sized.id]
     assert app.search("null").jobs == ()  # a null result is no text, as for the scan
+    app.close()
+
+
+def test_a_word_in_most_jobs_is_answered_from_the_newest(
+    request: pytest.FixtureRequest,
+) -> None:
+    """A page of a word most jobs hold comes from the newest jobs read first (no MATCH
+    over every job's entry)."""
+    app = _indexed(request)
+
+    @app.task(name="shop.order")
+    def order(n: int) -> None: ...
+
+    jobs = [order.enqueue(i) for i in range(30)]
+    page = app.search("order", limit=5)
+    assert [j.id for j in page.jobs] == [j.id for j in jobs[::-1][:5]]
+    assert page.scanned == 5  # the probe: the five newest
+    assert app.search("nothing_here", limit=5).scanned is None  # the index
     app.close()

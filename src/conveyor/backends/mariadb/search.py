@@ -17,7 +17,9 @@ words are not indexed) and ``innodb_ft_max_token_size`` (84), so only words of 3
 ASCII characters are looked up (:func:`match_query`), the others left to the re-check;
 ``on`` builds the index with stopwords off (``the``, ``for``, ``with`` ... are words
 too). The index only narrows: a positive term becomes ``+word``, ``+word*`` or
-``+"a phrase"``, an unfielded negated word ``-word``; jobs whose text is not ASCII (the
+``+"a phrase"``, an unfielded negated word ``-word`` (:func:`match_query`; a search
+hands ``MATCH`` the one part likeliest to be rare, as each word costs its whole
+posting list); jobs whose text is not ASCII (the
 language folds accents) or has a word of more than 84 characters (not indexed, and
 ``prefix*`` may start it) are always candidates. Each candidate is matched in Python
 exactly as a scan matches a row (:func:`~conveyor.backends.search_match.matches`), so
@@ -66,6 +68,9 @@ MIN_TOKEN, MAX_TOKEN = 3, 84
 #: A word InnoDB does not index (longer than MAX_TOKEN): its job is always a candidate,
 #: as a prefix term may start it.
 _OVERLONG = "[[:alnum:]_]{85}"
+#: Newest jobs a search reads before it asks the index (``_probe``), and the log reads
+#: that end that read early (its words are not in most jobs' fields).
+PROBE, PROBE_LOG_READS = 200, 10
 #: Candidates' rows read per round: a page's worth and some, as most of them match.
 _BATCH = 200
 #: Ids in one IN (...) list (the dialect's chunk).
@@ -82,12 +87,22 @@ def _indexed(word: str) -> bool:
     return word.isascii() and MIN_TOKEN <= len(word) <= MAX_TOKEN
 
 
-def match_query(terms: Sequence[SearchTerm]) -> str:
+def match_query(terms: Sequence[SearchTerm], rarest_only: bool = False) -> str:
     """The boolean-mode ``AGAINST`` string that narrows to the jobs that may hold
     ``terms`` ('' when no positive term has a word the index holds: then a scan). A
     phrase whose words are all indexed is a phrase; of another, each indexed word is
     required (the order is the re-check's). Only a negated word in no field is
-    excluded: a field's negation (``-error:x``) may hold elsewhere in the job."""
+    excluded: a field's negation (``-error:x``) may hold elsewhere in the job.
+
+    ``rarest_only`` (what a search asks): the one required part likeliest to be rare
+    (a word with digits, then with ``_``, then a phrase, then the longest), as InnoDB
+    reads every word's whole posting list for a MATCH: a common word (or a negated
+    one) would cost its list to trim what the re-check trims anyway.
+
+    >>> from conveyor.search_query import parse_search
+    >>> match_query(parse_search("error:timeouterror customer_81 -retry").terms, True)
+    '+customer_81'
+    """
     parts: list[str] = []
     for term in terms:
         words = term.text.split()
@@ -103,9 +118,27 @@ def match_query(terms: Sequence[SearchTerm]) -> str:
         parts += [f"+{w}" for w in whole if _indexed(w)]
         if last:
             parts.append(f"+{last[:MAX_TOKEN]}*")
-    if not any(p.startswith("+") for p in parts):
+    required = [p for p in parts if p.startswith("+")]
+    if not required:
         return ""
+    if rarest_only:
+        return max(required, key=_rarity)
     return " ".join(dict.fromkeys(parts))
+
+
+def _rarity(part: str) -> tuple[bool, bool, bool, bool, int]:
+    """How likely a required part is to be rare: identifiers and numbers are."""
+    return (
+        any(c.isdigit() for c in part),
+        "_" in part,
+        part.startswith('+"'),
+        not part.endswith("*"),
+        len(part),
+    )
+
+
+class _NotCommon(Exception):
+    """The probe's words are not in most of its jobs' fields: the index answers."""
 
 
 class MariaDBSearch:
@@ -239,13 +272,49 @@ class MariaDBSearch:
             )
 
     def job_search(self, params: JobSearchParams) -> JobSearchPage:
-        query = match_query(params.terms)
+        query = match_query(params.terms, rarest_only=True)
         if not query or not self.search_index_enabled():
             from conveyor.backends.search_scan import log_text, scan_search  # searches only
 
             return scan_search(self.job_list, params, log_text(self.job_log_list))
+        probed = self._probe(params)
+        if probed is not None:
+            return probed
         self.search_index_catch_up()  # the tail left to read row by row is then short
         return self._indexed_search(params, query)
+
+    def _probe(self, params: JobSearchParams) -> JobSearchPage | None:
+        """The page from the newest ``PROBE`` jobs the filter selects, when they hold a
+        whole page of matches (a word in most jobs: ``order``), matched as the index's
+        candidates are (log lines too): the index's page exactly, without a MATCH that
+        reads a posting list of every job. None (ask the index) when they do not, or
+        when the words are not in most jobs' fields (more than ``PROBE_LOG_READS`` jobs'
+        log lines asked for)."""
+        from conveyor.backends.search_match import matches  # searches only
+
+        rows = self.job_list(
+            JobListParams(
+                filter=params.filter, after_id=params.before_id, limit=PROBE, descending=True
+            )
+        )
+        reads = [0]
+
+        def logs(job_id: str) -> str:
+            reads[0] += 1
+            if reads[0] > PROBE_LOG_READS:
+                raise _NotCommon
+            return self._logs_text(job_id)
+
+        found: list[JobRecord] = []
+        try:
+            for n, job in enumerate(rows, 1):
+                if matches(job, params.terms, logs=logs):
+                    found.append(job)
+                    if len(found) == params.limit:
+                        return JobSearchPage(tuple(found), n, True, job.id)
+        except _NotCommon:
+            pass
+        return None
 
     def _indexed_search(self, params: JobSearchParams, query: str) -> JobSearchPage:
         from conveyor.backends.search_match import matches  # searches only
