@@ -68,9 +68,9 @@ MIN_TOKEN, MAX_TOKEN = 3, 84
 #: A word InnoDB does not index (longer than MAX_TOKEN): its job is always a candidate,
 #: as a prefix term may start it.
 _OVERLONG = "[[:alnum:]_]{85}"
-#: Newest jobs a search reads before it asks the index (``_probe``), and the log reads
-#: that end that read early (its words are not in most jobs' fields).
-PROBE, PROBE_LOG_READS = 200, 10
+#: Newest jobs a search reads before it asks the index (``_probe``), and how many of
+#: them it reads first to learn whether its words are in most jobs.
+PROBE, PROBE_FIRST = 200, 20
 #: Candidates' rows read per round: a page's worth and some, as most of them match.
 _BATCH = 200
 #: Ids in one IN (...) list (the dialect's chunk).
@@ -95,13 +95,15 @@ def match_query(terms: Sequence[SearchTerm], rarest_only: bool = False) -> str:
     excluded: a field's negation (``-error:x``) may hold elsewhere in the job.
 
     ``rarest_only`` (what a search asks): the one required part likeliest to be rare
-    (a word with digits, then with ``_``, then a phrase, then the longest), as InnoDB
+    (a word with digits, then with ``_``, then whole, then the longest), as InnoDB
     reads every word's whole posting list for a MATCH: a common word (or a negated
     one) would cost its list to trim what the re-check trims anyway.
 
     >>> from conveyor.search_query import parse_search
     >>> match_query(parse_search("error:timeouterror customer_81 -retry").terms, True)
     '+customer_81'
+    >>> match_query(parse_search('header.tenant:acme_17 "bank gave up"').terms, True)
+    '+acme_17'
     """
     parts: list[str] = []
     for term in terms:
@@ -121,24 +123,15 @@ def match_query(terms: Sequence[SearchTerm], rarest_only: bool = False) -> str:
     required = [p for p in parts if p.startswith("+")]
     if not required:
         return ""
-    if rarest_only:
-        return max(required, key=_rarity)
+    if rarest_only:  # a phrase's one word: InnoDB reads every word's list for a phrase
+        words = [f"+{w}" for p in required for w in p.strip('+"').split()]
+        return max(words, key=_rarity)
     return " ".join(dict.fromkeys(parts))
 
 
-def _rarity(part: str) -> tuple[bool, bool, bool, bool, int]:
-    """How likely a required part is to be rare: identifiers and numbers are."""
-    return (
-        any(c.isdigit() for c in part),
-        "_" in part,
-        part.startswith('+"'),
-        not part.endswith("*"),
-        len(part),
-    )
-
-
-class _NotCommon(Exception):
-    """The probe's words are not in most of its jobs' fields: the index answers."""
+def _rarity(part: str) -> tuple[bool, bool, bool, int]:
+    """How likely a required word is to be rare: identifiers and numbers are."""
+    return (any(c.isdigit() for c in part), "_" in part, not part.endswith("*"), len(part))
 
 
 class MariaDBSearch:
@@ -287,33 +280,41 @@ class MariaDBSearch:
         """The page from the newest ``PROBE`` jobs the filter selects, when they hold a
         whole page of matches (a word in most jobs: ``order``), matched as the index's
         candidates are (log lines too): the index's page exactly, without a MATCH that
-        reads a posting list of every job. None (ask the index) when they do not, or
-        when the words are not in most jobs' fields (more than ``PROBE_LOG_READS`` jobs'
-        log lines asked for)."""
+        reads a posting list of every job. None (ask the index) when they do not: at
+        once when fewer than half of the newest ``PROBE_FIRST`` match without their log
+        lines (a rarer word: one short read is the whole cost), or when the filter has
+        ``args.NAME:`` conditions (JSON: no index serves them, so finding 200 could
+        read the whole table)."""
         from conveyor.backends.search_match import matches  # searches only
 
-        rows = self.job_list(
+        if params.filter.where:
+            return None
+        first = self.job_list(
             JobListParams(
-                filter=params.filter, after_id=params.before_id, limit=PROBE, descending=True
+                filter=params.filter,
+                after_id=params.before_id,
+                limit=PROBE_FIRST,
+                descending=True,
             )
         )
-        reads = [0]
-
-        def logs(job_id: str) -> str:
-            reads[0] += 1
-            if reads[0] > PROBE_LOG_READS:
-                raise _NotCommon
-            return self._logs_text(job_id)
-
+        if 2 * sum(matches(job, params.terms) for job in first) < len(first):
+            return None
+        rows = first
+        if len(first) == PROBE_FIRST:
+            rows += self.job_list(
+                JobListParams(
+                    filter=params.filter,
+                    after_id=first[-1].id,
+                    limit=PROBE - PROBE_FIRST,
+                    descending=True,
+                )
+            )
         found: list[JobRecord] = []
-        try:
-            for n, job in enumerate(rows, 1):
-                if matches(job, params.terms, logs=logs):
-                    found.append(job)
-                    if len(found) == params.limit:
-                        return JobSearchPage(tuple(found), n, True, job.id)
-        except _NotCommon:
-            pass
+        for n, job in enumerate(rows, 1):
+            if matches(job, params.terms, logs=self._logs_text):
+                found.append(job)
+                if len(found) == params.limit:
+                    return JobSearchPage(tuple(found), n, True, job.id)
         return None
 
     def _indexed_search(self, params: JobSearchParams, query: str) -> JobSearchPage:
