@@ -1,5 +1,6 @@
 """What a store's search index (SQLite's FTS5, ``search_index.sql``; with ``--store
-postgres``, PostgreSQL's pg_trgm index on a throwaway cluster) costs the writes it follows:
+postgres``, PostgreSQL's pg_trgm index on a throwaway cluster; with ``--store mariadb``,
+MariaDB's FULLTEXT table on the test suite's throwaway server) costs the writes it follows:
 E1 (single enqueues), E2 (``enqueue_many`` in batches of 1,000) and W1 (noop jobs
 drained by a worker), each on a fresh file with the index turned on, and off,
 interleaved, median of ``--repeat`` runs. The indexes are filled after the fact, so
@@ -9,7 +10,7 @@ the writes only note what they wrote: E2 also times the indexer catching up afte
 W1 store, with the index (and without: a scan).
 
 ``python -m bench.search_index [--e1 5000] [--e2 50000] [--w1 10000] [--repeat 3]
-[--store sqlite|postgres] [--only E1 --only W1 ...]``
+[--store sqlite|postgres|mariadb] [--only E1 --only W1 ...]``
 
 In-process (the worker is ``conveyor.Worker``, thread pool, burst): it compares the two
 arms under the same conditions; the suite's W1 (``python -m bench run``) measures a
@@ -27,17 +28,25 @@ from collections.abc import Callable
 from pathlib import Path
 
 import conveyor
+from conveyor.backends.mariadb.search import MariaDBSearch
 from conveyor.backends.postgres.search import PostgresSearch
 from conveyor.backends.sqlite.search import SQLiteSearch
 
 Arm = Callable[[conveyor.App, int], float]
 #: The PostgreSQL server's URL (``--store postgres``); None: SQLite files.
 _PG_URL: list[str] = []
+#: Set by ``--store mariadb``: a fresh database per run on one throwaway server.
+_MARIADB: list[bool] = []
+Indexed = SQLiteSearch | PostgresSearch | MariaDBSearch
 
 
 def _app(path: Path, indexed: bool) -> tuple[conveyor.App, conveyor.Task]:  # type: ignore[type-arg]
     if _PG_URL:  # a fresh schema per run, as SQLite's fresh file
         app = conveyor.App(f"{_PG_URL[0]}?schema=bench_{uuid.uuid4().hex[:12]}")
+    elif _MARIADB:  # a fresh database per run
+        from tests.support.mariadb_server import run_database
+
+        app = conveyor.App(run_database(f"bench_{uuid.uuid4().hex[:12]}"))
     else:
         app = conveyor.App(f"sqlite:///{path}")
 
@@ -45,7 +54,7 @@ def _app(path: Path, indexed: bool) -> tuple[conveyor.App, conveyor.Task]:  # ty
     def noop(user_id: int, note: str) -> None: ...
 
     backend = app.backend
-    assert isinstance(backend, SQLiteSearch | PostgresSearch)
+    assert isinstance(backend, Indexed)
     backend.search_index_set(indexed)  # off is the default: on builds it (empty)
     return app, noop
 
@@ -72,7 +81,7 @@ def e2(task: conveyor.Task, n: int) -> float:  # type: ignore[type-arg]
 def w1(app: conveyor.App, task: conveyor.Task, n: int) -> float:  # type: ignore[type-arg]
     e2(task, n)
     backend = app.backend
-    assert isinstance(backend, SQLiteSearch | PostgresSearch)
+    assert isinstance(backend, Indexed)
     while backend.search_index_catch_up():  # the inserts' indexing is E2's, not W1's
         pass
     start = time.perf_counter()
@@ -93,13 +102,13 @@ def _run(kind: str, n: int, indexed: bool) -> tuple[float, float | None]:
                 # what the writes no longer pay: the indexer's catching up, after them
                 start = time.perf_counter()
                 backend = app.backend
-                assert isinstance(backend, SQLiteSearch | PostgresSearch)
+                assert isinstance(backend, Indexed)
                 while backend.search_index_catch_up():
                     pass
                 return rate, n / (time.perf_counter() - start)
             rate = w1(app, task, n)
             backend = app.backend
-            assert isinstance(backend, SQLiteSearch | PostgresSearch)
+            assert isinstance(backend, Indexed)
             while backend.search_index_catch_up():  # as the workers' indexer would have
                 pass
             start = time.perf_counter()
@@ -116,7 +125,7 @@ def main() -> None:
     ap.add_argument("--e2", type=int, default=50_000)
     ap.add_argument("--w1", type=int, default=10_000)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--store", choices=("sqlite", "postgres"), default="sqlite")
+    ap.add_argument("--store", choices=("sqlite", "postgres", "mariadb"), default="sqlite")
     ap.add_argument("--only", choices=("E1", "E2", "W1"), action="append")
     args = ap.parse_args()
     if args.store == "postgres":
@@ -130,6 +139,7 @@ def main() -> None:
             cluster.stop("immediate")
             cluster.remove()
         return
+    _MARIADB.extend([True] if args.store == "mariadb" else [])
     _compare(args)
 
 

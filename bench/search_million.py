@@ -1,12 +1,12 @@
 """Search at scale on SQLite (or PostgreSQL with ``--store postgres``, on a throwaway
-cluster): makes a store of ``--jobs`` jobs (default 1,000,000: a mix
+cluster; MariaDB with ``--store mariadb``, on the test suite's throwaway server): makes a store of ``--jobs`` jobs (default 1,000,000: a mix
 of tasks, queues, states, errors and headers, written with ``enqueue_many`` and finished
 in batches), then measures search pages with the index off (the bounded scan), the time
 ``conveyor search-index on`` takes to index them all, and search pages with it: p50 and
 p95 of ``--repeat`` runs of each query. Not part of ``make test``.
 
 ``python -m bench.search_million [--jobs 1000000] [--repeat 20] [--keep PATH]
-[--store sqlite|postgres]``
+[--store sqlite|postgres|mariadb] [--index-only]``
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pathlib import Path
 
 import conveyor
 from conveyor.backends.base import JobClaimParams, JobFinishParams
+from conveyor.backends.mariadb.search import MariaDBSearch
 from conveyor.backends.postgres.search import PostgresSearch
 from conveyor.backends.sqlite.search import SQLiteSearch
 from conveyor.states import FinishKind
@@ -93,7 +94,8 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--keep", type=Path, default=None)
-    ap.add_argument("--store", choices=("sqlite", "postgres"), default="sqlite")
+    ap.add_argument("--index-only", action="store_true", help="skip the scans (minutes)")
+    ap.add_argument("--store", choices=("sqlite", "postgres", "mariadb"), default="sqlite")
     args = ap.parse_args()
     if args.store == "postgres":
         from bench.postgres_cluster import PostgresCluster
@@ -105,6 +107,11 @@ def main() -> None:
             cluster.stop("immediate")
             cluster.remove()
         return
+    if args.store == "mariadb":
+        from tests.support.mariadb_server import run_database
+
+        _run(run_database("million"), args)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         _run(f"sqlite:///{args.keep or Path(tmp) / 'jobs.db'}", args)
 
@@ -112,9 +119,10 @@ def main() -> None:
 def _run(url: str, args: argparse.Namespace) -> None:
     app = make_store(url, args.jobs)
     backend = app.backend
-    assert isinstance(backend, SQLiteSearch | PostgresSearch)
+    assert isinstance(backend, SQLiteSearch | PostgresSearch | MariaDBSearch)
     backend.search_index_set(False)  # SQLite's is on by default: first, the scans
-    measure(app, max(3, args.repeat // 4), "no index")
+    if not args.index_only:
+        measure(app, max(3, args.repeat // 4), "no index")
     start = time.perf_counter()
     backend.search_index_set(True)  # every job pending, for the indexer
     print(f"search-index on: {time.perf_counter() - start:.1f} s for {args.jobs:,} jobs")

@@ -30,5 +30,32 @@ def test_a_version_1_store_gains_the_schedule_columns(request: pytest.FixtureReq
     assert record.name == "nightly" and record.paused
     with again.backend._tx() as ex:  # type: ignore[attr-defined]
         version = ex.execute("SELECT MAX(version) FROM schema_version").fetchone()[0]
-    assert int(version) == SCHEMA_VERSION == 4  # 4: flow control by key (issue 24)
+    assert int(version) == SCHEMA_VERSION == 5  # 5: the search index's tables (issue 25)
+    again.close()
+
+
+def test_a_version_4_store_gains_the_search_tables(request: pytest.FixtureRequest) -> None:
+    """Version 5 adds the search index's tables (empty: the index stays off until
+    ``conveyor search-index on``); a version-4 store gets them on open, keeps its jobs,
+    and its searches scan until the index is turned on, then answer from it."""
+    url = mariadb_server.isolated_url(request)
+    app = conveyor.App(url)
+
+    @app.task(name="mail.send_welcome")
+    def send_welcome(user: str) -> None: ...
+
+    job = send_welcome.enqueue("customer_4242")
+    with app.backend._tx() as ex:  # type: ignore[attr-defined]  # back to version 4
+        ex.execute("DROP TABLE job_search_pending, job_search_on, job_search_docs")
+        ex.execute("DELETE FROM schema_version")
+        ex.execute("INSERT INTO schema_version (version) VALUES (4)")
+    app.close()
+    again = conveyor.App(url)
+    backend = again.backend
+    assert not backend.search_index_enabled()  # type: ignore[attr-defined]
+    page = again.search("customer_4242")
+    assert [j.id for j in page.jobs] == [job.id] and page.scanned == 1  # a scan
+    backend.search_index_set(True)  # type: ignore[attr-defined]
+    page = again.search("customer_4242")
+    assert [j.id for j in page.jobs] == [job.id] and page.scanned is None  # the index
     again.close()

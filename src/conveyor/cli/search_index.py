@@ -1,9 +1,9 @@
 """``conveyor search-index [on|off]``: whether the store answers ``--search`` from a
 text index (and how many jobs wait for its indexer), and turning the store's index on
-or off (SQLite's FTS5 and PostgreSQL's pg_trgm, both off by default)
+or off (SQLite's FTS5, PostgreSQL's pg_trgm and MariaDB's FULLTEXT, all off by default)
 (docs/search.md).
 
-Both are filled after the fact (the workers' indexer), so the writes only note what
+All are filled after the fact (the workers' indexer), so the writes only note what
 they changed. Without an index every store scans (at most ``MAX_SCAN`` jobs a page,
 and says when it stopped). ``on`` makes every job pending for the indexer; ``off``
 drops the index. Both are kept in ``conveyor audit``.
@@ -25,7 +25,7 @@ from conveyor.cli.common import store_options
 from conveyor.cli.config import open_app
 
 #: What each store's index is, as the command says it (stores without one scan).
-_KINDS = {"sqlite": "FTS5", "postgres": "pg_trgm"}
+_KINDS = {"sqlite": "FTS5", "postgres": "pg_trgm", "mariadb": "FULLTEXT"}
 
 
 @click.command("search-index")
@@ -33,7 +33,7 @@ _KINDS = {"sqlite": "FTS5", "postgres": "pg_trgm"}
 @click.argument("turn", required=False, type=click.Choice(["on", "off"]))
 def search_index(url: str | None, app_spec: str | None, turn: str | None) -> None:
     """Say whether searches use an index; on/off turns the store's index (SQLite's FTS5,
-    PostgreSQL's pg_trgm) on or off."""
+    PostgreSQL's pg_trgm, MariaDB's FULLTEXT) on or off."""
     backend = open_app(url, app_spec, create=turn is not None).backend
     kind = _KINDS.get(backend.name)
     if kind is None:
@@ -44,10 +44,12 @@ def search_index(url: str | None, app_spec: str | None, turn: str | None) -> Non
             )
         click.echo(f"{backend.name}: no index (searches scan, at most 100,000 jobs a page)")
         return
+    from conveyor.backends.mariadb.search import MariaDBSearch
     from conveyor.backends.postgres.search import PostgresSearch
     from conveyor.backends.sqlite.search import SQLiteSearch
 
-    assert isinstance(backend, SQLiteSearch | PostgresSearch)  # the store's own switch
+    # the store's own switch
+    assert isinstance(backend, SQLiteSearch | PostgresSearch | MariaDBSearch)
     if turn is not None:
         start = time.perf_counter()
         backend.search_index_set(turn == "on")

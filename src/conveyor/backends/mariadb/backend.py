@@ -53,6 +53,7 @@ from conveyor.backends.base import (
 from conveyor.backends.mariadb.action_log import MariaDBActionLog
 from conveyor.backends.mariadb.connection import Executor, connect, migrate
 from conveyor.backends.mariadb.dialect import MARIADB, server_now
+from conveyor.backends.mariadb.search import MariaDBSearch
 from conveyor.backends.mariadb.url import parse_mariadb_url
 from conveyor.backends.mariadb.wake import IdleWaiter, generation_for, read_clock_and_idle, wake
 from conveyor.backends.params import one_per_job
@@ -71,7 +72,7 @@ if TYPE_CHECKING:
 #: lasts POLL_MAX at most, less when a write wakes it (wake.py).
 POLL_FIRST, POLL_GROWTH, POLL_MAX = 0.005, 1.5, 0.25
 
-FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic", "sequences", "fair", "aging", "filters", "purge", "result_ttl", "queues", "logs", "integrity", "expires", "shared", "action_log", "search", "steps"})  # fmt: skip
+FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic", "sequences", "fair", "aging", "filters", "purge", "result_ttl", "queues", "logs", "integrity", "expires", "shared", "action_log", "search", "search_index", "steps"})  # fmt: skip
 
 _T = TypeVar("_T")
 _log = logging.getLogger("conveyor.backends.mariadb")
@@ -93,7 +94,7 @@ _TRANSACTIONS = (
 )
 
 
-class MariaDBBackend(SqlOperations, MariaDBActionLog):
+class MariaDBBackend(MariaDBSearch, SqlOperations, MariaDBActionLog):
     """Backend on a MariaDB/MySQL database. Internal: use ``conveyor.App("mariadb://...")``."""
 
     name = "mariadb"

@@ -28,7 +28,9 @@ from conveyor.errors import BackendUnavailable, StoreNotFound
 #: periodic_schedules, in schema.sql for new stores; ADDED_COLUMNS for older ones).
 #: 3: durable jobs (job_steps, job_events: CREATE TABLE IF NOT EXISTS in schema.sql).
 #: 4: sequences, fair_keys, limit_overrides (new tables: schema.sql re-run, idempotent).
-SCHEMA_VERSION = 4
+#: 5: the search index's tables (job_search_pending, _on, _docs), empty until
+#: ``conveyor search-index on`` adds its FULLTEXT index and triggers (search.py).
+SCHEMA_VERSION = 5
 #: Columns schema.sql gained after version 1: (table, column, definition), added to a
 #: store that lacks them (MySQL 8 has no ADD COLUMN IF NOT EXISTS, so each is looked up).
 ADDED_COLUMNS = (

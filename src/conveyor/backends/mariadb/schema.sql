@@ -205,3 +205,30 @@ CREATE TABLE IF NOT EXISTS job_events (
     consumed_at DOUBLE,
     INDEX job_events_job (job_id, name, id)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
+
+-- Version 5 (search indexed after the fact; the twins of SQLite's schema_010.sql and
+-- PostgreSQL's schema_006.sql; what reads and fills them is mariadb/search.py). Empty
+-- and unread until `conveyor search-index on` (mariadb/search_index.sql): off by
+-- default, and with it off no write notes anything (its triggers exist only while on).
+-- Written since indexed: each row an inclusive range of job ids to index again (one
+-- job's: lo = hi, noted by a row trigger; `on` adds one range over every job).
+CREATE TABLE IF NOT EXISTS job_search_pending (
+    n  BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+    lo VARCHAR(255) NOT NULL,
+    hi VARCHAR(255) NOT NULL,
+    INDEX job_search_pending_lo (lo)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
+-- One row while the index is on.
+CREATE TABLE IF NOT EXISTS job_search_on (
+    since DOUBLE NOT NULL
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
+-- Each indexed job's text (task, queue, arguments, result, error, headers, log lines),
+-- and whether the index may miss its words (wide: not ASCII, or a word over 84
+-- characters, InnoDB's longest token; always a candidate). Case-insensitive: the
+-- FULLTEXT index `on` adds (job_search_docs_ft) then folds case as the language does.
+CREATE TABLE IF NOT EXISTS job_search_docs (
+    job_id VARCHAR(255) NOT NULL PRIMARY KEY,
+    doc    LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL,
+    wide   TINYINT NOT NULL,
+    INDEX job_search_docs_wide (wide, job_id)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
