@@ -189,8 +189,8 @@ def test_jobs_sort_newest_first_by_header_and_across_pages(
     assert rest == ["billing.charge_card", "mail.send_welcome", "mail.send_welcome"]
     assert not set(ids_in(first)) & set(ids_in(second))
 
-    # Sorting by another column reads only the newest SCAN_LIMIT jobs, and says so.
-    monkeypatch.setattr(query_module, "SCAN_LIMIT", 3)
+    # Sorting by another column reads only the newest SORT_LIMIT jobs, and says so.
+    monkeypatch.setattr(query_module, "SORT_LIMIT", 3)
     capped = client.get("/jobs", params={"sort": "task"}).text
     assert "sorted only the newest 3 jobs" in capped
     assert sorted(ids_in(capped)) == sorted(everything[:3])

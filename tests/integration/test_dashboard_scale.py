@@ -19,6 +19,7 @@ from starlette.testclient import TestClient
 from conveyor.backends.base import JobFinishedHistogramParams
 from conveyor.backends.sqlite.counts import SQLiteCounts
 from conveyor.web import create_app, queues_page
+from conveyor.web.durations_section import RecentDurations
 from conveyor.web.throughput import ThroughputHistory
 from tests.integration.test_dashboard import (  # noqa: F401 (fixtures)
     BASE,
@@ -147,6 +148,30 @@ def test_a_slow_full_throughput_read_is_spaced_out(store: Store) -> None:  # noq
     assert slow.since[0] == first and slow.since[1] > first  # the second read: recent only
     history.read(slow, now + 3)  # type: ignore[arg-type]
     assert slow.since[2] == (now + 3) // 60 * 60 - 59 * 60  # the whole hour again
+
+
+def test_the_dashboards_full_rereads_run_off_the_request_path(store: Store) -> None:  # noqa: F811
+    """background=True (the dashboard's): after the first read no page waits for the
+    whole hour or the durations; a thread re-reads them and the next pages show it."""
+    slow = _Slow(store.app.backend)
+    history = ThroughputHistory(minutes=60, full_every=0.5, background=True)
+    now = time.time()
+    first = now // 60 * 60 - 59 * 60
+    assert sum(history.read(slow, now).totals()) == 4  # type: ignore[arg-type]
+    assert slow.since == [first]  # the first read is the request's own
+    started = time.perf_counter()
+    assert sum(history.read(slow, now + 3).totals()) == 4  # type: ignore[arg-type]
+    assert time.perf_counter() - started < 0.5  # the recent minutes only, not 2 reads
+    for _ in range(100):  # the thread's whole-hour read lands
+        if not history._refreshing:
+            break
+        time.sleep(0.02)
+    assert (now + 3) // 60 * 60 - 59 * 60 in slow.since[1:]
+    assert sum(history.read(slow, now + 4).totals()) == 4  # type: ignore[arg-type]
+    recent = RecentDurations(every=0.0, background=True)
+    found, jobs = recent.read(store.app.backend, now)
+    assert jobs == 4 and found  # the first read: the request's own
+    assert recent.read(store.app.backend, now + 1) == (found, jobs)  # the last answer
 
 
 def test_status_lists_the_largest_backlogs_when_there_are_many_queues(

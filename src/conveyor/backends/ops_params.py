@@ -238,6 +238,24 @@ class QueueResumeParams:
     queue: str
 
 
+#: The cap the operator's reads (``conveyor status``, ``conveyor queues``, the
+#: dashboard) pass to ``queue_stats``: a count past it reads as "1,000+". Not 10,000:
+#: that cost 0.4 s on SQLite at a million jobs (its partial indexes do not cover the
+#: state column, so each entry read is a row lookup; BENCHMARKS.md).
+OPERATOR_COUNT_CAP = 1_000
+
+
+@record
+class QueueStatsParams:
+    """``cap``: None counts every job (exact; metrics and the autoscaling signal read
+    this); a number lets a SQL store without kept counts stop counting a (queue, state)
+    past ``cap`` jobs and name it in :attr:`QueueStats.capped` (a lower bound). Stores
+    that keep their counts (Redis, memory, SQLite with ``queue-counts on``) are exact
+    either way."""
+
+    cap: int | None = None
+
+
 #: Bound on ``job_finished_histogram``'s buckets (a week by the minute): one call stays small.
 MAX_HISTOGRAM_BUCKETS = 10_080
 

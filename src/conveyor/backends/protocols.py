@@ -70,6 +70,7 @@ from conveyor.backends.params import (
     JobWaitParams,
     QueuePauseParams,
     QueueResumeParams,
+    QueueStatsParams,
     WorkerHeartbeatParams,
 )
 from conveyor.backends.records import (
@@ -336,16 +337,18 @@ class Operations(Protocol):
         """Block until the job is finished; ``None`` on timeout. Raises JobNotFound."""
         ...
 
-    def queue_list(self) -> list[QueueInfo]:
-        """Every queue that has jobs or a pause flag, by name, with its pause flag."""
+    def queue_list(self, params: QueueStatsParams | None = None) -> list[QueueInfo]:
+        """Every queue that has jobs or a pause flag, by name, with its pause flag
+        (counts as ``queue_stats``' with the same params)."""
         ...
 
     def queue_pause(self, params: QueuePauseParams) -> None: ...
 
     def queue_resume(self, params: QueueResumeParams) -> None: ...
 
-    def queue_stats(self) -> list[QueueStats]:
-        """Counts of every queue that has jobs (cheap: the dashboard samples it)."""
+    def queue_stats(self, params: QueueStatsParams | None = None) -> list[QueueStats]:
+        """Counts of every queue that has jobs (cheap: the dashboard samples it); exact
+        unless ``params.cap`` lets a store stop counting (:class:`QueueStatsParams`)."""
         ...
 
     def worker_list(self) -> list[WorkerInfo]: ...

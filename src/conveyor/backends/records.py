@@ -125,21 +125,38 @@ class JobLogRecord:
 
 @record
 class QueueInfo:
-    """A queue as operators see it: paused flag, counts by state, oldest ready age."""
+    """A queue as operators see it: paused flag, counts by state, oldest ready age;
+    ``capped`` as :attr:`QueueStats.capped`."""
 
     queue: str
     paused: bool
     counts: dict[str, int]
     oldest_ready_age: float | None
+    capped: frozenset[str] = frozenset()
 
 
 @record
 class QueueStats:
-    """Counts of one queue by state, and how long its oldest ready job has waited."""
+    """Counts of one queue by state, and how long its oldest ready job has waited.
+    ``capped``: the states whose count is a lower bound (a read with a cap stopped
+    counting there; shown as "10,000+")."""
 
     queue: str
     counts: dict[str, int]
     oldest_ready_age: float | None  # seconds, None when nothing is ready
+    capped: frozenset[str] = frozenset()
+
+
+def count_text(counts: dict[str, int], capped: frozenset[str], state: str) -> str:
+    """A count as the operator reads it: ``"1000+"`` where a capped read stopped there
+    (a lower bound), else the number.
+
+    >>> count_text({"queued": 1000, "dead": 3}, frozenset({"queued"}), "queued")
+    '1000+'
+    >>> count_text({"queued": 1000, "dead": 3}, frozenset({"queued"}), "running")
+    '0'
+    """
+    return f"{counts.get(state, 0)}{'+' if state in capped else ''}"
 
 
 def queue_list_of(
@@ -150,8 +167,9 @@ def queue_list_of(
     store keeps while resumed), by name.
 
     >>> queue_list_of([QueueStats("a", {"queued": 1}, 2.0)], {"b"})  # doctest: +NORMALIZE_WHITESPACE
-    [QueueInfo(queue='a', paused=False, counts={'queued': 1}, oldest_ready_age=2.0),
-     QueueInfo(queue='b', paused=True, counts={}, oldest_ready_age=None)]
+    [QueueInfo(queue='a', paused=False, counts={'queued': 1}, oldest_ready_age=2.0,
+               capped=frozenset()),
+     QueueInfo(queue='b', paused=True, counts={}, oldest_ready_age=None, capped=frozenset())]
     """
     by_name = {s.queue: s for s in stats}
     return [
@@ -160,6 +178,7 @@ def queue_list_of(
             name in paused,
             by_name[name].counts if name in by_name else {},
             by_name[name].oldest_ready_age if name in by_name else None,
+            by_name[name].capped if name in by_name else frozenset(),
         )
         for name in sorted(set(by_name) | set(paused) | set(flagged))
     ]

@@ -18,7 +18,13 @@ import time
 import click
 
 from conveyor.app import App
-from conveyor.backends.base import QueuePauseParams, QueueResumeParams
+from conveyor.backends.base import (
+    OPERATOR_COUNT_CAP,
+    QueuePauseParams,
+    QueueResumeParams,
+    QueueStatsParams,
+)
+from conveyor.backends.records import count_text
 from conveyor.cli.action_log import record_cli_action
 from conveyor.cli.common import age, echo_json, group_store_options, store_options
 from conveyor.cli.config import open_app
@@ -40,7 +46,10 @@ def queues(ctx: click.Context, url: str | None, app_spec: str | None, as_json: b
     if ctx.invoked_subcommand is not None:
         return
     app = open_app(url, app_spec)
-    found = app.backend.queue_list()
+    # the text table is capped ("1000+"); --json stays exact: the autoscaling signal
+    # is read by scripts that scale on the real backlog
+    cap = None if as_json else OPERATOR_COUNT_CAP
+    found = app.backend.queue_list(QueueStatsParams(cap=cap))
     if as_json:
         # with each queue's autoscaling signal (conveyor/scaling.py): one more read
         workers = app.backend.worker_list()
@@ -56,7 +65,8 @@ def queues(ctx: click.Context, url: str | None, app_spec: str | None, as_json: b
             ]
         )
         return
-    Output().table(
+    out = Output()
+    out.table(
         [
             Column("queue", key=True),
             Column("paused", key=True),
@@ -67,7 +77,7 @@ def queues(ctx: click.Context, url: str | None, app_spec: str | None, as_json: b
             [
                 q.queue,
                 "PAUSED" if q.paused else "-",
-                *[q.counts.get(s, 0) for s in STATES],
+                *[count_text(q.counts, q.capped, s) for s in STATES],
                 age(q.oldest_ready_age),
             ]
             for q in found
@@ -75,6 +85,11 @@ def queues(ctx: click.Context, url: str | None, app_spec: str | None, as_json: b
         title="queues",
         empty="no queues",
     )
+    if any(q.capped for q in found):
+        out.line(
+            f"n+: at least n (counted up to {OPERATOR_COUNT_CAP}; exact: --json, or "
+            "conveyor queue-counts on)"
+        )
 
 
 def _toggle(ctx: click.Context, name: str, pause: bool, force: bool = False) -> None:

@@ -12,13 +12,15 @@ import click
 
 from conveyor import durations
 from conveyor.backends.base import (
+    OPERATOR_COUNT_CAP,
     JobListParams,
     JobRecord,
     PeriodicRecord,
     QueueStats,
+    QueueStatsParams,
     WorkerInfo,
 )
-from conveyor.backends.records import by_backlog
+from conveyor.backends.records import by_backlog, count_text
 from conveyor.cli.common import age, echo_json, since, store_options
 from conveyor.cli.config import open_app
 from conveyor.cli.output import Column, Output, iso_time, utc_option
@@ -38,7 +40,8 @@ def status(url: str | None, app_spec: str | None, as_json: bool, utc: bool) -> N
     """Queues, states and workers of a store."""
     app = open_app(url, app_spec)
     backend = app.backend
-    stats = backend.queue_stats()
+    # capped: a count past the cap reads "1000+" (exact on stores that keep counts)
+    stats = backend.queue_stats(QueueStatsParams(cap=OPERATOR_COUNT_CAP))
     workers = backend.worker_list()
     running = backend.job_list(JobListParams(state=JobState.RUNNING, limit=20))
     features = backend.features
@@ -69,7 +72,13 @@ def _status_document(
     return {
         "url": redacted(url),
         "queues": [
-            {"queue": s.queue, "counts": s.counts, "oldest_ready_age": s.oldest_ready_age}
+            {
+                "queue": s.queue,
+                "counts": s.counts,
+                # the states whose count is a lower bound (a capped read stopped there)
+                "capped": sorted(s.capped),
+                "oldest_ready_age": s.oldest_ready_age,
+            }
             for s in stats
         ],
         "workers": [
@@ -142,12 +151,20 @@ def _queues_table(out: Output, url: str, stats: Sequence[QueueStats]) -> None:
             Column("oldest ready", right=True),
         ],
         [
-            [s.queue, *[s.counts.get(st, 0) for st in STATES], age(s.oldest_ready_age)]
+            [
+                s.queue,
+                *[count_text(s.counts, s.capped, st) for st in STATES],
+                age(s.oldest_ready_age),
+            ]
             for s in shown
         ],
         title=f"queues — {redacted(url)}",
         empty=f"no queues in {redacted(url)}",
     )
+    if any(s.capped for s in shown):
+        out.line(
+            f"n+: at least n (counted up to {OPERATOR_COUNT_CAP}; exact: conveyor queue-counts on)"
+        )
     if len(shown) < len(stats):
         out.line(
             f"the {len(shown)} queues with the largest backlog of {len(stats):,}; "

@@ -53,7 +53,7 @@ def create_app(
     state = DashboardState(
         conveyor_app=conveyor_app,
         guard=guard,
-        history=ThroughputHistory(minutes=history_minutes),
+        history=ThroughputHistory(minutes=history_minutes, background=True),
         owns_app=owns,
         page_size=page_size,
     )

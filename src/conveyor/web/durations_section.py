@@ -27,20 +27,41 @@ class RecentDurations:
     """The last hour's durations, read from the store at most every ``every`` seconds
     (the overview refreshes every 5 s, in as many tabs as are open; the read is up to
     :data:`~conveyor.durations.SAMPLE` rows a state). Thread-safe, like the throughput
-    cache: page requests run in a thread pool and share one instance."""
+    cache: page requests run in a thread pool and share one instance. With
+    ``background=True`` (the dashboard's) only the first read is made by a request; later
+    ones run in a thread while pages get the last answer (the read took 0.25-2.6 s with
+    500,000 jobs finished in the hour; BENCHMARKS.md)."""
 
-    def __init__(self, every: float = 30.0) -> None:
+    def __init__(self, every: float = 30.0, *, background: bool = False) -> None:
         self.every = every
+        self.background = background
         self._lock = threading.Lock()
         self._read_at: float | None = None
+        self._refreshing = False
         self._found: tuple[list[TaskDurations], int] = ([], 0)
 
     def read(self, backend: Backend, now: float) -> tuple[list[TaskDurations], int]:
         with self._lock:
             at = self._read_at
             if at is None or not at <= now < at + self.every:
-                self._found, self._read_at = durations.recent(backend, now), now
+                if at is None or not self.background:
+                    self._found, self._read_at = durations.recent(backend, now), now
+                elif not self._refreshing:
+                    self._refreshing = True
+                    threading.Thread(
+                        target=self._refresh, args=(backend, now), name="durations", daemon=True
+                    ).start()
             return self._found
+
+    def _refresh(self, backend: Backend, now: float) -> None:
+        try:
+            found = durations.recent(backend, now)
+        except Exception:  # a store closed or gone under it: the next page tries again
+            found = None
+        with self._lock:
+            if found is not None:
+                self._found, self._read_at = found, now
+            self._refreshing = False
 
 
 def durations_section(found: Sequence[TaskDurations], jobs: int) -> str:

@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from conveyor.backends.base import QueueStats
+from conveyor.backends.records import count_text
 from conveyor.web.html import badge, bar_chart, esc, url
 from conveyor.web.job_cells import STATES
-from conveyor.web.queues_page import overview_queues
+from conveyor.web.queues_page import CAPPED_TITLE, overview_queues
 from conveyor.web.throughput import CHART_STATES, History
 
 
@@ -29,8 +30,12 @@ def overview_page(
     durations: str = "",
 ) -> str:
     totals = {s: sum(q.counts.get(s, 0) for q in stats) for s in STATES}
+    # a total over a capped count is a lower bound too: "1000+"
+    capped = frozenset(s for q in stats for s in q.capped)
     cards = "".join(
-        f'<a class="card" href="{url("/jobs", {"state": s})}"><div class="n">{totals[s]}</div>'
+        f'<a class="card" href="{url("/jobs", {"state": s})}"'
+        f"{CAPPED_TITLE if s in capped else ''}>"
+        f'<div class="n">{count_text(totals, capped, s)}</div>'
         f'<div class="l">{badge(s)}</div></a>'
         for s in STATES
     )

@@ -98,10 +98,14 @@ def workers_page(workers: Sequence[WorkerInfo], *, now: float, ttl: float) -> st
     )
 
 
-def confirm_page(action: str, query: JobQuery, count: int, csrf: str) -> str:
+def confirm_page(
+    action: str, query: JobQuery, count: int, csrf: str, *, at_least: bool = False
+) -> str:
+    """``at_least``: ``count`` is a capped count, a lower bound ("1000+")."""
     label = ACTION_LABELS[action]
     described = ", ".join(f"{k} = {v}" for k, v in query.to_params().items()) or "all jobs"
-    hidden = {**query.to_params(), "action": action, "expected": str(count)}
+    shown = f"{count}+" if at_least else str(count)
+    hidden = {**query.to_params(), "action": action, "expected": shown}
     states = ", ".join(s.value for s in action_states(action, query))
     note = f"It acts only on {states} jobs."
     if action == "delete":
@@ -109,7 +113,7 @@ def confirm_page(action: str, query: JobQuery, count: int, csrf: str) -> str:
     button = (
         post_button(
             "/jobs/bulk",
-            f"{label} {count} jobs",
+            f"{label} {shown} jobs",
             csrf,
             hidden=hidden,
             cls="danger" if action == "delete" else "primary",
@@ -119,9 +123,15 @@ def confirm_page(action: str, query: JobQuery, count: int, csrf: str) -> str:
     )
     return (
         f"<h1>{esc(label)} all matching jobs?</h1>"
-        f'<p><strong>{count}</strong> jobs match <span class="mono">{esc(described)}</span>. '
+        f'<p><strong>{shown}</strong> jobs match <span class="mono">{esc(described)}</span>. '
         f"{esc(note)}</p>"
-        f'<div class="bar">{button}<a class="btn" href="{url("/jobs", query.to_params())}">Back</a></div>'
+        + (
+            f'<p class="muted capped">{shown}: at least {count} (a capped count); the '
+            "action acts on every matching job, and its result says how many.</p>"
+            if at_least
+            else ""
+        )
+        + f'<div class="bar">{button}<a class="btn" href="{url("/jobs", query.to_params())}">Back</a></div>'
     )
 
 

@@ -52,6 +52,8 @@ SCAN_BATCH = 500
 #: (newest first), so one request never scans an unbounded store; the page says when
 #: it stopped early.
 SCAN_LIMIT = 20_000
+#: A sort by another column orders at most this many newest matches (20,000: 0.85-8 s).
+SORT_LIMIT = 2_000
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -331,7 +333,7 @@ def _sorted_page(backend: Backend, query: JobQuery, sort: Sort, *, offset: int, 
         scanned += 1
         if query.matches(job):
             found.append(job)
-        if scanned >= SCAN_LIMIT:
+        if scanned >= SORT_LIMIT:
             truncated = True
             break
     ordered = sort.apply(found)

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from urllib.parse import quote
 
 from conveyor import rowtext
-from conveyor.backends.base import Backend, QueueStats
-from conveyor.backends.records import by_backlog
+from conveyor.backends.base import OPERATOR_COUNT_CAP, Backend, QueueStats, QueueStatsParams
+from conveyor.backends.records import by_backlog, count_text
 from conveyor.web.html import badge, esc, post_button, sparkline, table, url
 from conveyor.web.job_cells import STATES, ago_seconds
 from conveyor.web.throughput import History
@@ -34,13 +34,30 @@ PAGE = 100
 #: reached from ``/queues``).
 QUEUE_CHOICES = 200
 HEADERS = ["queue", *STATES, "oldest ready", "finished/min (1 h)", ""]
+#: The tooltip of a capped count ("1000+": the store stopped counting there).
+CAPPED_TITLE = f' title="at least this many: counted up to {OPERATOR_COUNT_CAP}"'
+
+
+def capped_note(stats: Sequence[QueueStats]) -> str:
+    """The line that explains "n+" under a table that shows one (else nothing).
+
+    >>> capped_note([QueueStats("q", {"queued": 1000}, None, frozenset({"queued"}))])[:40]
+    '<p class="muted capped">n+: at least n ('
+    """
+    if not any(q.capped for q in stats):
+        return ""
+    return (
+        f'<p class="muted capped">n+: at least n (this store counts up to '
+        f"{OPERATOR_COUNT_CAP} jobs per queue and state; exact counts: "
+        "<code>conveyor queue-counts on</code>)</p>"
+    )
 
 
 def stats_and_paused(backend: Backend) -> tuple[list[QueueStats], set[str]]:
     """The queues with jobs and the paused queues' names, from one ``queue_list`` (its
     counts are ``queue_stats``': reading both would count twice)."""
-    found = backend.queue_list()
-    stats = [QueueStats(q.queue, q.counts, q.oldest_ready_age) for q in found if q.counts]
+    found = backend.queue_list(QueueStatsParams(cap=OPERATOR_COUNT_CAP))
+    stats = [QueueStats(q.queue, q.counts, q.oldest_ready_age, q.capped) for q in found if q.counts]
     return stats, {q.queue for q in found if q.paused}
 
 
@@ -59,7 +76,8 @@ def queues_table(
         for s in STATES:
             n = q.counts.get(s, 0)
             cells.append(
-                f'<a href="{url("/jobs", {"queue": q.queue, "state": s})}">{n}</a>'
+                f'<a href="{url("/jobs", {"queue": q.queue, "state": s})}"'
+                f"{CAPPED_TITLE if s in q.capped else ''}>{count_text(q.counts, q.capped, s)}</a>"
                 if n
                 else '<span class="muted">0</span>'
             )
@@ -82,7 +100,7 @@ def queues_table(
             )
         )
         rows.append(cells)
-    return table(HEADERS, rows, empty="No jobs yet.", cls="queues")
+    return table(HEADERS, rows, empty="No jobs yet.", cls="queues") + capped_note(shown)
 
 
 def overview_queues(

@@ -30,7 +30,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from conveyor.app import App
-from conveyor.backends.base import JobListParams, JobRecord
+from conveyor.backends.base import OPERATOR_COUNT_CAP, JobListParams, JobRecord, QueueStatsParams
 from conveyor.states import JobState
 
 #: Newest jobs the frequent values are read from.
@@ -122,7 +122,9 @@ class Suggester:
         newest = backend.job_list(JobListParams(limit=SAMPLE, descending=True))
         failed = [j for j in newest if j.error]  # dead, or retrying after an error
         tasks = _ranked([j.task for j in newest], self._app.tasks)
-        queues = _ranked([j.queue for j in newest], [s.queue for s in backend.queue_stats()])
+        # names only: the capped read finds them without counting every job
+        known = backend.queue_stats(QueueStatsParams(cap=OPERATOR_COUNT_CAP))
+        queues = _ranked([j.queue for j in newest], [s.queue for s in known])
         args: list[str] = []
         for task in self._app.tasks.values():
             try:

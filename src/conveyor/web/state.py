@@ -25,7 +25,10 @@ class DashboardState:
     history: ThroughputHistory
     owns_app: bool  # opened from a URL by create_app, so closed on shutdown
     page_size: int
-    durations: RecentDurations = dataclasses.field(default_factory=RecentDurations)
+    # re-read off the request path after the first (durations_section.py)
+    durations: RecentDurations = dataclasses.field(
+        default_factory=lambda: RecentDurations(background=True)
+    )
 
     @property
     def backend(self) -> Backend:

@@ -27,7 +27,13 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
-from conveyor.backends.base import ActionLogListParams, ActionLogRecord, JobFilter
+from conveyor.backends.base import (
+    OPERATOR_COUNT_CAP,
+    ActionLogListParams,
+    ActionLogRecord,
+    JobFilter,
+    QueueStatsParams,
+)
 from conveyor.backends.records import by_backlog
 from conveyor.redaction import redacted
 from conveyor.schedules import ACTIONS as SCHEDULE_ACTIONS
@@ -36,7 +42,7 @@ from conveyor.secrets import mask_payload, secret_where_error
 from conveyor.web import pages
 from conveyor.web.action_log_page import PAGE, action_log_page, dashboard_entry, keep
 from conveyor.web.assets import CSS, JS
-from conveyor.web.bulk_count import matching_count
+from conveyor.web.bulk_count import count_confirmed, matching_count
 from conveyor.web.durations_section import durations_section
 from conveyor.web.html import esc, layout
 from conveyor.web.limits_page import FLASH as LIMITS_FLASH
@@ -182,7 +188,9 @@ async def jobs(request: Request) -> Response:
     found = await run_in_threadpool(
         job_page, state.backend, query, sort, after_id=after, offset=offset, limit=limit
     )
-    stats = await run_in_threadpool(state.backend.queue_stats)
+    # only names, by backlog: the capped counts order them well enough
+    capped = QueueStatsParams(cap=OPERATOR_COUNT_CAP)
+    stats = await run_in_threadpool(state.backend.queue_stats, capped)
     body = pages.jobs_page(
         query,
         found,
@@ -303,8 +311,8 @@ async def bulk_confirm(request: Request) -> Response:
     if not action_states(action, query):
         body = pages.not_applicable_page(action, query)
         return _render(request, "Not applicable", body, active="/jobs", status_code=409)
-    count = await run_in_threadpool(matching_count, backend, query, action)
-    body = pages.confirm_page(action, query, count, _csrf(request))
+    count, at_least = await run_in_threadpool(matching_count, backend, query, action)
+    body = pages.confirm_page(action, query, count, _csrf(request), at_least=at_least)
     return _render(request, "Confirm", body, active="/jobs")
 
 
@@ -322,7 +330,7 @@ async def bulk_action(request: Request) -> Response:
         body = pages.not_applicable_page(action, query)
         return _render(request, "Not applicable", body, active="/jobs", status_code=409)
     ids = await run_in_threadpool(matching_ids, backend, query, action)
-    if str(len(ids)) != fields.get("expected"):
+    if not count_confirmed(fields.get("expected"), len(ids)):
         body = (
             "<p>The number of matching jobs changed since you confirmed.</p>"
             + pages.confirm_page(action, query, len(ids), _csrf(request))

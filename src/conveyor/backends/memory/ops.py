@@ -43,6 +43,7 @@ from conveyor.backends.base import (
     QueuePauseParams,
     QueueResumeParams,
     QueueStats,
+    QueueStatsParams,
     WorkerInfo,
     check_histogram,
 )
@@ -222,7 +223,8 @@ class MemoryOpsMixin:
 
     # -- queues and workers ----------------------------------------------------------------
 
-    def queue_stats(self) -> list[QueueStats]:
+    def queue_stats(self, params: QueueStatsParams | None = None) -> list[QueueStats]:
+        # counts kept by every write: exact whatever the cap
         now = time.time()
         counts: dict[str, dict[str, int]] = {}
         oldest: dict[str, float] = {}
@@ -237,7 +239,7 @@ class MemoryOpsMixin:
             for q in sorted(counts)
         ]
 
-    def queue_list(self) -> list[QueueInfo]:
+    def queue_list(self, params: QueueStatsParams | None = None) -> list[QueueInfo]:
         with self.store.lock:
             flags = dict(self.store.queues)
         paused = {q for q, p in flags.items() if p}

@@ -164,7 +164,9 @@ POSTGRES = Dialect(
     queries={
         "integrity_check": integrity_sql(INTEGRITY),
         **role_queries(
-            _query, ("job_insert_flow", *OPS_QUERIES), ("claim", "leases", "rescue", "workers")
+            _query,
+            ("job_insert_flow", *OPS_QUERIES),
+            ("claim", "counts", "leases", "rescue", "workers"),
         ),
         **FINISH_QUERIES,
     },

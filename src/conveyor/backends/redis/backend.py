@@ -43,6 +43,7 @@ from conveyor.backends.base import (
     JobWaitParams,
     LeaseStatus,
     QueueStats,
+    QueueStatsParams,
     require_transactional,
 )
 from conveyor.backends.queue_ring import ring_of
@@ -373,7 +374,8 @@ class RedisBackend(
 
     # -- queues and workers --------------------------------------------------------------
 
-    def queue_stats(self) -> list[QueueStats]:
+    def queue_stats(self, params: QueueStatsParams | None = None) -> list[QueueStats]:
+        # counts kept by every write: exact whatever the cap
         with self._guard:
             self._prune()
             return reads.queue_stats(self._client, self.keys, self._server_time())

@@ -50,6 +50,7 @@ from conveyor.backends.base import (
     QueueInfo,
     QueuePauseParams,
     QueueResumeParams,
+    QueueStatsParams,
     check_histogram,
 )
 from conveyor.backends.durable_params import parked_event
@@ -249,7 +250,7 @@ class RedisOpsMixin:
 
     # -- queues --------------------------------------------------------------------------
 
-    def queue_list(self) -> list[QueueInfo]:
+    def queue_list(self, params: QueueStatsParams | None = None) -> list[QueueInfo]:
         with self._guard:
             self._prune()
             stats = reads.queue_stats(self._client, self.keys, self._server_time())

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from conveyor.backends.base import JobFilter, JobListParams, WhereCondition
 from conveyor.backends.sql.dialect import Dialect
+from conveyor.states import JobState
 
 
 def _marks(n: int) -> str:
@@ -36,7 +37,12 @@ def filter_sql(d: Dialect, f: JobFilter) -> tuple[str, list[object]]:
         if value is not None:
             where.append(f"{column} = ?")
             args.append(value)
-    if f.states:
+    if tuple(f.states) == (JobState.RUNNING,):
+        # Running jobs are few (the workers' slots) and have their own partial index; a
+        # plain state test let SQLite walk every job in id order to find 20 of them
+        # (2.4 s at a million jobs: `conveyor status`). The literal picks the index.
+        where.append("id IN (SELECT id FROM jobs WHERE state = 'running')")
+    elif f.states:
         where.append(f"state IN ({_marks(len(f.states))})")
         args.extend(str(s) for s in f.states)
     for column, op, bound in (

@@ -28,10 +28,12 @@ from conveyor.backends.base import (
     JobRecord,
     QueueInfo,
     QueueStats,
+    QueueStatsParams,
     WorkerInfo,
     check_histogram,
 )
 from conveyor.backends.records import queue_list_of
+from conveyor.backends.sql import counts_capped
 from conveyor.backends.sql.filters import filter_sql, job_list_sql
 from conveyor.backends.sql.store import SqlStore
 from conveyor.states import RAN_STATES, JobState
@@ -91,8 +93,8 @@ class SqlReads(SqlStore):
         }  # fmt: skip
         return [found[i] for i in ids if i in found]
 
-    def queue_stats(self) -> list[QueueStats]:
-        found = self._queue_stats_rows()
+    def queue_stats(self, params: QueueStatsParams | None = None) -> list[QueueStats]:
+        found, capped = self._queue_stats_rows(None if params is None else params.cap)
         now = self._ops_now()
         counts: dict[str, dict[str, int]] = {}
         oldest: dict[str, float] = {}
@@ -101,17 +103,30 @@ class SqlReads(SqlStore):
             # a row written around the API (text, NaN, inf): no age (inf is no JSON)
             if str(state) == "queued" and (at := decoding.finite_or_none(run_at)) is not None:
                 oldest[str(queue)] = now - at
-        return [QueueStats(q, counts[q], oldest.get(q)) for q in sorted(counts)]
+        return [
+            QueueStats(q, counts[q], oldest.get(q), frozenset(s for n, s in capped if n == q))
+            for q in sorted(counts)
+        ]
 
-    def _queue_stats_rows(self) -> list[tuple[object, ...]]:
-        """(queue, state, count, oldest run_at) rows: one scan of jobs by the store's
-        statement (SQLite reads its kept counts instead when they are on, counts.py)."""
-        return self._ops_rows(self._dialect.queries["queue_stats"])
+    def _queue_stats_rows(self, cap: int | None) -> counts_capped.Counted:
+        """(queue, state, count, oldest run_at) rows, and the (queue, state) pairs whose
+        count stopped at ``cap``: one scan of jobs by the store's statement, or with a cap
+        on a store of more jobs than it, the capped reads (counts_capped.py). SQLite reads
+        its kept counts instead when they are on (counts.py)."""
+        queries = self._dialect.queries
+        if (
+            cap is not None
+            and counts_capped.has_capped_counts(queries)
+            and counts_capped.over_cap(self._ops_rows, queries, cap)
+        ):
+            return counts_capped.capped_rows(self._ops_rows, queries, cap)
+        return self._ops_rows(queries["queue_stats"]), set()
 
-    def queue_list(self) -> list[QueueInfo]:
+    def queue_list(self, params: QueueStatsParams | None = None) -> list[QueueInfo]:
         flags = self._ops_rows("SELECT name, paused FROM queues")
         paused = {str(n) for n, p in flags if p}
-        return queue_list_of(self.queue_stats(), paused, flagged=[str(n) for n, _ in flags])
+        stats = self.queue_stats(params)
+        return queue_list_of(stats, paused, flagged=[str(n) for n, _ in flags])
 
     def worker_list(self) -> list[WorkerInfo]:
         found = self._ops_rows(f"SELECT {WORKER_COLUMNS} FROM workers ORDER BY started_at")

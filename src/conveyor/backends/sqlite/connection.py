@@ -30,8 +30,9 @@ from conveyor.redaction import redacted
 #: (job_steps, job_events). 9: flow control by key (sequences, fair_keys,
 #: limit_overrides). 10: the search index, filled after the fact (job_search_pending;
 #: the index itself, search_index.sql, is made by `conveyor search-index on`: off by
-#: default). Each step is idempotent and applied in order; a step may be several files.
-SCHEMA_VERSION = 10
+#: default). 11: jobs_waiting, for the capped counts (queries/counts.sql). Each step is
+#: idempotent and applied in order; a step may be several files.
+SCHEMA_VERSION = 11
 _MIGRATIONS = {
     1: "schema.sql",
     2: "schema_002.sql",
@@ -43,6 +44,7 @@ _MIGRATIONS = {
     8: "schema_008.sql",
     9: "schema_009.sql",
     10: "schema_010.sql",
+    11: "schema_011.sql",
 }
 #: Compiled on first use by ``re``'s own cache: only a migration needs it.
 _ADD_COLUMN = r"ALTER TABLE (\w+) ADD COLUMN (\w+)"

@@ -24,7 +24,8 @@ import sqlite3
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
-from conveyor.backends.sql.store import SqlStore
+from conveyor.backends.sql.counts_capped import Counted
+from conveyor.backends.sql.ops_read import SqlReads
 
 #: The kept counts' objects, in the order :meth:`SQLiteCounts.queue_counts_set` drops them.
 _OBJECTS = (
@@ -36,8 +37,9 @@ _OBJECTS = (
 )
 
 
-class SQLiteCounts(SqlStore):
-    """``queue_stats``' rows from ``queue_counts`` while it exists, else one scan."""
+class SQLiteCounts(SqlReads):
+    """``queue_stats``' rows from ``queue_counts`` while it exists, else the engine's
+    (one scan, or the capped reads when a cap is asked for)."""
 
     _write: Callable[[], AbstractContextManager[sqlite3.Connection]]
     _read: Callable[..., list[tuple[object, ...]]]
@@ -59,7 +61,9 @@ class SQLiteCounts(SqlStore):
         found = self._read("SELECT 1 FROM sqlite_master WHERE name = 'queue_counts_delete'")
         return bool(found)
 
-    def _queue_stats_rows(self) -> list[tuple[object, ...]]:
-        # The last trigger made (and the first dropped) says the counts are whole.
-        name = "queue_stats_kept" if self.queue_counts_enabled() else "queue_stats"
-        return self._ops_rows(self._dialect.queries[name])
+    def _queue_stats_rows(self, cap: int | None) -> Counted:
+        # The last trigger made (and the first dropped) says the counts are whole; kept
+        # counts are exact, so a cap has nothing to stop.
+        if self.queue_counts_enabled():
+            return self._ops_rows(self._dialect.queries["queue_stats_kept"]), set()
+        return super()._queue_stats_rows(cap)

@@ -105,7 +105,7 @@ SQLITE = Dialect(
         **role_queries(
             load_query,
             ("job_insert_flow", *OPS_QUERIES, *KEPT_QUERIES),
-            ("claim", "finish", "rescue", "workers"),
+            ("claim", "counts", "finish", "rescue", "workers"),
         ),
     },
     where_json=where_json,

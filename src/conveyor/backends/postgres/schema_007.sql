@@ -1,0 +1,7 @@
+-- conveyor PostgreSQL schema, version 7 (capped counts): additive over version 6; the
+-- twin of SQLite's schema_011.sql.
+
+-- Waiting jobs (workflow children, parked durable jobs) by queue, so the operator's
+-- capped counts (queries/counts.sql) read at most cap + 1 of them instead of scanning
+-- every job for a state that has no other index. Partial: only jobs that wait enter it.
+CREATE INDEX IF NOT EXISTS jobs_waiting ON jobs (queue) WHERE state = 'waiting';
