@@ -27,6 +27,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -208,14 +209,105 @@ def run_database(database: str) -> str:
 
 
 def isolated_url(request: pytest.FixtureRequest) -> str:
-    """A URL on a fresh database of the session's MariaDB, dropped after the test."""
+    """A URL on a database of the session's MariaDB that no other test sees: a fresh one,
+    or one an earlier test left and :func:`_recycle` emptied (dropped instead when it
+    could not prove the database as good as new)."""
     base = request.getfixturevalue("mariadb_url")
-    database = f"t_{uuid.uuid4().hex}"
-    _execute(base, f"CREATE DATABASE {database} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
-
-    # A test that stopped its server has nothing left to clean.
-    request.addfinalizer(lambda: drop_database(base, database))
+    pool = _pools.setdefault(base, [])
+    if pool:
+        database = pool.pop()
+    else:
+        database = f"t_{uuid.uuid4().hex}"
+        _execute(base, f"CREATE DATABASE {database} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
+    request.addfinalizer(lambda: _recycle(base, database))
     return database_url(base, database)
+
+
+#: Emptied databases of each server, the next tests' (a per-test database's CREATE
+#: DATABASE, the 18 tables' CREATE TABLE on first open and the DROP after cost over a
+#: second a test on a loaded box; InnoDB DDL, not the test, was most of a MariaDB test).
+_pools: dict[str, list[str]] = {}
+#: What conveyor's migration makes, read from the first database it migrated here.
+_fresh: dict[str, tuple[object, ...]] = {}
+_FINGERPRINT = (
+    "SELECT TABLE_NAME, COLUMN_NAME, ORDINAL_POSITION, COLUMN_TYPE, IS_NULLABLE, "
+    "COLUMN_DEFAULT, EXTRA, COLLATION_NAME FROM information_schema.COLUMNS "
+    "WHERE TABLE_SCHEMA = %s ORDER BY 1, 2",
+    "SELECT TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX, COLUMN_NAME, NON_UNIQUE, SUB_PART "
+    "FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = %s ORDER BY 1, 2, 3",
+    "SELECT TABLE_NAME, TABLE_TYPE, ENGINE, TABLE_COLLATION FROM information_schema.TABLES "
+    "WHERE TABLE_SCHEMA = %s ORDER BY 1",
+    "SELECT TRIGGER_NAME, ACTION_STATEMENT FROM information_schema.TRIGGERS "
+    "WHERE TRIGGER_SCHEMA = %s ORDER BY 1",
+    "SELECT ROUTINE_NAME FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = %s",
+    "SELECT EVENT_NAME FROM information_schema.EVENTS WHERE EVENT_SCHEMA = %s",
+    "SELECT ID FROM information_schema.PROCESSLIST WHERE DB = %s AND ID <> CONNECTION_ID()",
+)
+
+
+def _reference(base: str, cur: Any) -> tuple[object, ...]:
+    """The fingerprint of a database conveyor's own migration just made (computed once
+    per server; that database then joins the pool)."""
+    if base not in _fresh:
+        from conveyor.backends.mariadb.connection import migrate
+        from conveyor.backends.mariadb.url import parse_mariadb_url
+
+        database = f"t_{uuid.uuid4().hex}"
+        migrate(parse_mariadb_url(database_url(base, database)))  # creates it too
+        prints = []
+        for sql in _FINGERPRINT[:-1]:
+            cur.execute(sql, (database,))
+            prints.append(tuple(cur.fetchall()))
+        cur.execute(f"SELECT version FROM {database}.schema_version")
+        _fresh[base] = (*prints, tuple(cur.fetchall()))
+        _pools.setdefault(base, []).append(database)
+    return _fresh[base]
+
+
+def _recycle(base: str, database: str) -> None:
+    """Empty ``database`` for the next test when its tables are exactly what conveyor's
+    migration made (or it has none) and nobody else is connected; drop it otherwise (a
+    test that altered the schema, or a worker still connected). The check is strict so
+    that a reused database is indistinguishable from a new one to conveyor: same tables,
+    columns, indexes, one schema_version row, no rows, AUTO_INCREMENT back at 1."""
+    import pymysql
+
+    try:
+        conn = _connect(base)
+    except pymysql.err.OperationalError:
+        return  # a test that stopped its server has nothing left to clean
+    try:
+        with conn.cursor() as cur:  # type: ignore[attr-defined]
+            prints = []
+            for sql in _FINGERPRINT:
+                cur.execute(sql, (database,))
+                prints.append(tuple(cur.fetchall()))
+            tables = [row[0] for row in prints[2]]
+            if prints[-1]:  # still in use: only a DROP (which waits for it) is safe
+                raise LookupError(database)
+            if tables:
+                cur.execute(f"SELECT version FROM {database}.schema_version")
+                fingerprint = (*prints[:-1], tuple(cur.fetchall()))
+                if fingerprint != _reference(base, cur):
+                    raise LookupError(database)
+                cur.execute("SET SESSION innodb_lock_wait_timeout = 5")
+                for table in tables:
+                    if table != "schema_version":
+                        cur.execute(f"DELETE FROM {database}.`{table}`")
+                # Only where a row was written (an ALTER costs ~50 ms; most tests write
+                # no log line, event or action).
+                cur.execute(
+                    "SELECT TABLE_NAME FROM information_schema.TABLES "
+                    "WHERE TABLE_SCHEMA = %s AND AUTO_INCREMENT > 1",
+                    (database,),
+                )
+                for (table,) in cur.fetchall():
+                    cur.execute(f"ALTER TABLE {database}.`{table}` AUTO_INCREMENT = 1")
+        _pools.setdefault(base, []).append(database)
+    except (LookupError, pymysql.err.Error):
+        drop_database(base, database)
+    finally:
+        conn.close()  # type: ignore[attr-defined]
 
 
 @pytest.fixture(scope="session")
