@@ -92,3 +92,15 @@ def test_kept_counts_are_exact_whatever_the_cap(backend: Backend) -> None:
     capped = backend.queue_stats(QueueStatsParams(cap=CAP))
     assert not any(s.capped for s in capped)
     assert [s.counts for s in capped] == [s.counts for s in backend.queue_stats()]
+
+
+def test_a_store_within_exact_up_to_is_counted_exactly_past_the_cap(backend: Backend) -> None:
+    """What the operator's reads pass (``exact_up_to=OPERATOR_EXACT_UP_TO``): a store of
+    a few thousand jobs never reads "1,000+"; only one past ``exact_up_to`` is capped."""
+    _fill(backend)
+    exact = [s.counts for s in backend.queue_stats()]
+    within = backend.queue_stats(QueueStatsParams(cap=CAP, exact_up_to=10_000))
+    assert not any(s.capped for s in within)
+    assert [s.counts for s in within] == exact
+    past = backend.queue_stats(QueueStatsParams(cap=CAP, exact_up_to=CAP))
+    assert any(s.capped for s in past) == (backend.name in ("sqlite", "postgres"))

@@ -243,6 +243,9 @@ class QueueResumeParams:
 #: that cost 0.4 s on SQLite at a million jobs (its partial indexes do not cover the
 #: state column, so each entry read is a row lookup; BENCHMARKS.md).
 OPERATOR_COUNT_CAP = 1_000
+#: The operator's reads count every job exactly on a store of at most this many jobs
+#: (a scan of 50,000 is ~45 ms on SQLite): "1,000+" only where counting would be slow.
+OPERATOR_EXACT_UP_TO = 50_000
 
 
 @record
@@ -251,9 +254,12 @@ class QueueStatsParams:
     this); a number lets a SQL store without kept counts stop counting a (queue, state)
     past ``cap`` jobs and name it in :attr:`QueueStats.capped` (a lower bound). Stores
     that keep their counts (Redis, memory, SQLite with ``queue-counts on``) are exact
-    either way."""
+    either way. ``exact_up_to``: a store of at most this many jobs (or ``cap``, if
+    larger) is counted exactly whatever ``cap`` says (the operator's reads pass
+    :data:`OPERATOR_EXACT_UP_TO`: small stores never read "1,000+")."""
 
     cap: int | None = None
+    exact_up_to: int = 0
 
 
 #: Bound on ``job_finished_histogram``'s buckets (a week by the minute): one call stays small.

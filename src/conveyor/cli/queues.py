@@ -20,6 +20,7 @@ import click
 from conveyor.app import App
 from conveyor.backends.base import (
     OPERATOR_COUNT_CAP,
+    OPERATOR_EXACT_UP_TO,
     QueuePauseParams,
     QueueResumeParams,
     QueueStatsParams,
@@ -49,7 +50,7 @@ def queues(ctx: click.Context, url: str | None, app_spec: str | None, as_json: b
     # the text table is capped ("1000+"); --json stays exact: the autoscaling signal
     # is read by scripts that scale on the real backlog
     cap = None if as_json else OPERATOR_COUNT_CAP
-    found = app.backend.queue_list(QueueStatsParams(cap=cap))
+    found = app.backend.queue_list(QueueStatsParams(cap=cap, exact_up_to=OPERATOR_EXACT_UP_TO))
     if as_json:
         # with each queue's autoscaling signal (conveyor/scaling.py): one more read
         workers = app.backend.worker_list()

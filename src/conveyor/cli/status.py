@@ -13,6 +13,7 @@ import click
 from conveyor import durations
 from conveyor.backends.base import (
     OPERATOR_COUNT_CAP,
+    OPERATOR_EXACT_UP_TO,
     JobListParams,
     JobRecord,
     PeriodicRecord,
@@ -41,7 +42,9 @@ def status(url: str | None, app_spec: str | None, as_json: bool, utc: bool) -> N
     app = open_app(url, app_spec)
     backend = app.backend
     # capped: a count past the cap reads "1000+" (exact on stores that keep counts)
-    stats = backend.queue_stats(QueueStatsParams(cap=OPERATOR_COUNT_CAP))
+    stats = backend.queue_stats(
+        QueueStatsParams(cap=OPERATOR_COUNT_CAP, exact_up_to=OPERATOR_EXACT_UP_TO)
+    )
     workers = backend.worker_list()
     running = backend.job_list(JobListParams(state=JobState.RUNNING, limit=20))
     features = backend.features

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from conveyor.backends.base import (
     OPERATOR_COUNT_CAP,
+    OPERATOR_EXACT_UP_TO,
     Backend,
     JobCountParams,
     JobFilter,
@@ -40,7 +41,9 @@ def matching_count(backend: Backend, query: JobQuery, action: str) -> tuple[int,
         wanted = {s.value for s in states}
         stats = [
             q
-            for q in backend.queue_stats(QueueStatsParams(cap=OPERATOR_COUNT_CAP))
+            for q in backend.queue_stats(
+                QueueStatsParams(cap=OPERATOR_COUNT_CAP, exact_up_to=OPERATOR_EXACT_UP_TO)
+            )
             if query.queue is None or q.queue == query.queue
         ]
         total = sum(n for q in stats for state, n in q.counts.items() if state in wanted)

@@ -20,7 +20,13 @@ from collections.abc import Sequence
 from urllib.parse import quote
 
 from conveyor import rowtext
-from conveyor.backends.base import OPERATOR_COUNT_CAP, Backend, QueueStats, QueueStatsParams
+from conveyor.backends.base import (
+    OPERATOR_COUNT_CAP,
+    OPERATOR_EXACT_UP_TO,
+    Backend,
+    QueueStats,
+    QueueStatsParams,
+)
 from conveyor.backends.records import by_backlog, count_text
 from conveyor.web.html import badge, esc, post_button, sparkline, table, url
 from conveyor.web.job_cells import STATES, ago_seconds
@@ -56,7 +62,9 @@ def capped_note(stats: Sequence[QueueStats]) -> str:
 def stats_and_paused(backend: Backend) -> tuple[list[QueueStats], set[str]]:
     """The queues with jobs and the paused queues' names, from one ``queue_list`` (its
     counts are ``queue_stats``': reading both would count twice)."""
-    found = backend.queue_list(QueueStatsParams(cap=OPERATOR_COUNT_CAP))
+    found = backend.queue_list(
+        QueueStatsParams(cap=OPERATOR_COUNT_CAP, exact_up_to=OPERATOR_EXACT_UP_TO)
+    )
     stats = [QueueStats(q.queue, q.counts, q.oldest_ready_age, q.capped) for q in found if q.counts]
     return stats, {q.queue for q in found if q.paused}
 

@@ -30,7 +30,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from conveyor.app import App
-from conveyor.backends.base import OPERATOR_COUNT_CAP, JobListParams, JobRecord, QueueStatsParams
+from conveyor.backends.base import (
+    OPERATOR_COUNT_CAP,
+    OPERATOR_EXACT_UP_TO,
+    JobListParams,
+    JobRecord,
+    QueueStatsParams,
+)
 from conveyor.states import JobState
 
 #: Newest jobs the frequent values are read from.
@@ -123,7 +129,9 @@ class Suggester:
         failed = [j for j in newest if j.error]  # dead, or retrying after an error
         tasks = _ranked([j.task for j in newest], self._app.tasks)
         # names only: the capped read finds them without counting every job
-        known = backend.queue_stats(QueueStatsParams(cap=OPERATOR_COUNT_CAP))
+        known = backend.queue_stats(
+            QueueStatsParams(cap=OPERATOR_COUNT_CAP, exact_up_to=OPERATOR_EXACT_UP_TO)
+        )
         queues = _ranked([j.queue for j in newest], [s.queue for s in known])
         args: list[str] = []
         for task in self._app.tasks.values():

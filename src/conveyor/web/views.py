@@ -29,6 +29,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, RedirectRespons
 
 from conveyor.backends.base import (
     OPERATOR_COUNT_CAP,
+    OPERATOR_EXACT_UP_TO,
     ActionLogListParams,
     ActionLogRecord,
     JobFilter,
@@ -189,7 +190,7 @@ async def jobs(request: Request) -> Response:
         job_page, state.backend, query, sort, after_id=after, offset=offset, limit=limit
     )
     # only names, by backlog: the capped counts order them well enough
-    capped = QueueStatsParams(cap=OPERATOR_COUNT_CAP)
+    capped = QueueStatsParams(cap=OPERATOR_COUNT_CAP, exact_up_to=OPERATOR_EXACT_UP_TO)
     stats = await run_in_threadpool(state.backend.queue_stats, capped)
     body = pages.jobs_page(
         query,

@@ -1,5 +1,5 @@
 """Capped counts: ``queue_stats`` rows for the operator's reads on a SQL store of more
-jobs than the cap (``QueueStatsParams(cap=10_000)``: ``conveyor status``, ``conveyor
+jobs than the cap (``QueueStatsParams(cap=1_000, exact_up_to=50_000)``: ``conveyor status``, ``conveyor
 queues``, the dashboard), in the manner of Oban Web's and River UI's capped counts.
 
 Counting every job is one scan of the jobs table: 0.9 s on SQLite and 0.8-3 s on
@@ -10,7 +10,8 @@ their own index (``jobs_scheduled``, ``jobs_running``, ``jobs_waiting``,
 ``jobs_finished``, the newest first). A count that reaches the cap is a lower bound,
 named in :attr:`QueueStats.capped` and shown as "10,000+"; smaller counts and the
 oldest ready age are exact. The statements are each store's ``queries/counts.sql``; a
-store without them (or a store of at most ``cap`` jobs) counts every job, as before.
+store without them (or a store of at most ``cap`` jobs, or of ``exact_up_to``) counts
+every job, as before.
 
 Example (three jobs, capped at two, then at three: exact)::
 

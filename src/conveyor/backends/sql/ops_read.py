@@ -94,7 +94,11 @@ class SqlReads(SqlStore):
         return [found[i] for i in ids if i in found]
 
     def queue_stats(self, params: QueueStatsParams | None = None) -> list[QueueStats]:
-        found, capped = self._queue_stats_rows(None if params is None else params.cap)
+        found, capped = (
+            self._queue_stats_rows(None)
+            if params is None
+            else self._queue_stats_rows(params.cap, params.exact_up_to)
+        )
         now = self._ops_now()
         counts: dict[str, dict[str, int]] = {}
         oldest: dict[str, float] = {}
@@ -108,7 +112,7 @@ class SqlReads(SqlStore):
             for q in sorted(counts)
         ]
 
-    def _queue_stats_rows(self, cap: int | None) -> counts_capped.Counted:
+    def _queue_stats_rows(self, cap: int | None, exact_up_to: int = 0) -> counts_capped.Counted:
         """(queue, state, count, oldest run_at) rows, and the (queue, state) pairs whose
         count stopped at ``cap``: one scan of jobs by the store's statement, or with a cap
         on a store of more jobs than it, the capped reads (counts_capped.py). SQLite reads
@@ -117,7 +121,7 @@ class SqlReads(SqlStore):
         if (
             cap is not None
             and counts_capped.has_capped_counts(queries)
-            and counts_capped.over_cap(self._ops_rows, queries, cap)
+            and counts_capped.over_cap(self._ops_rows, queries, max(cap, exact_up_to))
         ):
             return counts_capped.capped_rows(self._ops_rows, queries, cap)
         return self._ops_rows(queries["queue_stats"]), set()

@@ -61,9 +61,9 @@ class SQLiteCounts(SqlReads):
         found = self._read("SELECT 1 FROM sqlite_master WHERE name = 'queue_counts_delete'")
         return bool(found)
 
-    def _queue_stats_rows(self, cap: int | None) -> Counted:
+    def _queue_stats_rows(self, cap: int | None, exact_up_to: int = 0) -> Counted:
         # The last trigger made (and the first dropped) says the counts are whole; kept
         # counts are exact, so a cap has nothing to stop.
         if self.queue_counts_enabled():
             return self._ops_rows(self._dialect.queries["queue_stats_kept"]), set()
-        return super()._queue_stats_rows(cap)
+        return super()._queue_stats_rows(cap, exact_up_to)
