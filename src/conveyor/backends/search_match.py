@@ -10,12 +10,13 @@ Example:
 
 from __future__ import annotations
 
+import heapq
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from conveyor.backends.records import JobRecord
-from conveyor.backends.search_params import SearchTerm
+from conveyor.backends.search_params import JobSearchPage, JobSearchParams, SearchTerm
 
 _WORD = re.compile(r"\w+")
 
@@ -139,3 +140,37 @@ def highlight_spans(text: str, terms: Iterable[SearchTerm]) -> list[tuple[int, i
         if word in whole or any(word.startswith(s) for s in starts):
             spans.append((m.start(), m.end()))
     return spans
+
+
+def page_of_candidates(
+    streams: Sequence[Iterator[JobRecord]],
+    params: JobSearchParams,
+    complete: bool,
+    logs: Callable[[str], str],
+) -> JobSearchPage:
+    """An indexed search's page (PostgreSQL's and MariaDB's indexes): the candidate
+    streams (each newest first) merged, each job once, re-checked by :func:`matches` so
+    the answers are the scan's; past ``params.max_scan`` candidates the page says where
+    it stopped, as a scan does. ``complete``: the unindexed tail was read whole.
+
+    Example:
+        >>> from conveyor.backends.ops_params import JobFilter
+        >>> from conveyor.backends.search_params import JobSearchParams
+        >>> page = page_of_candidates([iter([])], JobSearchParams(JobFilter()), True, str)
+        >>> (page.jobs, page.scanned, page.complete, page.next_before)
+        ((), None, True, None)
+    """
+    found: list[JobRecord] = []
+    read, last, cursor = 0, None, params.before_id
+    for job in heapq.merge(*streams, key=lambda j: j.id.encode(), reverse=True):
+        if job.id == last:
+            continue  # in two streams
+        if read == params.max_scan:
+            # candidates the words did not narrow enough: said, as a scan says it
+            return JobSearchPage(tuple(found), read, False, cursor)
+        read, last, cursor = read + 1, job.id, job.id
+        if matches(job, params.terms, logs=logs):
+            found.append(job)
+            if len(found) == params.limit:
+                return JobSearchPage(tuple(found), None, complete, job.id)
+    return JobSearchPage(tuple(found), None, complete, None)

@@ -39,7 +39,6 @@ Example:
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -235,7 +234,7 @@ class PostgresSearch:
         return self._indexed_search(params, patterns)
 
     def _indexed_search(self, params: JobSearchParams, patterns: list[str]) -> JobSearchPage:
-        from conveyor.backends.search_match import matches  # searches only
+        from conveyor.backends.search_match import page_of_candidates  # searches only
 
         where, args = filter_sql(POSTGRES, params.filter)
         before = [] if params.before_id is None else [params.before_id]
@@ -256,20 +255,7 @@ class PostgresSearch:
             self._candidates(f"{fresh} AND {words}", [*args, *patterns], params.before_id),
             self._candidates(f"{fresh} AND d.wide", args, params.before_id),
         )
-        found: list[JobRecord] = []
-        read, last, cursor = 0, None, params.before_id
-        for job in heapq.merge(*streams, key=lambda j: j.id.encode(), reverse=True):
-            if job.id == last:
-                continue  # in two streams
-            if read == params.max_scan:
-                # candidates the words did not narrow enough: said, as a scan says it
-                return JobSearchPage(tuple(found), read, False, cursor)
-            read, last, cursor = read + 1, job.id, job.id
-            if matches(job, params.terms, logs=self._logs_text):
-                found.append(job)
-                if len(found) == params.limit:
-                    return JobSearchPage(tuple(found), None, complete, job.id)
-        return JobSearchPage(tuple(found), None, complete, None)
+        return page_of_candidates(streams, params, complete, self._logs_text)
 
     def _logs_text(self, job_id: str) -> str:
         rows = self._once(
