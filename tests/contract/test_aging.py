@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 import conveyor
 from conveyor.backends.base import Backend, JobAgeParams, JobClaimParams
 from conveyor.worker.worker import Worker
 from tests.support.flow import needs
 
 
+# serial: the two passes must fall within 0.2 s of each other (else the aged job's wait,
+# counted again from the first, is aged again).
+@pytest.mark.serial
 def test_a_waiting_job_gains_priority(app: conveyor.App, backend: Backend) -> None:
     needs(backend, "aging")
 

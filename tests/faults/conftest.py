@@ -11,6 +11,17 @@ import pytest
 
 from tests.support import mariadb_server, postgres_server, redis_server
 
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every fault test runs in scripts/test's serial pass: a storm's deadlines and a
+    rescue's timings hold on a box doing nothing else, not beside two other test
+    processes (the parallel pass at load 11-22 lost storms to their deadlines)."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.serial)
+
+
 #: Size of the tmpfs the disk-full tests fill (a few hundred jobs' results fit).
 TMPFS_SIZE = "32m"
 

@@ -18,7 +18,10 @@ import os
 import pytest
 from bench import instructions
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
+# serial: the worker's idle polls between jobs are counted too, and more of them run when
+# the box is busy (375,352 against a limit of 335,869 at load 11-22 beside the parallel
+# pass): scripts/test counts them on a box doing nothing else.
+pytestmark = [pytest.mark.slow, pytest.mark.serial, pytest.mark.timeout(400)]
 
 
 def test_instructions_per_job_stay_within_budget() -> None:

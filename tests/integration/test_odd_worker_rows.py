@@ -36,6 +36,8 @@ def _app(url: str) -> conveyor.App:
     return app_tasks.app
 
 
+# serial: the first worker must still be running its 4-second job when it is killed.
+@pytest.mark.serial
 def test_a_malformed_worker_row_does_not_stop_the_rescuer(
     url: str, spawn_worker: Spawn, tmp_path: Path
 ) -> None:
