@@ -68,12 +68,11 @@ from conveyor.errors import BackendUnavailable, ConfigurationError, JobNotFound
 if TYPE_CHECKING:
     from conveyor.backends.base import Backend
 
-#: job_wait looks at the job after POLL_FIRST s, each wait POLL_GROWTH times the last, at
-#: most POLL_MAX; holding the job's lock (wake.py DoneWaiter) a worker's finish of the
-#: job ends the wait at once (an end by cancel, expiry or rescue: the next look). An
-#: idle worker's wait (work_wait) lasts POLL_MAX at most, less when a write wakes it or
-#: a scheduled job comes due (wake.py).
-POLL_FIRST, POLL_GROWTH, POLL_MAX = 0.005, 1.5, 0.25
+#: job_wait looks at the job after POLL_FIRST s (DONE_FIRST holding its lock: a worker's
+#: finish of it ends the wait at once, wake.py; a cancel, expiry or rescue: the next look),
+#: each wait POLL_GROWTH times the last, at most POLL_MAX. An idle worker's wait lasts
+#: POLL_MAX at most, less when a write wakes it or a scheduled job comes due (wake.py).
+POLL_FIRST, DONE_FIRST, POLL_GROWTH, POLL_MAX = 0.005, 0.05, 1.5, 0.25
 
 FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic", "sequences", "fair", "aging", "filters", "purge", "result_ttl", "queues", "logs", "integrity", "expires", "shared", "action_log", "search", "search_index", "steps"})  # fmt: skip
 
@@ -348,6 +347,7 @@ class MariaDBBackend(MariaDBSearch, SqlOperations, MariaDBActionLog):
             waiter = self._thread_waiter("done_waiter", DoneWaiter)
             if held is None:  # not ended at the first look: hold its lock (one round trip)
                 held = waiter.hold(params.id)
+                interval = max(interval, DONE_FIRST) if held else interval
             if held:
                 waiter.wait(min(interval, remaining))
             else:
