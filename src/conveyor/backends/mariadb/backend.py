@@ -278,9 +278,9 @@ class MariaDBBackend(MariaDBSearch, SqlOperations, MariaDBActionLog):
 
         stale, claimed = self._retrying_deadlocks(finish_and_claim)
         waiter = getattr(self._local, "waiter", None)
-        if claimed and waiter is not None and waiter.holding:
-            # Idle, then work found without a wake (a scheduled job came due): busy
-            # now, so writers must not ring this waiter (one round trip, rare).
+        if claimed and waiter is not None:
+            # Busy now: an idle spell ends (a lock still held after work found without a
+            # wake, a scheduled job due: given back, one round trip, rare).
             waiter.release()
         return stale, claimed
 

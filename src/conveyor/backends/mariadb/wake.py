@@ -19,10 +19,11 @@ The same doorbell serves two more waits. An idle worker's sleep also ends when t
 next scheduled job comes due (a durable sleep's wake time, a retry's backoff): the
 statement reads it (``jobs_scheduled`` index) and sleeps no longer, so a sleeping job
 resumes on time, not up to a poll later. A ``job.result()`` waiter (:class:`DoneWaiter`)
-holds a lock named after its job (:func:`done_lock`) on a connection of its own and
-sleeps in a statement that first checks the job has not ended; a finish reads the locks
-of the jobs it ends in its clock read (:func:`read_clock_and_done`: no new round trip)
-and kills those sleeps after its commit. A finish that schedules a job (a durable sleep
+holds a lock named after its job (:func:`done_lock`) and one of :data:`SLOTS` result
+slots (:func:`result_slots`) on a connection of its own and sleeps in a statement that
+first checks the job has not ended; a finish reads, in its clock read (no new round
+trip, :func:`read_clock_and_done`), the result slots and only when one is held the
+locks of the jobs it ends, and kills those sleeps after its commit. A finish that schedules a job (a durable sleep
 parks so, a retry waits so) reads the idle workers' locks there too and rings them, so
 a sleep begun before that job existed ends when it is due.
 
@@ -59,6 +60,11 @@ log = logging.getLogger("conveyor.backends.mariadb")
 #: writer reads (IS_USED_LOCK: ~20 us of server time each, measured in BENCHMARKS.md);
 #: waiters past these poll as before.
 SLOTS = 4
+#: The first sleep of an idle spell lasts this long at most: a write that read the idle
+#: locks just before this waiter's lock was taken (the server can run the statement
+#: well after it was sent on a busy box) does not ring it, and costs this, not a poll.
+#: Later sleeps hold the lock already and last the whole poll.
+FIRST_SLEEP = 0.05
 #: How long an idle waiter sleeps at most when a scheduled job comes due: until the
 #: first one due after now (2 ms past it, so the claim's clock has reached it), 10 ms
 #: at least (a worker not serving that job's queue is woken at most 100 times a second).
@@ -175,6 +181,8 @@ class IdleWaiter:
         #: False once the server refused the statement for another reason than a kill
         #: (an old server without RELEASE_ALL_LOCKS): the waiter sleeps in Python.
         self.usable = True
+        #: The next sleep begins an idle spell (FIRST_SLEEP at most).
+        self.fresh = True
 
     def wait(self, seconds: float) -> bool:
         """Sleep up to ``seconds``, or until a writer wakes this waiter; True when woken."""
@@ -183,6 +191,8 @@ class IdleWaiter:
         if not self.usable or seconds <= 0:
             time.sleep(max(0.0, seconds))
             return False
+        if self.fresh:
+            seconds, self.fresh = min(seconds, FIRST_SLEEP), False
         try:
             if self._conn is None or not self._conn.open:
                 self._conn = connect(self.target)
@@ -214,6 +224,7 @@ class IdleWaiter:
         nothing to do unless it holds one (``always``: it may, unknown)."""
         import pymysql
 
+        self.fresh = True  # busy now: the next wait begins an idle spell
         if not (self.holding or always):
             return
         self.holding = False
@@ -228,6 +239,7 @@ class IdleWaiter:
                 self._conn.close()
             self._conn = None
         self.holding = False
+        self.fresh = True
 
 
 def done_lock(database: str, job_id: str) -> str:
@@ -242,17 +254,29 @@ def done_lock(database: str, job_id: str) -> str:
     return "conveyor_done:" + hashlib.sha1(f"{database}:{job_id}".encode()).hexdigest()
 
 
+def result_slots(database: str) -> list[str]:
+    """The locks saying "a ``job.result()`` waiter is here" (one each, :data:`SLOTS`):
+    a finish reads its jobs' locks only when one is held (IS_USED_LOCK costs ~40 us of
+    server time a call, BENCHMARKS.md), so a store nobody waits on pays four calls per
+    finish transaction, not one per job."""
+    return [f"conveyor_result:{database}:{i}" for i in range(SLOTS)]
+
+
 def read_clock_and_done(
     ex: Executor, database: str, ids: list[str], idle: bool = False
 ) -> tuple[float, list[int]]:
     """The server's clock and the connections waiting for the end of one of ``ids``
     (``job.result()``), with ``idle`` the idle workers' too (a finish that schedules a
     job: they sleep until it is due), in one round trip: the clock read of a finish."""
-    names = [done_lock(database, i) for i in ids] + (lock_names(database) if idle else [])
-    if not names:
+    parts = []
+    if ids:  # the jobs' locks read only when a result waiter holds a slot (IF is lazy)
+        slots = ", ".join(f"IS_USED_LOCK({_quote(n)})" for n in result_slots(database))
+        jobs = ", ".join(f"IS_USED_LOCK({_quote(done_lock(database, i))})" for i in ids)
+        parts.append(f"IF(COALESCE({slots}) IS NULL, NULL, CONCAT_WS(',', {jobs}))")
+    parts += [f"IS_USED_LOCK({_quote(n)})" for n in (lock_names(database) if idle else [])]
+    if not parts:
         return float(ex.execute(f"SELECT {_NOW}").fetchone()[0]), []
-    held = ", ".join(f"IS_USED_LOCK({_quote(n)})" for n in names)
-    now, found = ex.execute(f"SELECT {_NOW}, CONCAT_WS(',', {held})").fetchone()
+    now, found = ex.execute(f"SELECT {_NOW}, CONCAT_WS(',', {', '.join(parts)})").fetchone()
     return float(now), [int(i) for i in str(found or "").split(",") if i]
 
 
@@ -263,19 +287,22 @@ class DoneWaiter:
     (no round trip after the result is known)."""
 
     def __init__(self, target: MariaDBTarget) -> None:
-        self.target = target
+        self.target = t = target
         self._conn: Any = None
         #: The job whose lock this waiter holds (None: none, or not known after a kill).
         self.job: str | None = None
-        self._hold = "SELECT RELEASE_ALL_LOCKS(), GET_LOCK(%s, 0)"
+        take = ", ".join(f"IF(GET_LOCK({_quote(n)}, 0), 1, NULL)" for n in result_slots(t.database))
+        # The job's lock, then a free result slot (finishes read job locks only then).
+        self._hold = f"SELECT RELEASE_ALL_LOCKS(), GET_LOCK(%s, 0) AND COALESCE({take})"
         self._sleep = (
             "SELECT IF(EXISTS(SELECT 1 FROM jobs WHERE id = %s AND state IN "
             f"{_ENDED}), 0, SLEEP(%s))"
         )
 
     def hold(self, job_id: str) -> bool:
-        """Take ``job_id``'s lock (giving back the last one); False when another waiter
-        holds it (that one is woken; this one polls) or the server refused."""
+        """Take ``job_id``'s lock and a result slot (giving back the last ones); False
+        when another waiter holds it (that one is woken; this one polls), the slots are
+        all taken (more than :data:`SLOTS` waiters: it polls) or the server refused."""
         import pymysql
 
         try:
