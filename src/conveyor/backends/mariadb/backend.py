@@ -138,7 +138,7 @@ class MariaDBBackend(MariaDBSearch, SqlOperations, MariaDBActionLog):
         conn = self._conn()
         local = self._local
         local.wake = None  # set by a write that made jobs ready: waiters to wake
-        local.ring = None  # set by a finish: job.result() waiters of the jobs it ended
+        local.ring = None  # set by a finish while job.result() waiters are: its job ids
         try:
             yield Executor(conn)
             conn.commit()
@@ -150,23 +150,27 @@ class MariaDBBackend(MariaDBSearch, SqlOperations, MariaDBActionLog):
             if isinstance(exc, pymysql.err.OperationalError) and exc.args[0] in (2006, 2013):
                 self._local.conn = None
             raise
-        if local.wake is not None:
-            self._wake_after_commit(conn, local.wake)
-        if local.ring:
-            self._wake_after_commit(conn, local.ring, ready=False)
+        idle, ended = local.wake, local.ring
+        if idle is not None:
+            self._wake_after_commit(conn, idle)
+        if ended:
+            self._wake_after_commit(conn, _READ_AFTER, ended)
 
-    def _wake_after_commit(self, conn: Any, idle: list[int], ready: bool = True) -> None:
+    def _wake_after_commit(self, conn: Any, idle: list[int], ended: Sequence[str] = ()) -> None:
         """Wake idle waiters after a commit that made jobs ready: this process's by
         its generation, every process's by ``KILL QUERY`` (``idle``: the waiters read
-        in the transaction, or :data:`_READ_AFTER`: read them now). A failure here is logged, never
+        in the transaction, or :data:`_READ_AFTER`: read them now; ``ended``: a finish's
+        jobs, whose ``job.result()`` waiters are read now). A failure here is logged, never
         raised: the write has committed, and a waiter not woken polls."""
         import pymysql
 
-        self._local.wake = self._local.ring = None
-        if ready:  # jobs made ready (not only result waiters to ring)
+        self._local.wake = None
+        if not ended:  # jobs made ready (not a finish's job.result() waiters to ring)
             self._generation.bump()
         try:
-            if idle is _READ_AFTER:
+            if ended:
+                idle = bell.done_waiters(Executor(conn), self.target.database, list(ended))
+            elif idle is _READ_AFTER:
                 idle = bell.read_clock_and_idle(Executor(conn), self.target.database)[1]
             wake(conn, self.target, idle)
         except pymysql.err.Error as exc:  # a broken connection: _conn() opens another
@@ -295,14 +299,10 @@ class MariaDBBackend(MariaDBSearch, SqlOperations, MariaDBActionLog):
     def _read_clock_and_ring(self, ex: Executor, finishes: Sequence[JobFinishParams]) -> float:
         """A finish's clock read, which reads who to ring after its commit too: these jobs'
         ``job.result()`` waiters, and idle workers when one is scheduled (wake.py)."""
-        schedules = any(f.run_at is not None for f in finishes)
-        now, ring = bell.read_clock_and_done(
-            ex, self.target.database, [f.id for f in finishes], idle=schedules
-        )
-        if schedules:
-            self._local.wake = ring  # the generation moves too
-        else:
-            self._local.ring = ring
+        schedules, ids = any(f.run_at is not None for f in finishes), [f.id for f in finishes]
+        now, waited, idle = bell.read_clock_and_done(ex, self.target.database, ids, schedules)
+        self._local.wake = idle if schedules else None  # the generation moves too
+        self._local.ring = ids if waited else None
         return now
 
     def job_promote_due(self) -> int:

@@ -21,9 +21,9 @@ statement reads it (``jobs_scheduled`` index) and sleeps no longer, so a sleepin
 resumes on time, not up to a poll later. A ``job.result()`` waiter (:class:`DoneWaiter`)
 holds a lock named after its job (:func:`done_lock`) and one of :data:`SLOTS` result
 slots (:func:`result_slots`) on a connection of its own and sleeps in a statement that
-first checks the job has not ended; a finish reads, in its clock read (no new round
-trip, :func:`read_clock_and_done`), the result slots and only when one is held the
-locks of the jobs it ends, and kills those sleeps after its commit. A finish that schedules a job (a durable sleep
+first checks the job has not ended; a finish reads the result slots in its clock read
+(no new round trip, :func:`read_clock_and_done`) and, only when one is held, the locks
+of the jobs it ended after its commit (one round trip), and kills those sleeps. A finish that schedules a job (a durable sleep
 parks so, a retry waits so) reads the idle workers' locks there too and rings them, so
 a sleep begun before that job existed ends when it is due.
 
@@ -256,28 +256,31 @@ def done_lock(database: str, job_id: str) -> str:
 
 def result_slots(database: str) -> list[str]:
     """The locks saying "a ``job.result()`` waiter is here" (one each, :data:`SLOTS`):
-    a finish reads its jobs' locks only when one is held (IS_USED_LOCK costs ~40 us of
-    server time a call, BENCHMARKS.md), so a store nobody waits on pays four calls per
-    finish transaction, not one per job."""
+    a finish reads its jobs' locks (one more round trip) only when one is held, so a
+    store nobody waits on pays four IS_USED_LOCK calls in a statement it sends anyway."""
     return [f"conveyor_result:{database}:{i}" for i in range(SLOTS)]
 
 
 def read_clock_and_done(
     ex: Executor, database: str, ids: list[str], idle: bool = False
-) -> tuple[float, list[int]]:
-    """The server's clock and the connections waiting for the end of one of ``ids``
-    (``job.result()``), with ``idle`` the idle workers' too (a finish that schedules a
-    job: they sleep until it is due), in one round trip: the clock read of a finish."""
-    parts = []
-    if ids:  # the jobs' locks read only when a result waiter holds a slot (IF is lazy)
-        slots = ", ".join(f"IS_USED_LOCK({_quote(n)})" for n in result_slots(database))
-        jobs = ", ".join(f"IS_USED_LOCK({_quote(done_lock(database, i))})" for i in ids)
-        parts.append(f"IF(COALESCE({slots}) IS NULL, NULL, CONCAT_WS(',', {jobs}))")
-    parts += [f"IS_USED_LOCK({_quote(n)})" for n in (lock_names(database) if idle else [])]
-    if not parts:
-        return float(ex.execute(f"SELECT {_NOW}").fetchone()[0]), []
-    now, found = ex.execute(f"SELECT {_NOW}, CONCAT_WS(',', {', '.join(parts)})").fetchone()
-    return float(now), [int(i) for i in str(found or "").split(",") if i]
+) -> tuple[float, bool, list[int]]:
+    """A finish's clock read (one round trip, as before): the server's clock, whether a
+    ``job.result()`` waiter holds a result slot (only ``ids`` given: then the finish
+    reads its jobs' locks after its commit, :func:`done_waiters`), and with ``idle`` the
+    idle workers' connections (a finish that schedules a job: they sleep until due)."""
+    slots = ", ".join(f"IS_USED_LOCK({_quote(n)})" for n in result_slots(database))
+    waited = f"COALESCE({slots}) IS NOT NULL" if ids else "0"
+    idle_sql = clock_and_idle_sql(database).split(", ", 1)[1] if idle else "NULL"
+    now, any_waiter, held = ex.execute(f"SELECT {_NOW}, {waited}, {idle_sql}").fetchone()
+    return float(now), bool(any_waiter), [int(i) for i in str(held or "").split(",") if i]
+
+
+def done_waiters(ex: Executor, database: str, ids: list[str]) -> list[int]:
+    """The connections waiting for the end of one of ``ids`` (after the finish's commit:
+    a waiter that took its lock later finds the job ended in its sleep statement)."""
+    held = ", ".join(f"IS_USED_LOCK({_quote(done_lock(database, i))})" for i in ids)
+    (found,) = ex.execute(f"SELECT CONCAT_WS(',', {held})").fetchone()
+    return [int(i) for i in str(found or "").split(",") if i]
 
 
 class DoneWaiter:
