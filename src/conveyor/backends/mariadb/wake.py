@@ -23,9 +23,10 @@ holds a lock named after its job (:func:`done_lock`) and one of :data:`SLOTS` re
 slots (:func:`result_slots`) on a connection of its own and sleeps in a statement that
 first checks the job has not ended; a finish reads the result slots in its clock read
 (no new round trip, :func:`read_clock_and_done`) and, only when one is held, the locks
-of the jobs it ended after its commit (one round trip), and kills those sleeps. A finish that schedules a job (a durable sleep
-parks so, a retry waits so) reads the idle workers' locks there too and rings them, so
-a sleep begun before that job existed ends when it is due.
+of the jobs it ended after its commit (one round trip), and kills those sleeps. A
+finish that schedules a job (a durable sleep parks so, a retry waits so) reads the idle
+workers' locks there too and rings them, so a sleep begun before that job existed ends
+when it is due.
 
 Safe by default: the sleep lasts one poll interval, so a wake that is lost (a waiter
 that took its lock just after the writer read the locks, more than :data:`SLOTS` idle
