@@ -1,7 +1,9 @@
 """Contract: durable state survives an export and an import (``conveyor export`` /
 ``import``, ``migrate``) on every store: a job parked on ``conveyor.wait_for`` comes
 back parked and a send resumes it; events sent and not consumed yet come back and a
-wait consumes them, in order. Each job is read as an export reads it (its record,
+wait consumes them, in order; a job parked in ``conveyor.join(child)`` comes back
+parked and its child's end wakes it, whether the child ends after the import, had
+ended before it, or is imported after it. Each job is read as an export reads it (its record,
 steps and unconsumed events) and imported under a new id, as into a fresh store."""
 
 from __future__ import annotations
@@ -20,9 +22,12 @@ from conveyor.backends.base import (
     IntegrityCheckParams,
     JobEventSendParams,
     JobEventWaitParams,
+    JobFinishParams,
     JobImport,
     JobImportParams,
+    JobJoinParams,
 )
+from conveyor.backends.params import FinishKind
 from conveyor.errors import ConveyorError
 from conveyor.states import JobState
 from tests.contract.helpers import claim, insert, register
@@ -106,3 +111,63 @@ def test_a_waiting_job_without_parents_or_a_wait_step_is_refused(backend: Backen
     item = _exported_as(backend, job_id, "imported-bare")
     with pytest.raises(ConveyorError, match="waiting without its parents"):
         backend.job_import_many(JobImportParams([records.replace(item, steps=[])]))
+
+
+def _joining(backend: Backend) -> tuple[str, str]:
+    """A child (queue ``kids``) and a job parked in its join, as conveyor.join parks."""
+    register(backend)
+    (child,) = insert(backend, queue="kids")
+    (joiner,) = insert(backend)
+    (job,) = claim(backend)
+    assert backend.job_join_mark(JobJoinParams(child, joiner)) is JobState.QUEUED
+    name = f"join:{child}"
+    wait = JobEventWaitParams(joiner, job.token, 0, name, name, 1e11, time.time())
+    assert backend.job_event_wait(wait).status == WAIT_PARKED
+    return child, joiner
+
+
+def _end(backend: Backend, job_id: str) -> None:
+    (kid,) = claim(backend, queues=("kids",))
+    assert kid.id == job_id
+    finish = JobFinishParams(kid.id, kid.token, FinishKind.SUCCEEDED, "w1", 1, "7")
+    assert backend.job_finish_many([finish]) == []
+
+
+def _states(backend: Backend, *ids: str) -> list[JobState]:
+    return [j.state for j in backend.job_get_many(list(ids))]
+
+
+def test_an_imported_join_is_woken_by_its_childs_end(backend: Backend) -> None:
+    needs(backend, "steps")
+    child, joiner = _joining(backend)
+    item = _exported_as(backend, joiner, "imported-joiner")
+    assert backend.job_import_many(JobImportParams([item])) == ["imported-joiner"]
+    assert _states(backend, "imported-joiner") == [JobState.WAITING]
+    assert claim(backend) == []  # parked: no worker takes it before the child ends
+    _end(backend, child)  # wakes the original and, through the mark restored, the copy
+    assert _states(backend, joiner, "imported-joiner") == [JobState.QUEUED] * 2
+    assert backend.integrity_check(IntegrityCheckParams(30.0)) == []
+
+
+def test_a_join_of_a_child_ended_before_the_import_comes_back_queued(backend: Backend) -> None:
+    needs(backend, "steps")
+    child, joiner = _joining(backend)
+    item = _exported_as(backend, joiner, "imported-late")  # exported while parked
+    _end(backend, child)
+    assert backend.job_import_many(JobImportParams([item])) == ["imported-late"]
+    assert _states(backend, "imported-late") == [JobState.QUEUED]
+
+
+def test_a_join_imported_before_its_child_is_woken_by_the_childs_import(
+    backend: Backend,
+) -> None:
+    needs(backend, "steps")
+    child, joiner = _joining(backend)
+    item = _exported_as(backend, joiner, "imported-first")
+    _end(backend, child)
+    steps = [records.replace(s, name="join:child-to-come") for s in item.steps]
+    backend.job_import_many(JobImportParams([records.replace(item, steps=steps)]))
+    assert _states(backend, "imported-first") == [JobState.WAITING]  # its child: not here
+    ended = _exported_as(backend, child, "child-to-come")  # comes ended, in a later batch
+    assert backend.job_import_many(JobImportParams([ended])) == ["child-to-come"]
+    assert _states(backend, "imported-first") == [JobState.QUEUED]

@@ -1,7 +1,8 @@
 """``conveyor export`` -> ``conveyor import`` into a fresh store carries durable jobs'
 waits, through the real console script, on every store: a job parked on
 ``conveyor.wait_for`` still waits there and resumes when the event is sent; an event
-sent before its job waited survives and is consumed when the job waits."""
+sent before its job waited survives and is consumed when the job waits; a job parked in
+``conveyor.join(child)`` still waits there and its child's end (on the target) wakes it."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from tests.integration.cli_run import conveyor as run
 from tests.support.backends import BACKEND_URLS
 
 
-def _tasks(app: conveyor.App) -> tuple[Any, Any]:
+def _tasks(app: conveyor.App) -> tuple[Any, Any, Any]:
     @app.task(name="t.approve", queue="parked")
     def approve() -> Any:
         return conveyor.wait_for("go", timeout=3600)
@@ -27,7 +28,15 @@ def _tasks(app: conveyor.App) -> tuple[Any, Any]:
     def early() -> Any:
         return conveyor.wait_for("go", timeout=3600)
 
-    return approve, early
+    @app.task(name="t.kid", queue="kids")
+    def kid() -> int:
+        return 7
+
+    @app.task(name="t.parent", queue="parked")
+    def parent() -> int:
+        return int(conveyor.join(conveyor.spawn(kid))) + 1
+
+    return approve, early, parent
 
 
 @pytest.fixture(params=sorted(BACKEND_URLS))
@@ -44,10 +53,11 @@ def test_a_parked_job_and_an_early_event_survive_export_and_import(
 ) -> None:
     source, target = two_stores
     app = conveyor.App(source)
-    approve, early = _tasks(app)
-    parked = approve.enqueue()
+    approve, early, parent = _tasks(app)
+    parked, joining = approve.enqueue(), parent.enqueue()
     Worker(app, burst=True, queues=["parked"]).run(install_signals=False)
     assert parked.status is JobState.WAITING
+    assert joining.status is JobState.WAITING  # its kid queued, in a queue not served
     sent_early = early.enqueue()
     assert sent_early.send("go", {"n": 1}) is False  # not waiting yet: stored
     app.close()
@@ -68,9 +78,11 @@ def test_a_parked_job_and_an_early_event_survive_export_and_import(
     try:
         _tasks(app)
         assert app.job(parked.id).status is JobState.WAITING  # still parked
+        assert app.job(joining.id).status is JobState.WAITING  # still in its join
         assert app.job(parked.id).send("go", "approved") is True
-        Worker(app, burst=True, queues=["parked", "early"]).run(install_signals=False)
+        Worker(app, burst=True, queues=["parked", "early", "kids"]).run(install_signals=False)
         assert app.job(parked.id).result(timeout=10) == "approved"
+        assert app.job(joining.id).result(timeout=10) == 8  # woken by its kid's end here
         assert app.job(sent_early.id).result(timeout=10) == {"n": 1}
     finally:
         app.close()

@@ -133,3 +133,39 @@ def test_a_writer_that_may_not_wake_the_worker_leaves_it_to_poll(
         waiter.close()
         writer.close()
         waiting.close()
+
+
+def test_a_result_waiter_and_a_sleeping_job_need_no_poll(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Polls 2 s apart: ``job.result()`` returns at the job's finish (its lock rung),
+    and a durable sleep resumes at its wake time (the idle worker's sleep ends when the
+    next scheduled job comes due), each well under a poll."""
+    url = mariadb_server.isolated_url(request)
+    monkeypatch.setattr(fetching, "IDLE_WAIT", SLOW_POLL)
+    monkeypatch.setattr(mariadb_backend, "POLL_MAX", SLOW_POLL)
+    monkeypatch.setattr(mariadb_backend, "POLL_FIRST", SLOW_POLL)
+    app = conveyor.App(url)
+
+    @app.task(name="wake.slow")
+    def slow() -> float:
+        time.sleep(0.3)
+        return time.time()
+
+    @app.task(name="wake.sleeper")
+    def sleeper() -> float:
+        conveyor.sleep(0.7)
+        return time.time()
+
+    try:
+        with _worker(app):
+            job = slow.enqueue()
+            ended = float(job.result(timeout=30))
+            result_late = time.time() - ended
+            sleeping = sleeper.enqueue()
+            resumed = float(sleeping.result(timeout=30))
+            woke_at = float(sleeping.steps()[0].result or "0")
+    finally:
+        app.close()
+    assert result_late < SLOW_POLL / 4, result_late
+    assert 0 <= resumed - woke_at < SLOW_POLL / 4, resumed - woke_at

@@ -129,19 +129,26 @@ def waits_on(state: JobState, steps: Sequence[StepRecord]) -> tuple[str, float |
 
 
 def parked_event(steps: Sequence[StepRecord]) -> str | None:
-    """The event a job parked by ``conveyor.wait_for`` waits for, read from its
-    ``waiting`` step (what an import needs to park it again); None when no
-    ``wait_for`` step waits (a join's wait, which an import cannot carry, included).
+    """The event a parked job waits for, read from its ``waiting`` step (what an import
+    needs to park it again): a ``conveyor.wait_for``'s name, or for a
+    ``conveyor.join(child)`` the join's own event ``join:<child id>`` (woken by the
+    child's end: the import marks the child again, :func:`join_of`); None when no
+    step waits.
 
     >>> parked_event([StepRecord("j", 0, "wait_for:approved", STEP_WAITING, "9.0")])
     'approved'
-    >>> parked_event([StepRecord("j", 0, "join:06H5", STEP_WAITING)]) is None
+    >>> parked_event([StepRecord("j", 0, "join:06H5", STEP_WAITING, "9.0")])
+    'join:06H5'
+    >>> parked_event([StepRecord("j", 0, "charge", STEP_SUCCEEDED)]) is None
     True
     """
     waiting = [s for s in steps if s.state == STEP_WAITING and s.position >= 0]
-    if not waiting or not waiting[-1].name.startswith(WAIT_PREFIX):
+    if not waiting:
         return None
-    return waiting[-1].name[len(WAIT_PREFIX) :]
+    name = waiting[-1].name
+    if name.startswith(JOIN_PREFIX):
+        return name
+    return name[len(WAIT_PREFIX) :] if name.startswith(WAIT_PREFIX) else None
 
 
 def waiting_step(event: str) -> str:
@@ -155,7 +162,8 @@ def waiting_step(event: str) -> str:
 
 
 def join_of(mark: str) -> str | None:
-    """The joining job of a dependant mark (``join:<id>``), None for a workflow child.
+    """The id in ``join:<id>``: the joining job of a dependant mark (None for a workflow
+    child), or the joined job of a join's event (:func:`parked_event`).
 
     >>> join_of("join:06H5"), join_of("06H5")
     ('06H5', None)

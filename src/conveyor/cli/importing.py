@@ -48,7 +48,9 @@ from conveyor.backends.base import (
     JobLogRecord,
     JobRecord,
     StepRecord,
+    join_of,
 )
+from conveyor.backends.durable_params import parked_event
 from conveyor.backends.params import check_importable
 from conveyor.cli.action_log import record_cli_action
 from conveyor.cli.common import store_options
@@ -307,6 +309,9 @@ def import_jobs(url: str | None, app_spec: str | None, path: str, batch: int) ->
             ids.add(item.job.id)
             if item.job.state is JobState.WAITING and item.flow is not None:
                 waits += [(number, item.job.id, p) for p in item.flow.parents]
+            joined = join_of(parked_event(item.steps) or "")  # conveyor.join(child)
+            if item.job.state is JobState.WAITING and joined is not None:
+                waits.append((number, item.job.id, joined))
     _check_parents(waits, ids, path, url, app_spec)
     app = open_app(url, app_spec, create=True)
     new_ids: list[str] = []

@@ -50,12 +50,13 @@ from conveyor.backends.base import (
     RescueResult,
     WorkerHeartbeatParams,
 )
+from conveyor.backends.mariadb import wake as bell
 from conveyor.backends.mariadb.action_log import MariaDBActionLog
 from conveyor.backends.mariadb.connection import Executor, connect, migrate
 from conveyor.backends.mariadb.dialect import MARIADB, server_now
 from conveyor.backends.mariadb.search import MariaDBSearch
 from conveyor.backends.mariadb.url import parse_mariadb_url
-from conveyor.backends.mariadb.wake import IdleWaiter, generation_for, read_clock_and_idle, wake
+from conveyor.backends.mariadb.wake import DoneWaiter, IdleWaiter, generation_for, wake
 from conveyor.backends.params import one_per_job
 from conveyor.backends.sql import flow, leases, periodic, rescue, schedules, workers
 from conveyor.backends.sql.claim import Claim, promote_due
@@ -67,14 +68,16 @@ from conveyor.errors import BackendUnavailable, ConfigurationError, JobNotFound
 if TYPE_CHECKING:
     from conveyor.backends.base import Backend
 
-#: job_wait polls (MariaDB has no notifications): first after POLL_FIRST seconds, each
-#: wait POLL_GROWTH times the last, at most POLL_MAX. An idle worker's wait (work_wait)
-#: lasts POLL_MAX at most, less when a write wakes it (wake.py).
-POLL_FIRST, POLL_GROWTH, POLL_MAX = 0.005, 1.5, 0.25
+#: job_wait looks at the job after POLL_FIRST s (DONE_FIRST holding its lock: a worker's
+#: finish of it ends the wait at once, wake.py; a cancel, expiry or rescue: the next look),
+#: each wait POLL_GROWTH times the last, at most POLL_MAX. An idle worker's wait lasts
+#: POLL_MAX at most, less when a write wakes it or a scheduled job comes due (wake.py).
+POLL_FIRST, DONE_FIRST, POLL_GROWTH, POLL_MAX = 0.005, 0.05, 1.5, 0.25
 
 FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic", "sequences", "fair", "aging", "filters", "purge", "result_ttl", "queues", "logs", "integrity", "expires", "shared", "action_log", "search", "search_index", "steps"})  # fmt: skip
 
 _T = TypeVar("_T")
+_W = TypeVar("_W", IdleWaiter, DoneWaiter)
 _log = logging.getLogger("conveyor.backends.mariadb")
 #: The waiters to wake after a commit are to be read then (compared by identity).
 _READ_AFTER: list[int] = []
@@ -112,7 +115,7 @@ class MariaDBBackend(MariaDBSearch, SqlOperations, MariaDBActionLog):
         #: Ready-making commits of this process on this database (wake.py), and every
         #: thread's idle waiter, closed with the backend.
         self._generation = generation_for(self.target)
-        self._waiters: list[IdleWaiter] = []
+        self._waiters: list[IdleWaiter | DoneWaiter] = []
 
     # -- plumbing ------------------------------------------------------------------------
 
@@ -135,6 +138,7 @@ class MariaDBBackend(MariaDBSearch, SqlOperations, MariaDBActionLog):
         conn = self._conn()
         local = self._local
         local.wake = None  # set by a write that made jobs ready: waiters to wake
+        local.ring = None  # set by a finish while job.result() waiters are: its job ids
         try:
             yield Executor(conn)
             conn.commit()
@@ -146,21 +150,28 @@ class MariaDBBackend(MariaDBSearch, SqlOperations, MariaDBActionLog):
             if isinstance(exc, pymysql.err.OperationalError) and exc.args[0] in (2006, 2013):
                 self._local.conn = None
             raise
-        if local.wake is not None:
-            self._wake_after_commit(conn, local.wake)
+        idle, ended = local.wake, local.ring
+        if idle is not None:
+            self._wake_after_commit(conn, idle)
+        if ended:
+            self._wake_after_commit(conn, _READ_AFTER, ended)
 
-    def _wake_after_commit(self, conn: Any, idle: list[int]) -> None:
+    def _wake_after_commit(self, conn: Any, idle: list[int], ended: Sequence[str] = ()) -> None:
         """Wake idle waiters after a commit that made jobs ready: this process's by
         its generation, every process's by ``KILL QUERY`` (``idle``: the waiters read
-        in the transaction, or :data:`_READ_AFTER`: read them now). A failure here is logged, never
+        in the transaction, or :data:`_READ_AFTER`: read them now; ``ended``: a finish's
+        jobs, whose ``job.result()`` waiters are read now). A failure here is logged, never
         raised: the write has committed, and a waiter not woken polls."""
         import pymysql
 
         self._local.wake = None
-        self._generation.bump()
+        if not ended:  # jobs made ready (not a finish's job.result() waiters to ring)
+            self._generation.bump()
         try:
-            if idle is _READ_AFTER:
-                idle = read_clock_and_idle(Executor(conn), self.target.database)[1]
+            if ended:
+                idle = bell.done_waiters(Executor(conn), self.target.database, list(ended))
+            elif idle is _READ_AFTER:
+                idle = bell.read_clock_and_idle(Executor(conn), self.target.database)[1]
             wake(conn, self.target, idle)
         except pymysql.err.Error as exc:  # a broken connection: _conn() opens another
             _log.debug("waking idle workers failed (%s); they poll", exc)
@@ -212,7 +223,7 @@ class MariaDBBackend(MariaDBSearch, SqlOperations, MariaDBActionLog):
         def insert(ex: Executor) -> Sequence[str]:
             # The clock read also reads which workers are idle (no new round trip):
             # woken after the commit.
-            now, self._local.wake = read_clock_and_idle(ex, self.target.database)
+            now, self._local.wake = bell.read_clock_and_idle(ex, self.target.database)
             if not all(p.is_plain for p in jobs):
                 return flow.insert_flow(MARIADB, ex, jobs, now)
             ex.executemany(_JOB_INSERT, [_plain_row(p, now) for p in jobs])
@@ -265,24 +276,34 @@ class MariaDBBackend(MariaDBSearch, SqlOperations, MariaDBActionLog):
         self._local.claim_generation = self._generation.value
 
         def finish_and_claim(ex: Executor) -> tuple[list[str], list[ClaimedJob]]:
-            now = server_now(ex)
+            now = self._read_clock_and_ring(ex, finishes)
             stale = Finish(MARIADB, ex, finishes, now).result(ex)[0] if finishes else []
             return stale, Claim(MARIADB, ex, claim, now).result(ex)[1]
 
         stale, claimed = self._retrying_deadlocks(finish_and_claim)
         waiter = getattr(self._local, "waiter", None)
-        if claimed and waiter is not None and waiter.holding:
-            # Idle, then work found without a wake (a scheduled job came due): busy
-            # now, so writers must not ring this waiter (one round trip, rare).
+        if claimed and waiter is not None:
+            # Busy now: an idle spell ends (a lock still held after work found without a
+            # wake, a scheduled job due: given back, one round trip, rare).
             waiter.release()
         return stale, claimed
 
     def job_finish_many(self, params: Sequence[JobFinishParams]) -> list[str]:
         if not params:
             return []
+        ring = self._read_clock_and_ring
         return self._retrying_deadlocks(
-            lambda ex: Finish(MARIADB, ex, params, server_now(ex)).result(ex)[0]
+            lambda ex: Finish(MARIADB, ex, params, ring(ex, params)).result(ex)[0]
         )
+
+    def _read_clock_and_ring(self, ex: Executor, finishes: Sequence[JobFinishParams]) -> float:
+        """A finish's clock read, which reads who to ring after its commit too: these jobs'
+        ``job.result()`` waiters, and idle workers when one is scheduled (wake.py)."""
+        schedules, ids = any(f.run_at is not None for f in finishes), [f.id for f in finishes]
+        now, waited, idle = bell.read_clock_and_done(ex, self.target.database, ids, schedules)
+        self._local.wake = idle if schedules else None  # the generation moves too
+        self._local.ring = ids if waited else None
+        return now
 
     def job_promote_due(self) -> int:
         return self._retrying_deadlocks(lambda ex: promote_due(MARIADB, ex, server_now(ex)))
@@ -309,10 +330,11 @@ class MariaDBBackend(MariaDBSearch, SqlOperations, MariaDBActionLog):
     # -- waiting -------------------------------------------------------------------------
 
     def job_wait(self, params: JobWaitParams) -> JobRecord | None:
-        """Poll the job's row until it has ended (first after POLL_FIRST s, each wait
+        """Wait until the job has ended: holding its lock, the finish wakes this waiter
+        (wake.py DoneWaiter); else polls (first after POLL_FIRST s, each wait
         POLL_GROWTH times the last, at most POLL_MAX)."""
         deadline = None if params.timeout is None else time.monotonic() + params.timeout
-        interval = POLL_FIRST
+        interval, held = POLL_FIRST, None
         while True:
             found = self.job_get_many([params.id])
             if not found:
@@ -322,8 +344,25 @@ class MariaDBBackend(MariaDBSearch, SqlOperations, MariaDBActionLog):
             remaining = interval if deadline is None else deadline - time.monotonic()
             if remaining <= 0:
                 return None
-            time.sleep(min(interval, remaining))
+            waiter = self._thread_waiter("done_waiter", DoneWaiter)
+            if held is None:  # not ended at the first look: hold its lock (one round trip)
+                held = waiter.hold(params.id)
+                interval = max(interval, DONE_FIRST) if held else interval
+            if held:
+                waiter.wait(min(interval, remaining))
+            else:
+                time.sleep(min(interval, remaining))
             interval = min(interval * POLL_GROWTH, POLL_MAX)
+
+    def _thread_waiter(self, name: str, kind: type[_W]) -> _W:
+        """This thread's waiter of ``kind`` (a connection of its own, opened when used)."""
+        waiter = getattr(self._local, name, None)
+        if waiter is None:
+            waiter = kind(self.target)
+            setattr(self._local, name, waiter)
+            with self._all_lock:
+                self._waiters.append(waiter)
+        return waiter
 
     def work_wait(self, timeout: float) -> None:
         """Sleep until a write wakes this worker (wake.py), POLL_MAX s at most: the
@@ -333,11 +372,7 @@ class MariaDBBackend(MariaDBSearch, SqlOperations, MariaDBActionLog):
         seen = getattr(self._local, "claim_generation", None)
         if seen is not None and seen != self._generation.value:
             return  # this process made jobs ready since the last claim
-        waiter = getattr(self._local, "waiter", None)
-        if waiter is None:
-            waiter = self._local.waiter = IdleWaiter(self.target)
-            with self._all_lock:
-                self._waiters.append(waiter)
+        waiter = self._thread_waiter("waiter", IdleWaiter)
         try:
             waiter.wait(max(0.0, min(timeout, POLL_MAX)))
         except pymysql.err.Error as exc:

@@ -15,6 +15,19 @@ the operations) reads ``IS_USED_LOCK`` of those names in a statement it sends an
 per idle waiter it wakes, and none when no worker is idle; an idle worker sends one
 statement per poll interval, as its claim does.
 
+The same doorbell serves two more waits. An idle worker's sleep also ends when the
+next scheduled job comes due (a durable sleep's wake time, a retry's backoff): the
+statement reads it (``jobs_scheduled`` index) and sleeps no longer, so a sleeping job
+resumes on time, not up to a poll later. A ``job.result()`` waiter (:class:`DoneWaiter`)
+holds a lock named after its job (:func:`done_lock`) and one of :data:`SLOTS` result
+slots (:func:`result_slots`) on a connection of its own and sleeps in a statement that
+first checks the job has not ended; a finish reads the result slots in its clock read
+(no new round trip, :func:`read_clock_and_done`) and, only when one is held, the locks
+of the jobs it ended after its commit (one round trip), and kills those sleeps. A
+finish that schedules a job (a durable sleep parks so, a retry waits so) reads the idle
+workers' locks there too and rings them, so a sleep begun before that job existed ends
+when it is due.
+
 Safe by default: the sleep lasts one poll interval, so a wake that is lost (a waiter
 that took its lock just after the writer read the locks, more than :data:`SLOTS` idle
 waiters, a user not allowed to kill another user's query: error 1095, remembered and
@@ -48,6 +61,20 @@ log = logging.getLogger("conveyor.backends.mariadb")
 #: writer reads (IS_USED_LOCK: ~20 us of server time each, measured in BENCHMARKS.md);
 #: waiters past these poll as before.
 SLOTS = 4
+#: The first sleep of an idle spell lasts this long at most: a write that read the idle
+#: locks just before this waiter's lock was taken (the server can run the statement
+#: well after it was sent on a busy box) does not ring it, and costs this, not a poll.
+#: Later sleeps hold the lock already and last the whole poll.
+FIRST_SLEEP = 0.05
+#: How long an idle waiter sleeps at most when a scheduled job comes due: until the
+#: first one due after now (2 ms past it, so the claim's clock has reached it), 10 ms
+#: at least (a worker not serving that job's queue is woken at most 100 times a second).
+_UNTIL_DUE = (
+    "GREATEST(0.01, COALESCE((SELECT MIN(run_at) FROM jobs WHERE state = 'scheduled' "
+    "AND run_at > UNIX_TIMESTAMP(NOW(6))) - UNIX_TIMESTAMP(NOW(6)) + 0.002, 3600))"
+)
+#: The ended states (conveyor/states.py FINISHED_STATES), for a result waiter's check.
+_ENDED = "('succeeded', 'dead', 'cancelled', 'expired')"
 #: MariaDB's "query execution was interrupted" (the KILL QUERY of a SLEEP), "unknown
 #: thread id" (the waiter is gone) and "you are not owner of thread" (another user's).
 _INTERRUPTED, _UNKNOWN_THREAD, _NOT_OWNER = 1317, 1094, 1095
@@ -146,8 +173,8 @@ class IdleWaiter:
         names = lock_names(target.database)
         take = ", ".join(f"IF(GET_LOCK({_quote(n)}, 0), {i}, NULL)" for i, n in enumerate(names))
         # Left to right: a free slot (or none: the sleep is a plain poll), then the sleep.
-        self._take_and_sleep = f"SELECT COALESCE({take}), SLEEP(%s)"
-        self._sleep = "SELECT NULL, SLEEP(%s)"
+        self._take_and_sleep = f"SELECT COALESCE({take}), SLEEP(LEAST(%s, {_UNTIL_DUE}))"
+        self._sleep = f"SELECT NULL, SLEEP(LEAST(%s, {_UNTIL_DUE}))"
         #: This waiter's connection holds a slot: it keeps it through sleeps that time
         #: out (the claims between them find nothing), so a write meanwhile still sees
         #: it idle; a wake, or a claim that found work (:meth:`release`), gives it back.
@@ -155,6 +182,8 @@ class IdleWaiter:
         #: False once the server refused the statement for another reason than a kill
         #: (an old server without RELEASE_ALL_LOCKS): the waiter sleeps in Python.
         self.usable = True
+        #: The next sleep begins an idle spell (FIRST_SLEEP at most).
+        self.fresh = True
 
     def wait(self, seconds: float) -> bool:
         """Sleep up to ``seconds``, or until a writer wakes this waiter; True when woken."""
@@ -163,6 +192,8 @@ class IdleWaiter:
         if not self.usable or seconds <= 0:
             time.sleep(max(0.0, seconds))
             return False
+        if self.fresh:
+            seconds, self.fresh = min(seconds, FIRST_SLEEP), False
         try:
             if self._conn is None or not self._conn.open:
                 self._conn = connect(self.target)
@@ -194,6 +225,7 @@ class IdleWaiter:
         nothing to do unless it holds one (``always``: it may, unknown)."""
         import pymysql
 
+        self.fresh = True  # busy now: the next wait begins an idle spell
         if not (self.holding or always):
             return
         self.holding = False
@@ -208,6 +240,112 @@ class IdleWaiter:
                 self._conn.close()
             self._conn = None
         self.holding = False
+        self.fresh = True
+
+
+def done_lock(database: str, job_id: str) -> str:
+    """The lock a ``job.result()`` waiter holds while it waits for ``job_id`` (hashed:
+    a lock name is 64 characters at most).
+
+    >>> done_lock("jobs", "06H5")
+    'conveyor_done:842b02047cbd52060db6ed0b4206a3d77bd73331'
+    """
+    import hashlib
+
+    return "conveyor_done:" + hashlib.sha1(f"{database}:{job_id}".encode()).hexdigest()
+
+
+def result_slots(database: str) -> list[str]:
+    """The locks saying "a ``job.result()`` waiter is here" (one each, :data:`SLOTS`):
+    a finish reads its jobs' locks (one more round trip) only when one is held, so a
+    store nobody waits on pays four IS_USED_LOCK calls in a statement it sends anyway."""
+    return [f"conveyor_result:{database}:{i}" for i in range(SLOTS)]
+
+
+def read_clock_and_done(
+    ex: Executor, database: str, ids: list[str], idle: bool = False
+) -> tuple[float, bool, list[int]]:
+    """A finish's clock read (one round trip, as before): the server's clock, whether a
+    ``job.result()`` waiter holds a result slot (only ``ids`` given: then the finish
+    reads its jobs' locks after its commit, :func:`done_waiters`), and with ``idle`` the
+    idle workers' connections (a finish that schedules a job: they sleep until due)."""
+    slots = ", ".join(f"IS_USED_LOCK({_quote(n)})" for n in result_slots(database))
+    waited = f"COALESCE({slots}) IS NOT NULL" if ids else "0"
+    idle_sql = clock_and_idle_sql(database).split(", ", 1)[1] if idle else "NULL"
+    now, any_waiter, held = ex.execute(f"SELECT {_NOW}, {waited}, {idle_sql}").fetchone()
+    return float(now), bool(any_waiter), [int(i) for i in str(held or "").split(",") if i]
+
+
+def done_waiters(ex: Executor, database: str, ids: list[str]) -> list[int]:
+    """The connections waiting for the end of one of ``ids`` (after the finish's commit:
+    a waiter that took its lock later finds the job ended in its sleep statement)."""
+    held = ", ".join(f"IS_USED_LOCK({_quote(done_lock(database, i))})" for i in ids)
+    (found,) = ex.execute(f"SELECT CONCAT_WS(',', {held})").fetchone()
+    return [int(i) for i in str(found or "").split(",") if i]
+
+
+class DoneWaiter:
+    """One thread's waits for jobs' ends (``job.result()``): a connection of its own that
+    holds the job's :func:`done_lock` and sleeps unless the job has ended; a finish of
+    the job kills the sleep. The lock of the last wait is given back by the next one
+    (no round trip after the result is known)."""
+
+    def __init__(self, target: MariaDBTarget) -> None:
+        self.target = t = target
+        self._conn: Any = None
+        #: The job whose lock this waiter holds (None: none, or not known after a kill).
+        self.job: str | None = None
+        take = ", ".join(f"IF(GET_LOCK({_quote(n)}, 0), 1, NULL)" for n in result_slots(t.database))
+        # The job's lock, then a free result slot (finishes read job locks only then).
+        self._hold = f"SELECT RELEASE_ALL_LOCKS(), GET_LOCK(%s, 0) AND COALESCE({take})"
+        self._sleep = (
+            "SELECT IF(EXISTS(SELECT 1 FROM jobs WHERE id = %s AND state IN "
+            f"{_ENDED}), 0, SLEEP(%s))"
+        )
+
+    def hold(self, job_id: str) -> bool:
+        """Take ``job_id``'s lock and a result slot (giving back the last ones); False
+        when another waiter holds it (that one is woken; this one polls), the slots are
+        all taken (more than :data:`SLOTS` waiters: it polls) or the server refused."""
+        import pymysql
+
+        try:
+            if self._conn is None or not self._conn.open:
+                self._conn = connect(self.target)
+                self._conn.autocommit(True)
+            cur = self._conn.cursor()
+            cur.execute(self._hold, (done_lock(self.target.database, job_id),))
+            self.job = job_id if cur.fetchone()[1] == 1 else None
+        except pymysql.err.Error as exc:  # an old server, a lost connection: it polls
+            log.debug("result waits on MariaDB poll: %s", exc)
+            self.close()
+        return self.job == job_id
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep up to ``seconds`` unless the held job has ended; True when woken. A
+        connection lost meanwhile: a plain sleep, and the next :meth:`hold` opens one."""
+        import pymysql
+
+        if self._conn is None or self.job is None:
+            time.sleep(seconds)
+            return False
+        try:
+            cur = self._conn.cursor()
+            cur.execute(self._sleep, (self.job, seconds))
+            return bool(cur.fetchone()[0] == 1)  # MySQL: SLEEP returns 1 when killed
+        except pymysql.err.OperationalError as exc:
+            if exc.args[0] == _INTERRUPTED:
+                return True
+            log.debug("a result wait on MariaDB failed (%s); it polls", exc)
+            self.close()
+            return False
+
+    def close(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(Exception):  # already broken: nothing to release
+                self._conn.close()
+            self._conn = None
+        self.job = None
 
 
 def _quote(text: str) -> str:

@@ -21,13 +21,16 @@ import random
 from collections.abc import Mapping, Sequence
 
 from conveyor.backends.base import (
+    JOIN_PREFIX,
     STEP_WAITING,
     ClaimedJob,
+    JobImport,
     JobInsertBatchParams,
     JobInsertParams,
     join_of,
     waiting_step,
 )
+from conveyor.backends.durable_params import parked_event
 from conveyor.backends.memory.store import MemoryStore, Row
 from conveyor.backends.params import one_per_job
 from conveyor.backends.records import merged_limit
@@ -216,6 +219,28 @@ def wake_waiting(store: MemoryStore, job_id: str, event: str, now: float) -> boo
         return False
     row.state, row.run_at = JobState.QUEUED, now
     return True
+
+
+def restore_joins(store: MemoryStore, items: Sequence[JobImport], now: float) -> None:
+    """Joins across an import (as SQL's ``imports.restore_joins``): a job parked in
+    ``conveyor.join(child)`` marks its child again, or is woken when the child here has
+    ended; a job imported ended wakes the joiners marked on it by an earlier import."""
+    for item in items:
+        event = parked_event(item.steps) if item.job.state is JobState.WAITING else None
+        child = join_of(event or "")
+        if event is None or child is None:
+            continue
+        row = store.jobs.get(child)
+        if row is not None and row.state.is_finished:
+            wake_waiting(store, item.job.id, event, now)
+        elif JOIN_PREFIX + item.job.id not in store.children.get(child, []):
+            store.children.setdefault(child, []).append(JOIN_PREFIX + item.job.id)
+    for item in items:
+        if item.job.state.is_finished:
+            for mark in store.children.get(item.job.id, []):
+                joiner = join_of(mark)
+                if joiner is not None:
+                    wake_waiting(store, joiner, JOIN_PREFIX + item.job.id, now)
 
 
 def settle(

@@ -321,6 +321,8 @@ class MemoryOpsMixin:
                     store.parents[j.id] = list(flow_of.parents)
                     for parent in flow_of.parents:
                         store.children.setdefault(parent, []).append(j.id)
+            added = set(inserted)
+            flow.restore_joins(store, [i for i in params.jobs if i.job.id in added], now)
         return inserted
 
     def integrity_check(self, params: IntegrityCheckParams) -> list[IntegrityProblem]:

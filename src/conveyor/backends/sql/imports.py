@@ -19,9 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from conveyor.backends.base import JobFlow, JobImport, JobImportParams
+from conveyor.backends.base import JobFlow, JobImport, JobImportParams, join_of
+from conveyor.backends.durable_params import parked_event
 from conveyor.backends.params import check_importable
 from conveyor.backends.sql.dialect import Dialect, Executor
+from conveyor.backends.sql.flow import wake_waiting
 from conveyor.backends.sql.logs import insert_logs
 from conveyor.backends.sql.steps import COLUMNS as STEP_COLUMNS
 from conveyor.backends.sql.steps import step_args
@@ -160,6 +162,34 @@ def insert_history(d: Dialect, ex: Executor, items: Sequence[JobImport]) -> None
         ex.executemany(d.sql(d.insert_ignore(_EDGE)), edges)
 
 
+def restore_joins(d: Dialect, ex: Executor, items: Sequence[JobImport], now: float) -> int:
+    """Joins across an import: a job parked in ``conveyor.join(child)`` marks its child
+    again (``join:<joiner>`` among its dependants, as ``job_join_mark`` does), so the
+    child's end wakes it; a child here already ended wakes it now. A job imported ended
+    wakes the joiners an earlier import marked it with (the child came after them).
+    How many were woken."""
+    woken = 0
+    for item in items:
+        event = parked_event(item.steps) if str(item.job.state) == "waiting" else None
+        child = join_of(event or "")
+        if event is None or child is None:
+            continue
+        found = ex.execute(d.sql(f"SELECT state FROM jobs WHERE id = ?{d.lock}"), (child,))
+        row = found.fetchone()
+        if row is not None and str(row[0]) in _FINISHED:
+            woken += wake_waiting(d, ex, item.job.id, event, now)
+        else:  # here and not ended, or still to come: its end (or import) wakes the joiner
+            ex.execute(d.sql(d.insert_ignore(_EDGE)), (child, "join:" + item.job.id, -1))
+    ended = [i.job.id for i in items if i.job.state.is_finished]
+    for where, args in d.in_list("parent_id", ended):
+        marks = ex.execute(d.sql(f"SELECT parent_id, child_id FROM job_deps WHERE {where}"), args)
+        for parent, mark in marks.fetchall():
+            joiner = join_of(str(mark))
+            if joiner is not None:
+                woken += wake_waiting(d, ex, joiner, f"join:{parent}", now)
+    return woken
+
+
 class SqlImports(SqlStore):
     """``job_import_many`` of the Operations protocol, on any SQL store."""
 
@@ -179,6 +209,7 @@ class SqlImports(SqlStore):
                     first.setdefault(item.job.id, item)
             items = list(first.values())
             insert_history(d, ex, items)
+            restore_joins(d, ex, items, d.clock(ex))
             if items:
                 self._ops_wake(ex)
         return [i.job.id for i in items]

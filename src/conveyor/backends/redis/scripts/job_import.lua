@@ -17,6 +17,7 @@ local t = now()
 local ttl = tonumber(ARGV[1])
 local inserted = {}
 local woken = 0
+local joiners, ended = {}, {} -- parked joins {id, 'join:<child>'}, jobs imported ended
 -- The unique key an imported job keeps: its own, unless another job holds it here (then
 -- it comes without: two jobs never hold one key, and skipping the job would lose it). A
 -- finished holder past its window gives the key up, as at an insert (_flow.lua).
@@ -75,10 +76,11 @@ for _, j in ipairs(cjson.decode(ARGV[2])) do
       if expires_at then redis.call('ZADD', BASE .. 'expiring', number_or(expires_at, 0), id) end
     end
     if state == 'waiting' and j[12] then
-      -- parked by a wait_for, as job_event_wait parks: a send wakes it, and the
-      -- deadline sweep (job_wake_due) times it out at run_at
+      -- parked by a wait_for or a join, as job_event_wait parks: a send (a join: its
+      -- child's end) wakes it, and the deadline sweep (job_wake_due) at run_at
       redis.call('HSET', k_steps(id), 'waiting', j[12])
       redis.call('ZADD', K_WAITING, run_at, id)
+      if string.sub(j[12], 1, 5) == 'join:' then joiners[#joiners + 1] = {id, j[12]} end
     elseif state == 'waiting' then
       -- in no index: its last parent's end makes it ready (_flow.lua settle)
     elseif state == 'queued' then
@@ -89,9 +91,30 @@ for _, j in ipairs(cjson.decode(ARGV[2])) do
       woken = woken + 1
     else
       finished(KEYS[4], id, state, queue, ttl, t, false)
+      ended[#ended + 1] = id
     end
     count(state, queue, 1)
     inserted[#inserted + 1] = id
+  end
+end
+-- Joins across an import (as job_join_mark marks): a joiner marks its child again, or is
+-- woken when the child here has ended; a job imported ended wakes the joiners an earlier
+-- import marked it with (count() above already counted each as waiting).
+for _, pair in ipairs(joiners) do
+  local child = string.sub(pair[2], 6)
+  local child_state = redis.call('HGET', k_job(child), 'state')
+  if is_final(child_state) then
+    if wake_waiting(pair[1], pair[2], t) then woken = woken + 1 end
+  else
+    redis.call('SADD', k_children(child), 'join:' .. pair[1])
+    if child_state then redis.call('HSET', k_job(child), 'flow', '1') end
+  end
+end
+for _, id in ipairs(ended) do
+  for _, mark in ipairs(redis.call('SMEMBERS', k_children(id))) do
+    if string.sub(mark, 1, 5) == 'join:' and wake_waiting(string.sub(mark, 6), 'join:' .. id, t) then
+      woken = woken + 1
+    end
   end
 end
 flush_counts(KEYS[5])
