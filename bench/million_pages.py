@@ -48,11 +48,19 @@ PAGES = (
     ("jobs, dead", "/jobs?state=dead"),
     ("jobs sorted by task", "/jobs?sort=task"),
     ("jobs, one queue", "/jobs?queue=mail"),
+    ("jobs sorted by queue", "/jobs?sort=queue"),
+    ("jobs sorted by state", "/jobs?sort=state"),
+    ("jobs sorted by task, dead", "/jobs?sort=task&state=dead"),
+    ("jobs sorted by finished", "/jobs?sort=finished"),
+    ("jobs, one task", "/jobs?task=shop.charge"),
+    ("jobs, dead in mail (none)", "/jobs?queue=mail&state=dead"),
+    ("jobs, cancelled (none)", "/jobs?state=cancelled"),
     ("jobs, word search", "/jobs?q=customer_4242"),
     ("workers", "/workers"),
     ("schedules", "/schedules"),
     ("audit", "/audit"),
     ("confirm cancel queued", "/jobs/bulk?action=cancel&state=queued"),
+    ("confirm retry, one task", "/jobs/bulk?action=retry&task=shop.charge&state=dead"),
 )
 CONVEYOR = [sys.executable, "-m", "conveyor"]
 

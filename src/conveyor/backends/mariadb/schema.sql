@@ -57,7 +57,11 @@ CREATE TABLE IF NOT EXISTS jobs (
     INDEX jobs_running (state, worker_id),
     -- At most one holder per (task, unique_key); NULL keys never collide.
     UNIQUE INDEX jobs_unique (task, unique_key),
-    INDEX jobs_limit_running (limit_key, state)
+    INDEX jobs_limit_running (limit_key, state),
+    -- the dashboard's sort by task or queue (job_keys) and those filters; InnoDB's
+    -- secondary entries hold the primary key, so these are (task, id), (queue, id)
+    INDEX jobs_task (task),
+    INDEX jobs_queue (queue)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
 
 CREATE TABLE IF NOT EXISTS attempts (
