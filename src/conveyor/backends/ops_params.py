@@ -101,15 +101,15 @@ class JobListParams:
 
 
 #: The columns ``job_keys`` walks: each has an index led by it on every SQL store
-#: (SQLite 12, PostgreSQL 8, MariaDB 6), so the next value is one index step.
-KEY_COLUMNS = ("queue", "task")
+#: (``jobs_task``: SQLite 12, PostgreSQL 8, MariaDB 6), so the next value is one step.
+KEY_COLUMNS = ("task",)
 
 
 @record
 class JobKeysParams:
     """The distinct values of ``column`` (one of :data:`KEY_COLUMNS`) that jobs have,
     in order (descending: the other way), strictly after ``after``; at most ``limit``.
-    The dashboard's sort by task or queue walks them, one ``job_list`` per value."""
+    The dashboard's sort by task walks them, one ``job_list`` per value."""
 
     column: str
     after: str | None = None

@@ -114,9 +114,9 @@ FEATURES: dict[str, str] = {
     # -- operations --
     "filters": "JobFilter in job_list / job_count (and the bulk actions built on them)",
     "purge": "job_purge",
-    #: an index led by task and one by queue: the dashboard's sort by either is a walk
-    #: of their values, each value's jobs newest first (web/sorted_walk.py)
-    "list_keys": "job_keys (distinct tasks or queues in order, from an index)",
+    #: an index led by task: the dashboard's sort by task is a walk of its values, each
+    #: value's jobs newest first (web/sorting.py)
+    "list_keys": "job_keys (distinct tasks in order, from an index)",
     "result_ttl": "job_clear_results (a task's result_ttl)",
     "expires": "expires_at stored and claimed (with_options(expires=)), job_expire_due",
     "queues": "queue_pause, queue_resume, queue_list",
@@ -306,7 +306,7 @@ class Operations(Protocol):
         ...
 
     def job_keys(self, params: JobKeysParams) -> list[str]:
-        """The distinct values of a task or queue column in order (feature
+        """The distinct values of the task column in order (feature
         ``list_keys``): each one index step, so a sort by that column pages by keyset
         (one ``job_list`` per value) instead of sorting rows."""
         ...

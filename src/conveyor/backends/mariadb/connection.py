@@ -30,11 +30,11 @@ from conveyor.errors import BackendUnavailable, StoreNotFound
 #: 4: sequences, fair_keys, limit_overrides (new tables: schema.sql re-run, idempotent).
 #: 5: the search index's tables (job_search_pending, _on, _docs), empty until
 #: ``conveyor search-index on`` adds its FULLTEXT index and triggers (search.py).
-#: 6: jobs_task and jobs_queue, for the dashboard's indexed sort (job_keys).
+#: 6: jobs_task, for the dashboard's indexed sort (job_keys).
 SCHEMA_VERSION = 6
 #: Indexes schema.sql gained after its table was made: (table, index, columns), added
 #: to a store that lacks them (MySQL 8 has no CREATE INDEX IF NOT EXISTS either).
-ADDED_INDEXES = (("jobs", "jobs_task", "task"), ("jobs", "jobs_queue", "queue"))
+ADDED_INDEXES = (("jobs", "jobs_task", "task"),)
 #: Columns schema.sql gained after version 1: (table, column, definition), added to a
 #: store that lacks them (MySQL 8 has no ADD COLUMN IF NOT EXISTS, so each is looked up).
 ADDED_COLUMNS = (

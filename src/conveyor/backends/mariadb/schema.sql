@@ -58,10 +58,9 @@ CREATE TABLE IF NOT EXISTS jobs (
     -- At most one holder per (task, unique_key); NULL keys never collide.
     UNIQUE INDEX jobs_unique (task, unique_key),
     INDEX jobs_limit_running (limit_key, state),
-    -- the dashboard's sort by task or queue (job_keys) and those filters; InnoDB's
-    -- secondary entries hold the primary key, so these are (task, id), (queue, id)
-    INDEX jobs_task (task),
-    INDEX jobs_queue (queue)
+    -- the dashboard's sort by task (job_keys) and its task filter; InnoDB's secondary
+    -- entries hold the primary key, so this is (task, id)
+    INDEX jobs_task (task)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
 
 CREATE TABLE IF NOT EXISTS attempts (

@@ -145,8 +145,9 @@ class MemoryOpsMixin:
                 yield row
 
     def job_keys(self, params: JobKeysParams) -> list[str]:
+        column = {"task": "task"}[params.column]  # KEY_COLUMNS, as the SQL stores'
         with self.store.lock:
-            values = {getattr(row.record(), params.column) for row in self.store.jobs.values()}
+            values = {getattr(row.record(), column) for row in self.store.jobs.values()}
         if params.after is not None:
             after = params.after
             values = {v for v in values if (v < after if params.descending else v > after)}

@@ -41,8 +41,8 @@ if TYPE_CHECKING:
 #: actions log (SQLite's 6). 3: schedules' pause and "run now" (SQLite's 7). 4: durable
 #: jobs (SQLite's 8). 5: flow control by key (SQLite's 9). 6: the search index filled after
 #: the fact (SQLite's 10; off until `conveyor search-index on`). 7: jobs_waiting, for the
-#: capped counts (SQLite's 11). 8: jobs_task, jobs_queue, for the dashboard's
-#: indexed sort (SQLite's 12). A new step adds a file here.
+#: capped counts (SQLite's 11). 8: jobs_task, for the dashboard's indexed
+#: sort by task (SQLite's 12). A new step adds a file here.
 SCHEMA_VERSION = 8
 _MIGRATIONS = {
     1: "schema.sql",

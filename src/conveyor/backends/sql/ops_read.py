@@ -71,9 +71,9 @@ class SqlReads(SqlStore):
         return [decoding.job_record(r) for r in self._ops_rows(sql, args)]
 
     def job_keys(self, params: JobKeysParams) -> list[str]:
-        # One MIN/MAX a value: an index led by the column (jobs_task, jobs_queue) makes
-        # each an index step (a loose index scan), whatever the number of jobs.
-        column = {"task": "task", "queue": "queue"}[params.column]
+        # One MIN/MAX a value: an index led by the column (jobs_task) makes each an
+        # index step (a loose index scan), whatever the number of jobs.
+        column = {"task": "task"}[params.column]
         pick, past = ("MAX", "<") if params.descending else ("MIN", ">")
         first = self._dialect.sql(f"SELECT {pick}({column}) FROM jobs")
         step = self._dialect.sql(f"SELECT {pick}({column}) FROM jobs WHERE {column} {past} ?")

@@ -30,8 +30,8 @@ from conveyor.redaction import redacted
 #: (job_steps, job_events). 9: flow control by key (sequences, fair_keys,
 #: limit_overrides). 10: the search index, filled after the fact (job_search_pending;
 #: the index itself, search_index.sql, is made by `conveyor search-index on`: off by
-#: default). 11: jobs_waiting, for the capped counts (queries/counts.sql). 12: jobs_task and
-#: jobs_queue, for the dashboard's indexed sort (job_keys). Each step is
+#: default). 11: jobs_waiting, for the capped counts (queries/counts.sql). 12: jobs_task, for
+#: the dashboard's indexed sort by task (job_keys). Each step is
 #: idempotent and applied in order; a step may be several files.
 SCHEMA_VERSION = 12
 _MIGRATIONS = {
