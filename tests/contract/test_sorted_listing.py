@@ -66,6 +66,7 @@ def test_sort_by_task_and_state_keeps_the_filters(backend: Backend) -> None:
     _store(backend)
     page = page_in_order(backend, JobQuery(queue="mail"), Sort("task", True), limit=50)
     assert [j.task for j in page.jobs] == ["c.three"] * 3 + ["b.two"] * 3
+    assert page.next_after is None  # another filter: the bounded sort (its one page)
     one = page_in_order(backend, JobQuery(task="b.two"), Sort("task", False), limit=50)
     assert [(j.task, j.queue) for j in one.jobs] == [("b.two", "mail")] * 3
     by_state = page_in_order(backend, JobQuery(queue="mail"), Sort("state", True), limit=50)

@@ -9,7 +9,8 @@ an index, a bounded sort (labelled) where it has not.
   The cursor is the last job's id (``after=``): the next page starts at its value,
   after it. Cost: one step a value visited plus the page's rows, whatever the store's
   size; a page that visits :data:`MAX_KEYS` values without filling stops and says so.
-* **queue, finished, attempt** (no index: a queue index cost the enqueue 16-20%, more
+* a sort with another filter than its own column's (``sort=task&state=dead``), and
+  **queue, finished, attempt** (no index: a queue index cost the enqueue 16-20%, more
   than a sort by queue is worth; the queue filter narrows any sort), a search's words, a store without ``list_keys`` (Redis: its
   ``job_list`` by task is a scan): the newest :data:`SORT_LIMIT` matches are read and
   sorted in Python, and the page says so ("sorted only the newest 2,000 jobs").
@@ -43,7 +44,10 @@ KEY_BATCH = 20
 
 def keyed(backend: Backend, query: JobQuery, sort: Sort) -> bool:
     """True when ``sort`` is served by the index walk on ``backend``."""
-    if sort.column not in KEYED or query.search is not None:
+    if sort.column not in KEYED or set(query.to_params()) - {sort.column}:
+        # another filter too: a value's jobs that few of match (the first task has no
+        # dead job) would be read through, 1.9 s at a million where the bounded sort
+        # reads 2,000 (measured: BENCHMARKS.md, "An indexed sort")
         return False
     return sort.column == "state" or "list_keys" in backend.features
 
