@@ -46,6 +46,7 @@ from conveyor.backends.flow_params import (
     SequencePruneParams,
     SequenceReleaseParams,
 )
+from conveyor.backends.ops_params import JobKeysParams
 from conveyor.backends.params import (
     MAX_ACTION_IDS,
     MAX_HISTOGRAM_BUCKETS,
@@ -74,7 +75,6 @@ from conveyor.backends.params import (
     JobInsertBatchParams,
     JobInsertParams,
     JobInsertThroughParams,
-    JobKeysParams,
     JobListParams,
     JobLogInsertParams,
     JobLogListParams,

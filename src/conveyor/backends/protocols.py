@@ -42,6 +42,7 @@ from conveyor.backends.durable_protocol import (
     Durable as Durable,  # re-exported: Backend composes it
 )
 from conveyor.backends.flow_protocol import Flow as Flow  # re-exported: Backend composes it
+from conveyor.backends.ops_params import JobKeysParams
 from conveyor.backends.params import (
     ActionLogInsertParams,
     ActionLogListParams,
@@ -60,7 +61,6 @@ from conveyor.backends.params import (
     JobInsertBatchParams,
     JobInsertParams,
     JobInsertThroughParams,
-    JobKeysParams,
     JobListParams,
     JobLogInsertParams,
     JobLogListParams,
