@@ -9,11 +9,13 @@ an index, a bounded sort (labelled) where it has not.
   The cursor is the last job's id (``after=``): the next page starts at its value,
   after it. Cost: one step a value visited plus the page's rows, whatever the store's
   size; a page that visits :data:`MAX_KEYS` values without filling stops and says so.
-* a sort with another filter than its own column's (``sort=task&state=dead``), and
-  **queue, finished, attempt** (no index: a queue index cost the enqueue 16-20%, more
-  than a sort by queue is worth; the queue filter narrows any sort), a search's words, a store without ``list_keys`` (Redis: its
-  ``job_list`` by task is a scan): the newest :data:`SORT_LIMIT` matches are read and
-  sorted in Python, and the page says so ("sorted only the newest 2,000 jobs").
+* a sort with another filter than its own column's (``sort=task&state=dead``: the
+  first task may have none, and its jobs would be read through), **queue, finished,
+  attempt** (no index: a queue index cost the enqueue 16-20%, more than a sort by
+  queue is worth; the queue filter narrows any sort), a search's words, and a store
+  without ``list_keys`` (Redis: its ``job_list`` by task or state is a scan): the
+  newest :data:`SORT_LIMIT` matches are read and sorted in Python, and the page says
+  so ("sorted only the newest 2,000 jobs").
 
 Example:
     >>> from conveyor.backends.sqlite.backend import SQLiteBackend
@@ -49,7 +51,8 @@ def keyed(backend: Backend, query: JobQuery, sort: Sort) -> bool:
         # dead job) would be read through, 1.9 s at a million where the bounded sort
         # reads 2,000 (measured: BENCHMARKS.md, "An indexed sort")
         return False
-    return sort.column == "state" or "list_keys" in backend.features
+    # Redis (no list_keys) lists by task or state with a scan of its id index
+    return "list_keys" in backend.features
 
 
 def _value(job: JobRecord, column: str) -> str:
