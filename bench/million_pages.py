@@ -16,7 +16,7 @@ of ``--jobs`` queued jobs spread over Q queues, then times what an operator runs
 p50 and p95 of ``--repeat`` runs each. Not part of ``make test``.
 
 ``python -m bench.million_pages [--jobs 1000000] [--queues 10000] [--repeat 20]
-[--keep PATH] [--store sqlite|postgres] [--queue-counts]``
+[--keep PATH] [--store sqlite|postgres] [--queue-counts] [--pages-only]``
 """
 
 from __future__ import annotations
@@ -48,11 +48,20 @@ PAGES = (
     ("jobs, dead", "/jobs?state=dead"),
     ("jobs sorted by task", "/jobs?sort=task"),
     ("jobs, one queue", "/jobs?queue=mail"),
+    ("jobs sorted by task, desc", "/jobs?sort=task&dir=desc"),
+    ("jobs sorted by queue", "/jobs?sort=queue"),
+    ("jobs sorted by state", "/jobs?sort=state"),
+    ("jobs sorted by task, dead", "/jobs?sort=task&state=dead"),
+    ("jobs sorted by finished", "/jobs?sort=finished"),
+    ("jobs, one task", "/jobs?task=shop.charge"),
+    ("jobs, dead in mail (none)", "/jobs?queue=mail&state=dead"),
+    ("jobs, cancelled (none)", "/jobs?state=cancelled"),
     ("jobs, word search", "/jobs?q=customer_4242"),
     ("workers", "/workers"),
     ("schedules", "/schedules"),
     ("audit", "/audit"),
     ("confirm cancel queued", "/jobs/bulk?action=cancel&state=queued"),
+    ("confirm retry, one task", "/jobs/bulk?action=retry&task=shop.charge&state=dead"),
 )
 CONVEYOR = [sys.executable, "-m", "conveyor"]
 
@@ -110,11 +119,13 @@ def get(base: str, path: str) -> Callable[[], int]:
     return run
 
 
-def measure(url: str, repeat: int, reads: bool = True) -> None:
+def measure(url: str, repeat: int, reads: bool = True, cli_too: bool = True) -> None:
     print(f"load average {os.getloadavg()[0]:.2f} (2 cores)")
     few = max(3, repeat // 4)
-    show("python start + import", *timed(cli(url, []), few))
-    for name in ("status", "queues", "check"):
+    for name in ("--version", "status", "queues", "check") if cli_too else ():
+        if name == "--version":
+            show("python start + import", *timed(cli(url, []), few))
+            continue
         show(f"conveyor {name}", *timed(cli(url, [name]), few))
     if reads:
         app = conveyor.App(url)
@@ -177,6 +188,7 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, default=None, help="SQLite file to make or reuse")
     ap.add_argument("--store", choices=("sqlite", "postgres"), default="sqlite")
     ap.add_argument("--queue-counts", action="store_true", help="SQLite: turn kept counts on first")
+    ap.add_argument("--pages-only", action="store_true", help="only the dashboard's pages")
     args = ap.parse_args()
     if args.store == "postgres":
         from bench.postgres_cluster import PostgresCluster
@@ -208,7 +220,7 @@ def _run(url: str, args: argparse.Namespace, *, fresh: bool) -> None:
         app.backend.queue_counts_set(True)
         print(f"queue-counts on: {time.perf_counter() - start:.1f} s")
         app.close()
-    measure(url, args.repeat)
+    measure(url, args.repeat, reads=not args.pages_only, cli_too=not args.pages_only)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ from conveyor.cli.main import cli
 from conveyor.errors import ConfigurationError
 from conveyor.states import JobState
 from conveyor.web import create_app
-from conveyor.web import query as query_module
+from conveyor.web import sorting as sorting_module
 from conveyor.web.query import paused_queues
 from conveyor.web.security import check_bind
 from conveyor.web.throughput import ThroughputHistory
@@ -182,16 +182,20 @@ def test_jobs_sort_newest_first_by_header_and_across_pages(
     tasks = re.findall(r'<td><span class="mono">([^<]+)</span></td>', first)
     assert tasks == ["billing.charge_card"] * 3
     assert 'href="/jobs?sort=task&amp;dir=desc&amp;limit=3"' in first  # click again: desc
-    next_link = re.search(r'href="(/jobs\?[^"]*offset=3[^"]*)"', first)
+    # by task: an index walk (sorting.py), paged by the last job's id, ties newest first
+    next_link = re.search(r'href="(/jobs\?[^"]*after=[^"]*)"', first)
     assert next_link and "sort=task" in next_link.group(1)
     second = client.get(next_link.group(1).replace("&amp;", "&")).text
     rest = re.findall(r'<td><span class="mono">([^<]+)</span></td>', second)
     assert rest == ["billing.charge_card", "mail.send_welcome", "mail.send_welcome"]
     assert not set(ids_in(first)) & set(ids_in(second))
+    assert ids_in(first + second) == sorted(ids_in(first), reverse=True) + ids_in(second)
+    assert "sorted only" not in first  # not a bounded sort
 
-    # Sorting by another column reads only the newest SORT_LIMIT jobs, and says so.
-    monkeypatch.setattr(query_module, "SORT_LIMIT", 3)
-    capped = client.get("/jobs", params={"sort": "task"}).text
+    # A column without an index (attempt) sorts only the newest SORT_LIMIT jobs, and
+    # says so; its next page is an offset.
+    monkeypatch.setattr(sorting_module, "SORT_LIMIT", 3)
+    capped = client.get("/jobs", params={"sort": "attempt"}).text
     assert "sorted only the newest 3 jobs" in capped
     assert sorted(ids_in(capped)) == sorted(everything[:3])
     monkeypatch.undo()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import conveyor
-from conveyor.backends.base import PeriodicFireParams, PeriodicPauseParams
+from conveyor.backends.base import JobKeysParams, PeriodicFireParams, PeriodicPauseParams
 from conveyor.backends.mariadb.connection import SCHEMA_VERSION
 from tests.support import mariadb_server
 
@@ -30,7 +30,7 @@ def test_a_version_1_store_gains_the_schedule_columns(request: pytest.FixtureReq
     assert record.name == "nightly" and record.paused
     with again.backend._tx() as ex:  # type: ignore[attr-defined]
         version = ex.execute("SELECT MAX(version) FROM schema_version").fetchone()[0]
-    assert int(version) == SCHEMA_VERSION == 5  # 5: the search index's tables (issue 25)
+    assert int(version) == SCHEMA_VERSION == 6  # 6: jobs_task (the sorted listing)
     again.close()
 
 
@@ -58,4 +58,31 @@ def test_a_version_4_store_gains_the_search_tables(request: pytest.FixtureReques
     backend.search_index_set(True)  # type: ignore[attr-defined]
     page = again.search("customer_4242")
     assert [j.id for j in page.jobs] == [job.id] and page.scanned is None  # the index
+    again.close()
+
+
+def test_a_version_5_store_gains_the_sort_index(request: pytest.FixtureRequest) -> None:
+    """Version 6 adds jobs_task (the dashboard's indexed sort by task) to a jobs
+    table made before it; its jobs are kept and walked by task."""
+    url = mariadb_server.isolated_url(request)
+    app = conveyor.App(url)
+
+    @app.task(name="mail.send_welcome")
+    def send_welcome(user: str) -> None: ...
+
+    job = send_welcome.enqueue("customer_4242")
+    with app.backend._tx() as ex:  # type: ignore[attr-defined]  # back to version 5
+        ex.execute("DROP INDEX jobs_task ON jobs")
+        ex.execute("DELETE FROM schema_version")
+        ex.execute("INSERT INTO schema_version (version) VALUES (5)")
+    app.close()
+    again = conveyor.App(url)
+    with again.backend._tx() as ex:  # type: ignore[attr-defined]
+        found = ex.execute(
+            "SELECT INDEX_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = "
+            "DATABASE() AND TABLE_NAME = 'jobs'"
+        ).fetchall()
+    assert "jobs_task" in {str(r[0]) for r in found}
+    keys = again.backend.job_keys(JobKeysParams("task"))
+    assert keys == ["mail.send_welcome"] and job.id
     again.close()

@@ -35,7 +35,7 @@ def test_v1_file_migrates_and_keeps_jobs(tmp_path: Path) -> None:
     assert [j.id for j in backend.job_get_many(["old", "new"])] == ["old", "new"]
     backend.close()
     again = SQLiteBackend(f"sqlite:///{path}")  # idempotent: opening twice changes nothing
-    assert again.connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 11
+    assert again.connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 12
     assert again.queue_list()[0].paused
     again.close()
 
@@ -70,16 +70,17 @@ def test_v1_file_is_migrated_and_keeps_its_jobs(tmp_path: Path) -> None:
     assert "job_search_pending" in tables  # 10: search, after the fact
     assert "job_search" not in tables  # the index itself is off by default
     assert "jobs_waiting" in tables  # 11: waiting jobs by queue, for the capped counts
+    assert "jobs_task" in tables  # 12: the dashboard's indexed sort by task
     found = backend.job_search(JobSearchParams(JobFilter(), parse_search("default").terms))
     assert [j.id for j in found.jobs] == ["old"]  # the old job: pending, then indexed
     backend.close()
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 11
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 12
     # Re-running the migration over an already migrated file is a no-op.
     conn.execute("PRAGMA user_version = 1")
     conn.commit()
     conn.close()
     SQLiteBackend(f"sqlite:///{path}").close()
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 11
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 12
     conn.close()

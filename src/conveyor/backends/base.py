@@ -46,6 +46,7 @@ from conveyor.backends.flow_params import (
     SequencePruneParams,
     SequenceReleaseParams,
 )
+from conveyor.backends.ops_params import JobKeysParams
 from conveyor.backends.params import (
     MAX_ACTION_IDS,
     MAX_HISTOGRAM_BUCKETS,
@@ -196,6 +197,7 @@ __all__ = [
     "JobInsertParams",
     "JobInsertThroughParams",
     "JobJoinParams",
+    "JobKeysParams",
     "JobListParams",
     "JobLogInsertParams",
     "JobLogListParams",

@@ -78,7 +78,11 @@ class JobFilter:
 
 @record
 class JobCountParams:
+    """How many jobs match ``filter``; with ``limit``, counting stops there (the answer
+    is then at most ``limit``: a bulk confirmation's "1000+" reads ``limit`` + 1)."""
+
     filter: JobFilter
+    limit: int | None = None
 
 
 @record
@@ -94,6 +98,23 @@ class JobListParams:
     filter: JobFilter | None = None
     #: newest first (descending id, which is creation order); ``after_id`` pages downwards
     descending: bool = False
+
+
+#: The columns ``job_keys`` walks: each has an index led by it on every SQL store
+#: (``jobs_task``: SQLite 12, PostgreSQL 8, MariaDB 6), so the next value is one step.
+KEY_COLUMNS = ("task",)
+
+
+@record
+class JobKeysParams:
+    """The distinct values of ``column`` (one of :data:`KEY_COLUMNS`) that jobs have,
+    in order (descending: the other way), strictly after ``after``; at most ``limit``.
+    The dashboard's sort by task walks them, one ``job_list`` per value."""
+
+    column: str
+    after: str | None = None
+    descending: bool = False
+    limit: int = 20
 
 
 #: The record stored in place of the first record past a job's log bound

@@ -42,6 +42,7 @@ from conveyor.backends.durable_protocol import (
     Durable as Durable,  # re-exported: Backend composes it
 )
 from conveyor.backends.flow_protocol import Flow as Flow  # re-exported: Backend composes it
+from conveyor.backends.ops_params import JobKeysParams
 from conveyor.backends.params import (
     ActionLogInsertParams,
     ActionLogListParams,
@@ -113,6 +114,9 @@ FEATURES: dict[str, str] = {
     # -- operations --
     "filters": "JobFilter in job_list / job_count (and the bulk actions built on them)",
     "purge": "job_purge",
+    #: an index led by task: the dashboard's sort by task is a walk of its values, each
+    #: value's jobs newest first (web/sorting.py)
+    "list_keys": "job_keys (distinct tasks in order, from an index)",
     "result_ttl": "job_clear_results (a task's result_ttl)",
     "expires": "expires_at stored and claimed (with_options(expires=)), job_expire_due",
     "queues": "queue_pause, queue_resume, queue_list",
@@ -299,6 +303,12 @@ class Operations(Protocol):
         ``conveyor migrate`` idempotent. A job's ``flow`` (parents, pipe) is written with
         it: its workflow edges, and the dependant's place among a parent's children.
         Returns the ids inserted."""
+        ...
+
+    def job_keys(self, params: JobKeysParams) -> list[str]:
+        """The distinct values of the task column in order (feature
+        ``list_keys``): each one index step, so a sort by that column pages by keyset
+        (one ``job_list`` per value) instead of sorting rows."""
         ...
 
     def job_list(self, params: JobListParams) -> list[JobRecord]: ...

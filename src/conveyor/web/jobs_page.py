@@ -84,8 +84,8 @@ def jobs_page(
         f"{ACTION_LABELS[a]} all matching</a>"
         for a in (bulk_actions(query) if actions else ())
     )
-    scan = ""
-    if page.truncated:
+    scan = page.stopped
+    if page.truncated and not scan:
         scan = (
             f" · sorted only the newest {page.scanned} jobs these filters select; narrow them"
             if not sort.by_id

@@ -52,7 +52,8 @@ SCAN_BATCH = 500
 #: (newest first), so one request never scans an unbounded store; the page says when
 #: it stopped early.
 SCAN_LIMIT = 20_000
-#: A sort by another column orders at most this many newest matches (20,000: 0.85-8 s).
+#: A sort by a column without an index walk (sorting.py: finished, attempt, a search's
+#: words, Redis) orders at most this many newest matches (20,000: 0.85-8 s).
 SORT_LIMIT = 2_000
 
 
@@ -261,6 +262,8 @@ class Page:
     truncated: bool  # the scan hit SCAN_LIMIT (a search or a sort over a large set)
     #: a search's hit count ("12 matches", "more than 1,000 matches"); "" otherwise
     count: str = ""
+    #: why an index walk stopped short (sorting.py), shown after the count; "" otherwise
+    stopped: str = ""
 
 
 def job_page(
@@ -269,13 +272,12 @@ def job_page(
     sort: Sort = Sort(),
     *,
     after_id: str | None = None,
-    offset: int = 0,
     limit: int = 50,
 ) -> Page:
-    """One page of matching jobs in ``sort`` order: after ``after_id`` in creation order
-    (paged by the backend), else at ``offset`` of at most SCAN_LIMIT newest matches."""
+    """One page of matching jobs in creation order (``sort`` gives the direction), after
+    ``after_id``, paged by the backend; the other orders: ``sorting.page_in_order``."""
     if not sort.by_id:
-        return _sorted_page(backend, query, sort, offset=offset, limit=limit)
+        raise ValueError(f"sort by {sort.column}: sorting.page_in_order pages it")
     desc = sort.descending
     if query.search is None:
         params = query.list_params(after_id=after_id, limit=limit + 1, descending=desc)
@@ -287,7 +289,7 @@ def job_page(
         return searched
     jobs: list[JobRecord] = []
     scanned = 0
-    for job in _scan(backend, query, after_id, descending=desc):
+    for job in scan(backend, query, after_id, descending=desc):
         scanned += 1
         if query.matches(job):
             if len(jobs) == limit:  # one more match exists: there is a next page
@@ -325,23 +327,7 @@ def _searched_page(
     )
 
 
-def _sorted_page(backend: Backend, query: JobQuery, sort: Sort, *, offset: int, limit: int) -> Page:
-    found: list[JobRecord] = []
-    scanned = 0
-    truncated = False
-    for job in _scan(backend, query, None, descending=True):
-        scanned += 1
-        if query.matches(job):
-            found.append(job)
-        if scanned >= SORT_LIMIT:
-            truncated = True
-            break
-    ordered = sort.apply(found)
-    end = offset + limit
-    return Page(ordered[offset:end], None, end if len(ordered) > end else None, scanned, truncated)
-
-
-def _scan(
+def scan(
     backend: Backend,
     query: JobQuery,
     after_id: str | None,
@@ -397,7 +383,7 @@ def matching_ids(backend: Backend, query: JobQuery, action: str) -> list[str]:
     states = action_states(action, query)
     if not states:
         return []
-    return [j.id for j in _scan(backend, query, None, states=states) if query.matches(j)]
+    return [j.id for j in scan(backend, query, None, states=states) if query.matches(j)]
 
 
 def apply_action(backend: Backend, action: str, ids: Sequence[str]) -> int:

@@ -54,7 +54,6 @@ from conveyor.web.query import (
     action_states,
     apply_action,
     job_logs,
-    job_page,
     job_steps,
     matching_ids,
     set_paused,
@@ -64,6 +63,7 @@ from conveyor.web.schedules_page import DONE as SCHEDULE_DONE
 from conveyor.web.schedules_page import FLASH as SCHEDULE_FLASH
 from conveyor.web.schedules_page import schedules_page
 from conveyor.web.security import LOCAL, form_fields
+from conveyor.web.sorting import page_in_order
 from conveyor.web.state import DashboardState
 from conveyor.web.tokens import DashboardToken
 
@@ -175,7 +175,7 @@ async def jobs(request: Request) -> Response:
     params = request.query_params
     query = JobQuery.from_params(params)
     sort = Sort.from_params(params)
-    after = (params.get("after") or None) if sort.by_id else None
+    after = params.get("after") or None  # creation order, or an indexed sort's cursor
     offset = 0 if sort.by_id else _int(params.get("offset"), 0, 0, 10**9)
     limit = _int(params.get("limit"), state.page_size, 1, MAX_PAGE)
     # a where on a secret argument is refused (its stored value is ciphertext)
@@ -187,7 +187,7 @@ async def jobs(request: Request) -> Response:
     if refused:
         query = dataclasses.replace(query, where=None)
     found = await run_in_threadpool(
-        job_page, state.backend, query, sort, after_id=after, offset=offset, limit=limit
+        page_in_order, state.backend, query, sort, after_id=after, offset=offset, limit=limit
     )
     # only names, by backlog: the capped counts order them well enough
     capped = QueueStatsParams(cap=OPERATOR_COUNT_CAP, exact_up_to=OPERATOR_EXACT_UP_TO)

@@ -74,7 +74,7 @@ if TYPE_CHECKING:
 #: POLL_MAX at most, less when a write wakes it or a scheduled job comes due (wake.py).
 POLL_FIRST, DONE_FIRST, POLL_GROWTH, POLL_MAX = 0.005, 0.05, 1.5, 0.25
 
-FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic", "sequences", "fair", "aging", "filters", "purge", "result_ttl", "queues", "logs", "integrity", "expires", "shared", "action_log", "search", "search_index", "steps"})  # fmt: skip
+FEATURES = frozenset({"snooze", "progress", "unique", "workflows", "limits", "periodic", "sequences", "fair", "aging", "filters", "list_keys", "purge", "result_ttl", "queues", "logs", "integrity", "expires", "shared", "action_log", "search", "search_index", "steps"})  # fmt: skip
 
 _T = TypeVar("_T")
 _W = TypeVar("_W", IdleWaiter, DoneWaiter)

@@ -30,7 +30,11 @@ from conveyor.errors import BackendUnavailable, StoreNotFound
 #: 4: sequences, fair_keys, limit_overrides (new tables: schema.sql re-run, idempotent).
 #: 5: the search index's tables (job_search_pending, _on, _docs), empty until
 #: ``conveyor search-index on`` adds its FULLTEXT index and triggers (search.py).
-SCHEMA_VERSION = 5
+#: 6: jobs_task, for the dashboard's indexed sort (job_keys).
+SCHEMA_VERSION = 6
+#: Indexes schema.sql gained after its table was made: (table, index, columns), added
+#: to a store that lacks them (MySQL 8 has no CREATE INDEX IF NOT EXISTS either).
+ADDED_INDEXES = (("jobs", "jobs_task", "task"),)
 #: Columns schema.sql gained after version 1: (table, column, definition), added to a
 #: store that lacks them (MySQL 8 has no ADD COLUMN IF NOT EXISTS, so each is looked up).
 ADDED_COLUMNS = (
@@ -185,6 +189,7 @@ def migrate(target: MariaDBTarget) -> None:
                 for statement in statements(read_packaged("schema.sql")):
                     ex.execute(statement)
                 _add_missing_columns(ex)
+                _add_missing_indexes(ex)
                 ex.execute("INSERT INTO schema_version (version) VALUES (%s)", (SCHEMA_VERSION,))
                 conn.commit()
         finally:
@@ -207,6 +212,18 @@ def _add_missing_columns(ex: Any) -> None:
             missing.setdefault(table, []).append(f"ADD COLUMN {column} {definition}")
     for table, additions in missing.items():
         ex.execute(f"ALTER TABLE {table} {', '.join(additions)}")
+
+
+def _add_missing_indexes(ex: Any) -> None:
+    """Add the :data:`ADDED_INDEXES` a store made by an older schema.sql lacks."""
+    for table, index, columns in ADDED_INDEXES:
+        found = ex.execute(
+            "SELECT 1 FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() "
+            "AND TABLE_NAME = %s AND INDEX_NAME = %s",
+            (table, index),
+        ).fetchone()
+        if found is None:
+            ex.execute(f"CREATE INDEX {index} ON {table} ({columns})")
 
 
 def require_existing_store(url: str) -> None:

@@ -57,7 +57,10 @@ CREATE TABLE IF NOT EXISTS jobs (
     INDEX jobs_running (state, worker_id),
     -- At most one holder per (task, unique_key); NULL keys never collide.
     UNIQUE INDEX jobs_unique (task, unique_key),
-    INDEX jobs_limit_running (limit_key, state)
+    INDEX jobs_limit_running (limit_key, state),
+    -- the dashboard's sort by task (job_keys) and its task filter; InnoDB's secondary
+    -- entries hold the primary key, so this is (task, id)
+    INDEX jobs_task (task)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
 
 CREATE TABLE IF NOT EXISTS attempts (

@@ -89,6 +89,7 @@ FEATURES = frozenset(
         *("filters", "purge", "result_ttl", "expires", "queues", "logs", "integrity"),
         "ack_with_claim",
         "action_log",
+        "list_keys",
         "search",
         "steps",
     }

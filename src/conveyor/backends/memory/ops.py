@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Iterator, Sequence
 
@@ -34,6 +35,7 @@ from conveyor.backends.base import (
     JobFinishedHistogramParams,
     JobFlow,
     JobImportParams,
+    JobKeysParams,
     JobListParams,
     JobPurgeParams,
     JobRecord,
@@ -142,6 +144,15 @@ class MemoryOpsMixin:
             if all(matches(f, record) for f in filters):
                 yield row
 
+    def job_keys(self, params: JobKeysParams) -> list[str]:
+        column = {"task": "task"}[params.column]  # KEY_COLUMNS, as the SQL stores'
+        with self.store.lock:
+            values = {getattr(row.record(), column) for row in self.store.jobs.values()}
+        if params.after is not None:
+            after = params.after
+            values = {v for v in values if (v < after if params.descending else v > after)}
+        return sorted(values, reverse=params.descending)[: params.limit]
+
     def job_list(self, params: JobListParams) -> list[JobRecord]:
         shortcut = JobFilter(
             queue=params.queue, task=params.task, states=(params.state,) if params.state else ()
@@ -157,7 +168,8 @@ class MemoryOpsMixin:
 
     def job_count(self, params: JobCountParams) -> int:
         with self.store.lock:
-            return sum(1 for _ in self._matching([params.filter], None, False))
+            found = self._matching([params.filter], None, False)
+            return sum(1 for _ in itertools.islice(found, params.limit))
 
     def job_flow_many(self, ids: Sequence[str]) -> list[JobFlow]:
         with self.store.lock:

@@ -41,8 +41,9 @@ if TYPE_CHECKING:
 #: actions log (SQLite's 6). 3: schedules' pause and "run now" (SQLite's 7). 4: durable
 #: jobs (SQLite's 8). 5: flow control by key (SQLite's 9). 6: the search index filled after
 #: the fact (SQLite's 10; off until `conveyor search-index on`). 7: jobs_waiting, for the
-#: capped counts (SQLite's 11). A new step adds a file here.
-SCHEMA_VERSION = 7
+#: capped counts (SQLite's 11). 8: jobs_task, for the dashboard's indexed
+#: sort by task (SQLite's 12). A new step adds a file here.
+SCHEMA_VERSION = 8
 _MIGRATIONS = {
     1: "schema.sql",
     2: "schema_002.sql",
@@ -51,6 +52,7 @@ _MIGRATIONS = {
     5: "schema_005.sql",
     6: "schema_006.sql",
     7: "schema_007.sql",
+    8: "schema_008.sql",
 }
 #: First key of the two-key advisory lock taken around a migration ("conv"); the second
 #: is hashtext(schema), so two schemas in one database migrate independently.

@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -41,6 +42,7 @@ from conveyor.backends.base import (
     JobFinishedHistogramParams,
     JobImport,
     JobImportParams,
+    JobKeysParams,
     JobListParams,
     JobLogInsertParams,
     JobLogListParams,
@@ -201,8 +203,10 @@ class RedisOpsMixin:
         with self._guard:
             self._prune()
             if params.filter == JobFilter():
-                return int(self._client.zcard(self.keys.jobs))
-            return sum(1 for _ in self._scan([params.filter], None))
+                total = int(self._client.zcard(self.keys.jobs))
+                return total if params.limit is None else min(total, params.limit)
+            found = self._scan([params.filter], None)
+            return sum(1 for _ in itertools.islice(found, params.limit))
 
     def job_purge(self, params: JobPurgeParams) -> int:
         k = self.keys
@@ -349,6 +353,13 @@ class RedisOpsMixin:
         return flows
 
     # -- audit ---------------------------------------------------------------------------
+
+    def job_keys(self, params: JobKeysParams) -> list[str]:
+        """Not on Redis (no feature ``list_keys``): no index by task or queue to step
+        through; the dashboard sorts those columns over the newest jobs (web/sorting.py)."""
+        raise ConfigurationError(
+            f"job_keys ({params.column}) needs an index by that column; redis has none"
+        )
 
     def backup(self, path: str) -> None:
         """Not on Redis (no feature ``backup``): the server's own tools copy it."""

@@ -24,6 +24,7 @@ from conveyor.backends.base import (
     JobDurationsParams,
     JobFinishedHistogramParams,
     JobFlow,
+    JobKeysParams,
     JobListParams,
     JobRecord,
     QueueInfo,
@@ -34,7 +35,7 @@ from conveyor.backends.base import (
 )
 from conveyor.backends.records import queue_list_of
 from conveyor.backends.sql import counts_capped
-from conveyor.backends.sql.filters import filter_sql, job_list_sql
+from conveyor.backends.sql.filters import FEW, few_probe_sql, filter_sql, job_list_sql
 from conveyor.backends.sql.store import SqlStore
 from conveyor.states import RAN_STATES, JobState
 
@@ -59,12 +60,40 @@ class SqlReads(SqlStore):
         return [found[i] for i in ids if i in found]
 
     def job_list(self, params: JobListParams) -> list[JobRecord]:
-        sql, args = job_list_sql(self._dialect, params, JOB_COLUMNS)
+        few = None
+        if params.state not in (None, JobState.RUNNING):
+            # one probe of the state's own index (at most FEW + 1 entries): a state few
+            # jobs have is then read from that index, not found by walking every job
+            assert params.state is not None
+            probe = self._ops_rows(few_probe_sql(params.state))
+            few = params.state if int(str(probe[0][0])) <= FEW else None
+        sql, args = job_list_sql(self._dialect, params, JOB_COLUMNS, few=few)
         return [decoding.job_record(r) for r in self._ops_rows(sql, args)]
+
+    def job_keys(self, params: JobKeysParams) -> list[str]:
+        # One MIN/MAX a value: an index led by the column (jobs_task) makes each an
+        # index step (a loose index scan), whatever the number of jobs.
+        column = {"task": "task"}[params.column]
+        pick, past = ("MAX", "<") if params.descending else ("MIN", ">")
+        first = self._dialect.sql(f"SELECT {pick}({column}) FROM jobs")
+        step = self._dialect.sql(f"SELECT {pick}({column}) FROM jobs WHERE {column} {past} ?")
+        found: list[str] = []
+        after = params.after
+        while len(found) < params.limit:
+            rows = self._ops_rows(first) if after is None else self._ops_rows(step, (after,))
+            if not rows or rows[0][0] is None:
+                break
+            after = str(rows[0][0])
+            found.append(after)
+        return found
 
     def job_count(self, params: JobCountParams) -> int:
         where, args = filter_sql(self._dialect, params.filter)
-        return int(str(self._ops_rows(f"SELECT COUNT(*) FROM jobs WHERE {where}", args)[0][0]))
+        if params.limit is None:
+            sql = f"SELECT COUNT(*) FROM jobs WHERE {where}"
+        else:  # stops reading at the limit (the rows' indexes as for job_list)
+            sql = f"SELECT COUNT(*) FROM (SELECT 1 FROM jobs WHERE {where} LIMIT {int(params.limit)}) AS t"
+        return int(str(self._ops_rows(sql, args)[0][0]))
 
     def job_attempts(self, job_id: str) -> list[AttemptRecord]:
         sql = f"SELECT {ATTEMPT_COLUMNS} FROM attempts WHERE job_id = ? ORDER BY token"

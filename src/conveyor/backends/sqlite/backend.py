@@ -107,6 +107,7 @@ FEATURES = frozenset(
             "aging",
         ),
         *("filters", "purge", "result_ttl", "queues", "logs", "integrity", "backup", "sql"),
+        "list_keys",
         "ack_with_claim",
         "expires",
         "transactional_enqueue",

@@ -30,9 +30,10 @@ from conveyor.redaction import redacted
 #: (job_steps, job_events). 9: flow control by key (sequences, fair_keys,
 #: limit_overrides). 10: the search index, filled after the fact (job_search_pending;
 #: the index itself, search_index.sql, is made by `conveyor search-index on`: off by
-#: default). 11: jobs_waiting, for the capped counts (queries/counts.sql). Each step is
+#: default). 11: jobs_waiting, for the capped counts (queries/counts.sql). 12: jobs_task, for
+#: the dashboard's indexed sort by task (job_keys). Each step is
 #: idempotent and applied in order; a step may be several files.
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 _MIGRATIONS = {
     1: "schema.sql",
     2: "schema_002.sql",
@@ -45,6 +46,7 @@ _MIGRATIONS = {
     9: "schema_009.sql",
     10: "schema_010.sql",
     11: "schema_011.sql",
+    12: "schema_012.sql",
 }
 #: Compiled on first use by ``re``'s own cache: only a migration needs it.
 _ADD_COLUMN = r"ALTER TABLE (\w+) ADD COLUMN (\w+)"
