@@ -14,7 +14,6 @@ Example:
 
 from __future__ import annotations
 
-import logging
 import os
 import stat
 
@@ -22,7 +21,9 @@ PRIVATE_MODE = 0o600
 #: Beside a SQLite store, these hold its recent writes: as private as the store itself.
 SQLITE_COMPANIONS = ("-wal", "-shm")
 
-log = logging.getLogger("conveyor.store")
+#: The logger of the warnings below, ``conveyor.store`` (logging is imported only to
+#: warn: opening a store for a CLI read needs none of it).
+LOGGER = "conveyor.store"
 
 
 def create_private(path: str, *, exclusive: bool = True) -> int:
@@ -68,6 +69,11 @@ def make_store_private(path: str) -> None:
             refused.append(name)
         else:
             changed.append(name)
+    if not changed and not refused:
+        return
+    import logging
+
+    log = logging.getLogger(LOGGER)
     if changed:
         log.warning(
             "store %s was readable by other users (mode %s); made %s 0600",

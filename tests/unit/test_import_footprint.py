@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import conveyor
 
 #: Never needed to enqueue on SQLite or run a first job in-process: the CLI and its
@@ -45,6 +47,32 @@ ENQUEUE_PATH_AVOIDS = (
 #: What the worker command's own modules must not pull in before a store is opened:
 #: sqlite3 is the SQLite backend's (not loaded on Redis), tomllib only with a TOML file.
 WORKER_COMMAND_AVOIDS = ("sqlite3", "tomllib", "pathlib", "rich", "redis", "asyncio")
+
+#: Never needed by the operator's quick reads (``conveyor status``, ``queues``, ``check``)
+#: on SQLite printing to a pipe (issue 25: the CLI's wall time at a million jobs was its
+#: imports): rich only draws terminal tables, the durations only ``status --json``, the
+#: autoscaling signal only ``queues --json``, the action log (and socket) only a write;
+#: traceback only ``--debug``, logging only a store-permission warning, urllib.parse
+#: nothing. Each entry was imported by these commands before.
+OPERATOR_READ_AVOIDS = (
+    "rich",
+    "conveyor.durations",
+    "conveyor.scaling",
+    "conveyor.cli.action_log",
+    "conveyor.cli.filters",
+    "socket",
+    "traceback",
+    "logging",
+    "urllib.parse",
+    "fractions",
+    "decimal",
+    "pickle",
+    "asyncio",
+    "redis",
+    "psycopg",
+    "conveyor.web",
+    "conveyor.worker",
+)
 
 
 def _modules_after(code: str) -> set[str]:
@@ -111,6 +139,25 @@ assert job.result() == 3
 def test_worker_command_modules_import_no_backend_driver_and_no_config_parser() -> None:
     loaded = _modules_after("import conveyor.cli.main, conveyor.cli.worker")
     assert _loaded(loaded, WORKER_COMMAND_AVOIDS) == []
+
+
+@pytest.mark.parametrize("command", ["status", "queues", "check"])
+def test_operator_reads_on_sqlite_through_a_pipe_import_no_table_library(
+    tmp_path: Path, command: str
+) -> None:
+    url = f"sqlite:///{tmp_path}/ops.db"
+    app = conveyor.App(url)
+    app.backend  # noqa: B018 - the store exists: the command only reads it
+    app.close()
+    loaded = _modules_after(f"""
+from conveyor.cli.main import cli
+try:
+    cli([{command!r}, "--url", {url!r}], prog_name="conveyor")
+except SystemExit as exc:
+    assert exc.code == 0, exc.code
+""")
+    assert "conveyor.backends.sqlite.backend" in loaded  # the probe did read the store
+    assert _loaded(loaded, OPERATOR_READ_AVOIDS) == []
 
 
 def test_every_public_name_resolves_to_its_defining_module() -> None:

@@ -32,8 +32,12 @@ from conveyor.app import (
     parse_app_spec,
 )
 from conveyor.errors import ConfigurationError
+from conveyor.states import JobState
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+#: Every state's name, in the order the tables show them (status, queues, --state).
+STATES = [s.value for s in JobState]
 
 
 def valid_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
 from collections.abc import Callable, Sequence
 from typing import NoReturn, TypeVar
 
@@ -77,6 +76,8 @@ def _report(exc: Exception, debug: bool) -> NoReturn:
         raise exc  # a bug: the traceback is the report
     message, status = known
     if debug:
+        import traceback  # only with --debug: one error line needs none
+
         traceback.print_exception(exc, file=sys.stderr)
     click.echo(f"Error: {one_line(message)}", err=True)
     raise SystemExit(status) from None

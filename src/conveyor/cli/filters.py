@@ -28,13 +28,13 @@ import click
 
 from conveyor import records, rowtext
 from conveyor.backends.base import Backend, JobFilter, JobListParams, JobRecord
+from conveyor.cli.common import STATES as STATES
 from conveyor.cli.output import iso_json
 from conveyor.headers import decode as decode_headers
 from conveyor.query import bind_filter, parse_duration, parse_time, parse_where
 from conveyor.secrets import mask_payload
 from conveyor.states import JobState
 
-STATES = [s.value for s in JobState]
 #: Fields of a job record that hold epoch timestamps (ISO 8601 when shown or exported).
 TIME_FIELDS = ("run_at", "created_at", "lease_until", "started_at", "finished_at", "expires_at")
 #: Units a duration must carry: a bare "1" could mean seconds or days.

@@ -35,16 +35,16 @@ import datetime as dt
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import IO, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
-from rich.cells import cell_len
-from rich.console import Console
-from rich.panel import Panel
-from rich.table import Table
-from rich.text import Text
 
 from conveyor.text import literal
+
+if TYPE_CHECKING:  # rich is imported when a terminal is printed to (issue 25)
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -156,9 +156,19 @@ class Output:
         #: function of the cell giving (start, end) spans); a pipe gets plain text
         self.marks: Callable[[str], list[tuple[int, int]]] | None = None
         self._printed = False
-        self.console = Console(
-            file=self.stream, markup=False, highlight=False, emoji=False, soft_wrap=False
-        )
+        self._console: Console | None = None
+
+    @property
+    def console(self) -> Console:
+        """rich's console on :attr:`stream`, made (and rich imported: about 50 modules,
+        a third of a status command's imports) on first use: a pipe never needs it."""
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(
+                file=self.stream, markup=False, highlight=False, emoji=False, soft_wrap=False
+            )
+        return self._console
 
     # -- building blocks ----------------------------------------------------------
 
@@ -202,6 +212,8 @@ class Output:
             for name, value in items:
                 self._write(f"{name}: {value}")
             return
+        from rich.panel import Panel
+
         grid = _grid(items)
         self._rich(Panel(grid, title=_text(title), title_align="left", expand=False))
 
@@ -213,6 +225,9 @@ class Output:
             for row in body.splitlines():
                 self._write(row)
             return
+        from rich.panel import Panel
+        from rich.text import Text
+
         self._rich(Panel(Text(body), title=_text(title), title_align="left", expand=False))
 
     # -- pipe mode ---------------------------------------------------------------
@@ -286,6 +301,9 @@ class Output:
         title: str | None,
         widths: list[int],
     ) -> None:
+        from rich.table import Table
+        from rich.text import Text
+
         table = Table(
             title=_text(title),
             title_justify="left",
@@ -308,6 +326,8 @@ class Output:
         self._rich(table)
 
     def _marked(self, cell: str) -> Text:
+        from rich.text import Text
+
         text = Text(cell)
         for start, end in self.marks(cell) if self.marks is not None else ():
             text.stylize("bold reverse", start, end)
@@ -317,6 +337,8 @@ class Output:
         self, columns: Sequence[Column], cells: list[list[str]], title: str | None
     ) -> None:
         """Too narrow for a table: each row as a block of ``field value`` lines."""
+        from rich.text import Text
+
         if self._printed:
             self._write("")
         if title:
@@ -350,7 +372,21 @@ def _shrink(widths: list[int], floor: list[int], group: list[int], excess: int) 
         excess -= 1
 
 
+def cell_len(text: str) -> int:
+    """Columns ``text`` takes in a terminal: its length when it is ASCII (every value
+    has been through :func:`~conveyor.text.literal`, so no control character is left),
+    else rich's measure (wide and combining characters), imported only then."""
+    if text.isascii():
+        return len(text)
+    from rich.cells import cell_len as measured
+
+    return measured(text)
+
+
 def _grid(items: Sequence[tuple[str, str]]) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
     grid = Table.grid(padding=(0, 2))
     grid.add_column(no_wrap=True, style="bold")
     grid.add_column(overflow="fold")
@@ -360,6 +396,8 @@ def _grid(items: Sequence[tuple[str, str]]) -> Table:
 
 
 def _text(title: str | None) -> Text | None:
+    from rich.text import Text
+
     return None if title is None else Text(literal(title))
 
 

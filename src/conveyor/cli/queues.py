@@ -26,12 +26,9 @@ from conveyor.backends.base import (
     QueueStatsParams,
 )
 from conveyor.backends.records import count_text
-from conveyor.cli.action_log import record_cli_action
-from conveyor.cli.common import age, echo_json, group_store_options, store_options
+from conveyor.cli.common import STATES, age, echo_json, group_store_options, store_options
 from conveyor.cli.config import open_app
-from conveyor.cli.filters import STATES
 from conveyor.cli.output import Column, Output
-from conveyor.scaling import signal_of
 
 
 @click.group("queues", invoke_without_command=True)
@@ -53,6 +50,8 @@ def queues(ctx: click.Context, url: str | None, app_spec: str | None, as_json: b
     found = app.backend.queue_list(QueueStatsParams(cap=cap, exact_up_to=OPERATOR_EXACT_UP_TO))
     if as_json:
         # with each queue's autoscaling signal (conveyor/scaling.py): one more read
+        from conveyor.scaling import signal_of
+
         workers = app.backend.worker_list()
         signal = signal_of(found, workers, time.time(), app.settings.heartbeat_ttl)
         echo_json(
@@ -104,6 +103,8 @@ def _toggle(ctx: click.Context, name: str, pause: bool, force: bool = False) -> 
         backend.queue_pause(QueuePauseParams(name))
     else:
         backend.queue_resume(QueueResumeParams(name))
+    from conveyor.cli.action_log import record_cli_action  # a write's record only
+
     record_cli_action(
         backend, "queue_pause" if pause else "queue_resume", count=0, detail=f"queue {name}"
     )

@@ -10,7 +10,6 @@ from typing import Any
 
 import click
 
-from conveyor import durations
 from conveyor.backends.base import (
     OPERATOR_COUNT_CAP,
     OPERATOR_EXACT_UP_TO,
@@ -22,13 +21,12 @@ from conveyor.backends.base import (
     WorkerInfo,
 )
 from conveyor.backends.records import by_backlog, count_text
-from conveyor.cli.common import age, echo_json, since, store_options
+from conveyor.cli.common import STATES, age, echo_json, since, store_options
 from conveyor.cli.config import open_app
 from conveyor.cli.output import Column, Output, iso_time, utc_option
 from conveyor.redaction import redacted
 from conveyor.states import JobState
 
-STATES = [s.value for s in JobState]
 #: Queues in the text table at most (the largest backlogs).
 STATUS_QUEUES = 50
 
@@ -51,6 +49,8 @@ def status(url: str | None, app_spec: str | None, as_json: bool, utc: bool) -> N
     schedules = backend.periodic_list() if "periodic" in features else []
     now = time.time()
     if as_json:
+        from conveyor import durations  # only --json has them
+
         document = _status_document(backend.url, stats, workers, running, schedules, now)
         found, jobs = durations.recent(backend, now)
         document["durations"] = {
