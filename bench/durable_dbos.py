@@ -2,8 +2,8 @@
 ``--steps`` no-op ``@DBOS.step()`` steps run by this process (DBOS launched here), timed
 from the first start to the last result; store statements and commits per step counted
 as for conveyor (:mod:`bench.sql_counter`). Two paths: ``--direct``, 4 threads call the
-workflow (DBOS's fastest path; the same 4 slots as conveyor's worker), or through a DBOS
-queue (``worker_concurrency`` 4, polled every ``--poll`` s: 0.05 instead of DBOS's 1 s
+workflow (DBOS's fastest path; the same 4 slots as conveyor's worker; ``--concurrency``
+for another number, both arms alike), or through a DBOS queue (``worker_concurrency`` 4, polled every ``--poll`` s: 0.05 instead of DBOS's 1 s
 default, which would mostly wait on a drain of seconds), a job queue's path.
 
 It runs in DBOS's own venv (``make bench-venv-dbos``: DBOS pins its own SQLAlchemy and
@@ -34,7 +34,13 @@ CONVEYOR_PRAGMAS = ("journal_mode = WAL", "synchronous = NORMAL")
 
 
 def run(
-    url: str, jobs: int, steps: int, poll: float, wal: bool = False, direct: bool = False
+    url: str,
+    jobs: int,
+    steps: int,
+    poll: float,
+    wal: bool = False,
+    direct: bool = False,
+    slots: int = 4,
 ) -> dict[str, Any]:
     sqlite = url.startswith("sqlite")
     counter = count_sqlite(CONVEYOR_PRAGMAS if wal else ()) if sqlite else None
@@ -53,14 +59,18 @@ def run(
 
     DBOS.launch()
     try:
-        queue = DBOS.register_queue("bench", worker_concurrency=4, polling_interval_sec=poll)
+        queue = DBOS.register_queue("bench", worker_concurrency=slots,
+                                     polling_interval_sec=poll)  # fmt: skip
         settings = _settings(url)
+        settings["concurrency"] = (
+            f"{slots} threads" if direct else f"queue worker_concurrency {slots}"
+        )
         if counter is not None:
             counter.reset()
         before = None if counter is not None else pg_snapshot(url)
         started = time.perf_counter()
         if direct:  # DBOS's fastest path: workflows called, 4 at a time, no queue
-            with ThreadPoolExecutor(4) as pool:
+            with ThreadPoolExecutor(slots) as pool:
                 results = list(pool.map(flow, [steps] * jobs))
         else:
             handles = [queue.enqueue(flow, steps) for _ in range(jobs)]
@@ -105,8 +115,11 @@ def main() -> None:
     p.add_argument("--poll", type=float, default=0.05, help="the queue's polling interval, s")
     p.add_argument("--wal", action="store_true", help="SQLite: conveyor's PRAGMAs (WAL, NORMAL)")
     p.add_argument("--direct", action="store_true", help="no queue: 4 threads call the workflow")
+    p.add_argument("--concurrency", type=int, default=4, help="threads / worker_concurrency")
     args = p.parse_args()
-    print(json.dumps(run(args.url, args.jobs, args.steps, args.poll, args.wal, args.direct)))
+    figures = run(args.url, args.jobs, args.steps, args.poll, args.wal, args.direct,
+                  args.concurrency)  # fmt: skip
+    print(json.dumps(figures))
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@ Counted the same way for both arms (:mod:`bench.sql_counter`): SQLite statements
 trace callback on every connection of the arm's process, commits as transactions that
 wrote; PostgreSQL statements from ``pg_stat_statements``, commits as the WAL's COMMIT
 records (``pg_waldump``; transactions that wrote) and, beside them, ``xact_commit``
-(every transaction, read-only ones included).
+(every transaction, read-only ones included) and the WAL fsyncs the commits waited on
+(``pg_stat_wal.wal_sync``; PostgreSQL merges concurrent commits into one flush).
 
 ``--baseline SRC`` adds conveyor's arms run on another checkout's ``src`` (``...-base``:
 a before/after in the same run, alternated with the other arms).
@@ -49,7 +50,7 @@ DBOS_PYTHON = ROOT / ".venv-bench-dbos" / "bin" / "python"
 #: ``?synchronous=FULL``; DBOS with conveyor's PRAGMAs on its connections).
 #: DBOS's arms call the workflow from 4 threads (its fastest path, the same 4 slots as
 #: conveyor's worker); ``dbos-queue`` goes through a DBOS queue (worker_concurrency 4),
-#: the path of a job queue, shown beside it.
+#: the path of a job queue, shown beside it. ``--concurrency N``: N for every arm.
 ARMS = {
     "sqlite": ("conveyor", "conveyor-full", "dbos", "dbos-wal", "dbos-queue"),
     "postgres": ("conveyor", "dbos", "dbos-queue"),
@@ -67,7 +68,9 @@ DURABILITY = {
 }
 
 
-def measure(arm: str, url: str, jobs: int, python: dict[str, str]) -> dict[str, Any]:
+def measure(
+    arm: str, url: str, jobs: int, python: dict[str, str], slots: int = 4
+) -> dict[str, Any]:
     tool = arm.split("-")[0]
     module = "bench.durable_steps" if tool == "conveyor" else "bench.durable_dbos"
     env = None
@@ -76,6 +79,7 @@ def measure(arm: str, url: str, jobs: int, python: dict[str, str]) -> dict[str, 
     if arm.startswith("conveyor-full"):
         url += "?synchronous=FULL"
     command = [python[tool], "-m", module, "--url", url, "--jobs", str(jobs)]
+    command += ["--concurrency", str(slots)] * (slots != 4)  # the same for every arm
     if tool == "conveyor":
         command.append("--json")
     else:
@@ -98,6 +102,8 @@ def pg_counts(cluster: PostgresCluster, figures: dict[str, Any], steps: int) -> 
         figures["commits_per_step"] = wal_commits(waldump, wal, start, end, user) / steps
     figures["statements_per_step"] = pg["statements"] / steps
     figures["xact_commit_per_step"] = pg["xact_commit"] / steps
+    if pg.get("wal_sync") is not None:
+        figures["wal_syncs_per_step"] = pg["wal_sync"] / steps
 
 
 def fresh_pg(cluster: PostgresCluster, name: str) -> str:
@@ -117,7 +123,9 @@ def arms(store: str, python: dict[str, str]) -> tuple[str, ...]:
     return ours + tuple(f"{a}-base" for a in ours if a.startswith("conveyor"))
 
 
-def run(stores: list[str], rounds: int, jobs: int, python: dict[str, str]) -> dict[str, Any]:
+def run(
+    stores: list[str], rounds: int, jobs: int, python: dict[str, str], slots: int = 4
+) -> dict[str, Any]:
     out: dict[str, Any] = {"load_before": os.getloadavg(), "stores": {}}
     for store in stores:
         cluster = PostgresCluster().init(PG_SETTINGS).start() if store == "postgres" else None
@@ -130,7 +138,7 @@ def run(stores: list[str], rounds: int, jobs: int, python: dict[str, str]) -> di
                             url = f"sqlite:///{Path(tmp) / 'store.sqlite'}"
                         else:
                             url = fresh_pg(cluster, f"durable_{arm.replace('-', '_')}_{i}")
-                        figures = measure(arm, url, jobs, python)
+                        figures = measure(arm, url, jobs, python, slots)
                         if cluster is not None:
                             pg_counts(cluster, figures, jobs * 10)
                         figures["load"] = os.getloadavg()[0]
@@ -180,7 +188,10 @@ def report(result: dict[str, Any]) -> list[str]:
             runs = ", ".join(f"{r['steps_per_s']:,.0f}" for r in rows[arm])
             commits = f"{median(rows[arm], 'commits_per_step'):.2f}"
             if store == "postgres":
-                commits += f" ({median(rows[arm], 'xact_commit_per_step'):.2f} xact_commit)"
+                commits += (
+                    f" ({median(rows[arm], 'xact_commit_per_step'):.2f} xact_commit, "
+                    f"{median(rows[arm], 'wal_syncs_per_step'):.2f} WAL fsyncs)"
+                )
             lines.append(
                 f"| {store} | {arm} | {median(rows[arm], 'jobs_per_s'):,.1f} | "
                 f"{median(rows[arm], 'steps_per_s'):,.0f} | "
@@ -232,12 +243,14 @@ def main() -> None:
     p.add_argument("--dbos-python", default=str(DBOS_PYTHON))
     p.add_argument("--out", type=Path, help="also write the raw figures here (JSON)")
     p.add_argument("--baseline", help="another checkout's src: its conveyor as -base arms")
+    p.add_argument("--concurrency", type=int, default=4,
+                   help="slots of every arm (conveyor's worker, DBOS's threads or queue)")  # fmt: skip
     args = p.parse_args()
     python = {"conveyor": sys.executable, "dbos": args.dbos_python}
     if args.baseline:
         python["baseline"] = str(Path(args.baseline).resolve())
     print(f"DBOS Transact {_version(args.dbos_python)}, conveyor in {sys.executable}", flush=True)
-    result = run(args.stores.split(","), args.rounds, args.jobs, python)
+    result = run(args.stores.split(","), args.rounds, args.jobs, python, args.concurrency)
     if args.out:
         args.out.write_text(json.dumps(result, indent=1))
     print("\n".join(report(result)))

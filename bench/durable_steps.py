@@ -1,5 +1,5 @@
 """conveyor's arm of the durable-steps benchmark (issue 23): ``--jobs`` jobs of 10 no-op
-``@app.step`` calls enqueued and drained by one burst worker (thread pool, 4 slots),
+``@app.step`` calls enqueued and drained by one burst worker (thread pool, 4 slots or ``--concurrency``),
 timed from before the enqueue to the drained queue; steps per second, and store
 statements and commits per step counted as for DBOS's arm (:mod:`bench.sql_counter`);
 and the replay overhead of a 100-step job whose steps are all saved.
@@ -41,18 +41,18 @@ def build(url: str) -> tuple[conveyor.App, conveyor.Task[..., int]]:
     return app, flow
 
 
-def steps_per_second(url: str, jobs: int, steps: int = 10) -> dict[str, Any]:
+def steps_per_second(url: str, jobs: int, steps: int = 10, slots: int = 4) -> dict[str, Any]:
     counter = count_sqlite() if url.startswith("sqlite") else None
     app, flow = build(url)
     flow.enqueue(0)  # the schema made, one job of no step run: outside the window
     conveyor.Worker(app, burst=True).run(install_signals=False)
-    settings = _settings(app)
+    settings = {**_settings(app), "concurrency": f"{slots} worker slots (thread pool)"}
     before = None if counter is not None else pg_snapshot(url)
     if counter is not None:
         counter.reset()
     started = time.perf_counter()
     flow.enqueue_many([(steps,)] * jobs)
-    conveyor.Worker(app, burst=True, concurrency=4).run(install_signals=False)
+    conveyor.Worker(app, burst=True, concurrency=slots).run(install_signals=False)
     seconds = time.perf_counter() - started
     app.close()
     total = jobs * steps
@@ -122,13 +122,14 @@ def main() -> None:
     p.add_argument("--url", help="a store URL (default: a fresh SQLite file)")
     p.add_argument("--json", action="store_true", help="one JSON line (bench.durable_peer)")
     p.add_argument("--replay", action="store_true", help="only the replay overhead")
+    p.add_argument("--concurrency", type=int, default=4, help="the worker's slots")
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         url = args.url or f"sqlite:///{Path(tmp) / 'steps.db'}"
         if args.replay:
             print(json.dumps(replay_overhead(url)))
             return
-        figures = steps_per_second(url, args.jobs)
+        figures = steps_per_second(url, args.jobs, slots=args.concurrency)
         if args.json:
             print(json.dumps(figures))
             return

@@ -9,7 +9,8 @@ library only (psycopg imported lazily): DBOS's venv imports it too.
   statements, not commits.
 - **PostgreSQL**: :func:`pg_snapshot` reads the database's ``xact_commit`` (every
   transaction, read-only ones included), the ``pg_stat_statements`` calls of that
-  database (the cluster preloads it, :data:`PG_SETTINGS`) and the WAL position; the
+  database (the cluster preloads it, :data:`PG_SETTINGS`), the cluster's WAL flushes
+  (``pg_stat_wal.wal_sync``: the fsyncs the arm's commits waited on) and the WAL position; the
   commits that wrote are the ``COMMIT`` records between two positions
   (:func:`wal_commits`, ``pg_waldump``), the same definition as on SQLite.
 
@@ -102,8 +103,18 @@ def pg_snapshot(url: str) -> dict[str, Any]:
             "   WHERE s.dbid = d.datid)"
             " FROM pg_stat_database d WHERE datname = current_database()"
         ).fetchone()
+        # The cluster's WAL flushes (PostgreSQL 14-17; 18 moved them to pg_stat_io):
+        # one arm runs at a time, so their delta is that arm's fsyncs.
+        wal = conn.execute(
+            "SELECT count(*) FROM pg_attribute WHERE attrelid = 'pg_stat_wal'::regclass "
+            "AND attname = 'wal_sync'"
+        ).fetchone()
+        syncs = (
+            conn.execute("SELECT wal_sync FROM pg_stat_wal").fetchone() if wal and wal[0] else None
+        )
     assert row is not None
-    return {"xact_commit": int(row[0]), "lsn": str(row[1]), "statements": int(row[2])}
+    return {"xact_commit": int(row[0]), "lsn": str(row[1]), "statements": int(row[2]),
+            "wal_sync": None if syncs is None else int(syncs[0])}  # fmt: skip
 
 
 def pg_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
@@ -111,6 +122,9 @@ def pg_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     return {
         "xact_commit": after["xact_commit"] - before["xact_commit"],
         "statements": after["statements"] - before["statements"],
+        "wal_sync": None
+        if before.get("wal_sync") is None or after.get("wal_sync") is None
+        else after["wal_sync"] - before["wal_sync"],
         "lsn": (before["lsn"], after["lsn"]),
     }
 

@@ -2,7 +2,9 @@
 (:mod:`conveyor.backends.sql.ops`) bound to this store -- a read is one statement in
 autocommit (``_once``: one round trip), a write one transaction on the pool (``_tx``)
 that wakes listening workers with ``pg_notify`` when jobs became ready, the server's
-clock.
+clock. Statements that read nothing back until they are committed (a durable step's
+checkpoint, ``_ops_sent``) go in one pipeline: one round trip where ``_tx`` makes three
+(BEGIN, the statement, COMMIT).
 
 Listing pages in byte order of ids (``id COLLATE "C"``, the dialect's ``id_order``):
 ids sort by creation time as bytes, whatever collation the database was created with.
@@ -22,11 +24,11 @@ Example (needs a server; the test suite starts one)::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
-from conveyor.backends.postgres.dialect import POSTGRES
+from conveyor.backends.postgres.dialect import POSTGRES, Cursors
 from conveyor.backends.postgres.sql import NOW
 from conveyor.backends.sql.dialect import Executor
 from conveyor.backends.sql.ops import SqlOperations
@@ -53,6 +55,7 @@ class PostgresOperations(SqlOperations):
     _dialect = POSTGRES
     schema: str
     _tx: Callable[[], AbstractContextManager[Cursor]]
+    _pipelined: Callable[[], AbstractContextManager[psycopg.Connection[tuple[object, ...]]]]
     _once: Callable[..., list[tuple[object, ...]]]
     _notify: Callable[[Cursor], None]
 
@@ -63,6 +66,13 @@ class PostgresOperations(SqlOperations):
 
     def _ops_tx(self) -> AbstractContextManager[Executor]:
         return self._tx()
+
+    @contextmanager
+    def _ops_sent(self) -> Iterator[Executor]:
+        """The statements in one pipeline, a cursor each: one round trip, committed by
+        the Sync that ends it (which also brings their row counts back)."""
+        with self._pipelined() as conn:
+            yield Cursors(conn)
 
     def _ops_wake(self, ex: Executor) -> None:
         self._notify(ex)  # type: ignore[arg-type]  # ex is this store's cursor

@@ -7,7 +7,8 @@ tables are ``job_steps`` and ``job_events`` (SQLite ``schema_007.sql``, PostgreS
 ``schema_003.sql``, MariaDB ``schema.sql`` version 2).
 
 - A checkpoint is ONE fenced ``INSERT ... SELECT ... FROM jobs WHERE id AND token AND
-  running``: one statement per step; a stale attempt writes nothing. A worker groups
+  running``: one statement per step; a stale attempt writes nothing. Nothing is read
+  back before the commit (``_ops_sent``: on PostgreSQL one pipelined round trip). A worker groups
   the checkpoints of its concurrent jobs (``job_step_save_many``): one commit for all
   those that came while the previous one was being written, each still fenced alone.
 - A send and a wait meet on the job's row lock: the send locks the row before it stores
@@ -47,7 +48,7 @@ from conveyor.backends.base import (
     JobStepSaveThroughParams,
     StepRecord,
 )
-from conveyor.backends.sql.dialect import Dialect, Executor
+from conveyor.backends.sql.dialect import Dialect, Executor, Result
 from conveyor.backends.sql.flow import wake_waiting
 from conveyor.backends.sql.store import SqlStore
 from conveyor.errors import ConfigurationError, JobNotFound
@@ -91,20 +92,29 @@ def step_of(row: tuple[object, ...]) -> StepRecord:
 
 def save_in(d: Dialect, ex: Executor, params: JobStepSaveParams) -> bool:
     """The fenced checkpoint on ``ex``, in its transaction (see the module docstring)."""
+    return send_save(d, ex, params).rowcount == 1
+
+
+def send_save(d: Dialect, ex: Executor, params: JobStepSaveParams) -> Result:
+    """:func:`save_in` that reads nothing back: the fenced insert's answer, whose
+    ``rowcount`` (1: saved) may be read after the transaction (``_ops_sent``)."""
     step = params.step
     if step.position == 0:  # the first step: the job has started (no expiry from now)
         ex.execute(d.sql(_STARTED), (step.job_id, params.token))
     if params.replace:
-        return _replace(d, ex, step, params.token)
+        return _send_replace(d, ex, step, params.token)
     args = (*step_args(step), step.job_id, params.token)
-    return ex.execute(d.sql(d.insert_ignore(SAVE)), args).rowcount == 1
+    return ex.execute(d.sql(d.insert_ignore(SAVE)), args)
 
 
 def _replace(d: Dialect, ex: Executor, step: StepRecord, token: int) -> bool:
     """Delete then write the record at its position, both fenced by ``token``."""
+    return _send_replace(d, ex, step, token).rowcount == 1
+
+
+def _send_replace(d: Dialect, ex: Executor, step: StepRecord, token: int) -> Result:
     ex.execute(d.sql(_DELETE), (step.job_id, step.position, step.job_id, token))
-    fenced = (step.job_id, token)
-    return ex.execute(d.sql(d.insert_ignore(SAVE)), (*step_args(step), *fenced)).rowcount == 1
+    return ex.execute(d.sql(d.insert_ignore(SAVE)), (*step_args(step), step.job_id, token))
 
 
 class SqlSteps(SqlStore):
@@ -125,18 +135,19 @@ class SqlSteps(SqlStore):
         ]
 
     def job_step_save(self, params: JobStepSaveParams) -> bool:
-        with self._ops_tx() as ex:
-            return save_in(self._dialect, ex, params)
+        with self._ops_sent() as ex:
+            sent = send_save(self._dialect, ex, params)
+        return sent.rowcount == 1
 
     def job_step_save_many(self, params: Sequence[JobStepSaveParams]) -> list[bool]:
         d = self._dialect
         # By job id: two groups (or a group and a finish batch) lock rows in one order.
         order = sorted(range(len(params)), key=lambda i: params[i].step.job_id)
-        saved = [False] * len(params)
-        with self._ops_tx() as ex:
+        sent: list[Result | None] = [None] * len(params)
+        with self._ops_sent() as ex:
             for i in order:
-                saved[i] = save_in(d, ex, params[i])
-        return saved
+                sent[i] = send_save(d, ex, params[i])
+        return [r is not None and r.rowcount == 1 for r in sent]
 
     def job_step_save_through(self, params: JobStepSaveThroughParams) -> bool:
         with self._steps_through(params.connection) as ex:

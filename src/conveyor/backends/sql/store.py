@@ -21,8 +21,8 @@ Example (SQLite's glue, ``sqlite/ops.py``)::
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from conveyor.backends.base import IntegrityProblem
@@ -45,6 +45,14 @@ class SqlStore:
         """One write transaction: committed when the block ends, rolled back on error."""
         raise NotImplementedError
 
+    def _ops_sent(self) -> AbstractContextManager[Executor]:
+        """One write transaction whose statements read nothing back while it runs: of
+        what each ``execute`` answers, only ``rowcount`` is read, once the block has
+        committed. A store that can send them all before any answer comes back
+        (PostgreSQL's pipeline: one round trip, its closing Sync commits) overrides
+        it; by default it is :meth:`_ops_tx`, each count read as its statement runs."""
+        return _answered_at_once(self._ops_tx())
+
     def _search_note_each(self, ex: Executor, job_ids: Sequence[str]) -> None:
         """Jobs whose searched text changed outside the writes the store's triggers see
         (log lines, imports), for its search index filled after the fact: one pending
@@ -62,3 +70,39 @@ class SqlStore:
     def _ops_integrity_extra(self) -> list[IntegrityProblem]:
         """The store's own checks after the shared audit (SQLite: ``quick_check``)."""
         return []
+
+
+class _Counted:
+    """A statement's answer in :meth:`SqlStore._ops_sent`: its row count, read as it ran
+    (the store's cursor may be reused by the next statement); no rows to read back."""
+
+    __slots__ = ("rowcount",)
+
+    def __init__(self, rowcount: int) -> None:
+        self.rowcount = rowcount
+
+    def fetchone(self) -> Any:
+        raise TypeError("a statement sent in _ops_sent reads nothing back")
+
+    fetchall = fetchone
+
+
+class _Counting:
+    """``ex`` answering row counts (:class:`_Counted`)."""
+
+    __slots__ = ("_ex",)
+
+    def __init__(self, ex: Executor) -> None:
+        self._ex = ex
+
+    def execute(self, query: Any, params: Any = ()) -> _Counted:
+        return _Counted(self._ex.execute(query, params).rowcount)
+
+    def executemany(self, query: Any, params: Any) -> object:
+        return self._ex.executemany(query, params)
+
+
+@contextmanager
+def _answered_at_once(tx: AbstractContextManager[Executor]) -> Iterator[Executor]:
+    with tx as ex:
+        yield _Counting(ex)
