@@ -54,7 +54,7 @@ TITLES = {
     "W7": "W7 one default worker consuming many queues (jobs round robin over them; first "
     "job start to last job end)",
     "W8": "W8 short noop jobs at a steady rate, alone and while long sleeping jobs hold "
-    "slots; wait = scheduled time -> job start (ms, from the completion records)",
+    "slots; wait = enqueue call -> job start (ms, from the completion records)",
 }
 
 

@@ -53,7 +53,7 @@ FULL = {
     "W7_queues": [1, 100, 1_000, 5_000],
     "W7_n": 1_000,
     # W8 (issue 26): noops at W8_rate/s for W8_s s, alone and behind W8_long sleeping jobs
-    **{"W8_rate": 200, "W8_s": 1.5, "W8_long": 4, "W8_long_s": 2.0},
+    **{"W8_rate": 100, "W8_s": 1.5, "W8_long": 4, "W8_long_s": 2.0},
 }
 QUICK = {
     "E1": [200],
