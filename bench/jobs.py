@@ -33,6 +33,8 @@ import time
 
 #: Environment variable the harness sets to the measurement's marker file.
 PATH_ENV = "BENCH_MARKER_PATH"
+#: Seconds a ``long`` job sleeps (W8 sets it in the worker's environment; default 2).
+LONG_ENV = "BENCH_LONG_S"
 #: One record: magic, job index, t0 (enqueue / scheduled wall time), start, end (wall
 #: times of the job body), pid of the process that ran it, zero padding, b"\n". Binary,
 #: so its size is fixed by construction (a text record's width would grow with its
@@ -102,6 +104,8 @@ def run_job(i: int, t0: float, kind: str) -> int:
         cpu_work()
     elif kind == "io" or kind == "mixed":
         time.sleep(0.005)
+    elif kind == "long":  # W8's slot holder: blocks its slot, not the GIL
+        time.sleep(float(os.environ.get(LONG_ENV, "2.0")))
     end = time.time()
     mark(i, t0, start, end)
     return i

@@ -67,6 +67,16 @@ def w7(ctx: Ctx, arm: str, n: int, queues: int) -> dict[str, Any]:
     return {"queues": queues, **drain(ctx, worker, n)}
 
 
+def plan(ctx: Ctx, usable: list[str], it: int) -> list[tuple[str, str, str, Any]]:
+    """The runner's W7 steps: every queue count, every arm."""
+    n = ctx.scale["W7_n"]
+    return [
+        ("W7", f"{q} queues", a, lambda a=a, q=q: w7(ctx, a, n, q))
+        for q in ctx.scale["W7_queues"]
+        for a in usable
+    ]
+
+
 def profile(queues: int, n: int, top: int = 25) -> str:
     """cProfile of one burst worker, in this process, draining n jobs over ``queues``
     SQLite queues (the ``top`` lines by cumulative time, then by own time): where a

@@ -117,18 +117,26 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         out = {"latencies_ms": lat}
     elif action == "w3":
         out = open_loop(arm, float(spec["rate"]), float(spec["duration"]))
+    elif action == "w8":  # the long jobs (indices n..), then W3's open loop of noops
+        n = max(1, int(float(spec["rate"]) * float(spec["duration"])))
+        for j in range(int(spec["long"])):
+            arm.enqueue_one((n + j, time.time(), "long"))
+        out = open_loop(arm, float(spec["rate"]), float(spec["duration"]), 0.2, at_call=True)
     elif action == "w6_enqueue":
         out = timed_enqueues(arm, float(spec["rate"]), n, int(spec["base"]), float(spec["t_start"]))
     arm.close()
     return out
 
 
-def open_loop(arm: Arm, rate: float, duration: float) -> dict[str, Any]:
+def open_loop(
+    arm: Arm, rate: float, duration: float, lead: float = 0.05, at_call: bool = False
+) -> dict[str, Any]:
     """Enqueue job i at its scheduled time t_start + i/rate (seed 002: latency is measured
     from the *scheduled* time, carried in the job as t0, so a late producer cannot hide
-    its own delay)."""
+    its own delay). ``at_call`` (W8): t0 is the enqueue call's start instead, so a wait
+    is enqueue -> start even where one enqueue outlasts 1/rate (PostgreSQL's fsync)."""
     n = max(1, int(rate * duration))
-    t_start = time.time() + 0.05
+    t_start = time.time() + lead
     late = 0
     for i in range(n):
         due = t_start + i / rate
@@ -137,7 +145,7 @@ def open_loop(arm: Arm, rate: float, duration: float) -> dict[str, Any]:
             time.sleep(wait)
         elif wait < -0.001:
             late += 1
-        arm.enqueue_one((i, due, "noop"))
+        arm.enqueue_one((i, time.time() if at_call else due, "noop"))
     return {
         "n": n,
         "t_start": t_start,

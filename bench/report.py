@@ -31,6 +31,7 @@ METRICS: dict[str, tuple[str, tuple[str, ...]]] = {
     # W6 is two tables (drain rows, producer rows): see w6_tables
     "W6": ("jobs_per_s", ("smaller_share", "cpu_s_per_1000")),
     "W7": ("jobs_per_s", ("cpu_s_per_1000", "start_to_last_s", "peak_rss_mib")),
+    "W8": ("wait_p99_ms", ("wait_p50_ms", "wait_max_ms", "overlap", "late_enqueues")),
 }
 #: W6's producers-and-workers rows, shown by their enqueue latency
 W6_PRODUCERS: tuple[str, tuple[str, ...]] = (
@@ -52,6 +53,8 @@ TITLES = {
     "and by two, alternated; then producers enqueueing one at a time while two workers run)",
     "W7": "W7 one default worker consuming many queues (jobs round robin over them; first "
     "job start to last job end)",
+    "W8": "W8 short noop jobs at a steady rate, alone and while long sleeping jobs hold "
+    "slots; wait = enqueue call -> job start (ms, from the completion records)",
 }
 
 

@@ -124,6 +124,27 @@ def test_quick_suite_runs_and_every_run_verifies(tmp_path: Path) -> None:
     assert {p.name for p in (out / "charts").iterdir()} == {"w1.png", "w3_latency.png", "w4.png"}
 
 
+def test_mixed_scenario_w8_runs_and_verifies(tmp_path: Path) -> None:
+    # W8 (issue 26) at tiny sizes: 30 short noops in 0.3 s, alone and behind 2 jobs
+    # sleeping 0.6 s, on one default-flag SQLite worker; every job verified once from
+    # the records, the waits taken from them, and the long jobs ran through the stream.
+    pytest.importorskip("rich")
+    out = tmp_path / "w8"
+    _bench(
+        "--suite", "W8", "--arms", "conveyor-sqlite-default",
+        "--out", str(out), "--no-charts",
+        "--scale", "W8_rate=100,W8_s=0.3,W8_long=2,W8_long_s=0.6,marker_n=20000",
+    )  # fmt: skip
+    rows = {r["param"]: r for r in csv.DictReader((out / "W8.csv").open())}
+    assert set(rows) == {"short only", "with 2 long"}, rows
+    for param, row in rows.items():
+        assert row["valid"] == "True" and row["arm"] == "conveyor-sqlite-default", row
+        assert row["done"] == row["distinct"] == str(30 + 2 * (param != "short only")), row
+        assert float(row["wait_p50_ms"]) <= float(row["wait_p99_ms"]), row
+    assert float(rows["with 2 long"]["overlap"]) > 0.5, rows["with 2 long"]
+    assert "## W8 short noop jobs" in (out / "report.md").read_text()
+
+
 ARMS = "conveyor-sqlite,floor-sqlite"
 #: The quick scale made smaller still (see the module docstring).
 SMALL = "W1=300,W2=10,W3=0.9,w3_s=0.5,W4_n=8,W4_c=2,idle_s=0.2,marker_n=20000"
