@@ -10,9 +10,9 @@ PostgreSQL and about 4 s on MariaDB at a million jobs (BENCHMARKS.md). Here each
 their own index (``jobs_scheduled``, ``jobs_running``, ``jobs_waiting``,
 ``jobs_finished``, the newest first). A count that reaches the cap is a lower bound,
 named in :attr:`QueueStats.capped` and shown as "10,000+"; smaller counts and the
-oldest ready age are exact. The statements are each store's ``queries/counts.sql``
-(MariaDB's, with no outer column allowed in a derived table, probe each queue's ready
-entries past the cap with a scalar ``LIMIT cap + 1, 1`` instead of counting them); a
+oldest ready age are exact. The statements are each store's ``queries/counts.sql``;
+MariaDB's walk the loose scans here one step a statement (``queue_counts_next_queue``,
+``queue_counts_next_priority``: its correlated subqueries read no index range); a
 store without them (or a store of at most ``cap`` jobs, or of ``exact_up_to``) counts
 every job, as before.
 
@@ -42,7 +42,7 @@ Counted = tuple[list[tuple[object, ...]], set[tuple[str, str]]]
 
 def has_capped_counts(queries: Mapping[str, str]) -> bool:
     """True when the store has the capped statements (SQLite, PostgreSQL, MariaDB)."""
-    return "queue_counts_queued" in queries
+    return "queue_counts_active" in queries
 
 
 def over_cap(rows: Rows, queries: Mapping[str, str], cap: int) -> bool:
@@ -55,12 +55,12 @@ def capped_rows(rows: Rows, queries: Mapping[str, str], cap: int) -> Counted:
     found: list[tuple[object, ...]] = []
     capped: set[tuple[str, str]] = set()
     queued = JobState.QUEUED.value
-    for queue, n, oldest in rows(queries["queue_counts_queued"], {"limit": cap + 1}):
+    for queue, n, oldest in _ready(rows, queries, cap + 1):
         name, count = str(queue), int(str(n))
         if count > cap:
             # past the cap the first cap entries need not hold the oldest: one index
             # step per priority of this queue finds it
-            oldest = rows(queries["queue_counts_oldest"], {"queue": name})[0][0]
+            oldest = _oldest(rows, queries, name)
             capped.add((name, queued))
         found.append((name, queued, min(count, cap), oldest))
     for state in sorted(set(JobState) - {JobState.QUEUED}, key=lambda s: s.value):
@@ -72,3 +72,31 @@ def capped_rows(rows: Rows, queries: Mapping[str, str], cap: int) -> Counted:
             capped.update((q, state.value) for q, _ in per_queue)
         found += [(q, state.value, min(n, cap), None) for q, n in per_queue]
     return found, capped
+
+
+def _ready(rows: Rows, queries: Mapping[str, str], limit: int) -> list[tuple[object, ...]]:
+    """(queue, ready jobs up to ``limit``, oldest run_at among them) per queue with ready
+    jobs: one statement, or (MariaDB) the loose scan walked a queue name at a time."""
+    if "queue_counts_queued" in queries:
+        return rows(queries["queue_counts_queued"], {"limit": limit})
+    found: list[tuple[object, ...]] = []
+    after: object = ""  # no queue is named "" (the audit's queue_unusable)
+    while (name := rows(queries["queue_counts_next_queue"], {"after": after})[0][0]) is not None:
+        n, oldest = rows(queries["queue_counts_ready"], {"queue": name, "limit": limit})[0]
+        found.append((name, n, oldest))
+        after = name
+    return found
+
+
+def _oldest(rows: Rows, queries: Mapping[str, str], queue: str) -> object:
+    """The oldest ready run_at of ``queue``: one statement, or (MariaDB) the first entry
+    of each priority walked from the highest down."""
+    if "queue_counts_oldest" in queries:
+        return rows(queries["queue_counts_oldest"], {"queue": queue})[0][0]
+    found: list[float] = []
+    below = 2**31  # above every INT priority
+    while step := rows(queries["queue_counts_next_priority"], {"queue": queue, "below": below}):
+        priority, run_at = step[0]
+        found.append(float(str(run_at)))
+        below = int(str(priority))
+    return min(found, default=None)
