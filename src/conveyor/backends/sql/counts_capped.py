@@ -11,7 +11,7 @@ their own index (``jobs_scheduled``, ``jobs_running``, ``jobs_waiting``,
 ``jobs_finished``, the newest first). A count that reaches the cap is a lower bound,
 named in :attr:`QueueStats.capped` and shown as "10,000+"; smaller counts and the
 oldest ready age are exact. The statements are each store's ``queries/counts.sql``;
-MariaDB's walk the loose scans here one step a statement (``queue_counts_next_queue``,
+MariaDB's walk the loose scans here one step a statement (``queue_counts_next_ready``,
 ``queue_counts_next_priority``: its correlated subqueries read no index range); a
 store without them (or a store of at most ``cap`` jobs, or of ``exact_up_to``) counts
 every job, as before.
@@ -81,10 +81,10 @@ def _ready(rows: Rows, queries: Mapping[str, str], limit: int) -> list[tuple[obj
         return rows(queries["queue_counts_queued"], {"limit": limit})
     found: list[tuple[object, ...]] = []
     after: object = ""  # no queue is named "" (the audit's queue_unusable)
-    while (name := rows(queries["queue_counts_next_queue"], {"after": after})[0][0]) is not None:
-        n, oldest = rows(queries["queue_counts_ready"], {"queue": name, "limit": limit})[0]
-        found.append((name, n, oldest))
-        after = name
+    step = queries["queue_counts_next_ready"]
+    while (row := rows(step, {"after": after, "limit": limit})[0])[0] is not None:
+        found.append(row)
+        after = row[0]
     return found
 
 

@@ -15,16 +15,20 @@
 -- More jobs than the cap (at most cap + 1 rows read)?
 SELECT COUNT(*) FROM (SELECT 1 FROM jobs LIMIT %(limit)s) AS t;
 
--- name: queue_counts_next_queue
--- The first queue name after %(after)s with ready jobs: one step of jobs_ready (the
--- loose scan, walked by counts_capped.py with a constant each time: MariaDB reads a
--- correlated `queue > q.name` as a scan of every ready entry, not a range).
-SELECT MIN(queue) FROM jobs WHERE state = 'queued' AND queue > %(after)s;
-
--- name: queue_counts_ready
--- (ready jobs up to %(limit)s, oldest run_at among them) of one queue.
-SELECT COUNT(*), MIN(run_at) FROM (
-    SELECT run_at FROM jobs WHERE state = 'queued' AND queue = %(queue)s LIMIT %(limit)s
+-- name: queue_counts_next_ready
+-- The first queue name after %(after)s with ready jobs (one step of jobs_ready: the loose
+-- scan, walked by counts_capped.py with a constant each time, since MariaDB reads a
+-- correlated `queue > q.name` as a scan of every ready entry, not a range), its ready
+-- jobs up to %(limit)s and their oldest run_at; a NULL name: no queue after it. The
+-- subquery is uncorrelated, so it is read once, as a constant, and the count is a ref
+-- of jobs_ready: one round trip a queue.
+SELECT (SELECT MIN(queue) FROM jobs WHERE state = 'queued' AND queue > %(after)s),
+       COUNT(*), MIN(run_at)
+FROM (
+    SELECT run_at FROM jobs
+    WHERE state = 'queued'
+      AND queue = (SELECT MIN(queue) FROM jobs WHERE state = 'queued' AND queue > %(after)s)
+    LIMIT %(limit)s
 ) AS t;
 
 -- name: queue_counts_next_priority
