@@ -2,8 +2,8 @@
 queues`` and the dashboard read) never overstates: every count is exact or, where the
 store stopped counting (``capped``), a lower bound of at most N; every queue with ready
 jobs is listed with its exact oldest ready age; a store of at most N jobs and a store
-that keeps its counts answer exactly. SQLite (kept counts off) and PostgreSQL cap
-(sql/counts_capped.py); Redis, memory and MariaDB (no capped statements) are exact."""
+that keeps its counts answer exactly. SQLite (kept counts off), PostgreSQL and MariaDB
+cap (sql/counts_capped.py); Redis and memory (counts kept by every write) are exact."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def test_capped_counts_never_overstate_and_list_every_ready_queue(backend: Backe
         assert capped[name].oldest_ready_age is not None
         assert abs(capped[name].oldest_ready_age - exact[name].oldest_ready_age) < 5  # type: ignore[operator]
     assert capped["q"].oldest_ready_age > 500  # type: ignore[operator]
-    if backend.name in ("sqlite", "postgres"):  # the stores with capped statements
+    if backend.name in ("sqlite", "postgres", "mariadb"):  # the stores with capped statements
         assert "queued" in capped["q"].capped and capped["q"].counts["queued"] == CAP
         assert "solo" in capped and not capped["solo"].capped  # 1 ready, 1 running: exact
     else:  # counts kept by every write (or no capped statements): exact at any cap
@@ -103,4 +103,4 @@ def test_a_store_within_exact_up_to_is_counted_exactly_past_the_cap(backend: Bac
     assert not any(s.capped for s in within)
     assert [s.counts for s in within] == exact
     past = backend.queue_stats(QueueStatsParams(cap=CAP, exact_up_to=CAP))
-    assert any(s.capped for s in past) == (backend.name in ("sqlite", "postgres"))
+    assert any(s.capped for s in past) == (backend.name in ("sqlite", "postgres", "mariadb"))

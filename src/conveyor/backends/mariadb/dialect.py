@@ -111,7 +111,9 @@ MARIADB = Dialect(
     clock=server_now,
     queries={
         **role_queries(
-            lambda role: read_packaged(f"queries/{role}.sql"), (), ("ops", "rescue", "workers")
+            lambda role: read_packaged(f"queries/{role}.sql"),
+            (),
+            ("counts", "ops", "rescue", "workers"),
         ),
         "integrity_check": integrity_sql(INTEGRITY),
     },

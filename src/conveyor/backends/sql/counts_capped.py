@@ -2,14 +2,17 @@
 jobs than the cap (``QueueStatsParams(cap=1_000, exact_up_to=50_000)``: ``conveyor status``, ``conveyor
 queues``, the dashboard), in the manner of Oban Web's and River UI's capped counts.
 
-Counting every job is one scan of the jobs table: 0.9 s on SQLite and 0.8-3 s on
-PostgreSQL at a million jobs (BENCHMARKS.md). Here each (queue, state) is counted from a
-partial index up to ``cap`` + 1 entries: ready jobs per queue (a loose scan of
+Counting every job is one scan of the jobs table: 0.9 s on SQLite, 0.8-3 s on
+PostgreSQL and about 4 s on MariaDB at a million jobs (BENCHMARKS.md). Here each
+(queue, state) is counted from a partial index (on MariaDB, one led by the state) up to
+``cap`` + 1 entries: ready jobs per queue (a loose scan of
 ``jobs_ready`` finds the queue names, one index step each), the other states each from
 their own index (``jobs_scheduled``, ``jobs_running``, ``jobs_waiting``,
 ``jobs_finished``, the newest first). A count that reaches the cap is a lower bound,
 named in :attr:`QueueStats.capped` and shown as "10,000+"; smaller counts and the
-oldest ready age are exact. The statements are each store's ``queries/counts.sql``; a
+oldest ready age are exact. The statements are each store's ``queries/counts.sql``;
+MariaDB's walk the loose scans here one step a statement (``queue_counts_next_ready``,
+``queue_counts_next_priority``: its correlated subqueries read no index range); a
 store without them (or a store of at most ``cap`` jobs, or of ``exact_up_to``) counts
 every job, as before.
 
@@ -38,8 +41,8 @@ Counted = tuple[list[tuple[object, ...]], set[tuple[str, str]]]
 
 
 def has_capped_counts(queries: Mapping[str, str]) -> bool:
-    """True when the store has the capped statements (SQLite, PostgreSQL)."""
-    return "queue_counts_queued" in queries
+    """True when the store has the capped statements (SQLite, PostgreSQL, MariaDB)."""
+    return "queue_counts_active" in queries
 
 
 def over_cap(rows: Rows, queries: Mapping[str, str], cap: int) -> bool:
@@ -52,12 +55,12 @@ def capped_rows(rows: Rows, queries: Mapping[str, str], cap: int) -> Counted:
     found: list[tuple[object, ...]] = []
     capped: set[tuple[str, str]] = set()
     queued = JobState.QUEUED.value
-    for queue, n, oldest in rows(queries["queue_counts_queued"], {"limit": cap + 1}):
+    for queue, n, oldest in _ready(rows, queries, cap + 1):
         name, count = str(queue), int(str(n))
         if count > cap:
             # past the cap the first cap entries need not hold the oldest: one index
             # step per priority of this queue finds it
-            oldest = rows(queries["queue_counts_oldest"], {"queue": name})[0][0]
+            oldest = _oldest(rows, queries, name)
             capped.add((name, queued))
         found.append((name, queued, min(count, cap), oldest))
     for state in sorted(set(JobState) - {JobState.QUEUED}, key=lambda s: s.value):
@@ -69,3 +72,31 @@ def capped_rows(rows: Rows, queries: Mapping[str, str], cap: int) -> Counted:
             capped.update((q, state.value) for q, _ in per_queue)
         found += [(q, state.value, min(n, cap), None) for q, n in per_queue]
     return found, capped
+
+
+def _ready(rows: Rows, queries: Mapping[str, str], limit: int) -> list[tuple[object, ...]]:
+    """(queue, ready jobs up to ``limit``, oldest run_at among them) per queue with ready
+    jobs: one statement, or (MariaDB) the loose scan walked a queue name at a time."""
+    if "queue_counts_queued" in queries:
+        return rows(queries["queue_counts_queued"], {"limit": limit})
+    found: list[tuple[object, ...]] = []
+    after: object = ""  # no queue is named "" (the audit's queue_unusable)
+    step = queries["queue_counts_next_ready"]
+    while (row := rows(step, {"after": after, "limit": limit})[0])[0] is not None:
+        found.append(row)
+        after = row[0]
+    return found
+
+
+def _oldest(rows: Rows, queries: Mapping[str, str], queue: str) -> object:
+    """The oldest ready run_at of ``queue``: one statement, or (MariaDB) the first entry
+    of each priority walked from the highest down."""
+    if "queue_counts_oldest" in queries:
+        return rows(queries["queue_counts_oldest"], {"queue": queue})[0][0]
+    found: list[float] = []
+    below = 2**31  # above every INT priority
+    while step := rows(queries["queue_counts_next_priority"], {"queue": queue, "below": below}):
+        priority, run_at = step[0]
+        found.append(float(str(run_at)))
+        below = int(str(priority))
+    return min(found, default=None)
