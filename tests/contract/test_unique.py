@@ -78,13 +78,14 @@ def test_with_options_unique_and_bad_policy(app: conveyor.App, backend: Backend)
         t.with_options(on_conflict="merge")
 
 
-def _enqueue_at(url: str, start: float, keys: int, out: Any) -> None:
+def _enqueue_at(url: str, start: Any, keys: int, out: Any) -> None:
     app = conveyor.App(url)
 
     @app.task(name="uniq", unique_key=lambda k: k)
     def uniq(k: int) -> None: ...
 
-    time.sleep(max(0.0, start - time.time()))
+    _ = app.backend  # the store opened before the start line, not in the race
+    start.wait(30)  # a barrier: every process enqueues at the same instant
     out.put(sorted(uniq.enqueue(k).id for k in range(keys)))
     app.close()
 
@@ -95,9 +96,13 @@ def test_two_processes_same_key_same_instant_make_one_job(
 ) -> None:
     needs(backend, "unique")
     needs(backend, "shared")  # other processes enqueue to the same store
-    ctx = multiprocessing.get_context("fork")
+    # spawn, not fork: a fork of this process copies locks other threads hold (the
+    # store's connection pool, pytest-xdist's channel), and a child that needs one
+    # hangs; a fresh interpreter has none. Its start-up is outside the race: the
+    # barrier releases the four only when each has its store open.
+    ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
-    start = time.time() + 0.5
+    start = ctx.Barrier(4)
     procs = [ctx.Process(target=_enqueue_at, args=(backend_url, start, 20, out)) for _ in range(4)]
     for p in procs:
         p.start()

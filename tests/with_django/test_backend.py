@@ -236,6 +236,11 @@ def test_manage_py_check_reports_a_store_url_conveyor_cannot_open(
     from django.core.checks import run_checks
     from django.test import override_settings
 
+    # The project's URLs (and the task modules they import) load under the project's own
+    # TASKS, as in a running site: loaded first under the override below, shop/tasks.py's
+    # queue_name="mail" would be refused by the overriding backend, which declares none.
+    # (Which test loads them first depends on the order, and on pytest-xdist's split.)
+    run_checks()
     backend = {"BACKEND": "conveyor.contrib.django.ConveyorBackend"}
     with override_settings(TASKS={"default": {**backend, "OPTIONS": {"url": "oracle://db/x"}}}):
         found = [m for m in run_checks() if m.id == "conveyor.E001"]
