@@ -349,10 +349,13 @@ class RedisBackend(
         with self._guard:
             # Mark the job as waited on: from now on finishing it pushes to done:<id>.
             state = self._scripts.job_watch([self.keys.base], [params.id])
+            record: JobRecord | None = None
             while True:
                 if state is None:
                     raise JobNotFound(params.id)
                 if JobState(state).is_finished:
+                    if record is not None:
+                        return record
                     found = reads.get_jobs(self._client, self.keys, [params.id])
                     if not found:
                         raise JobNotFound(params.id)
@@ -363,10 +366,18 @@ class RedisBackend(
                 if remaining <= 0:
                     return None
                 # BLMOVE onto itself: the element stays, so every waiter wakes. A 0
-                # timeout would block forever, hence the floor.
-                woke = self._client.blmove(done, done, max(remaining, 0.01), "LEFT", "LEFT")
-                state = self._client.hget(self.keys.job(params.id), "state")
+                # timeout would block forever, hence the floor. The job's read rides in
+                # the same pipeline: the server runs it once the BLMOVE returns, so the
+                # wake and the finished record are one round trip (they were three: the
+                # wake, the state, then the record; W2's way back, bench/HOTPATH.md).
+                pipe = self._client.pipeline(transaction=False)
+                pipe.blmove(done, done, max(remaining, 0.01), "LEFT", "LEFT")
+                pipe.hmget(self.keys.job(params.id), hashes.JOB_FIELDS)
+                woke, fields = pipe.execute()
+                record = hashes.job_record(fields)
+                state = None if record is None else record.state
                 if woke is not None and state is not None and not JobState(state).is_finished:
+                    record = None
                     # A stale notification (a deleted job that had this id): drop it so we
                     # do not spin, then look again so a finish racing the DEL is not missed.
                     self._client.delete(done)
