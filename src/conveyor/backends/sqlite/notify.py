@@ -4,7 +4,7 @@ Two paths. In the same process, every committed write bumps a generation counter
 notifies a condition variable (qler's fix in seed 000: a waiter learns at once, no poll).
 Across processes, a waiter reads ``PRAGMA data_version``, which changes when another
 connection commits; it costs no disk read, so the waiter polls it on a short interval
-that grows while nothing happens (1 ms after activity, up to ``MAX_POLL`` when idle) —
+that grows while nothing happens (0.2 ms after activity, up to ``MAX_POLL`` when idle) —
 low latency under load, a few polls a second when idle.
 
 Example:
@@ -21,11 +21,15 @@ import threading
 
 #: First poll interval after activity (seconds): an enqueue -> result round trip takes ~1
 #: ms, so a waiter must look again that soon (BENCHMARKS.md#w2-sequential-round-trip-enqueue---worker---result-ms-idle-cpu--of-a-core).
-MIN_POLL = 0.0005
+#: 0.2 ms growing 1.3x looks at 0.2, 0.46, 0.8, 1.24 ms where 0.5 ms growing 1.5x looked
+#: at 0.5, 1.25, 2.4: W2's p50 fell 1.69-1.72 -> 1.19-1.50 ms (BENCHMARKS.md, quiet-box
+#: figures); a data_version read costs microseconds and the interval still reaches
+#: MAX_POLL after ~20 idle polls.
+MIN_POLL = 0.0002
 #: Longest poll interval when idle: ~20 polls/s, well under 1% of a core.
 MAX_POLL = 0.05
 #: Growth factor of the interval per idle poll.
-POLL_GROWTH = 1.5
+POLL_GROWTH = 1.3
 
 
 class Notifier:
