@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import multiprocessing
+import json
+import subprocess
+import sys
 import time
-from typing import Any
 
 import pytest
 
@@ -78,16 +79,22 @@ def test_with_options_unique_and_bad_policy(app: conveyor.App, backend: Backend)
         t.with_options(on_conflict="merge")
 
 
-def _enqueue_at(url: str, start: Any, keys: int, out: Any) -> None:
-    app = conveyor.App(url)
+#: One enqueuer: opens the store, says it is ready, waits for the go line on stdin, then
+#: enqueues keys 0-19 and prints the ids it got back.
+_ENQUEUER = """
+import json, sys
+import conveyor
+app = conveyor.App(sys.argv[1])
 
-    @app.task(name="uniq", unique_key=lambda k: k)
-    def uniq(k: int) -> None: ...
+@app.task(name="uniq", unique_key=lambda k: k)
+def uniq(k: int) -> None: ...
 
-    _ = app.backend  # the store opened before the start line, not in the race
-    start.wait(30)  # a barrier: every process enqueues at the same instant
-    out.put(sorted(uniq.enqueue(k).id for k in range(keys)))
-    app.close()
+_ = app.backend  # the store opened before the start line, not in the race
+print("ready", flush=True)
+sys.stdin.readline()
+print(json.dumps(sorted(uniq.enqueue(k).id for k in range(20))), flush=True)
+app.close()
+"""
 
 
 @pytest.mark.slow
@@ -96,19 +103,26 @@ def test_two_processes_same_key_same_instant_make_one_job(
 ) -> None:
     needs(backend, "unique")
     needs(backend, "shared")  # other processes enqueue to the same store
-    # spawn, not fork: a fork of this process copies locks other threads hold (the
-    # store's connection pool, pytest-xdist's channel), and a child that needs one
-    # hangs; a fresh interpreter has none. Its start-up is outside the race: the
-    # barrier releases the four only when each has its store open.
-    ctx = multiprocessing.get_context("spawn")
-    out = ctx.Queue()
-    start = ctx.Barrier(4)
-    procs = [ctx.Process(target=_enqueue_at, args=(backend_url, start, 20, out)) for _ in range(4)]
+    # Fresh interpreters, not forks of this process (a fork copies locks other threads
+    # hold: the store's connection pool, pytest-xdist's channel; one hung 30 s), nor
+    # multiprocessing's spawn (it re-runs __main__, which is stdin in .ci/release). Their
+    # start-up is outside the race: all four get the go line once each has its store open.
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _ENQUEUER, backend_url],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
     for p in procs:
-        p.start()
-    answers = [out.get(timeout=30) for _ in procs]
+        assert p.stdout is not None and p.stdout.readline().strip() == "ready"
     for p in procs:
-        p.join(10)
+        assert p.stdin is not None
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    answers = [json.loads(p.communicate(timeout=30)[0]) for p in procs]
     assert all(a == answers[0] for a in answers)  # every process got the same 20 jobs
     from conveyor.backends.base import JobListParams
 
